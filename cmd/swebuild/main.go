@@ -1,0 +1,87 @@
+// Command swebuild turns a SWE-bench-format dataset into verified, published,
+// multi-arch evaluation images. This file only wires subcommands; each
+// subcommand lives in its own file and delegates to a package.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: run gets the arguments after the subcommand name.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// errUsage marks an error already reported with usage; exit status 2.
+var errUsage = errors.New("usage")
+
+func commands() []command {
+	return []command{
+		{"render", "write Dockerfiles and scripts for instances", runRender},
+		{"plan", "print the base/env/instance image graph per platform", runPlan},
+		{"pins", "list the pin rules applied on top of upstream specs", runPins},
+		{"grade", "grade a test log exactly as upstream SWE-bench does", runGrade},
+		{"build", "build images with BuildKit", runBuild},
+		{"verify", "run gold (or predicted) patches through the graded test flow", runVerify},
+		{"publish", "push built images by digest and write multi-arch indexes", runPublish},
+		{"sizes", "compare image set sizes", runSizes},
+		{"ci", "helpers for the nightly GitHub Actions workflow", runCI},
+		{"version", "print the swebuild version", runVersion},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: swebuild COMMAND [OPTIONS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'swebuild COMMAND --help' for more information on a command.")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		default:
+			fmt.Fprintf(stderr, "swebuild %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "swebuild: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
