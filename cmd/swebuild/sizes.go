@@ -1,12 +1,99 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/sizes"
 )
 
-// runSizes is a placeholder until the sizes stage lands.
+// runSizes implements `swebuild sizes`: measure image set A (and B) in the
+// registry and write a comparison report.
 func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := pflag.NewFlagSet("sizes", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	var (
+		cfg       sizes.Config
+		format    string
+		out       string
+		maxGrowth float64
+	)
+	fs.StringVar(&cfg.Images, "images", "", "image set A: REPO (swebuild naming), swebuild:REPO, upstream[:REPO], epoch[:REPO], a template with {arch} and {id} or {id_1776}, or a metadata file")
+	fs.StringVar(&cfg.Against, "against", "", "image set B to compare with (same syntax as --images)")
+	fs.StringVar(&cfg.Dataset, "dataset", "", "dataset file (JSONL, JSON array, or .txt with one instance id per line) giving the instance ids")
+	fs.StringSliceVar(&cfg.Platforms, "platform", []string{"linux/amd64"}, "platforms to measure (linux/amd64, linux/arm64)")
+	fs.StringVar(&format, "format", "md", "output format: "+strings.Join(sizes.Formats, ", "))
+	fs.StringVarP(&out, "out", "o", "", "write the report to this file instead of stdout")
+	fs.Float64Var(&maxGrowth, "max-growth", 0, "exit non-zero when A's unique-layer compressed size grew by more than this percentage against B")
+	fs.BoolVar(&cfg.Uncompressed, "uncompressed", false, "also measure uncompressed sizes (reads every unique layer once; cached by digest)")
+	fs.StringVar(&cfg.CacheDir, "cache-dir", defaultSizesCache(), "directory caching uncompressed layer sizes by digest")
+	fs.IntVarP(&cfg.Jobs, "jobs", "j", 8, "concurrent registry requests")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: swebuild sizes --images SET [--against SET] [OPTIONS]\n\nCompare image set sizes (1024-based units).\n\nOptions:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "swebuild sizes: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return errUsage
+	}
+	if cfg.Images == "" {
+		fmt.Fprintln(stderr, "swebuild sizes: --images is required")
+		fs.Usage()
+		return errUsage
+	}
+	if !slices.Contains(sizes.Formats, format) {
+		fmt.Fprintf(stderr, "swebuild sizes: --format: unknown format %q (want one of %s)\n", format, strings.Join(sizes.Formats, ", "))
+		return errUsage
+	}
+	cfg.PlatformsGiven = fs.Changed("platform")
+	if fs.Changed("max-growth") {
+		cfg.MaxGrowthPercent = &maxGrowth
+	}
+	rep, err := sizes.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := sizes.Write(&buf, rep, format); err != nil {
+		return err
+	}
+	if out == "" {
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+	} else if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	if probs := rep.Problems(); len(probs) > 0 {
+		return errors.New(strings.Join(probs, "; "))
+	}
+	return nil
+}
+
+func defaultSizesCache() string {
+	base := os.Getenv("SWEBUILD_CACHE")
+	if base == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			base = filepath.Join(home, ".cache", "swebuild")
+		} else {
+			base = filepath.Join(os.TempDir(), "swebuild-cache")
+		}
+	}
+	return filepath.Join(base, "sizes", "layers")
 }

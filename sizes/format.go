@@ -1,0 +1,357 @@
+package sizes
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Formats lists the output formats Write accepts.
+var Formats = []string{"md", "csv", "json", "html"}
+
+// Write renders the report in one of Formats. Every format is deterministic:
+// the same report gives the same bytes.
+func Write(w io.Writer, r *Report, format string) error {
+	switch format {
+	case "json":
+		return WriteJSON(w, r)
+	case "csv":
+		return WriteCSV(w, r)
+	case "md":
+		return WriteMarkdown(w, r)
+	case "html":
+		return WriteHTML(w, r)
+	}
+	return fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+// WriteJSON writes the report as indented JSON (see report.schema.json).
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("writing JSON report: %w", err)
+	}
+	return nil
+}
+
+// CSVHeader is the first row of WriteCSV's output.
+var CSVHeader = []string{"set", "instance_id", "repo", "platform", "status", "ref", "digest",
+	"compressed_bytes", "uncompressed_bytes", "layers", "shared_layers", "error"}
+
+// WriteCSV writes one row per image: set A's rows, then set B's, each
+// sorted by instance id and platform. Sizes are in bytes; an unmeasured
+// uncompressed size is empty.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	rows := [][]string{CSVHeader}
+	for _, s := range sets(r) {
+		for _, img := range s.set.Images {
+			unc := ""
+			if img.UncompressedBytes != nil {
+				unc = strconv.FormatInt(*img.UncompressedBytes, 10)
+			}
+			rows = append(rows, []string{s.name, img.InstanceID, img.Repo, img.Platform, img.Status, img.Ref, img.Digest,
+				strconv.FormatInt(img.CompressedBytes, 10), unc, strconv.Itoa(img.Layers), strconv.Itoa(img.SharedLayers), img.Error})
+		}
+	}
+	if err := cw.WriteAll(rows); err != nil {
+		return fmt.Errorf("writing CSV report: %w", err)
+	}
+	return nil
+}
+
+type namedSet struct {
+	name string
+	set  *Set
+}
+
+func sets(r *Report) []namedSet {
+	out := []namedSet{{"A", r.A}}
+	if r.B != nil {
+		out = append(out, namedSet{"B", r.B})
+	}
+	return out
+}
+
+// HumanBytes formats a byte count with 1024-based units: "512 B",
+// "1.50 KiB", "12.3 MiB", "684 GiB".
+func HumanBytes(n int64) string {
+	if n < 0 {
+		return "-" + HumanBytes(-n)
+	}
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n) / 1024
+	u := 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	switch {
+	case v < 10:
+		return fmt.Sprintf("%.2f %s", v, units[u])
+	case v < 100:
+		return fmt.Sprintf("%.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.0f %s", v, units[u])
+}
+
+func humanPtr(n *int64) string {
+	if n == nil {
+		return "–"
+	}
+	return HumanBytes(*n)
+}
+
+func fmtRatio(f *float64) string {
+	if f == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f×", *f)
+}
+
+func fmtPercent(f *float64) string {
+	if f == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", *f*100)
+}
+
+func fmtGrowth(f *float64) string {
+	if f == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%+.2f%%", *f)
+}
+
+// mdCell escapes text for a Markdown table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "\\", "\\\\")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "<", "&lt;")
+	return s
+}
+
+// summaryRow is one measure of the headline table.
+type summaryRow struct {
+	name       string
+	a, b       string
+	ca, cb     string
+	ratio      string
+	hideIfNoUC bool
+}
+
+func summaryRows(r *Report) []summaryRow {
+	a := r.A.Totals
+	rows := []summaryRow{
+		{name: "images", a: strconv.Itoa(a.Images)},
+		{name: "measured", a: strconv.Itoa(a.Measured)},
+		{name: "missing", a: strconv.Itoa(a.Missing)},
+		{name: "errors", a: strconv.Itoa(a.Errors)},
+		{name: "layers (naive)", a: strconv.Itoa(a.Layers)},
+		{name: "unique layers", a: strconv.Itoa(a.UniqueLayers)},
+		{name: "naive compressed", a: HumanBytes(a.NaiveCompressedBytes)},
+		{name: "unique-layer compressed", a: HumanBytes(a.UniqueCompressedBytes)},
+		{name: "shared fraction", a: fmtPercent(a.SharedFraction)},
+		{name: "naive uncompressed", a: humanPtr(a.NaiveUncompressedBytes), hideIfNoUC: true},
+		{name: "unique-layer uncompressed", a: humanPtr(a.UniqueUncompressedBytes), hideIfNoUC: true},
+	}
+	if r.B == nil {
+		return rows
+	}
+	b, c := r.B.Totals, r.Comparison
+	bs := []string{strconv.Itoa(b.Images), strconv.Itoa(b.Measured), strconv.Itoa(b.Missing), strconv.Itoa(b.Errors),
+		strconv.Itoa(b.Layers), strconv.Itoa(b.UniqueLayers), HumanBytes(b.NaiveCompressedBytes), HumanBytes(b.UniqueCompressedBytes),
+		fmtPercent(b.SharedFraction), humanPtr(b.NaiveUncompressedBytes), humanPtr(b.UniqueUncompressedBytes)}
+	ca := []string{strconv.Itoa(c.CommonImages), strconv.Itoa(c.A.Measured), "", "",
+		strconv.Itoa(c.A.Layers), strconv.Itoa(c.A.UniqueLayers), HumanBytes(c.A.NaiveCompressedBytes), HumanBytes(c.A.UniqueCompressedBytes),
+		fmtPercent(c.A.SharedFraction), humanPtr(c.A.NaiveUncompressedBytes), humanPtr(c.A.UniqueUncompressedBytes)}
+	cb := []string{strconv.Itoa(c.CommonImages), strconv.Itoa(c.B.Measured), "", "",
+		strconv.Itoa(c.B.Layers), strconv.Itoa(c.B.UniqueLayers), HumanBytes(c.B.NaiveCompressedBytes), HumanBytes(c.B.UniqueCompressedBytes),
+		fmtPercent(c.B.SharedFraction), humanPtr(c.B.NaiveUncompressedBytes), humanPtr(c.B.UniqueUncompressedBytes)}
+	ratios := []string{"", "", "", "", "", "", fmtRatio(c.Ratios.NaiveCompressed), fmtRatio(c.Ratios.UniqueCompressed), "",
+		fmtRatio(c.Ratios.NaiveUncompressed), fmtRatio(c.Ratios.UniqueUncompressed)}
+	for i := range rows {
+		rows[i].b, rows[i].ca, rows[i].cb, rows[i].ratio = bs[i], ca[i], cb[i], ratios[i]
+	}
+	return rows
+}
+
+// WriteMarkdown writes a report for a GitHub job summary: the headline
+// table, per-repository subtotals, then per-image rows in a collapsed block.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("## Image sizes\n\n")
+	p("**A:** `%s`", mdCell(r.A.Label))
+	if r.B != nil {
+		p(" · **B:** `%s`", mdCell(r.B.Label))
+	}
+	p("\n\n")
+	if r.B == nil {
+		p("| measure | A |\n|---|---:|\n")
+	} else {
+		p("| measure | A (all) | B (all) | A (common) | B (common) | A/B (common) |\n|---|---:|---:|---:|---:|---:|\n")
+	}
+	for _, row := range summaryRows(r) {
+		if row.hideIfNoUC && !r.UncompressedMeasured {
+			continue
+		}
+		if r.B == nil {
+			p("| %s | %s |\n", row.name, row.a)
+		} else {
+			p("| %s | %s | %s | %s | %s | %s |\n", row.name, row.a, row.b, row.ca, row.cb, row.ratio)
+		}
+	}
+	p("\n")
+	if c := r.Comparison; c != nil {
+		p("Growth of A against B (unique-layer compressed, %d common images): **%s**", c.CommonImages, fmtGrowth(c.GrowthPercent))
+		if r.MaxGrowthPercent != nil {
+			verdict := "within"
+			if r.GrowthExceeded {
+				verdict = "**EXCEEDS**"
+			}
+			p(" — %s the limit of %.2f%%", verdict, *r.MaxGrowthPercent)
+		}
+		p("\n\n")
+	}
+	p("### Per repository\n\n")
+	if r.B == nil {
+		p("| repository | images | measured | naive compressed | unique-layer compressed | shared |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, rt := range r.A.Repos {
+			p("| %s | %d | %d | %s | %s | %s |\n", mdCell(rt.Repo), rt.Images, rt.Measured,
+				HumanBytes(rt.NaiveCompressedBytes), HumanBytes(rt.UniqueCompressedBytes), fmtPercent(rt.SharedFraction))
+		}
+	} else {
+		p("| repository | A measured | A unique-layer compressed | B measured | B unique-layer compressed | common | A/B (common) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, row := range repoRows(r) {
+			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(row.repo), row.aMeasured, row.aUnique, row.bMeasured, row.bUnique, row.common, row.ratio)
+		}
+	}
+	p("\n")
+	for _, s := range sets(r) {
+		var bad []Image
+		for _, img := range s.set.Images {
+			if img.Status != StatusOK {
+				bad = append(bad, img)
+			}
+		}
+		if len(bad) == 0 {
+			continue
+		}
+		p("### Not measured in %s (%d)\n\n| instance | platform | status | detail |\n|---|---|---|---|\n", s.name, len(bad))
+		for _, img := range bad {
+			p("| %s | %s | %s | %s |\n", mdCell(img.InstanceID), img.Platform, img.Status, mdCell(firstLine(img.Error, 200)))
+		}
+		p("\n")
+	}
+	p("<details><summary>Per image (%d)</summary>\n\n", len(r.A.Images))
+	if r.B == nil {
+		p("| instance | platform | compressed | uncompressed | layers | shared layers |\n|---|---|---:|---:|---:|---:|\n")
+	} else {
+		p("| instance | platform | A compressed | A uncompressed | layers | shared layers | B compressed | A/B |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	}
+	bIdx := imageIndex(r.B)
+	for _, img := range r.A.Images {
+		comp, unc := "–", humanPtr(img.UncompressedBytes)
+		if img.Status == StatusOK {
+			comp = HumanBytes(img.CompressedBytes)
+		} else {
+			comp = img.Status
+		}
+		if r.B == nil {
+			p("| %s | %s | %s | %s | %d | %d |\n", mdCell(img.InstanceID), img.Platform, comp, unc, img.Layers, img.SharedLayers)
+			continue
+		}
+		bComp, rat := "–", "–"
+		if bi, ok := bIdx[img.InstanceID+" "+img.Platform]; ok {
+			if bi.Status == StatusOK {
+				bComp = HumanBytes(bi.CompressedBytes)
+				if img.Status == StatusOK {
+					rat = fmtRatio(ratio(img.CompressedBytes, bi.CompressedBytes))
+				}
+			} else {
+				bComp = bi.Status
+			}
+		}
+		p("| %s | %s | %s | %s | %d | %d | %s | %s |\n", mdCell(img.InstanceID), img.Platform, comp, unc, img.Layers, img.SharedLayers, bComp, rat)
+	}
+	p("\n</details>\n\n")
+	p("_%s_\n", UnitsNote)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing Markdown report: %w", err)
+	}
+	return nil
+}
+
+func imageIndex(s *Set) map[string]Image {
+	m := map[string]Image{}
+	if s == nil {
+		return m
+	}
+	for _, img := range s.Images {
+		m[img.InstanceID+" "+img.Platform] = img
+	}
+	return m
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// repoRow is one line of the A-vs-B per-repository table: the union of
+// both sets' repositories, sorted.
+type repoRow struct {
+	repo                 string
+	aMeasured, bMeasured string
+	aUnique, bUnique     string
+	aBytes, bBytes       int64
+	common, ratio        string
+}
+
+func repoRows(r *Report) []repoRow {
+	at, bt := map[string]RepoTotals{}, map[string]RepoTotals{}
+	names := map[string]bool{}
+	for _, x := range r.A.Repos {
+		at[x.Repo], names[x.Repo] = x, true
+	}
+	if r.B != nil {
+		for _, x := range r.B.Repos {
+			bt[x.Repo], names[x.Repo] = x, true
+		}
+	}
+	cmp := map[string]RepoComparison{}
+	if r.Comparison != nil {
+		for _, x := range r.Comparison.Repos {
+			cmp[x.Repo] = x
+		}
+	}
+	var out []repoRow
+	for _, n := range sortedKeys(names) {
+		row := repoRow{repo: n, aMeasured: "0", bMeasured: "0", aUnique: "–", bUnique: "–", common: "0", ratio: "–"}
+		if x, ok := at[n]; ok {
+			row.aMeasured, row.aUnique, row.aBytes = strconv.Itoa(x.Measured), HumanBytes(x.UniqueCompressedBytes), x.UniqueCompressedBytes
+		}
+		if x, ok := bt[n]; ok {
+			row.bMeasured, row.bUnique, row.bBytes = strconv.Itoa(x.Measured), HumanBytes(x.UniqueCompressedBytes), x.UniqueCompressedBytes
+		}
+		if x, ok := cmp[n]; ok {
+			row.common, row.ratio = strconv.Itoa(x.CommonImages), fmtRatio(x.Ratio)
+		}
+		out = append(out, row)
+	}
+	return out
+}
