@@ -1,0 +1,237 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/dataset"
+)
+
+type refMeta struct {
+	InstanceID    string   `json:"instance_id"`
+	Arch          string   `json:"arch"`
+	Platform      string   `json:"platform"`
+	BaseKey       string   `json:"base_image_key"`
+	EnvKey        string   `json:"env_image_key"`
+	InstanceKey   string   `json:"instance_image_key"`
+	RemoteKey     string   `json:"remote_instance_image_key_namespace_swebench"`
+	EnvHashInput  string   `json:"env_image_key_hash_input"`
+	Split         string   `json:"generated_from_split"`
+	Partial       bool     `json:"PARTIAL"`
+	EnvFromCache  bool     `json:"env_yml_from_cache"`
+	EnvScriptList []string `json:"env_script_list"`
+}
+
+func readMeta(t *testing.T, path string) refMeta {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m refMeta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func listDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compareFile(t *testing.T, path, got string) {
+	t.Helper()
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("reading reference: %v", err)
+		return
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Errorf("%s differs from reference:\n%s", path, firstDiff(string(want), got))
+	}
+}
+
+// firstDiff shows the first differing line.
+func firstDiff(want, got string) string {
+	wl, gl := bytes.Split([]byte(want), []byte("\n")), bytes.Split([]byte(got), []byte("\n"))
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g []byte
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if !bytes.Equal(w, g) {
+			return "line " + itoa(i+1) + ":\n want: " + trunc(string(w)) + "\n got:  " + trunc(string(g))
+		}
+	}
+	return "(lengths differ)"
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func trunc(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+func newUpstreamRenderer(t *testing.T) *Renderer {
+	t.Helper()
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Renderer{Tables: tables}
+}
+
+// TestGoldenInstances renders every instance in upstream-v4.1.0/instances for
+// both arches with no pins and compares all six files and the keys.
+func TestGoldenInstances(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	refDir := filepath.Join(shared, "upstream-v4.1.0", "instances")
+	recs := spectest.Records(t, shared, spectest.PythonSplits()...)
+	r := newUpstreamRenderer(t)
+	ids := listDirs(t, refDir)
+	if len(ids) < 500 {
+		t.Fatalf("only %d reference instances", len(ids))
+	}
+	n := 0
+	for _, id := range ids {
+		for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+			dir := filepath.Join(refDir, id, arch)
+			m := readMeta(t, filepath.Join(dir, "meta.json"))
+			inst := recs[m.Split][id]
+			if inst == nil {
+				t.Errorf("%s: record not found in split %s", id, m.Split)
+				continue
+			}
+			res, err := r.Render(context.Background(), inst, arch)
+			if err != nil {
+				t.Errorf("%s %s: %v", id, arch, err)
+				continue
+			}
+			n++
+			compareFile(t, filepath.Join(dir, "Dockerfile.base"), res.BaseDockerfile)
+			compareFile(t, filepath.Join(dir, "Dockerfile.env"), res.EnvDockerfile)
+			compareFile(t, filepath.Join(dir, "Dockerfile.instance"), res.InstanceDockerfile)
+			compareFile(t, filepath.Join(dir, "setup_env.sh"), res.SetupEnv)
+			compareFile(t, filepath.Join(dir, "setup_repo.sh"), res.SetupRepo)
+			compareFile(t, filepath.Join(dir, "eval.sh"), res.Eval)
+			if got := EnvHashInput(res.EnvScriptList); got != m.EnvHashInput {
+				t.Errorf("%s %s: env hash input differs:\n%s", id, arch, firstDiff(m.EnvHashInput, got))
+			}
+			if res.BaseKey != m.BaseKey || res.EnvKey != m.EnvKey || res.InstanceKey != m.InstanceKey {
+				t.Errorf("%s %s: keys %q %q %q, want %q %q %q", id, arch, res.BaseKey, res.EnvKey, res.InstanceKey, m.BaseKey, m.EnvKey, m.InstanceKey)
+			}
+			if got := RemoteInstanceKey("swebench", res.InstanceKey); got != m.RemoteKey {
+				t.Errorf("%s %s: remote key %q, want %q", id, arch, got, m.RemoteKey)
+			}
+			if res.Platform != m.Platform {
+				t.Errorf("%s %s: platform %q, want %q", id, arch, res.Platform, m.Platform)
+			}
+		}
+	}
+	t.Logf("compared %d renders", n)
+}
+
+// TestGoldenPartial checks the network-free files of instances_partial and
+// that the env script reports the first URL upstream fetched.
+func TestGoldenPartial(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	refDir := filepath.Join(shared, "upstream-v4.1.0", "instances_partial")
+	recs := spectest.Records(t, shared, spectest.PythonSplits()...)
+	firstURL := readNetworkNeeded(t, filepath.Join(shared, "upstream-v4.1.0", "network_needed.txt"))
+	r := newUpstreamRenderer(t)
+	ids := listDirs(t, refDir)
+	if len(ids) != 165 {
+		t.Fatalf("%d partial instances, want 165", len(ids))
+	}
+	for _, id := range ids {
+		for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+			dir := filepath.Join(refDir, id, arch)
+			m := readMeta(t, filepath.Join(dir, "meta.json"))
+			inst := recs[m.Split][id]
+			if inst == nil {
+				t.Errorf("%s: record not found in split %s", id, m.Split)
+				continue
+			}
+			rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repo := r.repoScriptList(rec, inst)
+			eval, err := r.evalScriptList(rec, inst)
+			if err != nil {
+				t.Errorf("%s: %v", id, err)
+				continue
+			}
+			compareFile(t, filepath.Join(dir, "setup_repo.sh"), joinScript("set -euxo pipefail", repo))
+			compareFile(t, filepath.Join(dir, "eval.sh"), joinScript("set -uxo pipefail", eval))
+			// The whole render fails naming the URL upstream fetched first.
+			_, err = r.Render(context.Background(), inst, arch)
+			if !errors.Is(err, ErrNeedsNetwork) {
+				t.Errorf("%s: Render error %v, want needs network", id, err)
+			} else if want := firstURL[id]; want == "" || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+				t.Errorf("%s: error %q does not name %q", id, err, want)
+			}
+			// Dockerfile.base and the instance key need no network either.
+			res := renderBaseOnly(t, r, rec, inst)
+			compareFile(t, filepath.Join(dir, "Dockerfile.base"), res.BaseDockerfile)
+		}
+	}
+}
+
+func renderBaseOnly(t *testing.T, r *Renderer, rec *spec.Recipe, inst *dataset.Instance) *Result {
+	t.Helper()
+	// Pretend the env is cached to get past the network step; only the base
+	// Dockerfile (independent of the env) is compared.
+	cp := *rec
+	cp.EnvYMLCached, cp.EnvYML = true, "x"
+	res, err := r.RenderRecipe(context.Background(), &cp, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func readNetworkNeeded(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		f := bytes.Split(line, []byte("\t"))
+		if len(f) >= 2 {
+			out[string(f[0])] = string(f[1])
+		}
+	}
+	return out
+}

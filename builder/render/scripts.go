@@ -1,0 +1,194 @@
+package render
+
+import (
+	"context"
+	"strings"
+
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/dataset"
+)
+
+const (
+	envName       = "testbed"
+	repoDirectory = "/testbed"
+	condaSource   = "source /opt/miniconda3/bin/activate"
+	condaActivate = "conda activate " + envName
+)
+
+func (r *Renderer) activate(rec *spec.Recipe) []string {
+	if rec.Profile != nil {
+		return rec.Profile.Activate
+	}
+	return []string{condaSource, condaActivate}
+}
+
+// repoScriptList ports make_repo_script_list_py.
+func (r *Renderer) repoScriptList(rec *spec.Recipe, inst *dataset.Instance) []string {
+	t := r.Tables
+	branch := t.Branch(inst.Repo, inst.BaseCommit)
+	if branch != "" {
+		branch = "--branch " + branch
+	}
+	url := "https://github.com/" + inst.Repo
+	if rec.Profile != nil {
+		name := inst.Repo[strings.LastIndexByte(inst.Repo, '/')+1:]
+		url = strings.NewReplacer("{repo}", inst.Repo, "{name}", name).Replace(rec.Profile.CloneURL)
+	}
+	bc := inst.BaseCommit
+	cmds := make([]string, 0, 24+len(rec.Spec.PreInstall))
+	cmds = append(cmds,
+		"git clone -o origin "+branch+" --single-branch "+url+" "+repoDirectory,
+		"chmod -R 777 "+repoDirectory,
+		"cd "+repoDirectory,
+		"git reset --hard "+bc,
+		"git remote remove origin",
+		"TARGET_TIMESTAMP=$(git show -s --format=%ci "+bc+")",
+		`git tag -l | while read tag; do TAG_COMMIT=$(git rev-list -n 1 "$tag"); TAG_TIME=$(git show -s --format=%ci "$TAG_COMMIT"); if [[ "$TAG_TIME" > "$TARGET_TIMESTAMP" ]]; then git tag -d "$tag"; fi; done`,
+		"git reflog expire --expire=now --all",
+		"git gc --prune=now --aggressive",
+		`AFTER_TIMESTAMP=$(date -d "$TARGET_TIMESTAMP + 1 second" '+%Y-%m-%d %H:%M:%S')`,
+		`COMMIT_COUNT=$(git log --oneline --all --since="$AFTER_TIMESTAMP" | wc -l)`,
+		`[ "$COMMIT_COUNT" -eq 0 ] || exit 1`,
+	)
+	cmds = append(cmds, r.activate(rec)...)
+	if rec.Profile == nil {
+		cmds = append(cmds, `echo "Current environment: $CONDA_DEFAULT_ENV"`)
+	}
+	if v, ok := t.RepoToInstall[inst.Repo]; ok {
+		cmds = append(cmds, v)
+	}
+	cmds = append(cmds, rec.Spec.PreInstall...)
+	if rec.Spec.Install != nil {
+		cmds = append(cmds, *rec.Spec.Install)
+	}
+	return append(cmds,
+		"git config --global user.email setup@swebench.config",
+		"git config --global user.name SWE-bench",
+		"git commit --allow-empty -am SWE-bench",
+	)
+}
+
+// envScriptList ports make_env_script_list_py (and _from_conda for the
+// bundled environment.yml files).
+func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance) ([]string, error) {
+	t := r.Tables
+	s := &rec.Spec
+	if rec.Profile != nil {
+		cmds := append([]string(nil), rec.Profile.EnvCreate...)
+		cmds = append(cmds, rec.Profile.Activate...)
+		if s.PipPackages != nil {
+			cmds = append(cmds, "python -m pip install "+strings.Join(s.PipPackages, " "))
+		}
+		return cmds, nil
+	}
+	if rec.EnvYMLCached {
+		return []string{
+			condaSource,
+			"cat <<'" + t.HeredocEnv + "' > /root/environment.yml\n" + rec.EnvYML + "\n" + t.HeredocEnv,
+			"conda env create -f /root/environment.yml",
+			condaActivate,
+		}, nil
+	}
+	cmds := []string{condaSource}
+	switch s.Packages {
+	case "requirements.txt":
+		cmds = append(cmds, "conda create -n "+envName+" python="+s.Python+" -y")
+		reqs, err := r.requirements(ctx, inst)
+		if err != nil {
+			return nil, err
+		}
+		const path = "$HOME/requirements.txt"
+		cmds = append(cmds,
+			"cat <<'"+t.HeredocEnv+"' > "+path+"\n"+reqs+"\n"+t.HeredocEnv,
+			"conda activate "+envName+" && python -m pip install -r "+path,
+			"rm "+path)
+	case "environment.yml":
+		yml, err := r.environmentYML(ctx, inst)
+		if err != nil {
+			return nil, err
+		}
+		const path = "environment.yml"
+		cmds = append(cmds, "cat <<'"+t.HeredocEnv+"' > "+path+"\n"+yml+"\n"+t.HeredocEnv)
+		if s.NoUseEnv {
+			cmds = append(cmds,
+				"conda create -c conda-forge -n "+envName+" python="+s.Python+" -y",
+				"conda env update -f "+path)
+		} else {
+			cmds = append(cmds,
+				"conda env create --file "+path,
+				"conda activate "+envName+" && conda install python="+s.Python+" -y")
+		}
+		cmds = append(cmds, "rm "+path)
+	default:
+		cmds = append(cmds, "conda create -n "+envName+" python="+s.Python+" "+s.Packages+" -y")
+	}
+	cmds = append(cmds, condaActivate)
+	if s.PipPackages != nil {
+		cmds = append(cmds, "python -m pip install "+strings.Join(s.PipPackages, " "))
+	}
+	return cmds, nil
+}
+
+// evalScriptList ports make_eval_script_list_py.
+func (r *Renderer) evalScriptList(rec *spec.Recipe, inst *dataset.Instance) ([]string, error) {
+	t := r.Tables
+	s := &rec.Spec
+	files, err := modifiedFiles(inst.TestPatch)
+	if err != nil {
+		return nil, err
+	}
+	reset := "git checkout " + inst.BaseCommit + " " + strings.Join(files, " ")
+	directives := testDirectives(inst.Repo, inst.TestPatch, t.NonTestExts)
+	n := len(s.TestCmd)
+	for _, d := range directives {
+		n += 1 + len(d)
+	}
+	var tc strings.Builder
+	tc.Grow(n)
+	tc.WriteString(s.TestCmd)
+	for _, d := range directives {
+		tc.WriteByte(' ')
+		tc.WriteString(d)
+	}
+	act := r.activate(rec)
+	cmds := make([]string, 0, 20+len(s.EvalCommands))
+	cmds = append(cmds, act...)
+	cmds = append(cmds, "cd "+repoDirectory)
+	cmds = append(cmds, s.EvalCommands...)
+	cmds = append(cmds,
+		"git config --global --add safe.directory "+repoDirectory,
+		"cd "+repoDirectory,
+		"git status",
+		"git show",
+		"git -c core.fileMode=false diff "+inst.BaseCommit)
+	cmds = append(cmds, act...)
+	if s.Install != nil {
+		cmds = append(cmds, *s.Install)
+	}
+	return append(cmds,
+		reset,
+		"git apply -v - <<'"+t.HeredocEval+"'\n"+inst.TestPatch+"\n"+t.HeredocEval,
+		": '"+t.StartTestOutput+"'",
+		tc.String(),
+		": '"+t.EndTestOutput+"'",
+		reset,
+	), nil
+}
+
+// joinScript is "\n".join(["#!/bin/bash", header] + list) + "\n".
+func joinScript(header string, list []string) string {
+	n := len("#!/bin/bash\n") + len(header) + 2
+	for _, s := range list {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString("#!/bin/bash\n")
+	b.WriteString(header)
+	for _, s := range list {
+		b.WriteByte('\n')
+		b.WriteString(s)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}

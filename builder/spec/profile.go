@@ -1,0 +1,97 @@
+package spec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// Profile replaces the upstream conda/ubuntu templates for a set of repos
+// (the offline fixture). Dockerfile texts use Python str.format placeholders
+// like the upstream templates: base gets {platform} {arch} {conda_arch} and
+// the docker defaults; env gets {platform} {arch} {base_image_key}; instance
+// gets {platform} {env_image_name}.
+type Profile struct {
+	Name string `json:"name"`
+	// Language is the key segment (sweb.base.<language>.<arch>); default "py".
+	Language           string `json:"language,omitempty"`
+	BaseDockerfile     string `json:"base_dockerfile"`
+	EnvDockerfile      string `json:"env_dockerfile"`
+	InstanceDockerfile string `json:"instance_dockerfile"`
+	// Activate replaces upstream's "source /opt/miniconda3/bin/activate" +
+	// "conda activate testbed" pair in setup_env.sh, setup_repo.sh and eval.sh.
+	Activate []string `json:"activate"`
+	// EnvCreate are the env creation lines of setup_env.sh (after which
+	// Activate and, if any, the spec's pip_packages install follow).
+	EnvCreate []string `json:"env_create"`
+	// CloneURL is the clone source; {repo} is "owner/name", {name} is "name".
+	CloneURL string `json:"clone_url"`
+	// Context lists the extra build-context files per node kind
+	// ("base", "env", "instance"); {arch} is replaced by the OCI arch
+	// (amd64/arm64). The builder supplies them (e.g. from its cache dir).
+	Context map[string][]string `json:"context,omitempty"`
+	specs   map[string]Spec
+}
+
+// ExtraSpecs is the --specs file format.
+type ExtraSpecs struct {
+	Profile Profile                    `json:"profile"`
+	Specs   map[string]map[string]Spec `json:"specs"`
+}
+
+// LoadExtra reads a --specs file and registers its repos with its profile.
+// Repos already in the upstream table are refused (no silent shadowing).
+func (t *Tables) LoadExtra(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading specs file: %w", err)
+	}
+	var x ExtraSpecs
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&x); err != nil {
+		return fmt.Errorf("%s: decoding specs file: %w", path, err)
+	}
+	p := x.Profile
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("%s: profile.name: missing", path)
+	case p.BaseDockerfile == "":
+		return fmt.Errorf("%s: profile.base_dockerfile: missing", path)
+	case p.EnvDockerfile == "":
+		return fmt.Errorf("%s: profile.env_dockerfile: missing", path)
+	case p.InstanceDockerfile == "":
+		return fmt.Errorf("%s: profile.instance_dockerfile: missing", path)
+	case p.CloneURL == "":
+		return fmt.Errorf("%s: profile.clone_url: missing", path)
+	case len(p.Activate) == 0:
+		return fmt.Errorf("%s: profile.activate: missing", path)
+	}
+	if p.Language == "" {
+		p.Language = "py"
+	}
+	if t.Profiles == nil {
+		t.Profiles = map[string]*Profile{}
+	}
+	repos := make([]string, 0, len(x.Specs))
+	for repo := range x.Specs {
+		repos = append(repos, repo)
+	}
+	sort.Strings(repos)
+	for _, repo := range repos {
+		if _, ok := t.Specs[repo]; ok {
+			return fmt.Errorf("%s: specs.%s: repo is already in the upstream table", path, repo)
+		}
+		for v, s := range x.Specs[repo] {
+			if s.TestCmd == "" {
+				return fmt.Errorf("%s: specs.%s.%s.test_cmd: missing", path, repo, v)
+			}
+		}
+		t.Profiles[repo] = &Profile{}
+		*t.Profiles[repo] = p
+		t.Profiles[repo].specs = x.Specs[repo]
+	}
+	return nil
+}

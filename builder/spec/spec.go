@@ -1,0 +1,175 @@
+// Package spec holds the upstream SWE-bench v4.1.0 spec tables as embedded
+// data (transcribed from shared/swebench-reference/upstream-v4.1.0/specs.json
+// by `go generate`), lookups into them, and the one function deciding which
+// platforms an instance is built for.
+package spec
+
+//go:generate go run ./internal/gen -shared ../../../shared/swebench-reference -out data
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+)
+
+//go:embed data/specs.json
+var specsJSON []byte
+
+//go:embed data/envcache
+var envCache embed.FS
+
+// Platform names (OCI) and upstream arch names.
+const (
+	PlatformAMD64 = "linux/amd64"
+	PlatformARM64 = "linux/arm64"
+	ArchX86       = "x86_64"
+	ArchARM64     = "arm64"
+)
+
+// Spec is one entry of upstream's MAP_REPO_VERSION_TO_SPECS. A nil slice or
+// nil Install means the key is absent upstream (which changes the output:
+// upstream tests `"install" in specs`), an empty slice means present but empty.
+type Spec struct {
+	Python               string   `json:"python,omitempty"`
+	Packages             string   `json:"packages,omitempty"`
+	Install              *string  `json:"install,omitempty"`
+	PipPackages          []string `json:"pip_packages,omitempty"`
+	PreInstall           []string `json:"pre_install,omitempty"`
+	EvalCommands         []string `json:"eval_commands,omitempty"`
+	TestCmd              string   `json:"test_cmd,omitempty"`
+	NoUseEnv             bool     `json:"no_use_env,omitempty"`
+	ExecuteTestAsNonroot bool     `json:"execute_test_as_nonroot,omitempty"`
+	NanoCPUs             int64    `json:"nano_cpus,omitempty"`
+	// DockerSpecs is never set for Python specs in v4.1.0; rendering refuses
+	// a non-empty one rather than hash it differently from upstream.
+	DockerSpecs map[string]string `json:"docker_specs,omitempty"`
+}
+
+// Clone returns a deep copy, so pins can edit it without touching the tables.
+func (s Spec) Clone() Spec {
+	c := s
+	if s.Install != nil {
+		v := *s.Install
+		c.Install = &v
+	}
+	c.PipPackages = cloneStrings(s.PipPackages)
+	c.PreInstall = cloneStrings(s.PreInstall)
+	c.EvalCommands = cloneStrings(s.EvalCommands)
+	if s.DockerSpecs != nil {
+		c.DockerSpecs = make(map[string]string, len(s.DockerSpecs))
+		for k, v := range s.DockerSpecs {
+			c.DockerSpecs[k] = v
+		}
+	}
+	return c
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append(make([]string, 0, len(s)), s...)
+}
+
+// Tables are the upstream constants rendering reads. Treat as read-only
+// after Load; per-instance changes go through a Recipe.
+type Tables struct {
+	Source             string                       `json:"source"`
+	Specs              map[string]map[string]Spec   `json:"specs"`
+	ReqsPaths          map[string][]string          `json:"reqs_paths"`
+	EnvYMLPaths        map[string][]string          `json:"env_yml_paths"`
+	UseX86             []string                     `json:"use_x86"`
+	DefaultDockerSpecs map[string]string            `json:"default_docker_specs"`
+	Branches           map[string]map[string]string `json:"repo_base_commit_branch"`
+	NonTestExts        []string                     `json:"non_test_exts"`
+	RepoToExt          map[string]string            `json:"repo_to_ext"`
+	RepoToInstall      map[string]string            `json:"repo_to_install"`
+	Latest             string                       `json:"latest"`
+	URLRaw             string                       `json:"swe_bench_url_raw"`
+	StartTestOutput    string                       `json:"start_test_output"`
+	EndTestOutput      string                       `json:"end_test_output"`
+	BaseTemplate       string                       `json:"dockerfile_base_py"`
+	EnvTemplate        string                       `json:"dockerfile_env_py"`
+	InstanceTemplate   string                       `json:"dockerfile_instance_py"`
+	HeredocEnv         string                       `json:"heredoc_env"`
+	HeredocEval        string                       `json:"heredoc_eval"`
+	ReplaceReqPackages [][2]string                  `json:"replace_req_packages"`
+
+	// Profiles are extra, data-defined spec sets (see LoadExtra); a repo
+	// found here is rendered with its profile instead of upstream templates.
+	Profiles map[string]*Profile `json:"-"`
+
+	platforms platformPolicy
+	envCache  fs.FS
+}
+
+// Load decodes the embedded v4.1.0 tables. Each call returns a fresh value.
+func Load() (*Tables, error) {
+	t := &Tables{}
+	if err := json.Unmarshal(specsJSON, t); err != nil {
+		return nil, fmt.Errorf("decoding embedded spec tables: %w", err)
+	}
+	t.platforms = newPlatformPolicy(t.UseX86)
+	sub, err := fs.Sub(envCache, "data/envcache")
+	if err != nil {
+		return nil, fmt.Errorf("opening embedded environment.yml cache: %w", err)
+	}
+	t.envCache = sub
+	return t, nil
+}
+
+// Lookup returns the spec for repo and version, or an error naming which is
+// unknown.
+func (t *Tables) Lookup(repo, version string) (Spec, error) {
+	if p := t.Profiles[repo]; p != nil {
+		if s, ok := p.specs[version]; ok {
+			return s, nil
+		}
+		return Spec{}, fmt.Errorf("repo %q: version %q not in its profile's specs (have %v)", repo, version, sortedKeys(p.specs))
+	}
+	vs, ok := t.Specs[repo]
+	if !ok {
+		return Spec{}, fmt.Errorf("repo %q has no Python spec in SWE-bench v4.1.0", repo)
+	}
+	s, ok := vs[version]
+	if !ok {
+		return Spec{}, fmt.Errorf("repo %q: version %q not in the v4.1.0 spec table", repo, version)
+	}
+	return s, nil
+}
+
+// Known reports whether repo/version can be rendered (for dataset validation).
+func (t *Tables) Known(repo, version string) bool {
+	_, err := t.Lookup(repo, version)
+	return err == nil
+}
+
+// CachedEnvYML returns the environment.yml upstream v4.1.0 bundles for this
+// instance id (swebench/resources/swebench-og/<repo>/<number>/environment.yml),
+// which upstream uses for any record with that id, whatever its spec says.
+func (t *Tables) CachedEnvYML(instanceID string) (string, bool) {
+	if t.envCache == nil || !fs.ValidPath(instanceID+".yml") {
+		return "", false
+	}
+	b, err := fs.ReadFile(t.envCache, instanceID+".yml")
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// Branch is upstream's REPO_BASE_COMMIT_BRANCH lookup ("" when none).
+func (t *Tables) Branch(repo, baseCommit string) string {
+	return t.Branches[repo][baseCommit]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
