@@ -1,0 +1,263 @@
+package ci
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Result is what a build shard reports for one (instance, platform): the
+// pushed digest and whether the gold patch verified. Shards write these as
+// JSON lines; Merge reads them.
+//
+// Local adapter: the builder's metadata file and publish's ledger are being
+// written in parallel. This record carries the fields ci needs from either;
+// ReadResults accepts the aliases listed on UnmarshalJSON.
+type Result struct {
+	InstanceID string `json:"instance_id"`
+	Platform   string `json:"platform"`
+	// Repository is where the image was pushed (by digest), e.g.
+	// "127.0.0.1:5000/swebench/sweb.eval.x86_64.foo_1776_bar-1".
+	Repository string `json:"repository,omitempty"`
+	Digest     string `json:"digest,omitempty"`
+	// Verified is true when the gold patch resolved the instance (and the
+	// empty-patch control did not).
+	Verified bool `json:"verified"`
+	// Error says what failed (build, push, verify), empty when nothing did.
+	Error string `json:"error,omitempty"`
+	// Size is the image size in bytes when known.
+	Size int64 `json:"size,omitempty"`
+
+	// Source is "file:line" for messages.
+	Source string `json:"-"`
+}
+
+// UnmarshalJSON accepts "id" for instance_id, "image" (repo@digest) for
+// repository and digest, "arch" (x86_64/arm64/amd64) for platform and
+// "status" ("verified", "published", "ok", "failed", ...) for verified, so
+// ledgers written by publish and result lines written here both read.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		InstanceID string `json:"instance_id"`
+		ID         string `json:"id"`
+		Platform   string `json:"platform"`
+		Arch       string `json:"arch"`
+		Repository string `json:"repository"`
+		Image      string `json:"image"`
+		Digest     string `json:"digest"`
+		Verified   *bool  `json:"verified"`
+		Status     string `json:"status"`
+		Error      string `json:"error"`
+		Size       int64  `json:"size"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*r = Result{InstanceID: raw.InstanceID, Platform: raw.Platform, Repository: raw.Repository, Digest: raw.Digest, Error: raw.Error, Size: raw.Size}
+	if raw.Image != "" {
+		// "repo@sha256:..." or "repo:tag@sha256:..."
+		repo, dig, hasDigest := strings.Cut(raw.Image, "@")
+		if r.Repository == "" {
+			r.Repository = trimTag(repo)
+		}
+		if r.Digest == "" && hasDigest {
+			r.Digest = dig
+		}
+	}
+	if r.InstanceID == "" {
+		r.InstanceID = raw.ID
+	}
+	if r.Platform == "" && raw.Arch != "" {
+		p, err := PlatformOfArch(raw.Arch)
+		if err != nil {
+			return err
+		}
+		r.Platform = p
+	}
+	switch {
+	case raw.Verified != nil:
+		r.Verified = *raw.Verified
+	case raw.Status != "":
+		switch strings.ToLower(raw.Status) {
+		case "verified", "published", "ok", "resolved":
+			r.Verified = true
+		}
+		if !r.Verified && r.Error == "" {
+			r.Error = "status " + raw.Status
+		}
+	}
+	return nil
+}
+
+// trimTag drops a ":tag" suffix (a colon after the last slash).
+func trimTag(repo string) string {
+	slash := strings.LastIndex(repo, "/")
+	if i := strings.LastIndex(repo, ":"); i > slash {
+		return repo[:i]
+	}
+	return repo
+}
+
+// OK reports whether the image can go into an index.
+func (r Result) OK() bool { return r.Verified && r.Error == "" && r.Digest != "" }
+
+// PlatformOfArch maps upstream arch names and OCI platforms to OCI platforms.
+func PlatformOfArch(arch string) (string, error) {
+	switch arch {
+	case "x86_64", "amd64", PlatformAMD64:
+		return PlatformAMD64, nil
+	case "arm64", "aarch64", "arm64/v8", PlatformARM64, "linux/arm64/v8":
+		return PlatformARM64, nil
+	}
+	return "", fmt.Errorf("unknown arch %q", arch)
+}
+
+// ReadResults reads result lines (JSON lines, or one JSON array) from files
+// and directories (every *.jsonl and *.json file below a directory, in name
+// order). Bad lines are errors naming file and line; every file is read so
+// all errors are reported together.
+func ReadResults(paths []string) ([]Result, error) {
+	files, err := expandPaths(paths)
+	if err != nil {
+		return nil, err
+	}
+	var out []Result
+	var errs []string
+	for _, f := range files {
+		rs, ferrs := readResultFile(f)
+		out = append(out, rs...)
+		errs = append(errs, ferrs...)
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("reading results:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return out, nil
+}
+
+func expandPaths(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading results: %w", err)
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && (strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json")) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", p, err)
+		}
+		sort.Strings(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+func readResultFile(path string) ([]Result, []string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var rs []Result
+		if err := json.Unmarshal(trimmed, &rs); err != nil {
+			return nil, []string{fmt.Sprintf("%s: %v", path, err)}
+		}
+		var errs []string
+		for i := range rs {
+			rs[i].Source = fmt.Sprintf("%s: record %d", path, i+1)
+			if e := checkResult(rs[i]); e != "" {
+				errs = append(errs, rs[i].Source+": "+e)
+			}
+		}
+		return rs, errs
+	}
+	return parseResultLines(bytes.NewReader(data), path)
+}
+
+func parseResultLines(r io.Reader, name string) ([]Result, []string) {
+	var out []Result
+	var errs []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var res Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			errs = append(errs, fmt.Sprintf("%s:%d: %v", name, line, err))
+			continue
+		}
+		res.Source = fmt.Sprintf("%s:%d", name, line)
+		if e := checkResult(res); e != "" {
+			errs = append(errs, res.Source+": "+e)
+			continue
+		}
+		out = append(out, res)
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Sprintf("%s:%d: %v", name, line, err))
+	}
+	return out, errs
+}
+
+func checkResult(r Result) string {
+	switch {
+	case r.InstanceID == "":
+		return "instance_id: missing"
+	case r.Platform == "":
+		return "platform: missing"
+	case r.Digest != "" && !strings.HasPrefix(r.Digest, "sha256:"):
+		return fmt.Sprintf("digest: %q is not a sha256 digest", r.Digest)
+	}
+	return ""
+}
+
+// WriteResults writes results as JSON lines.
+func WriteResults(w io.Writer, rs []Result) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rs {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("writing result of %s %s: %w", r.InstanceID, r.Platform, err)
+		}
+	}
+	return nil
+}
+
+// Latest keeps the last result per (instance, platform), the way a ledger
+// appended run after run is read.
+func Latest(rs []Result) map[Key]Result {
+	out := make(map[Key]Result, len(rs))
+	for _, r := range rs {
+		out[Key{r.InstanceID, r.Platform}] = r
+	}
+	return out
+}
+
+// Key names one image: an instance on a platform.
+type Key struct {
+	InstanceID string
+	Platform   string
+}

@@ -1,0 +1,171 @@
+package ci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
+)
+
+// DigestChecker answers whether a repository holds a manifest by digest.
+type DigestChecker interface {
+	HasDigest(ctx context.Context, repository, digest string) (bool, error)
+}
+
+// FindExisting returns, of the wanted images, those the ledger records as
+// verified with a digest that the registry still holds. Images the ledger
+// does not know, or whose digest is gone, are not returned (they get built).
+// A registry error other than "not found" is returned: a run should not
+// rebuild thousands of images because the registry hiccuped.
+//
+// repository is used for ledger entries that do not name their own.
+func FindExisting(ctx context.Context, ledger map[Key]Result, want []Key, repository string, chk DigestChecker, parallel int) (map[Key]Result, error) {
+	if parallel < 1 {
+		parallel = 1
+	}
+	var candidates []Result
+	for _, k := range want {
+		r, ok := ledger[k]
+		if !ok || !r.OK() {
+			continue
+		}
+		if r.Repository == "" {
+			r.Repository = repository
+		}
+		if r.Repository == "" {
+			return nil, fmt.Errorf("ledger %s: %s %s has no repository and none was given", r.Source, r.InstanceID, r.Platform)
+		}
+		candidates = append(candidates, r)
+	}
+	found := make([]bool, len(candidates))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i, r := range candidates {
+		g.Go(func() error {
+			ok, err := chk.HasDigest(gctx, r.Repository, r.Digest)
+			if err != nil {
+				return fmt.Errorf("checking %s@%s (%s %s): %w", r.Repository, r.Digest, r.InstanceID, r.Platform, err)
+			}
+			found[i] = ok
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := map[Key]Result{}
+	for i, r := range candidates {
+		if found[i] {
+			out[Key{r.InstanceID, r.Platform}] = r
+		}
+	}
+	return out, nil
+}
+
+// RegistryChecker checks digests with HEAD requests through
+// go-containerregistry, using the docker config for credentials. Loopback
+// and RFC 1918 registries are spoken to over plain HTTP.
+type RegistryChecker struct {
+	// Timeout bounds each request; 0 means 30 s.
+	Timeout time.Duration
+	// Retries of a request that failed with a transport error or 5xx/429.
+	Retries int
+}
+
+// HasDigest implements DigestChecker.
+func (c RegistryChecker) HasDigest(ctx context.Context, repository, digest string) (bool, error) {
+	ref, err := name.NewDigest(repository + "@" + digest)
+	if err != nil {
+		return false, fmt.Errorf("parsing reference: %w", err)
+	}
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	var lastErr error
+	for attempt := 0; attempt <= c.Retries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		_, err = remote.Head(ref, remote.WithContext(rctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		cancel()
+		if err == nil {
+			return true, nil
+		}
+		var terr *transport.Error
+		if errors.As(err, &terr) {
+			switch {
+			case terr.StatusCode == http.StatusNotFound:
+				return false, nil
+			case terr.StatusCode < 500 && terr.StatusCode != http.StatusTooManyRequests:
+				return false, err
+			}
+		}
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		lastErr = err
+	}
+	return false, lastErr
+}
+
+// MapChecker is a DigestChecker over a fixed set of "repository@digest"
+// references, for tests and dry runs.
+type MapChecker struct {
+	mu   sync.Mutex
+	refs map[string]bool
+	// Calls counts HasDigest calls.
+	calls int
+}
+
+// NewMapChecker returns a checker that has exactly refs.
+func NewMapChecker(refs ...string) *MapChecker {
+	m := &MapChecker{refs: map[string]bool{}}
+	for _, r := range refs {
+		m.refs[r] = true
+	}
+	return m
+}
+
+// HasDigest implements DigestChecker.
+func (m *MapChecker) HasDigest(_ context.Context, repository, digest string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	return m.refs[repository+"@"+digest], nil
+}
+
+// Calls returns how many lookups were made.
+func (m *MapChecker) Calls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
+func sortedKeys(m map[Key]Result) []Key {
+	out := make([]Key, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].InstanceID != out[j].InstanceID {
+			return out[i].InstanceID < out[j].InstanceID
+		}
+		return out[i].Platform < out[j].Platform
+	})
+	return out
+}

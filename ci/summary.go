@@ -1,0 +1,162 @@
+package ci
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// SummaryOptions adds what the merge report does not hold.
+type SummaryOptions struct {
+	// Title heads the summary; empty means "swebuild nightly".
+	Title string
+	// Sizes is the Markdown from `swebuild sizes --format md`, if any.
+	Sizes string
+	// SizesFailed is true when the sizes step reported growth over the limit
+	// (or failed): that is a regression too.
+	SizesFailed bool
+	// MaxListed caps the rows of each list; 0 means 200. GitHub caps a step
+	// summary at 1 MiB.
+	MaxListed int
+}
+
+// RunFailed reports whether the run must fail: a regression, a new failure
+// or size growth over the limit.
+func (o SummaryOptions) RunFailed(r MergeReport) bool { return r.Failed() || o.SizesFailed }
+
+// WriteSummary writes the job summary in Markdown: the verdict, then
+// regressions, then new failures, then size growth, then the counts and the
+// indexed instances.
+func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
+	bw := bufio.NewWriter(w)
+	title := opts.Title
+	if title == "" {
+		title = "swebuild nightly"
+	}
+	maxListed := opts.MaxListed
+	if maxListed == 0 {
+		maxListed = 200
+	}
+	verdict := "passed"
+	if opts.RunFailed(r) {
+		var why []string
+		if n := r.Counts.Regressed; n > 0 {
+			why = append(why, plural(n, "regression", "regressions"))
+		}
+		if n := r.Counts.Failed; n > 0 {
+			why = append(why, plural(n, "new failure", "new failures"))
+		}
+		if opts.SizesFailed {
+			why = append(why, "size growth over the limit")
+		}
+		verdict = "FAILED: " + strings.Join(why, ", ")
+	}
+	fmt.Fprintf(bw, "## %s: %s\n\n", title, verdict)
+	fmt.Fprintf(bw, "%d instances: %d indexed, %d unchanged, %d regressed, %d failed.\n\n",
+		r.Counts.Instances, r.Counts.Indexed, r.Counts.Unchanged, r.Counts.Regressed, r.Counts.Failed)
+
+	writeProblems(bw, r, StatusRegressed, "Regressions (verified before, failing now)", maxListed)
+	writeProblems(bw, r, StatusFailed, "Failures (never verified)", maxListed)
+
+	if opts.Sizes != "" || opts.SizesFailed {
+		fmt.Fprintf(bw, "### Sizes\n\n")
+		if opts.SizesFailed {
+			fmt.Fprintf(bw, "**Size check failed.**\n\n")
+		}
+		if s := strings.TrimSpace(opts.Sizes); s != "" {
+			fmt.Fprintf(bw, "%s\n\n", s)
+		}
+	}
+
+	if len(r.Shards) > 0 {
+		fmt.Fprintf(bw, "### Work per platform\n\n| platform | wanted | already in registry | built | shards |\n|---|---:|---:|---:|---:|\n")
+		for _, c := range r.Shards {
+			fmt.Fprintf(bw, "| %s | %d | %d | %d | %d |\n", c.Platform, c.Wanted, c.Skipped, c.ToBuild, c.Shards)
+		}
+		fmt.Fprintln(bw)
+	}
+
+	var indexed []Outcome
+	for _, o := range r.Outcomes {
+		if o.Status == StatusIndexed {
+			indexed = append(indexed, o)
+		}
+	}
+	if len(indexed) > 0 {
+		fmt.Fprintf(bw, "<details><summary>Indexed (%d)</summary>\n\n| instance | images |\n|---|---|\n", len(indexed))
+		for i, o := range indexed {
+			if i == maxListed {
+				fmt.Fprintf(bw, "| … | %d more |\n", len(indexed)-maxListed)
+				break
+			}
+			var imgs []string
+			for _, img := range o.Images {
+				imgs = append(imgs, fmt.Sprintf("%s `%s` (%s)", img.Platform, shortDigest(img.Digest), img.Source))
+			}
+			fmt.Fprintf(bw, "| `%s` | %s |\n", o.InstanceID, strings.Join(imgs, "<br>"))
+		}
+		fmt.Fprintf(bw, "\n</details>\n\n")
+	}
+	if len(r.Unexpected) > 0 {
+		fmt.Fprintf(bw, "Ignored %s no plan target asked for (first: %s).\n\n", plural(len(r.Unexpected), "result", "results"), mdCell(r.Unexpected[0]))
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	return nil
+}
+
+func writeProblems(w io.Writer, r MergeReport, status, heading string, maxListed int) {
+	var rows []string
+	total := 0
+	for _, o := range r.Outcomes {
+		if o.Status != status {
+			continue
+		}
+		for _, img := range o.Images {
+			if img.Error == "" {
+				continue
+			}
+			total++
+			if len(rows) < maxListed {
+				rows = append(rows, fmt.Sprintf("| `%s` | %s | %s | %s |", o.InstanceID, img.Platform, mdCell(img.Shard), mdCell(img.Error)))
+			}
+		}
+	}
+	if total == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### %s: %d\n\n| instance | platform | shard | what failed |\n|---|---|---|---|\n", heading, total)
+	for _, row := range rows {
+		fmt.Fprintln(w, row)
+	}
+	if total > len(rows) {
+		fmt.Fprintf(w, "| … | | | %d more |\n", total-len(rows))
+	}
+	fmt.Fprintln(w)
+}
+
+// mdCell makes text safe for one Markdown table cell.
+func mdCell(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`).Replace(s)
+	const maxLen = 300
+	if r := []rune(s); len(r) > maxLen {
+		s = string(r[:maxLen]) + "…"
+	}
+	return s
+}
+
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
