@@ -1,0 +1,143 @@
+// Package regtest starts a real distribution registry (Debian's
+// /usr/bin/docker-registry, distribution 2.8) for a test: its own config in a
+// temp dir, 127.0.0.1 on a free port, filesystem storage in t.TempDir(),
+// delete enabled, and optionally htpasswd auth. The process is stopped when the
+// test ends. The packaged service config (which enables auth) is never used.
+package regtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Binary is the registry executable.
+const Binary = "/usr/bin/docker-registry"
+
+// Options configure a test registry.
+type Options struct {
+	// User and Password, when set, enable htpasswd auth with that one user.
+	User, Password string
+}
+
+// Registry is a running test registry.
+type Registry struct {
+	Host    string // 127.0.0.1:port
+	Storage string // filesystem storage root
+	LogPath string
+}
+
+// Start starts a registry or skips the test when the binary is missing
+// (fails instead when env CI is set).
+func Start(tb testing.TB, opts Options) *Registry {
+	tb.Helper()
+	if _, err := os.Stat(Binary); err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("regtest: %s missing (apt-get install -y docker-registry): %v", Binary, err)
+		}
+		tb.Skipf("regtest: %s missing (apt-get install -y docker-registry)", Binary)
+	}
+	dir := tb.TempDir()
+	storage := filepath.Join(dir, "storage")
+	if err := os.MkdirAll(storage, 0o755); err != nil {
+		tb.Fatalf("regtest: %v", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		tb.Fatalf("regtest: finding a free port: %v", err)
+	}
+	host := fmt.Sprintf("127.0.0.1:%d", port)
+	auth := ""
+	if opts.User != "" {
+		// bcrypt entry from apache2-utils' htpasswd (-B bcrypt, -b password
+		// from argv, -n print); distribution only accepts bcrypt.
+		out, err := exec.Command("htpasswd", "-Bbn", opts.User, opts.Password).Output()
+		if err != nil {
+			tb.Fatalf("regtest: htpasswd (apt-get install -y apache2-utils): %v", err)
+		}
+		hp := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(hp, out, 0o600); err != nil {
+			tb.Fatalf("regtest: writing htpasswd: %v", err)
+		}
+		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: regtest\n    path: %s\n", hp)
+	}
+	cfg := fmt.Sprintf(`version: 0.1
+log:
+  level: error
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: %s
+  secret: regtest-secret
+%s`, storage, host, auth)
+	cfgPath := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		tb.Fatalf("regtest: writing config: %v", err)
+	}
+	logPath := filepath.Join(dir, "registry.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		tb.Fatalf("regtest: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, Binary, "serve", cfgPath)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		tb.Fatalf("regtest: starting %s: %v", Binary, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		_ = logf.Close()
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + host + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				break
+			}
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logPath)
+			tb.Fatalf("regtest: registry exited early:\n%s", b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			tb.Fatalf("regtest: registry on %s not ready after 15s:\n%s", host, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &Registry{Host: host, Storage: storage, LogPath: logPath}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

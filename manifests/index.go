@@ -1,0 +1,138 @@
+package manifests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Annotation keys written on indexes and their child descriptors.
+const (
+	AnnotationInstanceID = "io.swebuild.instance-id"
+	AnnotationBaseCommit = "io.swebuild.base-commit"
+	AnnotationSpecKey    = "io.swebuild.spec-key"
+	AnnotationVersion    = "io.swebuild.version"
+	// AnnotationRevision is the OCI standard key; it repeats the base commit.
+	AnnotationRevision = "org.opencontainers.image.revision"
+)
+
+// Child is one per-platform image manifest an index lists.
+type Child struct {
+	Platform  string          // "linux/amd64" or "linux/arm64"
+	Digest    string          // manifest digest, sha256:...
+	Size      int64           // manifest size in bytes
+	MediaType types.MediaType // manifest media type
+	SpecKey   string          // the image's spec key (build inputs)
+}
+
+// IndexInfo is the instance-level data recorded in index annotations.
+type IndexInfo struct {
+	InstanceID string
+	BaseCommit string
+	SpecKey    string // instance-level spec key; empty: derived from children
+	Version    string // swebuild version
+}
+
+// Index is an assembled OCI image index: exact bytes, digest, media type.
+// It satisfies go-containerregistry's remote.Taggable.
+type Index struct {
+	Raw    []byte
+	Digest string
+}
+
+// RawManifest returns the index bytes.
+func (i *Index) RawManifest() ([]byte, error) { return i.Raw, nil }
+
+// MediaType is always the OCI image index type.
+func (i *Index) MediaType() (types.MediaType, error) { return types.OCIImageIndex, nil }
+
+// ContentTagForChildren is the index's content key tag: over every child's
+// "platform=speckey" line.
+func ContentTagForChildren(children []Child) string {
+	keys := make([]string, 0, len(children))
+	for _, c := range children {
+		keys = append(keys, c.Platform+"="+c.SpecKey)
+	}
+	return ContentTag(keys...)
+}
+
+var platformOrder = map[string]int{"linux/amd64": 0, "linux/arm64": 1}
+
+// BuildIndex assembles the index for one instance. Children are ordered
+// amd64 then arm64; the bytes are deterministic for the same input. It
+// fails when a platform is repeated, unknown, or amd64 is missing (x86-only
+// instances list amd64 alone; there is no arm64-only instance).
+func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
+	if info.InstanceID == "" {
+		return nil, fmt.Errorf("building index: empty instance id")
+	}
+	cs := append([]Child(nil), children...)
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if _, ok := platformOrder[c.Platform]; !ok {
+			return nil, fmt.Errorf("building index for %s: unsupported platform %q", info.InstanceID, c.Platform)
+		}
+		if seen[c.Platform] {
+			return nil, fmt.Errorf("building index for %s: platform %s listed twice", info.InstanceID, c.Platform)
+		}
+		seen[c.Platform] = true
+		if _, err := v1.NewHash(c.Digest); err != nil {
+			return nil, fmt.Errorf("building index for %s: %s digest %q: %w", info.InstanceID, c.Platform, c.Digest, err)
+		}
+		if c.Size <= 0 {
+			return nil, fmt.Errorf("building index for %s: %s manifest size %d", info.InstanceID, c.Platform, c.Size)
+		}
+	}
+	if !seen["linux/amd64"] {
+		return nil, fmt.Errorf("building index for %s: no linux/amd64 image", info.InstanceID)
+	}
+	sort.Slice(cs, func(i, j int) bool { return platformOrder[cs[i].Platform] < platformOrder[cs[j].Platform] })
+
+	specKey := info.SpecKey
+	if specKey == "" {
+		specKey = strings.TrimPrefix(ContentTagForChildren(cs), "k-")
+	}
+	ann := map[string]string{AnnotationInstanceID: info.InstanceID, AnnotationSpecKey: specKey}
+	if info.BaseCommit != "" {
+		ann[AnnotationBaseCommit] = info.BaseCommit
+		ann[AnnotationRevision] = info.BaseCommit
+	}
+	if info.Version != "" {
+		ann[AnnotationVersion] = info.Version
+	}
+	idx := v1.IndexManifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIImageIndex,
+		Annotations:   ann,
+	}
+	for _, c := range cs {
+		os, arch, _ := strings.Cut(c.Platform, "/")
+		h, _ := v1.NewHash(c.Digest)
+		mt := c.MediaType
+		if mt == "" {
+			mt = types.OCIManifestSchema1
+		}
+		d := v1.Descriptor{
+			MediaType: mt,
+			Size:      c.Size,
+			Digest:    h,
+			Platform:  &v1.Platform{OS: os, Architecture: arch},
+		}
+		if c.SpecKey != "" {
+			d.Annotations = map[string]string{AnnotationSpecKey: c.SpecKey}
+		}
+		idx.Manifests = append(idx.Manifests, d)
+	}
+	raw, err := json.Marshal(idx)
+	if err != nil {
+		return nil, fmt.Errorf("encoding index for %s: %w", info.InstanceID, err)
+	}
+	sum := sha256.Sum256(raw)
+	return &Index{Raw: raw, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}

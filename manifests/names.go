@@ -1,0 +1,117 @@
+// Package manifests is the one place that names swebuild's published images
+// and assembles their multi-arch indexes.
+//
+// # Naming scheme
+//
+// Given a repository prefix REPO (registry host plus optional namespace, e.g.
+// "127.0.0.1:5000/swebench" or "ghcr.io/org"), instance id ID and arch
+// x86_64 or arm64:
+//
+//	per-arch image  REPO/sweb.eval.x86_64.<id>   REPO/sweb.eval.arm64.<id>
+//	multi-arch      REPO/sweb.eval.<id>
+//
+// where <id> is the instance id lower-cased with "__" replaced by "_1776_",
+// exactly as upstream SWE-bench v4.1.0 names namespaced instance images (for
+// example "django__django-11099" -> "sweb.eval.x86_64.django_1776_django-11099").
+// Docker Hub rejects "__" in repository names; Namer.KeepDoubleUnderscore
+// keeps it for registries that accept it.
+//
+// The per-arch names are the ones the upstream harness pulls. The multi-arch
+// repository holds the same per-arch manifests (by digest) and one OCI image
+// index per instance listing linux/amd64 and linux/arm64, or linux/amd64
+// alone for x86-only instances.
+//
+// Every name carries two tags: "latest" and a content key tag "k-<12 hex>",
+// the first 12 hex digits of sha256 over the build inputs (ContentTag), so a
+// changed spec or patch always gets a new tag and never hides behind an old
+// one. For a per-arch image the key is that image's spec key; for the index it
+// covers every platform's spec key.
+//
+// Index annotations (AnnotationInstanceID ...) record the instance id, base
+// commit, spec key and the swebuild version; each child descriptor carries
+// its platform and spec key.
+package manifests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// LatestTag is the moving tag written next to every content key tag.
+const LatestTag = "latest"
+
+// Arch names as upstream writes them in image keys.
+const (
+	ArchX86_64 = "x86_64"
+	ArchArm64  = "arm64"
+)
+
+// Namer names images under one repository prefix.
+type Namer struct {
+	// Repo is the prefix: registry host and optional namespace.
+	Repo string
+	// KeepDoubleUnderscore disables the "__" -> "_1776_" replacement.
+	KeepDoubleUnderscore bool
+}
+
+// NameID is an instance id as it appears in image names.
+func (n Namer) NameID(instanceID string) string {
+	id := strings.ToLower(instanceID)
+	if !n.KeepDoubleUnderscore {
+		id = strings.ReplaceAll(id, "__", "_1776_")
+	}
+	return id
+}
+
+func (n Namer) prefix() string {
+	return strings.TrimSuffix(n.Repo, "/")
+}
+
+// ArchRepo is the upstream-compatible per-arch repository,
+// REPO/sweb.eval.<arch>.<id>.
+func (n Namer) ArchRepo(arch, instanceID string) string {
+	return fmt.Sprintf("%s/sweb.eval.%s.%s", n.prefix(), arch, n.NameID(instanceID))
+}
+
+// IndexRepo is the multi-arch repository, REPO/sweb.eval.<id>.
+func (n Namer) IndexRepo(instanceID string) string {
+	return fmt.Sprintf("%s/sweb.eval.%s", n.prefix(), n.NameID(instanceID))
+}
+
+// ArchForPlatform maps an OCI platform to the upstream arch name.
+func ArchForPlatform(platform string) (string, error) {
+	switch platform {
+	case "linux/amd64":
+		return ArchX86_64, nil
+	case "linux/arm64", "linux/arm64/v8":
+		return ArchArm64, nil
+	}
+	return "", fmt.Errorf("unsupported platform %q (want linux/amd64 or linux/arm64)", platform)
+}
+
+// PlatformForArch maps an upstream arch name to its OCI platform.
+func PlatformForArch(arch string) (string, error) {
+	switch arch {
+	case ArchX86_64:
+		return "linux/amd64", nil
+	case ArchArm64:
+		return "linux/arm64", nil
+	}
+	return "", fmt.Errorf("unsupported arch %q (want x86_64 or arm64)", arch)
+}
+
+// ContentTag returns "k-" + the first 12 hex digits of sha256 over the given
+// keys (sorted, newline-terminated, so the order of platforms does not matter).
+func ContentTag(keys ...string) string {
+	ks := append([]string(nil), keys...)
+	sort.Strings(ks)
+	h := sha256.New()
+	for _, k := range ks {
+		h.Write([]byte(k))
+		h.Write([]byte{'\n'})
+	}
+	return "k-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
