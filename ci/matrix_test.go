@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/builder/spec"
 )
 
 var bothPlatforms = []string{PlatformAMD64, PlatformARM64}
@@ -349,5 +351,22 @@ func BenchmarkBuildMatrixFullTestSplit(b *testing.B) {
 		if _, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 128}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestBuildMatrixSpecPlatforms runs the full test split through the real
+// platform decision (builder/spec, USE_X86 from the embedded v4.1.0 tables).
+func TestBuildMatrixSpecPlatforms(t *testing.T) {
+	all, x86, _ := loadReference(t)
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shards := range []int{1, 3, 64, 128, 300} {
+		m, err := BuildMatrix(all, MatrixOptions{Platforms: bothPlatforms, Shards: shards, PlatformsFor: tables.Platforms})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMatrix(t, m, all, x86OnlyFunc(x86), nil, bothPlatforms, MaxMatrixJobs)
 	}
 }

@@ -3,6 +3,9 @@ package ci
 import (
 	"fmt"
 	"sort"
+	"strings"
+
+	"github.com/swebuild/swebuild/publish"
 )
 
 // Instance statuses after a merge.
@@ -24,6 +27,8 @@ type Image struct {
 	Source     string `json:"source"` // "built" or "existing"
 	Repository string `json:"repository,omitempty"`
 	Digest     string `json:"digest,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	SpecKey    string `json:"spec_key,omitempty"`
 	Verified   bool   `json:"verified"`
 	Error      string `json:"error,omitempty"`
 	Shard      string `json:"shard,omitempty"`
@@ -78,7 +83,7 @@ func Merge(plan Plan, results []Result) MergeReport {
 			k := Key{in.InstanceID, t.Platform}
 			planned[k] = true
 			if t.Action == ActionExisting {
-				o.Images = append(o.Images, Image{Platform: t.Platform, Source: "existing", Repository: t.Repository, Digest: t.Digest, Verified: true})
+				o.Images = append(o.Images, Image{Platform: t.Platform, Source: "existing", Repository: t.Repository, Digest: t.Digest, SpecKey: t.SpecKey, Verified: true})
 				continue
 			}
 			img := Image{Platform: t.Platform, Source: "built", Shard: t.Shard}
@@ -88,6 +93,7 @@ func Merge(plan Plan, results []Result) MergeReport {
 				img.Error = fmt.Sprintf("no result from shard %s", t.Shard)
 			default:
 				img.Repository, img.Digest, img.Verified, img.Error, img.Size = r.Repository, r.Digest, r.Verified, r.Error, r.Size
+				img.Ref, img.SpecKey = r.Ref, r.SpecKey
 				if img.Error == "" && !r.Verified {
 					img.Error = "gold patch did not verify"
 				}
@@ -139,7 +145,7 @@ func (r MergeReport) IndexImages() []Result {
 			continue
 		}
 		for _, img := range o.Images {
-			out = append(out, Result{InstanceID: o.InstanceID, Platform: img.Platform, Repository: img.Repository, Digest: img.Digest, Verified: true, Size: img.Size})
+			out = append(out, Result{InstanceID: o.InstanceID, Platform: img.Platform, Repository: img.Repository, Digest: img.Digest, Ref: img.Ref, SpecKey: img.SpecKey, Verified: true, Size: img.Size})
 		}
 	}
 	return out
@@ -155,8 +161,41 @@ func (r MergeReport) LedgerUpdates() []Result {
 			if img.Source != "built" {
 				continue
 			}
-			out = append(out, Result{InstanceID: o.InstanceID, Platform: img.Platform, Repository: img.Repository, Digest: img.Digest, Verified: img.Verified && img.Error == "", Error: img.Error, Size: img.Size})
+			out = append(out, Result{InstanceID: o.InstanceID, Platform: img.Platform, Repository: img.Repository, Digest: img.Digest, Ref: img.Ref, SpecKey: img.SpecKey, Verified: img.Verified && img.Error == "", Error: img.Error, Size: img.Size})
 		}
 	}
 	return out
+}
+
+// PublishMetadata returns the build metadata file (publish's contract) that
+// makes `swebuild publish` write the index of every instance to index: one
+// entry per platform image, built now or reused, each pinned by digest.
+// Images without a spec key or a pullable reference are errors: publish
+// would refuse them.
+func (r MergeReport) PublishMetadata() (*publish.Metadata, error) {
+	md := &publish.Metadata{Images: []publish.Image{}}
+	var errs []string
+	for _, img := range r.IndexImages() {
+		ref := img.Ref
+		if ref == "" || !strings.HasSuffix(ref, "@"+img.Digest) {
+			if img.Repository == "" {
+				errs = append(errs, fmt.Sprintf("%s %s: no repository to pull %s from", img.InstanceID, img.Platform, img.Digest))
+				continue
+			}
+			ref = img.Repository + "@" + img.Digest
+		}
+		if img.SpecKey == "" {
+			errs = append(errs, fmt.Sprintf("%s %s: no spec_key", img.InstanceID, img.Platform))
+			continue
+		}
+		verified := true
+		md.Images = append(md.Images, publish.Image{
+			InstanceID: img.InstanceID, Node: publish.NodeInstance, Platform: img.Platform,
+			Digest: img.Digest, Ref: ref, SpecKey: img.SpecKey, Verified: &verified,
+		})
+	}
+	if len(errs) > 0 {
+		return md, fmt.Errorf("building publish metadata:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return md, nil
 }

@@ -38,6 +38,7 @@ type Target struct {
 	// Repository and Digest of the image reused (ActionExisting).
 	Repository string `json:"repository,omitempty"`
 	Digest     string `json:"digest,omitempty"`
+	SpecKey    string `json:"spec_key,omitempty"`
 	// PreviouslyVerified is true when the ledger's last word on this image
 	// was "verified": failing now is then a regression.
 	PreviouslyVerified bool `json:"previously_verified,omitempty"`
@@ -61,7 +62,7 @@ func NewPlan(m Matrix, existing, previous map[Key]Result, repository string, pla
 		r := existing[k]
 		byID[k.InstanceID] = append(byID[k.InstanceID], Target{
 			Platform: k.Platform, Action: ActionExisting,
-			Repository: r.Repository, Digest: r.Digest, PreviouslyVerified: true,
+			Repository: r.Repository, Digest: r.Digest, SpecKey: r.SpecKey, PreviouslyVerified: true,
 		})
 	}
 	ids := make([]string, 0, len(byID))

@@ -26,6 +26,10 @@ type Result struct {
 	// "127.0.0.1:5000/swebench/sweb.eval.x86_64.foo_1776_bar-1".
 	Repository string `json:"repository,omitempty"`
 	Digest     string `json:"digest,omitempty"`
+	// Ref is a digest-pinned reference to pull the image from.
+	Ref string `json:"ref,omitempty"`
+	// SpecKey identifies the build inputs (publish tags with it).
+	SpecKey string `json:"spec_key,omitempty"`
 	// Verified is true when the gold patch resolved the instance (and the
 	// empty-patch control did not).
 	Verified bool `json:"verified"`
@@ -36,6 +40,9 @@ type Result struct {
 
 	// Source is "file:line" for messages.
 	Source string `json:"-"`
+	// other marks a record about something else (a base/env node of a
+	// metadata file, an index or blob line of a publish ledger).
+	other bool
 }
 
 // UnmarshalJSON accepts "id" for instance_id, "image" (repo@digest) for
@@ -50,6 +57,11 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		Arch       string `json:"arch"`
 		Repository string `json:"repository"`
 		Image      string `json:"image"`
+		Ref        string `json:"ref"`
+		SpecKey    string `json:"spec_key"`
+		Kind       string `json:"kind"`
+		Node       string `json:"node"`
+		Pushed     *bool  `json:"pushed"`
 		Digest     string `json:"digest"`
 		Verified   *bool  `json:"verified"`
 		Status     string `json:"status"`
@@ -59,7 +71,14 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	*r = Result{InstanceID: raw.InstanceID, Platform: raw.Platform, Repository: raw.Repository, Digest: raw.Digest, Error: raw.Error, Size: raw.Size}
+	*r = Result{InstanceID: raw.InstanceID, Platform: raw.Platform, Repository: raw.Repository, Digest: raw.Digest, Ref: raw.Ref, SpecKey: raw.SpecKey, Error: raw.Error, Size: raw.Size}
+	if (raw.Kind != "" && raw.Kind != "image") || (raw.Node != "" && raw.Node != "instance") {
+		r.other = true
+		return nil
+	}
+	if raw.Image == "" {
+		raw.Image = raw.Ref
+	}
 	if raw.Image != "" {
 		// "repo@sha256:..." or "repo:tag@sha256:..."
 		repo, dig, hasDigest := strings.Cut(raw.Image, "@")
@@ -91,6 +110,10 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		if !r.Verified && r.Error == "" {
 			r.Error = "status " + raw.Status
 		}
+	}
+	if raw.Pushed != nil && !*raw.Pushed && r.Error == "" {
+		// a publish ledger line for an image that did not reach the registry
+		r.Error = "not pushed"
 	}
 	return nil
 }
@@ -176,19 +199,35 @@ func readResultFile(path string) ([]Result, []string) {
 		return nil, []string{err.Error()}
 	}
 	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
+	if len(trimmed) > 0 && (trimmed[0] == '[' || isMetadataObject(trimmed)) {
 		var rs []Result
-		if err := json.Unmarshal(trimmed, &rs); err != nil {
-			return nil, []string{fmt.Sprintf("%s: %v", path, err)}
+		if trimmed[0] == '[' {
+			if err := json.Unmarshal(trimmed, &rs); err != nil {
+				return nil, []string{fmt.Sprintf("%s: %v", path, err)}
+			}
+		} else {
+			var md struct {
+				Images []Result `json:"images"`
+			}
+			if err := json.Unmarshal(trimmed, &md); err != nil {
+				return nil, []string{fmt.Sprintf("%s: %v", path, err)}
+			}
+			rs = md.Images
 		}
 		var errs []string
+		var out []Result
 		for i := range rs {
-			rs[i].Source = fmt.Sprintf("%s: record %d", path, i+1)
+			rs[i].Source = fmt.Sprintf("%s: images[%d]", path, i)
+			if rs[i].other {
+				continue
+			}
 			if e := checkResult(rs[i]); e != "" {
 				errs = append(errs, rs[i].Source+": "+e)
+				continue
 			}
+			out = append(out, rs[i])
 		}
-		return rs, errs
+		return out, errs
 	}
 	return parseResultLines(bytes.NewReader(data), path)
 }
@@ -211,6 +250,9 @@ func parseResultLines(r io.Reader, name string) ([]Result, []string) {
 			continue
 		}
 		res.Source = fmt.Sprintf("%s:%d", name, line)
+		if res.other {
+			continue
+		}
 		if e := checkResult(res); e != "" {
 			errs = append(errs, res.Source+": "+e)
 			continue
@@ -221,6 +263,21 @@ func parseResultLines(r io.Reader, name string) ([]Result, []string) {
 		errs = append(errs, fmt.Sprintf("%s:%d: %v", name, line, err))
 	}
 	return out, errs
+}
+
+// isMetadataObject reports whether data is a build metadata file: a JSON
+// object with an "images" list (publish.Metadata), rather than one JSON line.
+func isMetadataObject(data []byte) bool {
+	if data[0] != '{' {
+		return false
+	}
+	var probe struct {
+		Images json.RawMessage `json:"images"`
+	}
+	if json.Unmarshal(data, &probe) != nil {
+		return false
+	}
+	return len(probe.Images) > 0 && probe.Images[0] == '['
 }
 
 func checkResult(r Result) string {
