@@ -250,7 +250,11 @@ func LoadInstances(path string) ([]Instance, error) {
 			return nil, fmt.Errorf("%s:1: %w", path, err)
 		}
 		for i := 0; dec.More(); i++ {
-			line := 1 + bytes.Count(data[:dec.InputOffset()], []byte("\n"))
+			off := int(dec.InputOffset())
+			for off < len(data) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
+				off++
+			}
+			line := 1 + bytes.Count(data[:off], []byte("\n"))
 			var r rec
 			if err := dec.Decode(&r); err != nil {
 				return nil, fmt.Errorf("%s:%d: element %d: %w", path, line, i, err)
