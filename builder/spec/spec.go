@@ -173,3 +173,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Versions lists the versions known for repo (upstream table or a loaded
+// profile), sorted; ok=false for an unknown repo. It satisfies
+// dataset.Known.
+func (t *Tables) Versions(repo string) ([]string, bool) {
+	if p := t.Profiles[repo]; p != nil {
+		return sortedKeys(p.specs), true
+	}
+	vs, ok := t.Specs[repo]
+	if !ok {
+		return nil, false
+	}
+	return sortedKeys(vs), true
+}

@@ -1,0 +1,155 @@
+package spec_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/builder/spec/spectest"
+)
+
+func readIDs(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestPlatformsFullTestSplit feeds the 2,294 SWE-bench test ids to the
+// platform decision and checks the 1,798 arm64-native / 496 x86-only split,
+// id for id.
+func TestPlatformsFullTestSplit(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := readIDs(t, filepath.Join(shared, "SWE-bench_test.instance_ids.txt"))
+	wantArm := map[string]bool{}
+	for _, id := range readIDs(t, filepath.Join(shared, "SWE-bench_test.arm64-native.instance_ids.txt")) {
+		wantArm[id] = true
+	}
+	wantX86 := map[string]bool{}
+	for _, id := range readIDs(t, filepath.Join(shared, "SWE-bench_test.x86_64-only.instance_ids.txt")) {
+		wantX86[id] = true
+	}
+	arm, x86 := 0, 0
+	for _, id := range all {
+		ps := tables.Platforms(id)
+		switch {
+		case len(ps) == 2 && ps[0] == spec.PlatformAMD64 && ps[1] == spec.PlatformARM64:
+			arm++
+			if !wantArm[id] {
+				t.Errorf("%s: gets arm64, but is not in the arm64-native list", id)
+			}
+		case len(ps) == 1 && ps[0] == spec.PlatformAMD64:
+			x86++
+			if !wantX86[id] {
+				t.Errorf("%s: x86-only, but not in the x86_64-only list", id)
+			}
+		default:
+			t.Errorf("%s: platforms %v", id, ps)
+		}
+	}
+	if len(all) != 2294 || arm != 1798 || x86 != 496 {
+		t.Errorf("ids %d: arm64-native %d, x86-only %d; want 2294: 1798/496", len(all), arm, x86)
+	}
+}
+
+func TestPlatformOverride(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tables.UseX86[0]
+	if !tables.X86Only(id) {
+		t.Fatalf("%s in USE_X86 but gets arm64", id)
+	}
+	tables.OverridePlatforms(id, []string{spec.PlatformAMD64, spec.PlatformARM64})
+	if tables.X86Only(id) {
+		t.Errorf("override ignored for %s", id)
+	}
+	tables.OverridePlatforms("fixture__calc-1", []string{spec.PlatformAMD64})
+	if !tables.X86Only("fixture__calc-1") {
+		t.Error("x86-only override ignored")
+	}
+	// A fresh Load has no overrides.
+	t2, _ := spec.Load()
+	if !t2.X86Only(id) {
+		t.Error("override leaked into another Tables")
+	}
+}
+
+func TestLookupErrors(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tables.Lookup("django/django", "3.0"); err != nil {
+		t.Error(err)
+	}
+	for _, tc := range [][2]string{{"nope/nope", "1.0"}, {"django/django", "0.0"}, {"redis/redis", "7.0"}} {
+		if _, err := tables.Lookup(tc[0], tc[1]); err == nil {
+			t.Errorf("Lookup(%s, %s) succeeded", tc[0], tc[1])
+		}
+	}
+	if vs, ok := tables.Versions("django/django"); !ok || len(vs) == 0 {
+		t.Error("no django versions")
+	}
+	if len(tables.UseX86) != 496 {
+		t.Errorf("USE_X86 has %d ids", len(tables.UseX86))
+	}
+	if _, ok := tables.CachedEnvYML("django__django-11099"); !ok {
+		t.Error("no bundled env for django__django-11099")
+	}
+	if _, ok := tables.CachedEnvYML("../specs"); ok {
+		t.Error("path escape accepted")
+	}
+}
+
+// TestEmbeddedMatchesReference: the embedded tables equal a fresh
+// transcription of specs.json (go generate is up to date).
+func TestEmbeddedMatchesReference(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	if _, err := os.Stat(filepath.Join(shared, "upstream-v4.1.0", "specs.json")); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	out, err := exec.Command("go", "run", "./internal/gen", "-shared", shared, "-out", tmp).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run ./internal/gen: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(filepath.Join(tmp, "specs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("data", "specs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(got) {
+		t.Error("data/specs.json is stale: run go generate ./builder/spec")
+	}
+	ents, _ := os.ReadDir(filepath.Join(tmp, "envcache"))
+	if len(ents) != 500 {
+		t.Errorf("%d generated env files", len(ents))
+	}
+	for _, e := range ents {
+		a, _ := os.ReadFile(filepath.Join(tmp, "envcache", e.Name()))
+		b, err := os.ReadFile(filepath.Join("data", "envcache", e.Name()))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("data/envcache/%s is stale or missing", e.Name())
+		}
+	}
+}
