@@ -1,7 +1,9 @@
 package ci
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -198,4 +200,29 @@ func (r MergeReport) PublishMetadata() (*publish.Metadata, error) {
 		return md, fmt.Errorf("building publish metadata:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return md, nil
+}
+
+// WriteReport writes the merge report as indented JSON.
+func WriteReport(path string, r MergeReport) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding merge report: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing merge report: %w", err)
+	}
+	return nil
+}
+
+// ReadReport reads a merge report written by WriteReport.
+func ReadReport(path string) (MergeReport, error) {
+	var r MergeReport
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, fmt.Errorf("reading merge report: %w", err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("reading merge report %s: %w", path, err)
+	}
+	return r, nil
 }

@@ -1,12 +1,360 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/ci"
+	"github.com/swebuild/swebuild/publish"
 )
 
-// runCI is a placeholder until the ci stage lands.
+// runCI dispatches `swebuild ci matrix|ids|merge|summary`.
 func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	usage := func(w io.Writer) {
+		fmt.Fprintln(w, "Usage: swebuild ci COMMAND [OPTIONS]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Helpers for the nightly GitHub Actions workflow.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Commands:")
+		fmt.Fprintln(w, "  matrix    shard the instances into a GitHub matrix, skipping what the registry has")
+		fmt.Fprintln(w, "  ids       print the instance ids of one matrix job, one per line")
+		fmt.Fprintln(w, "  merge     decide per instance what to index and what regressed")
+		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
+	}
+	if len(args) == 0 {
+		usage(stderr)
+		return errUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return nil
+	case "matrix":
+		return runCIMatrix(ctx, args[1:], stdout, stderr)
+	case "ids":
+		return runCIIDs(args[1:], stdout, stderr)
+	case "merge":
+		return runCIMerge(args[1:], stdout, stderr)
+	case "summary":
+		return runCISummary(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "swebuild ci: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return errUsage
+}
+
+func newCIFlags(name, synopsis, what string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("ci "+name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: swebuild ci %s %s\n\n%s\n\nOptions:\n", name, synopsis, what)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parseCIFlags(fs *pflag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return true, nil
+		}
+		return false, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return false, errUsage
+	}
+	return false, nil
+}
+
+func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newCIFlags("matrix", "(--dataset FILE | --ids FILE) [OPTIONS]",
+		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
+			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
+			"instances (USE_X86) get no arm64 job.", stderr)
+	datasetPath := fs.String("dataset", "", "dataset file (JSONL or JSON array) to take instance ids from")
+	idsPath := fs.String("ids", "", "file of instance ids, one per line")
+	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
+	shards := fs.Int("shards", 32, "shards per platform (lowered to fit 256 jobs and the instance count)")
+	maxJobs := fs.Int("max-jobs", ci.MaxMatrixJobs, "most matrix jobs in total")
+	runnerFlags := fs.StringArray("runner", nil, "runner for a platform: PLATFORM=LABEL[@RUNNER_PLATFORM] (QEMU when they differ); default linux/amd64=ubuntu-24.04, linux/arm64=ubuntu-24.04-arm")
+	skipRepo := fs.String("skip-existing", "", "skip images the ledger records as verified and that this registry repository prefix still holds by digest")
+	ledgerPath := fs.String("ledger", "", "publish ledger (JSON lines) to read with --skip-existing; a missing file means nothing exists yet")
+	force := fs.Bool("force", false, "build everything: ignore --skip-existing")
+	planOut := fs.String("plan-out", "", "write the plan (per instance: build in which shard, or reuse which digest) for `ci merge`")
+	idsDir := fs.String("ids-dir", "", "directory for per-shard id files, used when the matrix would exceed the 1 MiB job output limit")
+	githubOutput := fs.String("github-output", os.Getenv("GITHUB_OUTPUT"), "append matrix=... and jobs=N to this file (default $GITHUB_OUTPUT)")
+	parallel := fs.Int("registry-parallel", 8, "registry lookups at once for --skip-existing")
+	if help, err := parseCIFlags(fs, args); help || err != nil {
+		return err
+	}
+	if (*datasetPath == "") == (*idsPath == "") {
+		fmt.Fprintln(stderr, "exactly one of --dataset and --ids is required")
+		fs.Usage()
+		return errUsage
+	}
+	var ids []string
+	var err error
+	if *datasetPath != "" {
+		ids, err = ci.ReadDatasetIDs(*datasetPath)
+	} else {
+		ids, err = ci.ReadIDList(*idsPath)
+	}
+	if err != nil {
+		return err
+	}
+	runners, err := parseRunners(*runnerFlags)
+	if err != nil {
+		return err
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		return err
+	}
+
+	var previous, existing map[ci.Key]ci.Result
+	if *ledgerPath != "" {
+		recs, err := readLedgerIfExists(*ledgerPath)
+		if err != nil {
+			return err
+		}
+		previous = ci.Latest(recs)
+	}
+	if *skipRepo != "" && !*force {
+		var want []ci.Key
+		for _, id := range ids {
+			for _, p := range tables.Platforms(id) {
+				want = append(want, ci.Key{InstanceID: id, Platform: p})
+			}
+		}
+		existing, err = ci.FindExisting(ctx, previous, want, *skipRepo, ci.RegistryChecker{Retries: 3}, *parallel)
+		if err != nil {
+			return err
+		}
+	}
+	m, err := ci.BuildMatrix(ids, ci.MatrixOptions{
+		Platforms:    *platforms,
+		Shards:       *shards,
+		MaxJobs:      *maxJobs,
+		PlatformsFor: tables.Platforms,
+		Runners:      runners,
+		Skip: func(id, p string) bool {
+			_, ok := existing[ci.Key{InstanceID: id, Platform: p}]
+			return ok
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if *planOut != "" {
+		if err := ci.WritePlan(*planOut, ci.NewPlan(m, existing, previous, *skipRepo, *platforms)); err != nil {
+			return err
+		}
+	}
+	out, err := m.EncodeForOutput(0, *idsDir)
+	if err != nil {
+		return err
+	}
+	for _, c := range m.Counts {
+		fmt.Fprintf(stderr, "%s: %d wanted, %d already in the registry, %d to build in %d shards\n", c.Platform, c.Wanted, c.Skipped, c.ToBuild, c.Shards)
+	}
+	if *githubOutput != "" {
+		f, err := os.OpenFile(*githubOutput, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening GitHub output file: %w", err)
+		}
+		_, werr := fmt.Fprintf(f, "matrix=%s\njobs=%d\n", out, len(m.Include))
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("writing GitHub output file: %w", werr)
+		}
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", out)
+	return err
+}
+
+// readLedgerIfExists reads a publish ledger; a missing file is an empty one.
+func readLedgerIfExists(path string) ([]ci.Result, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return ci.ReadResults([]string{path})
+}
+
+func parseRunners(flags []string) (map[string]ci.Runner, error) {
+	runners := ci.DefaultRunners()
+	for _, f := range flags {
+		platform, rest, ok := strings.Cut(f, "=")
+		if !ok || platform == "" || rest == "" {
+			return nil, fmt.Errorf("--runner %q: want PLATFORM=LABEL[@RUNNER_PLATFORM]", f)
+		}
+		label, arch, hasArch := strings.Cut(rest, "@")
+		if !hasArch {
+			var known bool
+			if arch, known = ci.KnownRunnerArch(label); !known {
+				return nil, fmt.Errorf("--runner %q: unknown runner label %q; say its platform: %s=%s@linux/amd64", f, label, platform, label)
+			}
+		}
+		runners[platform] = ci.Runner{Label: label, Arch: arch}
+	}
+	return runners, nil
+}
+
+func runCIIDs(args []string, stdout, stderr io.Writer) error {
+	fs := newCIFlags("ids", "(--ids A,B,C | --ids-file FILE)",
+		"Print one matrix job's instance ids, one per line (the job's ids, or its ids_file).", stderr)
+	inline := fs.String("ids", "", "comma-separated ids (the job's ids)")
+	file := fs.String("ids-file", "", "file of ids, one per line (the job's ids_file)")
+	if help, err := parseCIFlags(fs, args); help || err != nil {
+		return err
+	}
+	var ids []string
+	switch {
+	case *inline != "" && *file != "":
+		fmt.Fprintln(stderr, "only one of --ids and --ids-file")
+		return errUsage
+	case *file != "":
+		var err error
+		if ids, err = ci.ReadIDList(*file); err != nil {
+			return err
+		}
+	default:
+		ids = ci.SplitIDs(*inline)
+	}
+	if len(ids) == 0 {
+		return errors.New("no instance ids given")
+	}
+	_, err := fmt.Fprintln(stdout, strings.Join(ids, "\n"))
+	return err
+}
+
+func runCIMerge(args []string, stdout, stderr io.Writer) error {
+	fs := newCIFlags("merge", "--plan FILE --results PATH... [OPTIONS]",
+		"Read every shard's build metadata (files or directories) against the plan and decide per\n"+
+			"instance what to index and what regressed. Writes the merge report (for `ci summary`),\n"+
+			"the publish metadata of the instances to index (for `swebuild publish`), and exits 1\n"+
+			"when anything regressed or failed unless --fail-on-regression=false.", stderr)
+	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
+	results := fs.StringArray("results", nil, "shard build metadata file or directory (repeatable)")
+	out := fs.String("out", "merge.json", "merge report (JSON)")
+	publishOut := fs.String("publish-metadata", "", "write the metadata file for `swebuild publish` (instances to index)")
+	failOn := fs.Bool("fail-on-regression", true, "exit 1 when an instance regressed or failed")
+	if help, err := parseCIFlags(fs, args); help || err != nil {
+		return err
+	}
+	if *planPath == "" {
+		fmt.Fprintln(stderr, "--plan is required")
+		fs.Usage()
+		return errUsage
+	}
+	plan, err := ci.ReadPlan(*planPath)
+	if err != nil {
+		return err
+	}
+	var recs []ci.Result
+	var readErr error
+	if len(*results) > 0 {
+		// Bad lines are reported and the rest merged: their images count as
+		// missing, so the run still fails.
+		recs, readErr = ci.ReadResults(*results)
+		if readErr != nil {
+			fmt.Fprintln(stderr, readErr)
+		}
+	}
+	rep := ci.Merge(plan, recs)
+	if err := ci.WriteReport(*out, rep); err != nil {
+		return err
+	}
+	if *publishOut != "" {
+		md, err := rep.PublishMetadata()
+		if werr := publish.WriteMetadata(*publishOut, md); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c := rep.Counts
+	fmt.Fprintf(stdout, "%d instances: %d to index, %d unchanged, %d regressed, %d failed\n", c.Instances, c.Indexed, c.Unchanged, c.Regressed, c.Failed)
+	for _, o := range rep.Outcomes {
+		if o.Status != ci.StatusRegressed && o.Status != ci.StatusFailed {
+			continue
+		}
+		for _, img := range o.Images {
+			if img.Error != "" {
+				fmt.Fprintf(stdout, "%s %s %s: %s\n", strings.ToUpper(o.Status), o.InstanceID, img.Platform, img.Error)
+			}
+		}
+	}
+	if readErr != nil {
+		return errors.New("some shard results could not be read (see above)")
+	}
+	if *failOn && rep.Failed() {
+		return fmt.Errorf("%d regressed, %d failed", c.Regressed, c.Failed)
+	}
+	return nil
+}
+
+func runCISummary(args []string, stdout, stderr io.Writer) error {
+	fs := newCIFlags("summary", "--merge FILE [OPTIONS]",
+		"Write the Markdown job summary (regressions first) for $GITHUB_STEP_SUMMARY, then exit 1\n"+
+			"if anything regressed or failed or sizes grew over the limit.", stderr)
+	mergePath := fs.String("merge", "merge.json", "merge report written by `ci merge`")
+	sizesPath := fs.String("sizes", "", "Markdown report from `swebuild sizes --format md` to include")
+	sizesFailed := fs.Bool("sizes-failed", false, "the sizes step failed (growth over --max-growth): a regression")
+	title := fs.String("title", "", "heading (default \"swebuild nightly\")")
+	outPath := fs.StringP("output", "o", "", "write here instead of stdout (appends, like $GITHUB_STEP_SUMMARY)")
+	failOn := fs.Bool("fail-on-regression", true, "exit 1 when the run has regressions")
+	if help, err := parseCIFlags(fs, args); help || err != nil {
+		return err
+	}
+	rep, err := ci.ReadReport(*mergePath)
+	if err != nil {
+		return err
+	}
+	opts := ci.SummaryOptions{Title: *title, SizesFailed: *sizesFailed}
+	if *sizesPath != "" {
+		b, err := os.ReadFile(*sizesPath)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			opts.SizesFailed = true
+			opts.Sizes = fmt.Sprintf("(no sizes report: %s is missing)", *sizesPath)
+		case err != nil:
+			return fmt.Errorf("reading sizes report: %w", err)
+		default:
+			opts.Sizes = string(b)
+		}
+	}
+	var buf bytes.Buffer
+	if err := ci.WriteSummary(&buf, rep, opts); err != nil {
+		return err
+	}
+	w := stdout
+	if *outPath != "" {
+		f, err := os.OpenFile(*outPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening summary output: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	if *failOn && opts.RunFailed(rep) {
+		return fmt.Errorf("run failed: %d regressed, %d failed, sizes failed: %v", rep.Counts.Regressed, rep.Counts.Failed, opts.SizesFailed)
+	}
+	return nil
 }
