@@ -168,7 +168,9 @@ func Start(tb testing.TB, upstream string, cfg Config) *Proxy {
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
-			r.Out.Host = u.Host
+			// Keep the client's Host so the registry builds upload
+			// Location URLs that point back at the proxy.
+			r.Out.Host = r.In.Host
 		},
 		ModifyResponse: p.observe,
 		ErrorLog:       nil,
