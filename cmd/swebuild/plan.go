@@ -2,11 +2,81 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/builder/plan"
+	"github.com/swebuild/swebuild/builder/spec"
 )
 
-// runPlan is a placeholder until the plan stage lands.
+// runPlan implements `swebuild plan`.
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	var (
+		g         genInputs
+		platforms []string
+		format    string
+	)
+	g.register(fs)
+	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to plan (linux/amd64, linux/arm64)")
+	fs.StringVar(&format, "format", "table", "output format: table or json")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: swebuild plan --dataset FILE [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform.\n\nOptions:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "swebuild plan: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return errUsage
+	}
+	if format != "table" && format != "json" {
+		fmt.Fprintf(stderr, "swebuild plan: --format %q: want table or json\n", format)
+		return errUsage
+	}
+	r, insts, loadErr := g.load(ctx, stderr)
+	if errors.Is(loadErr, errUsage) {
+		fmt.Fprintf(stderr, "swebuild plan: %v\n", loadErr)
+		fs.Usage()
+		return errUsage
+	}
+	if r == nil {
+		return loadErr
+	}
+	p, err := plan.Build(ctx, r, insts, platforms)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			return fmt.Errorf("writing plan: %w", err)
+		}
+	} else if err := p.WriteTable(stdout); err != nil {
+		return fmt.Errorf("writing plan: %w", err)
+	}
+	if len(p.Errors) > 0 {
+		if format == "json" {
+			for _, e := range p.Errors {
+				fmt.Fprintf(stderr, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+			}
+		}
+		if loadErr != nil {
+			return fmt.Errorf("%w; %d instance(s) could not be planned", loadErr, len(p.Errors))
+		}
+		return fmt.Errorf("%d instance(s) could not be planned", len(p.Errors))
+	}
+	return loadErr
 }

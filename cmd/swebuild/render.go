@@ -3,10 +3,164 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/pins"
 )
 
-// runRender is a placeholder until the render stage lands.
+// genInputs are the flags shared by render and plan.
+type genInputs struct {
+	dataset   string
+	instances []string
+	pins      string
+	specs     string
+	offline   bool
+}
+
+func (g *genInputs) register(fs *pflag.FlagSet) {
+	fs.StringVar(&g.dataset, "dataset", "", "dataset file (JSONL, JSON array or parquet)")
+	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
+	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
+	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
+	fs.BoolVar(&g.offline, "offline", false, "never download (instances needing requirements.txt / environment.yml fail naming the URL)")
+}
+
+// load reads the tables, the extra specs, the pins and the dataset. A
+// dataset with invalid records returns the valid ones plus the problems.
+func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Renderer, []dataset.Instance, error) {
+	if g.dataset == "" {
+		return nil, nil, fmt.Errorf("--dataset is required: %w", errUsage)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	if g.specs != "" {
+		if err := tables.LoadExtra(g.specs); err != nil {
+			return nil, nil, err
+		}
+	}
+	set, err := pins.Named(g.pins)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--pins: %w", err)
+	}
+	r := &render.Renderer{Tables: tables, Pins: set}
+	// No downloader is wired yet: network-needing specs fail with
+	// "needs network: URL" whether or not --offline is given.
+	insts, loadErr := dataset.Load(ctx, g.dataset, dataset.LoadOptions{Known: tables})
+	var verr *dataset.ValidationError
+	if loadErr != nil && !errors.As(loadErr, &verr) {
+		return nil, nil, loadErr
+	}
+	if verr != nil {
+		fmt.Fprintln(stderr, verr.Error())
+	}
+	insts, err = dataset.Select(insts, g.instances)
+	if err != nil {
+		return nil, nil, err
+	}
+	if verr != nil {
+		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.dataset, len(verr.Problems))
+	}
+	return r, insts, nil
+}
+
+// parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
+// repeated or comma-separated.
+func parseArches(vals []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range vals {
+		for _, a := range strings.Split(v, ",") {
+			a = strings.TrimSpace(a)
+			var list []string
+			if a == "all" {
+				list = []string{spec.ArchX86, spec.ArchARM64}
+			} else if arch, ok := spec.ArchOf(a); ok {
+				list = []string{arch}
+			} else {
+				return nil, fmt.Errorf("--arch %q: want x86_64, arm64 or all", a)
+			}
+			for _, x := range list {
+				if !seen[x] {
+					seen[x] = true
+					out = append(out, x)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--arch is required (x86_64, arm64 or all)")
+	}
+	return out, nil
+}
+
+// runRender implements `swebuild render`.
 func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := pflag.NewFlagSet("render", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	var (
+		g      genInputs
+		arches []string
+		out    string
+		jobs   int
+	)
+	g.register(fs)
+	fs.StringArrayVar(&arches, "arch", nil, "architecture: x86_64, arm64 or all (repeatable)")
+	fs.StringVarP(&out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json}")
+	fs.IntVarP(&jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "swebuild render: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		fs.Usage()
+		return errUsage
+	}
+	archList, err := parseArches(arches)
+	if err != nil {
+		fmt.Fprintf(stderr, "swebuild render: %v\n", err)
+		fs.Usage()
+		return errUsage
+	}
+	if out == "" {
+		fmt.Fprintln(stderr, "swebuild render: --out is required")
+		fs.Usage()
+		return errUsage
+	}
+	r, insts, loadErr := g.load(ctx, stderr)
+	if errors.Is(loadErr, errUsage) {
+		fmt.Fprintf(stderr, "swebuild render: %v\n", loadErr)
+		fs.Usage()
+		return errUsage
+	}
+	if r == nil {
+		return loadErr
+	}
+	n, failed := r.WriteAll(ctx, insts, archList, out, jobs)
+	for _, e := range failed {
+		fmt.Fprintf(stderr, "render: %v\n", e)
+	}
+	fmt.Fprintf(stdout, "rendered %d of %d (instance, arch) pairs into %s\n", n, len(insts)*len(archList), out)
+	switch {
+	case len(failed) > 0 && loadErr != nil:
+		return fmt.Errorf("%w; %d render(s) failed", loadErr, len(failed))
+	case len(failed) > 0:
+		return fmt.Errorf("%d render(s) failed", len(failed))
+	}
+	return loadErr
 }
