@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# scripts/nightly-local.sh — rehearse .github/workflows/nightly.yml on this
+# machine, against the local stack (scripts/stack.sh) and the offline fixture
+# dataset: prepare -> two shards -> merge (sizes, publish) -> summary, the same
+# commands in the same order as the workflow.
+#
+#   scripts/nightly-local.sh [--break-gold ID] [--force] [--shards N] [--state DIR]
+#
+#   --break-gold ID  replace ID's gold patch with one that cannot apply; the run
+#                    rebuilds everything (--force) and must fail naming ID
+#   --force          ignore what the registry already has
+#   --shards N       shards per platform (default 1: two shards, amd64 + arm64)
+#   --state DIR      keeps the ledger between runs (default .nightly-local);
+#                    a second run right after a good one skips every image
+# Environment: DATASET (default testdata/fixture/dataset.jsonl), PLATFORMS
+# (default linux/amd64,linux/arm64), MAX_GROWTH (default 10).
+# Exit status: that of the summary step (1 on any regression or failure).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\nnightly-local: == %s\n' "$*" >&2; }
+die() { printf 'nightly-local: error: %s\n' "$*" >&2; exit 2; }
+
+break_gold=""
+force=false
+shards=1
+state=.nightly-local
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--break-gold) break_gold=${2:?--break-gold needs an instance id}; force=true; shift 2 ;;
+	--force) force=true; shift ;;
+	--shards) shards=${2:?--shards needs a number}; shift 2 ;;
+	--state) state=${2:?--state needs a directory}; shift 2 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) die "unknown argument $1" ;;
+	esac
+done
+
+DATASET=${DATASET:-testdata/fixture/dataset.jsonl}
+PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
+MAX_GROWTH=${MAX_GROWTH:-10}
+SWEBUILD=$PWD/bin/swebuild
+export SWEBUILD
+
+# The stack: BuildKit and the registry.
+if [ -z "${BUILDKIT_HOST:-}" ] || [ -z "${SWEBUILD_REGISTRY:-}" ]; then
+	scripts/stack.sh status >/dev/null 2>&1 || die "the local stack is not running: scripts/stack.sh up"
+	eval "$(scripts/stack.sh env)"
+fi
+REPO=${REPO:-$SWEBUILD_REGISTRY/swebench}
+export REPO BUILDKIT_HOST
+[ -f "$DATASET" ] || die "$DATASET not found (scripts/fixture.sh makes the fixture dataset)"
+
+run="$state/run-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$run/plan" "$run/shards" "$state"
+ledger="$state/ledger.jsonl"
+
+if [ -n "$break_gold" ]; then
+	python3 - "$DATASET" "$run/dataset.jsonl" "$break_gold" <<'PY'
+import json, sys
+src, dst, target = sys.argv[1:4]
+found = False
+with open(src, encoding="utf-8") as f, open(dst, "w", encoding="utf-8") as out:
+    for line in f:
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if rec.get("instance_id") == target:
+            rec["patch"] = ("diff --git a/no/such/file.py b/no/such/file.py\n"
+                            "--- a/no/such/file.py\n+++ b/no/such/file.py\n"
+                            "@@ -1 +1 @@\n-broken\n+gold\n")
+            found = True
+        out.write(json.dumps(rec) + "\n")
+if not found:
+    sys.exit(f"--break-gold: {target} is not in {src}")
+PY
+	DATASET="$run/dataset.jsonl"
+fi
+export DATASET
+
+log "build swebuild"
+make -s build
+
+log "prepare: plan, skip what the registry has, shard"
+"$SWEBUILD" ci matrix --dataset "$DATASET" --platform "$PLATFORMS" --shards "$shards" \
+	--skip-existing "$REPO" --ledger "$ledger" --force="$force" \
+	--plan-out "$run/plan/plan.json" --ids-dir "$run/plan/ids" \
+	--github-output "$run/github-output" >"$run/matrix.json"
+
+log "build shards"
+shard_rc=0
+while IFS=$'\t' read -r name platform ids ids_file qemu; do
+	[ -n "$name" ] || continue
+	log "shard $name ($platform, qemu=$qemu)"
+	idsf=""
+	if [ -n "$ids_file" ]; then idsf="$run/plan/ids/$ids_file"; fi
+	PLATFORM=$platform IDS=$ids IDS_FILE=$idsf OUT="$run/shards/$name" \
+		scripts/nightly-shard.sh build || shard_rc=1
+done < <(python3 -c '
+import json, sys
+for j in json.load(open(sys.argv[1]))["include"]:
+    print("\t".join([j["name"], j["platform"], j.get("ids", ""), j.get("ids_file", ""), str(j["qemu"]).lower()]))
+' "$run/matrix.json")
+[ "$shard_rc" -eq 0 ] || printf 'nightly-local: some shard reported failures; the merge decides\n' >&2
+
+log "merge"
+"$SWEBUILD" ci merge --plan "$run/plan/plan.json" --results "$run/shards" \
+	--out "$run/merge.json" --publish-metadata "$run/publish.json" --fail-on-regression=false
+
+log "sizes against what is published"
+sizes_failed=false
+"$SWEBUILD" sizes --images "$run/publish.json" --against "$REPO" --dataset "$DATASET" \
+	--platform "$PLATFORMS" --max-growth "$MAX_GROWTH" --format md -o "$run/sizes.md" || sizes_failed=true
+
+log "publish indexes"
+publish_rc=0
+"$SWEBUILD" publish --metadata-file "$run/publish.json" --repo "$REPO" --ledger "$ledger" --require-verified || publish_rc=$?
+
+log "summary ($run/summary.md)"
+summary_rc=0
+"$SWEBUILD" ci summary --merge "$run/merge.json" --sizes "$run/sizes.md" --sizes-failed="$sizes_failed" \
+	-o "$run/summary.md" || summary_rc=$?
+cat "$run/summary.md"
+if [ "$publish_rc" -ne 0 ]; then
+	printf 'nightly-local: publish failed (exit %s)\n' "$publish_rc" >&2
+	exit 1
+fi
+exit "$summary_rc"

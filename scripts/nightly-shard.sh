@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# scripts/nightly-shard.sh — one build shard of the nightly, shared by
+# .github/workflows/nightly.yml and scripts/nightly-local.sh.
+#
+#   nightly-shard.sh free-disk   remove preinstalled toolchains a hosted runner
+#                                does not need (~14 GB free is too little)
+#   nightly-shard.sh build       build, verify and push by digest every instance
+#                                of the shard, one at a time, pruning BuildKit's
+#                                cache down to KEEP_STORAGE_MB after each image
+#
+# Environment for build:
+#   DATASET        dataset file
+#   PLATFORM       linux/amd64 or linux/arm64
+#   IDS / IDS_FILE the shard's ids (comma-separated) or a file of ids
+#   REPO           registry repository prefix; images are pushed by digest to
+#                  PUSH_REPO (default $REPO/build-cache)
+#   OUT            output directory: meta/<id>.json (build metadata, the shard's
+#                  result for `swebuild ci merge`) and logs/<id>.log
+#   BUILDKIT_HOST  BuildKit address (scripts/stack.sh env)
+#   SWEBUILD       swebuild binary (default bin/swebuild)
+#   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000)
+# Exit status 1 when any instance failed (the merge decides what that means).
+set -euo pipefail
+
+log() { printf 'nightly-shard: %s\n' "$*" >&2; }
+die() { printf 'nightly-shard: error: %s\n' "$*" >&2; exit 2; }
+
+free_disk() {
+	df -h / >&2
+	local d
+	for d in /usr/share/dotnet /usr/local/lib/android /opt/ghc /usr/local/.ghcup /opt/hostedtoolcache/CodeQL; do
+		if [ -d "$d" ]; then
+			log "removing $d"
+			sudo rm -rf "$d"
+		fi
+	done
+	df -h / >&2
+}
+
+find_buildctl() {
+	local c
+	for c in "${SWEBUILD_CACHE:-$HOME/.cache/swebuild}"/bin/buildkit-*/buildctl; do
+		if [ -x "$c" ]; then
+			echo "$c"
+			return
+		fi
+	done
+	command -v buildctl || true
+}
+
+build_shard() {
+	: "${DATASET:?DATASET is required}" "${PLATFORM:?PLATFORM is required}" "${REPO:?REPO is required}" "${OUT:?OUT is required}"
+	local swebuild=${SWEBUILD:-bin/swebuild}
+	local push_repo=${PUSH_REPO:-$REPO/build-cache}
+	local keep=${KEEP_STORAGE_MB:-6000}
+	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
+	local src=(--ids "${IDS:-}")
+	if [ -n "${IDS_FILE:-}" ]; then
+		src=(--ids-file "$IDS_FILE")
+	fi
+	local ids
+	mapfile -t ids < <("$swebuild" ci ids "${src[@]}")
+	[ "${#ids[@]}" -gt 0 ] || die "no instance ids for this shard"
+	local buildctl
+	buildctl=$(find_buildctl)
+	mkdir -p "$OUT/meta" "$OUT/logs"
+	log "$PLATFORM: ${#ids[@]} instances, pushing by digest to $push_repo"
+	local id failed=0 n=0
+	for id in "${ids[@]}"; do
+		n=$((n + 1))
+		local logf="$OUT/logs/$id.log"
+		if "$swebuild" build --dataset "$DATASET" --instance "$id" --platform "$PLATFORM" \
+			--push "$push_repo" --metadata-file "$OUT/meta/$id.json" --verify >"$logf" 2>&1; then
+			log "[$n/${#ids[@]}] ok $id"
+		else
+			failed=$((failed + 1))
+			log "[$n/${#ids[@]}] FAILED $id (log: $logf); last lines:"
+			tail -n 20 "$logf" >&2 || true
+		fi
+		if [ -n "$buildctl" ] && [ -n "${BUILDKIT_HOST:-}" ]; then
+			"$buildctl" --addr "$BUILDKIT_HOST" prune --keep-storage "$keep" >/dev/null ||
+				log "warning: prune failed after $id"
+		fi
+	done
+	log "$PLATFORM: $((${#ids[@]} - failed)) built and verified, $failed failed"
+	[ "$failed" -eq 0 ]
+}
+
+case "${1:-}" in
+free-disk) free_disk ;;
+build) build_shard ;;
+*)
+	sed -n '2,25p' "$0" >&2
+	exit 2
+	;;
+esac
