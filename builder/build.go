@@ -1,0 +1,381 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
+	bkclient "github.com/moby/buildkit/client"
+
+	"github.com/swebuild/swebuild/publish"
+)
+
+// BuilderSpec names a BuildKit daemon, for one platform or (Platform "") for
+// every platform without its own builder.
+type BuilderSpec struct {
+	Platform string
+	Addr     string
+}
+
+// ParseBuilder parses a --builder value: "ADDR" or "PLATFORM=ADDR", e.g.
+// "unix:///run/swebuild/buildkitd.sock" or "linux/arm64=tcp://arm-host:1234".
+func ParseBuilder(v string) (BuilderSpec, error) {
+	if p, addr, ok := strings.Cut(v, "="); ok && !strings.Contains(p, "://") {
+		pl, err := parsePlatform(p)
+		if err != nil {
+			return BuilderSpec{}, fmt.Errorf("--builder %q: %w", v, err)
+		}
+		if addr == "" {
+			return BuilderSpec{}, fmt.Errorf("--builder %q: empty address", v)
+		}
+		return BuilderSpec{Platform: platforms.Format(pl), Addr: addr}, nil
+	}
+	if v == "" {
+		return BuilderSpec{}, errors.New("--builder: empty address")
+	}
+	return BuilderSpec{Addr: v}, nil
+}
+
+// ParseCacheOption parses a --cache-from/--cache-to value in buildctl's
+// syntax, "type=registry,ref=HOST/REPO:TAG,mode=max"; a bare value without
+// "=" is a registry ref.
+func ParseCacheOption(v string) (bkclient.CacheOptionsEntry, error) {
+	e := bkclient.CacheOptionsEntry{Attrs: map[string]string{}}
+	if !strings.Contains(v, "=") {
+		if v == "" {
+			return e, errors.New("empty cache option")
+		}
+		e.Type = "registry"
+		e.Attrs["ref"] = v
+		return e, nil
+	}
+	for _, f := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return e, fmt.Errorf("cache option %q: field %q is not key=value", v, f)
+		}
+		if k == "type" {
+			e.Type = val
+			continue
+		}
+		e.Attrs[k] = val
+	}
+	if e.Type == "" {
+		return e, fmt.Errorf("cache option %q: type= is required", v)
+	}
+	return e, nil
+}
+
+// Options configure Build.
+type Options struct {
+	// Builders are the BuildKit daemons; empty means $BUILDKIT_HOST for every
+	// platform.
+	Builders []BuilderSpec
+	// Workers is the number of solves running at once (default 2).
+	Workers int
+	// Push is the repository every image is pushed to by digest, e.g.
+	// "127.0.0.1:5000/swebuild/build"; empty: no push (BuildKit still makes
+	// the image manifest, and reports its digest; layers stay in its cache).
+	Push string
+	// Insecure allows plain-HTTP registries; always on for localhost and
+	// 127.0.0.1.
+	Insecure bool
+	// CacheFrom and CacheTo are cache imports and exports (ParseCacheOption).
+	CacheFrom []bkclient.CacheOptionsEntry
+	CacheTo   []bkclient.CacheOptionsEntry
+	// Progress is the terminal display mode: auto, tty, plain, rawjson or
+	// quiet (default auto).
+	Progress string
+	// ProgressOut receives the progress display (usually stderr); nil: none.
+	ProgressOut io.Writer
+	// RunDir receives one log file per node under logs/ (required).
+	RunDir string
+	// MetadataFile, when set, receives the publish.Metadata JSON of every
+	// node built.
+	MetadataFile string
+}
+
+// Report is the result of Build: one Result per node, in the order given.
+type Report struct {
+	Results []Result
+}
+
+// Failed counts the nodes that failed or were skipped.
+func (r *Report) Failed() int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Status != StatusDone {
+			n++
+		}
+	}
+	return n
+}
+
+// Build builds nodes: every parent before its children, up to opts.Workers
+// solves at once, each on the builder for its platform. A failed node skips
+// its descendants (naming the cause) and the others go on. Nodes for arm64
+// marked X86Only fail without being built. The returned error is non-nil when
+// any node failed or was skipped, or when nothing could start (the report is
+// then nil); the report is returned in both cases otherwise.
+func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
+	if opts.RunDir == "" {
+		return nil, errors.New("a run directory is required")
+	}
+	switch opts.Progress {
+	case "":
+		opts.Progress = "auto"
+	case "auto", "tty", "plain", "rawjson", "quiet":
+	default:
+		return nil, fmt.Errorf("--progress %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
+	}
+	if opts.Push != "" {
+		named, err := reference.ParseNormalizedNamed(opts.Push)
+		if err != nil {
+			return nil, fmt.Errorf("--push %q: %w", opts.Push, err)
+		}
+		if _, tagged := named.(reference.NamedTagged); tagged {
+			return nil, fmt.Errorf("--push %q: give a repository without a tag (images are pushed by digest)", opts.Push)
+		}
+		if isLocalRegistry(reference.Domain(named)) {
+			opts.Insecure = true
+		}
+	}
+	logDir := filepath.Join(opts.RunDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[string]*remote{}}
+	remotes, err := connectAll(ctx, opts.Builders, solver)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, r := range remotes {
+			r.c.Close()
+		}
+	}()
+
+	hub, err := newProgressHub(ctx, opts.ProgressOut, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	solver.progress = hub
+	s := &scheduler{
+		nodes:   nodes,
+		solver:  solver,
+		workers: opts.Workers,
+		openLog: func(n *Node) (io.WriteCloser, string, error) {
+			p := filepath.Join(logDir, logName(n))
+			f, err := os.Create(p)
+			return f, p, err
+		},
+	}
+	if s.workers <= 0 {
+		s.workers = 2
+	}
+	report := &Report{Results: s.run(ctx)}
+	hub.close()
+
+	var errs []error
+	if opts.MetadataFile != "" {
+		if err := publish.WriteMetadata(opts.MetadataFile, report.Metadata()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n := report.Failed(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d nodes failed", n, len(report.Results)))
+	}
+	return report, errors.Join(errs...)
+}
+
+func isLocalRegistry(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// connectAll dials every builder once and fills solver's platform map.
+func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*remote, error) {
+	if len(specs) == 0 {
+		addr := os.Getenv("BUILDKIT_HOST")
+		if addr == "" {
+			return nil, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+		}
+		specs = []BuilderSpec{{Addr: addr}}
+	}
+	byAddr := map[string]*remote{}
+	var remotes []*remote
+	for _, sp := range specs {
+		r := byAddr[sp.Addr]
+		if r == nil {
+			var err error
+			r, err = connect(ctx, sp.Addr)
+			if err != nil {
+				for _, r := range remotes {
+					r.c.Close()
+				}
+				return nil, err
+			}
+			byAddr[sp.Addr] = r
+			remotes = append(remotes, r)
+		}
+		if sp.Platform == "" {
+			if solver.fallback != nil && solver.fallback != r {
+				return remotes, fmt.Errorf("--builder %s: only one builder may be given without a platform", sp.Addr)
+			}
+			solver.fallback = r
+			continue
+		}
+		if old := solver.byPlatform[sp.Platform]; old != nil && old != r {
+			return remotes, fmt.Errorf("--builder %s=%s: %s already has builder %s", sp.Platform, sp.Addr, sp.Platform, old.addr)
+		}
+		solver.byPlatform[sp.Platform] = r
+	}
+	return remotes, nil
+}
+
+// logName is the file name of a node's log: its key and arch, with
+// characters unsafe in file names replaced.
+func logName(n *Node) string {
+	r := strings.NewReplacer("/", "_", ":", "_", "@", "_", " ", "_")
+	return r.Replace(n.Key) + "." + archOf(n.Platform) + ".log"
+}
+
+// Metadata describes every node built (done) as publish metadata entries.
+func (r *Report) Metadata() *publish.Metadata {
+	md := &publish.Metadata{Images: []publish.Image{}}
+	keys := inputKeys(r.nodes())
+	for _, res := range r.sorted() {
+		if res.Status != StatusDone {
+			continue
+		}
+		n := res.Node
+		specKey := n.SpecKey
+		if specKey == "" {
+			specKey = keys[n.ID()]
+		}
+		md.Images = append(md.Images, publish.Image{
+			InstanceID: n.InstanceID,
+			Node:       n.Kind,
+			Platform:   n.Platform,
+			Arch:       archOf(n.Platform),
+			Digest:     res.Outcome.Digest,
+			Ref:        res.Outcome.Ref,
+			SpecKey:    specKey,
+			BaseCommit: n.BaseCommit,
+		})
+	}
+	return md
+}
+
+// sorted returns the results ordered by kind (base, env, instance), key and
+// platform, the order of the summary and the metadata file.
+func (r *Report) sorted() []Result {
+	out := append([]Result(nil), r.Results...)
+	rank := map[string]int{KindBase: 0, KindEnv: 1, KindInstance: 2}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Node, out[j].Node
+		if rank[a.Kind] != rank[b.Kind] {
+			return rank[a.Kind] < rank[b.Kind]
+		}
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Platform < b.Platform
+	})
+	return out
+}
+
+// WriteSummary writes the summary table: node, platform, native/emulated,
+// cached, seconds, status (and the error of failed nodes below the table).
+func (r *Report) WriteSummary(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tKIND\tPLATFORM\tMODE\tCACHED\tSECONDS\tSTATUS")
+	var failures []string
+	for _, res := range r.sorted() {
+		n := res.Node
+		mode, cached, secs := "-", "-", "-"
+		if !res.Started.IsZero() && res.Outcome.Builder != "" {
+			mode = "emulated"
+			if res.Outcome.Native {
+				mode = "native"
+			}
+			cached = "no"
+			if res.Outcome.Cached {
+				cached = "yes"
+			}
+		}
+		if !res.Started.IsZero() {
+			secs = fmt.Sprintf("%.1f", res.Elapsed.Seconds())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Key, n.Kind, n.Platform, mode, cached, secs, res.Status)
+		if res.Err != nil {
+			failures = append(failures, fmt.Sprintf("%s: %s: %v", n.ID(), res.Status, res.Err))
+			if res.LogPath != "" {
+				failures[len(failures)-1] += " (log: " + res.LogPath + ")"
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	done, cached := 0, 0
+	for _, res := range r.Results {
+		if res.Status == StatusDone {
+			done++
+			if res.Outcome.Cached {
+				cached++
+			}
+		}
+	}
+	fmt.Fprintf(w, "%d nodes: %d built (%d fully cached), %d failed or skipped; wall time %.1fs\n",
+		len(r.Results), done, cached, len(r.Results)-done, r.Elapsed().Seconds())
+	for _, f := range failures {
+		if _, err := fmt.Fprintln(w, f); err != nil {
+			return fmt.Errorf("writing summary: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *Report) nodes() []*Node {
+	out := make([]*Node, len(r.Results))
+	for i, res := range r.Results {
+		out[i] = res.Node
+	}
+	return out
+}
+
+// Elapsed is the wall time from the first node started to the last finished.
+func (r *Report) Elapsed() time.Duration {
+	var first, last time.Time
+	for _, res := range r.Results {
+		if res.Started.IsZero() {
+			continue
+		}
+		if first.IsZero() || res.Started.Before(first) {
+			first = res.Started
+		}
+		if end := res.Started.Add(res.Elapsed); end.After(last) {
+			last = end
+		}
+	}
+	return last.Sub(first)
+}

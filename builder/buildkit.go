@@ -1,0 +1,373 @@
+package builder
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/containerd/platforms"
+	bkclient "github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/solver/pb"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/tonistiigi/fsutil"
+)
+
+// How parents reach their children
+//
+// A child's Dockerfile says FROM <parent key>, an image that is in no registry
+// while the graph builds. Each node is built by one gateway build
+// (bkclient.Client.Build) that re-solves the node's ancestors through the
+// Dockerfile frontend in the same session, parents first, and hands each
+// parent's result to the next solve as a frontend input, named in the
+// frontend attributes as context:<parent>=input:<name> with the parent's image
+// config in input-metadata:<name>. The scheduler only starts a node once its
+// parents are built, so re-solving the ancestors costs a cache lookup: every
+// vertex is content-addressed in the one daemon, and the child's layers sit on
+// exactly the parent's layers (no registry round trip, no image export and
+// re-import, no digest pinning). A second run of the same graph is a cache hit
+// for every step of every node. The alternatives were worse for this: a
+// docker-image:// context needs every parent pushed and pulled back (a
+// registry even when not publishing), and an oci-layout:// context needs every
+// parent exported to the client and streamed back in.
+//
+// Contexts hold only what the Dockerfile copies: in-memory files become LLB
+// mkfile operations (fixed mode and timestamp, so the same bytes give the same
+// cache key and layer), and files on disk are sent from their directory by a
+// local source that includes only the named files, through an fsutil filter
+// on the client side as well, so no copy of a big rootfs tarball is made and no
+// temporary directory is needed.
+
+// epoch is the timestamp of in-memory context files.
+func epoch() time.Time { return time.Unix(0, 0).UTC() }
+
+// sharedKey is the session shared key: with a stable key BuildKit reuses the
+// previous sync of a local context and only transfers changed files.
+const sharedKey = "swebuild"
+
+// remote is one BuildKit daemon.
+type remote struct {
+	addr      string
+	c         *bkclient.Client
+	native    ocispecs.Platform   // first platform of the first worker
+	platforms []ocispecs.Platform // every platform of every worker
+}
+
+// connect dials addr and reads its workers' platforms.
+func connect(ctx context.Context, addr string) (*remote, error) {
+	c, err := bkclient.New(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to BuildKit at %s: %w", addr, err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ws, err := c.ListWorkers(lctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("listing workers of BuildKit at %s: %w", addr, err)
+	}
+	r := &remote{addr: addr, c: c}
+	for _, w := range ws {
+		for _, p := range w.Platforms {
+			r.platforms = append(r.platforms, platforms.Normalize(p))
+		}
+	}
+	if len(r.platforms) == 0 {
+		c.Close()
+		return nil, fmt.Errorf("BuildKit at %s has no worker platforms", addr)
+	}
+	r.native = r.platforms[0]
+	return r, nil
+}
+
+func (r *remote) supports(p ocispecs.Platform) bool {
+	for _, q := range r.platforms {
+		if samePlatform(p, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// bkSolver builds nodes on BuildKit daemons, one per platform.
+type bkSolver struct {
+	byPlatform map[string]*remote // normalized platform -> remote
+	fallback   *remote            // for other platforms; may be nil
+	push       string             // repository to push by digest to; "" = none
+	insecure   bool
+	cacheFrom  []bkclient.CacheOptionsEntry
+	cacheTo    []bkclient.CacheOptionsEntry
+	progress   *progressHub
+}
+
+func (s *bkSolver) remoteFor(p ocispecs.Platform) (*remote, error) {
+	r := s.byPlatform[platforms.Format(p)]
+	if r == nil {
+		r = s.fallback
+	}
+	if r == nil {
+		return nil, fmt.Errorf("no builder for %s (use --builder %s=ADDR)", platforms.Format(p), platforms.Format(p))
+	}
+	if !r.supports(p) {
+		return nil, fmt.Errorf("builder %s cannot build %s (its workers run %s; is binfmt/QEMU set up?)", r.addr, platforms.Format(p), formatPlatforms(r.platforms))
+	}
+	return r, nil
+}
+
+func formatPlatforms(ps []ocispecs.Platform) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, platforms.Format(p))
+	}
+	return strings.Join(out, ",")
+}
+
+// Solve builds job.Node (re-solving its ancestors from cache) and exports it.
+func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
+	n := job.Node
+	p, err := parsePlatform(n.Platform)
+	if err != nil {
+		return Outcome{}, err
+	}
+	r, err := s.remoteFor(p)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("node %s: %w", n.ID(), err)
+	}
+	out := Outcome{Builder: r.addr, Native: samePlatform(p, r.native)}
+	mode := "emulated"
+	if out.Native {
+		mode = "native"
+	}
+	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker native platform %s)\n\n", n.ID(), n.Kind, r.addr, mode, platforms.Format(r.native))
+
+	chain := append(slices.Clone(job.Ancestors), n)
+	mounts := map[string]fsutil.FS{}
+	contexts := make([]llb.State, len(chain))
+	for i, c := range chain {
+		st, err := contextState(c, mounts)
+		if err != nil {
+			return out, fmt.Errorf("node %s: preparing build context of %s: %w", n.ID(), c.ID(), err)
+		}
+		contexts[i] = st
+	}
+
+	so := bkclient.SolveOpt{
+		LocalMounts:  mounts,
+		SharedKey:    sharedKey,
+		CacheImports: s.cacheFrom,
+		CacheExports: s.cacheTo,
+	}
+	if s.push != "" {
+		attrs := map[string]string{
+			"name":           s.push,
+			"push":           "true",
+			"push-by-digest": "true",
+			"name-canonical": "true",
+		}
+		if s.insecure {
+			attrs["registry.insecure"] = "true"
+		}
+		so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: attrs}}
+	} else {
+		// No name and no push: BuildKit makes the image manifest and
+		// reports its digest; the layers stay in its cache.
+		so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: map[string]string{}}}
+	}
+
+	build := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+		type solved struct {
+			ref    gateway.Reference
+			config []byte
+		}
+		done := map[string]solved{}
+		var last *gateway.Result
+		for i, c := range chain {
+			inputs := map[string]*pb.Definition{}
+			attrs := map[string]string{
+				"platform": platforms.Format(p),
+				"filename": "Dockerfile",
+			}
+			ctxDef, err := contexts[i].Marshal(ctx, llb.Platform(p))
+			if err != nil {
+				return nil, fmt.Errorf("marshaling context of %s: %w", c.ID(), err)
+			}
+			inputs["context"] = ctxDef.ToPB()
+			df := llb.Scratch().File(llb.Mkfile("/Dockerfile", 0o644, c.Dockerfile, llb.WithCreatedTime(epoch())), llb.WithCustomName("[internal] swebuild dockerfile "+c.Key))
+			dfDef, err := df.Marshal(ctx, llb.Platform(p))
+			if err != nil {
+				return nil, fmt.Errorf("marshaling Dockerfile of %s: %w", c.ID(), err)
+			}
+			inputs["dockerfile"] = dfDef.ToPB()
+			for j, pk := range c.Parents {
+				parent, ok := done[pk]
+				if !ok {
+					return nil, fmt.Errorf("parent %s of %s was not solved first", pk, c.ID())
+				}
+				name := fmt.Sprintf("parent%d", j)
+				cn, err := contextName(pk)
+				if err != nil {
+					return nil, err
+				}
+				st, err := parent.ref.ToState()
+				if err != nil {
+					return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+				}
+				def, err := st.Marshal(ctx, llb.Platform(p))
+				if err != nil {
+					return nil, fmt.Errorf("marshaling parent %s of %s: %w", pk, c.ID(), err)
+				}
+				inputs[name] = def.ToPB()
+				attrs["context:"+cn] = "input:" + name
+				if parent.config != nil {
+					md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: parent.config})
+					if err != nil {
+						return nil, fmt.Errorf("encoding image config of %s: %w", pk, err)
+					}
+					attrs["input-metadata:"+name] = string(md)
+				}
+			}
+			res, err := gc.Solve(ctx, gateway.SolveRequest{
+				Frontend:       "dockerfile.v0",
+				FrontendOpt:    attrs,
+				FrontendInputs: inputs,
+				Evaluate:       c == n,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("building %s: %w", c.ID(), err)
+			}
+			ref, err := res.SingleRef()
+			if err != nil {
+				return nil, fmt.Errorf("building %s: %w", c.ID(), err)
+			}
+			cfg := res.Metadata[exptypes.ExporterImageConfigKey]
+			if cfg == nil {
+				cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+platforms.Format(p)]
+			}
+			done[c.Key] = solved{ref: ref, config: cfg}
+			last = res
+		}
+		return last, nil
+	}
+
+	tr := newTracker()
+	ch := make(chan *bkclient.SolveStatus)
+	fwd := s.progress.attach(ctx, n.ID(), job.Log, tr, ch)
+	resp, err := r.c.Build(ctx, so, "swebuild", build, ch)
+	if werr := fwd(); werr != nil && err == nil {
+		err = fmt.Errorf("writing log: %w", werr)
+	}
+	out.Cached = tr.cached()
+	if err != nil {
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
+	}
+	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
+	if out.Digest == "" {
+		return out, fmt.Errorf("node %s: BuildKit reported no image digest", n.ID())
+	}
+	if s.push != "" {
+		out.Ref = s.push + "@" + out.Digest
+	}
+	return out, nil
+}
+
+// contextState returns the LLB state of n's build context: its in-memory files
+// and its files on disk, nothing else. Local mounts it needs are added to
+// mounts.
+func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
+	var parts []llb.State
+	if len(n.Context) > 0 {
+		names := make([]string, 0, len(n.Context))
+		for name := range n.Context {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		st := llb.Scratch()
+		dirs := map[string]bool{}
+		for _, name := range names {
+			if d := filepath.Dir(name); d != "." && !dirs[d] {
+				dirs[d] = true
+				st = st.File(llb.Mkdir("/"+d, 0o755, llb.WithParents(true), llb.WithCreatedTime(epoch())))
+			}
+			st = st.File(llb.Mkfile("/"+name, 0o644, n.Context[name], llb.WithCreatedTime(epoch())),
+				llb.WithCustomName("[internal] swebuild context "+n.Key+" "+name))
+		}
+		parts = append(parts, st)
+	}
+
+	// Files on disk, grouped by directory: one local source per directory
+	// and file set.
+	byDir := map[string][]string{} // dir -> context names
+	for name, p := range n.ContextFiles {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return llb.State{}, fmt.Errorf("context file %s: %w", name, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return llb.State{}, fmt.Errorf("context file %s: %s is not a regular file", name, p)
+		}
+		byDir[filepath.Dir(p)] = append(byDir[filepath.Dir(p)], name)
+	}
+	dirs := make([]string, 0, len(byDir))
+	for d := range byDir {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		names := byDir[dir]
+		sort.Strings(names)
+		var bases []string
+		renamed := false
+		for _, name := range names {
+			b := filepath.Base(n.ContextFiles[name])
+			bases = append(bases, b)
+			if b != name {
+				renamed = true
+			}
+		}
+		h := sha256.Sum256([]byte(dir + "\x00" + strings.Join(bases, "\x00")))
+		localName := "swebuild-" + hex.EncodeToString(h[:8])
+		if _, ok := mounts[localName]; !ok {
+			fs, err := fsutil.NewFS(dir)
+			if err != nil {
+				return llb.State{}, fmt.Errorf("opening context directory %s: %w", dir, err)
+			}
+			fs, err = fsutil.NewFilterFS(fs, &fsutil.FilterOpt{IncludePatterns: bases})
+			if err != nil {
+				return llb.State{}, fmt.Errorf("filtering context directory %s: %w", dir, err)
+			}
+			mounts[localName] = fs
+		}
+		local := llb.Local(localName,
+			llb.IncludePatterns(bases),
+			llb.SharedKeyHint(localName),
+			llb.WithCustomName("[internal] swebuild load "+strings.Join(bases, ",")+" from "+dir))
+		if !renamed {
+			parts = append(parts, local)
+			continue
+		}
+		st := llb.Scratch()
+		for i, name := range names {
+			st = st.File(llb.Copy(local, "/"+bases[i], "/"+name, &llb.CopyInfo{CreateDestPath: true}),
+				llb.WithCustomName("[internal] swebuild context "+n.Key+" "+name))
+		}
+		parts = append(parts, st)
+	}
+	switch len(parts) {
+	case 0:
+		return llb.Scratch(), nil
+	case 1:
+		return parts[0], nil
+	default:
+		return llb.Merge(parts, llb.WithCustomName("[internal] swebuild context "+n.Key)), nil
+	}
+}

@@ -1,0 +1,220 @@
+// Package builder builds plan nodes (base, env and instance images) with
+// BuildKit: one solve per node and platform, in dependency order, up to N at a
+// time, on one or more builders (one per platform, native or emulated), with a
+// progress display, one log file per node, a summary table and a metadata file.
+//
+// The package knows nothing about SWE-bench specs or rendering: callers hand it
+// Nodes (a Dockerfile, the context files it copies, and the keys of the nodes it
+// builds FROM). See Build.
+package builder
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Node kinds.
+const (
+	KindBase     = "base"
+	KindEnv      = "env"
+	KindInstance = "instance"
+)
+
+// Node is one image to build for one platform.
+type Node struct {
+	// Key is the image key the Dockerfiles of children name in FROM, e.g.
+	// "sweb.env.py.x86_64.0123abcd:latest". Key and Platform identify a node.
+	Key string
+	// Kind is base, env or instance.
+	Kind string
+	// Platform is the OCI platform, linux/amd64 or linux/arm64.
+	Platform string
+	// InstanceID is set on instance nodes.
+	InstanceID string
+	// BaseCommit is the instance's base commit (instance nodes; optional).
+	BaseCommit string
+	// SpecKey identifies the build inputs for publish (manifests.ContentTag);
+	// empty: the builder derives one from the Dockerfile, the context and the
+	// parents' keys (inputKey).
+	SpecKey string
+	// X86Only marks an instance (or an env/base only used by such instances)
+	// that must never get an arm64 image, whatever the flags say.
+	X86Only bool
+	// Parents are the keys (same platform) this node's Dockerfile builds FROM.
+	Parents []string
+	// Dockerfile is the Dockerfile text.
+	Dockerfile []byte
+	// Context holds small in-memory context files (name -> content), e.g.
+	// setup_env.sh. Names are slash-separated paths relative to the context.
+	Context map[string][]byte
+	// ContextFiles holds big context files by path on disk (name -> path),
+	// e.g. "rootfs-amd64.tar" -> "/root/.cache/swebuild/rootfs/rootfs-amd64.tar".
+	// Only these files are sent to BuildKit, never the rest of their directory.
+	ContextFiles map[string]string
+}
+
+// ID is the node's unique identity: key and platform.
+func (n *Node) ID() string { return n.Key + "@" + n.Platform }
+
+// Arch is the upstream arch name of the node's platform: x86_64 or arm64
+// (other architectures are returned as their OCI name).
+func (n *Node) Arch() string { return archOf(n.Platform) }
+
+func archOf(platform string) string {
+	p, err := platforms.Parse(platform)
+	if err != nil {
+		return ""
+	}
+	switch p.Architecture {
+	case "amd64":
+		return "x86_64"
+	default:
+		return p.Architecture
+	}
+}
+
+// parsePlatform parses and normalizes an OCI platform string.
+func parsePlatform(s string) (ocispecs.Platform, error) {
+	p, err := platforms.Parse(s)
+	if err != nil {
+		return ocispecs.Platform{}, fmt.Errorf("parsing platform %q: %w", s, err)
+	}
+	return platforms.Normalize(p), nil
+}
+
+// samePlatform reports whether two normalized platforms are the same OS,
+// architecture and variant (arm64 and arm64/v8 are the same).
+func samePlatform(a, b ocispecs.Platform) bool {
+	a, b = platforms.Normalize(a), platforms.Normalize(b)
+	return a.OS == b.OS && a.Architecture == b.Architecture && a.Variant == b.Variant
+}
+
+// contextName is the name under which the Dockerfile frontend looks up a named
+// context for a FROM of key: the familiar reference with ":latest" removed
+// (dockerui.Client.NamedContext).
+func contextName(key string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(key)
+	if err != nil {
+		return "", fmt.Errorf("parent key %q is not an image reference: %w", key, err)
+	}
+	return strings.TrimSuffix(reference.FamiliarString(named), ":latest"), nil
+}
+
+// validateNode checks a node's fields before anything is built; the error
+// names the node and the field.
+func validateNode(n *Node) error {
+	if n.Key == "" {
+		return fmt.Errorf("node with platform %q: key: empty", n.Platform)
+	}
+	switch n.Kind {
+	case KindBase, KindEnv, KindInstance:
+	default:
+		return fmt.Errorf("node %s: kind: %q is not base, env or instance", n.ID(), n.Kind)
+	}
+	p, err := parsePlatform(n.Platform)
+	if err != nil {
+		return fmt.Errorf("node %s: platform: %w", n.ID(), err)
+	}
+	if n.X86Only && p.Architecture != "amd64" {
+		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, p.Architecture)
+	}
+	if len(n.Dockerfile) == 0 {
+		return fmt.Errorf("node %s: dockerfile: empty", n.ID())
+	}
+	for _, parent := range n.Parents {
+		if _, err := contextName(parent); err != nil {
+			return fmt.Errorf("node %s: parents: %w", n.ID(), err)
+		}
+	}
+	for name := range n.Context {
+		if err := checkContextName(name); err != nil {
+			return fmt.Errorf("node %s: context: %w", n.ID(), err)
+		}
+	}
+	for name, p := range n.ContextFiles {
+		if err := checkContextName(name); err != nil {
+			return fmt.Errorf("node %s: context files: %w", n.ID(), err)
+		}
+		if _, dup := n.Context[name]; dup {
+			return fmt.Errorf("node %s: context files: %q is also an in-memory context file", n.ID(), name)
+		}
+		if !path.IsAbs(p) {
+			return fmt.Errorf("node %s: context files: %q: path %q is not absolute", n.ID(), name, p)
+		}
+	}
+	return nil
+}
+
+func checkContextName(name string) error {
+	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == "." || strings.HasPrefix(name, "../") || name == ".." {
+		return fmt.Errorf("file name %q must be a clean relative path", name)
+	}
+	if strings.ContainsAny(name, "*?[\\") {
+		return fmt.Errorf("file name %q must not contain pattern characters", name)
+	}
+	return nil
+}
+
+// inputKeys derives, for every node, a key of its build inputs: platform,
+// Dockerfile, in-memory context (names and bytes), context files (names,
+// sizes and modification times, so a 200 MB tarball is not read) and the
+// keys of its parents. Equal keys mean BuildKit would see the same inputs.
+func inputKeys(nodes []*Node) map[string]string {
+	byID := make(map[string]*Node, len(nodes))
+	for _, n := range nodes {
+		byID[n.ID()] = n
+	}
+	keys := make(map[string]string, len(nodes))
+	var key func(n *Node, depth int) string
+	key = func(n *Node, depth int) string {
+		if k, ok := keys[n.ID()]; ok {
+			return k
+		}
+		h := sha256.New()
+		field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
+		field(n.Platform)
+		field(string(n.Dockerfile))
+		names := make([]string, 0, len(n.Context))
+		for name := range n.Context {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			field(name)
+			field(string(n.Context[name]))
+		}
+		names = names[:0]
+		for name := range n.ContextFiles {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			field(name)
+			if fi, err := os.Stat(n.ContextFiles[name]); err == nil {
+				field(fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano()))
+			}
+		}
+		for _, pk := range n.Parents {
+			field(pk)
+			if p, ok := byID[pk+"@"+n.Platform]; ok && depth < len(nodes) {
+				field(key(p, depth+1))
+			}
+		}
+		k := "sha256:" + hex.EncodeToString(h.Sum(nil))
+		keys[n.ID()] = k
+		return k
+	}
+	for _, n := range nodes {
+		key(n, 0)
+	}
+	return keys
+}

@@ -1,0 +1,282 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeSolver records calls and fails the keys listed in fail. It checks that
+// every parent finished before its child started.
+type fakeSolver struct {
+	mu      sync.Mutex
+	fail    map[string]bool
+	done    map[string]bool
+	order   []string
+	running int
+	peak    int
+	delay   time.Duration
+	badDeps []string
+}
+
+func (f *fakeSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
+	f.mu.Lock()
+	for _, a := range job.Ancestors {
+		if !f.done[a.ID()] {
+			f.badDeps = append(f.badDeps, job.Node.ID()+" before "+a.ID())
+		}
+	}
+	f.order = append(f.order, job.Node.ID())
+	f.running++
+	f.peak = max(f.peak, f.running)
+	f.mu.Unlock()
+
+	time.Sleep(f.delay)
+	fmt.Fprintf(job.Log, "building %s\n", job.Node.ID())
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.running--
+	if f.fail[job.Node.Key] {
+		return Outcome{}, errors.New("RUN exited with 1")
+	}
+	f.done[job.Node.ID()] = true
+	return Outcome{Digest: "sha256:" + job.Node.Key}, nil
+}
+
+func node(key, kind, platform string, parents ...string) *Node {
+	return &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
+}
+
+// fixtureGraph: one base per platform, two envs, four instances; env.b is
+// x86-only so it has no arm64 node.
+func fixtureGraph() []*Node {
+	var nodes []*Node
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		nodes = append(nodes, node("base", KindBase, p))
+		nodes = append(nodes, node("env.a", KindEnv, p, "base"))
+		nodes = append(nodes, node("inst.a1", KindInstance, p, "env.a"), node("inst.a2", KindInstance, p, "env.a"))
+	}
+	nodes = append(nodes, node("env.b", KindEnv, "linux/amd64", "base"))
+	nodes = append(nodes, node("inst.b1", KindInstance, "linux/amd64", "env.b"), node("inst.b2", KindInstance, "linux/amd64", "env.b"))
+	return nodes
+}
+
+func TestSchedulerStatuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		nodes   []*Node
+		fail    []string
+		workers int
+		want    map[string]string // node ID -> status (all nodes listed)
+		wantErr map[string]string // node ID -> substring of its error
+	}{
+		{
+			name:    "all succeed",
+			nodes:   fixtureGraph(),
+			workers: 3,
+			want: map[string]string{
+				"base@linux/amd64": "done", "env.a@linux/amd64": "done", "inst.a1@linux/amd64": "done", "inst.a2@linux/amd64": "done",
+				"base@linux/arm64": "done", "env.a@linux/arm64": "done", "inst.a1@linux/arm64": "done", "inst.a2@linux/arm64": "done",
+				"env.b@linux/amd64": "done", "inst.b1@linux/amd64": "done", "inst.b2@linux/amd64": "done",
+			},
+		},
+		{
+			name:    "failing env fails only its own instances",
+			nodes:   fixtureGraph(),
+			fail:    []string{"env.b"},
+			workers: 2,
+			want: map[string]string{
+				"base@linux/amd64": "done", "env.a@linux/amd64": "done", "inst.a1@linux/amd64": "done", "inst.a2@linux/amd64": "done",
+				"base@linux/arm64": "done", "env.a@linux/arm64": "done", "inst.a1@linux/arm64": "done", "inst.a2@linux/arm64": "done",
+				"env.b@linux/amd64": "failed", "inst.b1@linux/amd64": "skipped", "inst.b2@linux/amd64": "skipped",
+			},
+			wantErr: map[string]string{
+				"env.b@linux/amd64":   "RUN exited with 1",
+				"inst.b1@linux/amd64": "dependency env.b@linux/amd64 failed: RUN exited with 1",
+			},
+		},
+		{
+			name:    "failing base skips grandchildren naming the base",
+			nodes:   fixtureGraph(),
+			fail:    []string{"base"},
+			workers: 1,
+			want: map[string]string{
+				"base@linux/amd64": "failed", "env.a@linux/amd64": "skipped", "inst.a1@linux/amd64": "skipped", "inst.a2@linux/amd64": "skipped",
+				"base@linux/arm64": "failed", "env.a@linux/arm64": "skipped", "inst.a1@linux/arm64": "skipped", "inst.a2@linux/arm64": "skipped",
+				"env.b@linux/amd64": "skipped", "inst.b1@linux/amd64": "skipped", "inst.b2@linux/amd64": "skipped",
+			},
+			wantErr: map[string]string{"inst.b2@linux/amd64": "dependency base@linux/amd64 failed"},
+		},
+		{
+			name: "missing parent and x86-only arm64 node fail without building",
+			nodes: []*Node{
+				node("base", KindBase, "linux/amd64"),
+				node("env", KindEnv, "linux/amd64", "nobase"),
+				node("inst", KindInstance, "linux/amd64", "env"),
+				{Key: "x86inst", Kind: KindInstance, Platform: "linux/arm64", X86Only: true, Dockerfile: []byte("FROM scratch")},
+			},
+			workers: 4,
+			want: map[string]string{
+				"base@linux/amd64": "done", "env@linux/amd64": "failed", "inst@linux/amd64": "skipped",
+				"x86inst@linux/arm64": "failed",
+			},
+			wantErr: map[string]string{
+				"env@linux/amd64":     "parent nobase is not in the build graph",
+				"x86inst@linux/arm64": "x86-only",
+			},
+		},
+		{
+			name:    "cycle",
+			nodes:   []*Node{node("a", KindEnv, "linux/amd64", "b"), node("b", KindEnv, "linux/amd64", "a"), node("c", KindBase, "linux/amd64")},
+			workers: 2,
+			want:    map[string]string{"a@linux/amd64": "skipped", "b@linux/amd64": "skipped", "c@linux/amd64": "done"},
+			wantErr: map[string]string{"a@linux/amd64": "dependency cycle"},
+		},
+		{
+			name:    "bad kind and platform",
+			nodes:   []*Node{node("a", "weird", "linux/amd64"), node("b", KindBase, "not a platform!")},
+			workers: 1,
+			want:    map[string]string{"a@linux/amd64": "failed", "b@not a platform!": "failed"},
+			wantErr: map[string]string{"a@linux/amd64": "kind", "b@not a platform!": "platform"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSolver{fail: map[string]bool{}, done: map[string]bool{}, delay: time.Millisecond}
+			for _, k := range tt.fail {
+				f.fail[k] = true
+			}
+			s := &scheduler{nodes: tt.nodes, solver: f, workers: tt.workers}
+			results := s.run(context.Background())
+			if len(results) != len(tt.nodes) {
+				t.Fatalf("got %d results for %d nodes", len(results), len(tt.nodes))
+			}
+			got := map[string]string{}
+			for i, r := range results {
+				if r.Node != tt.nodes[i] {
+					t.Errorf("result %d is for %s, want %s (input order)", i, r.Node.ID(), tt.nodes[i].ID())
+				}
+				got[r.Node.ID()] = r.Status
+				if want, ok := tt.wantErr[r.Node.ID()]; ok && (r.Err == nil || !strings.Contains(r.Err.Error(), want)) {
+					t.Errorf("%s: error %v, want it to contain %q", r.Node.ID(), r.Err, want)
+				}
+				if r.Status == StatusDone && r.Err != nil {
+					t.Errorf("%s: done with error %v", r.Node.ID(), r.Err)
+				}
+				if r.Status != StatusDone && r.Err == nil {
+					t.Errorf("%s: %s without an error", r.Node.ID(), r.Status)
+				}
+			}
+			for id, st := range tt.want {
+				if got[id] != st {
+					t.Errorf("%s: status %q, want %q", id, got[id], st)
+				}
+			}
+			if len(f.badDeps) > 0 {
+				t.Errorf("children started before parents: %v", f.badDeps)
+			}
+			if f.peak > tt.workers {
+				t.Errorf("peak concurrency %d > workers %d", f.peak, tt.workers)
+			}
+			// Skipped and invalid nodes are never handed to the solver.
+			for _, id := range f.order {
+				if got[id] == StatusSkipped {
+					t.Errorf("%s was solved but reported skipped", id)
+				}
+			}
+		})
+	}
+}
+
+func TestSchedulerRunsInParallel(t *testing.T) {
+	// Eight independent bases, four workers and a 50ms solve: four must run
+	// at once (a scheduler running them one by one would peak at 1).
+	var nodes []*Node
+	for i := range 8 {
+		nodes = append(nodes, node(fmt.Sprintf("b%d", i), KindBase, "linux/amd64"))
+	}
+	f := &fakeSolver{done: map[string]bool{}, delay: 50 * time.Millisecond}
+	s := &scheduler{nodes: nodes, solver: f, workers: 4}
+	s.run(context.Background())
+	if f.peak != 4 {
+		t.Errorf("peak concurrency %d, want 4", f.peak)
+	}
+}
+
+func TestSchedulerAncestorsAndLogs(t *testing.T) {
+	nodes := fixtureGraph()
+	var mu sync.Mutex
+	logs := map[string]*strings.Builder{}
+	jobs := map[string][]string{}
+	s := &scheduler{
+		nodes: nodes,
+		solver: solverFunc(func(ctx context.Context, job Job) (Outcome, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range job.Ancestors {
+				jobs[job.Node.ID()] = append(jobs[job.Node.ID()], a.ID())
+			}
+			fmt.Fprint(job.Log, "hello")
+			return Outcome{}, nil
+		}),
+		workers: 2,
+		openLog: func(n *Node) (io.WriteCloser, string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			b := &strings.Builder{}
+			logs[n.ID()] = b
+			return nopCloser{b}, "/logs/" + n.Key, nil
+		},
+	}
+	results := s.run(context.Background())
+	if got, want := jobs["inst.b1@linux/amd64"], []string{"base@linux/amd64", "env.b@linux/amd64"}; !slices.Equal(got, want) {
+		t.Errorf("ancestors of inst.b1: %v, want %v", got, want)
+	}
+	if got := jobs["base@linux/arm64"]; len(got) != 0 {
+		t.Errorf("ancestors of base: %v, want none", got)
+	}
+	for _, r := range results {
+		if r.LogPath != "/logs/"+r.Node.Key {
+			t.Errorf("%s: log path %q", r.Node.ID(), r.LogPath)
+		}
+		if l := logs[r.Node.ID()].String(); !strings.HasPrefix(l, "hello") || !strings.Contains(l, "DONE") {
+			t.Errorf("%s: log %q", r.Node.ID(), l)
+		}
+	}
+}
+
+func TestSchedulerCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	nodes := fixtureGraph()
+	s := &scheduler{
+		nodes: nodes,
+		solver: solverFunc(func(ctx context.Context, job Job) (Outcome, error) {
+			cancel()
+			return Outcome{}, ctx.Err()
+		}),
+		workers: 1,
+	}
+	for _, r := range s.run(ctx) {
+		if r.Status == StatusDone {
+			t.Errorf("%s done after cancel", r.Node.ID())
+		}
+		if r.Err == nil {
+			t.Errorf("%s: no error after cancel", r.Node.ID())
+		}
+	}
+}
+
+type solverFunc func(ctx context.Context, job Job) (Outcome, error)
+
+func (f solverFunc) Solve(ctx context.Context, job Job) (Outcome, error) { return f(ctx, job) }
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
