@@ -46,10 +46,7 @@ func (f *fixture) uniqueBlobBytes() int64 {
 func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize int64, instLayers int) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	lp, err := layout.Write(filepath.Join(dir, "oci"), empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var adds []mutate.IndexAddendum
 	f := &fixture{dir: dir, md: &Metadata{}, blobs: map[string]int64{}, digests: map[string]string{}}
 	base := map[string]v1.Layer{}
 	for _, plat := range []string{"linux/amd64", "linux/arm64"} {
@@ -68,7 +65,7 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 		for _, plat := range plats {
 			layers := []v1.Layer{base[plat]}
 			for i := 0; i < instLayers; i++ {
-				l, err := random.Layer(layerSize/4+1, types.OCILayer)
+				l, err := random.Layer(layerSize/4+int64(i)+1, types.OCILayer)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,9 +87,7 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := lp.AppendImage(img); err != nil {
-				t.Fatal(err)
-			}
+			adds = append(adds, mutate.IndexAddendum{Add: img})
 			dg, err := img.Digest()
 			if err != nil {
 				t.Fatal(err)
@@ -117,6 +112,10 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 				SpecKey: "spec-" + id + "-" + arch2, BaseCommit: "0123456789abcdef", Verified: &yes,
 			})
 		}
+	}
+	// One write of the whole layout (AppendImage rewrites index.json each time).
+	if _, err := layout.Write(filepath.Join(dir, "oci"), mutate.AppendManifests(empty.Index, adds...)); err != nil {
+		t.Fatal(err)
 	}
 	return f
 }
