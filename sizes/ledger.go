@@ -6,146 +6,151 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+
+	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/publish"
 )
 
-// LoadLedger reads the images of a metadata/ledger file. Until the publish
-// package's file types are used here, this is a local adapter accepting
-// records with these fields, either as a JSON array, as JSONL, or as the
-// array under a top-level "images" key:
+// LoadImageFile reads the images of a file written by the pipeline:
 //
-//	instance_id   required
-//	platform      "linux/amd64" / "linux/arm64" (or "arch": x86_64, amd64, arm64)
-//	ref           a full reference ("host/repo@sha256:..." or ":tag"), or
-//	image+digest  a repository and a manifest digest, joined as image@digest
-//	repo          optional GitHub repository ("django/django")
+//   - a build metadata file (publish.Metadata, JSON object with "images"):
+//     every instance node with a "ref" (REPO@sha256:...) is measured there;
+//     an entry with only an OCI layout directory cannot be measured in a
+//     registry and is reported as an error;
+//   - a publish ledger (JSON lines of publish.Record): the last record of
+//     each per-arch image wins; pushed images are measured at their
+//     repository pinned to the recorded digest, images that were not
+//     pushed are reported missing (with the ledger's error).
 //
-// Errors name the file, the record (line for JSONL) and the field.
-func LoadLedger(path string) ([]Target, error) {
+// The publish package validates metadata entries; its errors name the file,
+// line, entry and field. The ledger is read without modifying it.
+func LoadImageFile(path string) ([]Target, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading metadata file: %w", err)
+		return nil, fmt.Errorf("reading image file: %w", err)
 	}
-	type rec struct {
-		InstanceID string `json:"instance_id"`
-		Platform   string `json:"platform"`
-		Arch       string `json:"arch"`
-		Ref        string `json:"ref"`
-		Image      string `json:"image"`
-		Digest     string `json:"digest"`
-		Repo       string `json:"repo"`
+	if isMetadata(data) {
+		return targetsFromMetadata(path)
 	}
-	type located struct {
-		where string
-		r     rec
+	return targetsFromLedger(path, data)
+}
+
+// isMetadata reports whether data is one JSON object with an "images" key
+// (a metadata file) rather than JSON lines (a ledger).
+func isMetadata(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var top map[string]json.RawMessage
+	if err := dec.Decode(&top); err != nil {
+		return false
 	}
-	var recs []located
-	trimmed := bytes.TrimSpace(data)
-	switch {
-	case len(trimmed) > 0 && trimmed[0] == '{' && !isJSONL(trimmed):
-		var top struct {
-			Images []rec `json:"images"`
-		}
-		if err := json.Unmarshal(trimmed, &top); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if top.Images == nil {
-			return nil, fmt.Errorf("%s: images: missing (want an array of image records)", path)
-		}
-		for i, r := range top.Images {
-			recs = append(recs, located{fmt.Sprintf("%s: images[%d]", path, i), r})
-		}
-	case len(trimmed) > 0 && trimmed[0] == '[':
-		var arr []rec
-		if err := json.Unmarshal(trimmed, &arr); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		for i, r := range arr {
-			recs = append(recs, located{fmt.Sprintf("%s: [%d]", path, i), r})
-		}
-	default:
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 1<<26)
-		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
-				continue
-			}
-			var r rec
-			if err := json.Unmarshal(line, &r); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-			}
-			recs = append(recs, located{fmt.Sprintf("%s:%d", path, n), r})
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
+	_, ok := top["images"]
+	return ok && !dec.More()
+}
+
+func targetsFromMetadata(path string) ([]Target, error) {
+	md, err := publish.ReadMetadata(path)
+	if err != nil {
+		return nil, err
 	}
 	var out []Target
-	var errs []error
-	seen := map[string]string{}
-	for _, l := range recs {
-		r := l.r
-		if r.InstanceID == "" {
-			errs = append(errs, fmt.Errorf("%s: instance_id: missing", l.where))
+	seen := map[string]bool{}
+	for i, im := range md.Images {
+		if im.NodeKind() != publish.NodeInstance {
 			continue
 		}
-		platform := r.Platform
-		if platform == "" {
-			switch r.Arch {
-			case "x86_64", "amd64":
-				platform = "linux/amd64"
-			case "arm64", "aarch64":
-				platform = "linux/arm64"
-			case "":
-				errs = append(errs, fmt.Errorf("%s: platform: missing (or arch)", l.where))
-				continue
-			default:
-				errs = append(errs, fmt.Errorf("%s: arch: unsupported %q", l.where, r.Arch))
-				continue
-			}
+		key := im.InstanceID + " " + im.Platform
+		if seen[key] {
+			return nil, fmt.Errorf("%s: images[%d].instance_id: %s %s listed twice", path, i, im.InstanceID, im.Platform)
 		}
-		if _, err := ArchName(platform); err != nil {
-			errs = append(errs, fmt.Errorf("%s: platform: %v", l.where, err))
-			continue
+		seen[key] = true
+		t := Target{Instance: im.InstanceID, Repo: RepoFromID(im.InstanceID), Platform: im.Platform, Ref: im.Ref}
+		if im.Ref == "" {
+			t.Err = fmt.Sprintf("%s: images[%d]: no ref, only an OCI layout (%s): not in a registry", path, i, im.OCILayout)
 		}
-		ref := r.Ref
-		if ref == "" {
-			if r.Image == "" || r.Digest == "" {
-				errs = append(errs, fmt.Errorf("%s: ref: missing (or image and digest)", l.where))
-				continue
-			}
-			ref = strings.TrimSuffix(r.Image, "/") + "@" + r.Digest
-		}
-		key := r.InstanceID + " " + platform
-		if prev, dup := seen[key]; dup {
-			errs = append(errs, fmt.Errorf("%s: instance_id: %s %s already listed at %s", l.where, r.InstanceID, platform, prev))
-			continue
-		}
-		seen[key] = l.where
-		repo := r.Repo
-		if repo == "" {
-			repo = RepoFromID(r.InstanceID)
-		}
-		out = append(out, Target{Instance: r.InstanceID, Repo: repo, Platform: platform, Ref: ref})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		out = append(out, t)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no images", path)
+		return nil, fmt.Errorf("%s: no instance images", path)
 	}
 	sortTargets(out)
 	return out, nil
 }
 
-// isJSONL reports whether data holds more than one top-level JSON value.
-func isJSONL(data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		return false
+func targetsFromLedger(path string, data []byte) ([]Target, error) {
+	last := map[string]publish.Record{}
+	var order []string
+	r := bufio.NewReader(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		complete := len(line) > 0 && line[len(line)-1] == '\n'
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			var rec publish.Record
+			if jerr := json.Unmarshal(trimmed, &rec); jerr != nil {
+				if !complete {
+					break // a torn last line: the writer was killed mid-record
+				}
+				return nil, fmt.Errorf("%s:%d: parsing ledger record: %w", path, n, jerr)
+			}
+			if rec.Kind == "" {
+				return nil, fmt.Errorf("%s:%d: kind: missing (not a publish ledger or metadata file)", path, n)
+			}
+			if rec.Kind == publish.KindImage {
+				if rec.InstanceID == "" {
+					return nil, fmt.Errorf("%s:%d: instance_id: missing", path, n)
+				}
+				if _, err := manifests.ArchForPlatform(rec.Platform); err != nil {
+					return nil, fmt.Errorf("%s:%d: platform: %v", path, n, err)
+				}
+				k := rec.Key()
+				if _, ok := last[k]; !ok {
+					order = append(order, k)
+				}
+				last[k] = rec
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
 	}
-	return dec.More()
+	var out []Target
+	for _, k := range order {
+		rec := last[k]
+		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform}
+		switch {
+		case !rec.Pushed:
+			t.Missing = "not pushed according to the ledger"
+			if rec.Error != "" {
+				t.Missing += ": " + rec.Error
+			}
+		case rec.Ref == "" || rec.Digest == "":
+			t.Err = fmt.Sprintf("%s: ledger record of %s %s has no ref or digest", path, rec.InstanceID, rec.Platform)
+		default:
+			t.Ref = pinRef(rec.Ref, rec.Digest)
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no image records", path)
+	}
+	sortTargets(out)
+	return out, nil
+}
+
+// pinRef replaces the tag or digest of ref by digest:
+// "h:5000/r/x:k-1" + "sha256:ab" -> "h:5000/r/x@sha256:ab".
+func pinRef(ref, digest string) string {
+	repo := ref
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo + "@" + digest
 }

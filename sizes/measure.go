@@ -61,6 +61,10 @@ func Measure(ctx context.Context, src Source, spec SetSpec, targets []Target, op
 			imgs[i].Status, imgs[i].Error = StatusError, t.Err
 			continue
 		}
+		if t.Missing != "" {
+			imgs[i].Status, imgs[i].Error = StatusMissing, t.Missing
+			continue
+		}
 		g.Go(func() error {
 			measureOne(gctx, src, &configs, &imgs[i])
 			return nil

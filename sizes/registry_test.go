@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/publish"
 )
 
 // regFixture is a real registry holding two small image sets pushed by the
@@ -147,9 +148,9 @@ func startFixture(t *testing.T) *regFixture {
 	f.proxyHost, f.counts = startCountingProxy(t, reg.Host)
 	var ds strings.Builder
 	for _, x := range fixtureIDs {
-		ds.WriteString(`{"instance_id":"` + x.id + `","repo":"` + x.repo + `"}` + "\n")
+		ds.WriteString(x.id + "\n")
 	}
-	f.dataset = filepath.Join(t.TempDir(), "dataset.jsonl")
+	f.dataset = filepath.Join(t.TempDir(), "ids.txt")
 	if err := os.WriteFile(f.dataset, []byte(ds.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -434,6 +435,11 @@ func TestRealRegistry(t *testing.T) {
 		if strings.Join(ok, ",") != "django__django-11099 linux/arm64" {
 			t.Errorf("measured %v, want only django__django-11099 linux/arm64", ok)
 		}
+		// matplotlib__matplotlib-23314 is in upstream's USE_X86: builder/spec
+		// gives it no arm64 image, so it is not looked up at all.
+		if rep.A.PlatformSkipped != 1 || len(rep.A.Images) != 5 || findImage(rep.A, "matplotlib__matplotlib-23314 linux/arm64") != nil {
+			t.Errorf("platform skipped %d, images %d; want 1 and 5", rep.A.PlatformSkipped, len(rep.A.Images))
+		}
 		checkAgainstSkopeo(t, rep.A, map[string]string{"django__django-11099 linux/arm64": f.a["django__django-11099 linux/arm64"]})
 	})
 
@@ -501,27 +507,70 @@ func TestRealRegistry(t *testing.T) {
 		}
 	})
 
-	t.Run("metadata file as A, scheme B takes its pairs", func(t *testing.T) {
-		var recs []string
-		keys := sortedKeys(amd64Only(f.a))
-		for _, k := range keys {
-			id := strings.Fields(k)[0]
-			_, d := skopeoImageManifest(t, f.a[k], "linux/amd64")
-			proxied := strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1)
-			repo := proxied[:strings.LastIndex(proxied, ":")]
-			recs = append(recs, `{"instance_id":"`+id+`","arch":"x86_64","image":"`+repo+`","digest":"`+d+`"}`)
-		}
-		ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
-		if err := os.WriteFile(ledger, []byte(strings.Join(recs, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(ctx, Config{Images: ledger, Against: setB, Options: Options{Jobs: 4}})
+	t.Run("publish ledger as A, scheme B takes its pairs", func(t *testing.T) {
+		ledgerPath := filepath.Join(t.TempDir(), "ledger.jsonl")
+		l, err := publish.OpenLedger(ledgerPath)
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, k := range sortedKeys(amd64Only(f.a)) {
+			_, d := skopeoImageManifest(t, f.a[k], "linux/amd64")
+			rec := publish.Record{Kind: publish.KindImage, InstanceID: strings.Fields(k)[0], Platform: "linux/amd64",
+				Ref: strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1), Digest: d, Pushed: true}
+			if err := l.Append(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A failed push is in the set, reported missing.
+		if err := l.Append(publish.Record{Kind: publish.KindImage, InstanceID: "matplotlib__matplotlib-23314", Platform: "linux/amd64",
+			Ref: f.proxyHost + "/swebuild/sweb.eval.x86_64.matplotlib_1776_matplotlib-23314:k-1", Digest: "sha256:" + strings.Repeat("0", 64), Error: "push failed"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.counts.take()
+		rep, err := Run(ctx, Config{Images: ledgerPath, Against: setB, Options: Options{Jobs: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := f.counts.take()
 		checkAgainstSkopeo(t, rep.A, amd64Only(f.a))
-		if rep.A.Totals.Images != 5 || rep.B.Totals.Images != 5 || rep.B.Totals.Missing != 1 {
-			t.Errorf("A images %d, B images %d missing %d; want 5, 5, 1", rep.A.Totals.Images, rep.B.Totals.Images, rep.B.Totals.Missing)
+		if rep.A.Totals.Images != 6 || rep.A.Totals.Missing != 1 || rep.B.Totals.Images != 6 || rep.B.Totals.Missing != 1 {
+			t.Errorf("A images %d missing %d, B images %d missing %d; want 6 1 6 1", rep.A.Totals.Images, rep.A.Totals.Missing, rep.B.Totals.Images, rep.B.Totals.Missing)
+		}
+		// A: 5 manifests by digest (the failed push is not looked up) + 4
+		// configs; B: 6 manifests + 1 index child + 5 configs.
+		if counts["GET manifest"] != 12 || counts["GET blob"] != 9 {
+			t.Errorf("requests = %v, want 12 manifest GETs and 9 blob GETs", counts)
+		}
+	})
+
+	t.Run("build metadata file", func(t *testing.T) {
+		md := &publish.Metadata{}
+		for _, k := range sortedKeys(f.a) {
+			platform := strings.Fields(k)[1]
+			_, d := skopeoImageManifest(t, f.a[k], platform)
+			ref := strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1)
+			md.Images = append(md.Images, publish.Image{InstanceID: strings.Fields(k)[0], Platform: platform,
+				Digest: d, Ref: ref[:strings.LastIndex(ref, ":")] + "@" + d, SpecKey: "k"})
+		}
+		mdPath := filepath.Join(t.TempDir(), "metadata.json")
+		if err := publish.WriteMetadata(mdPath, md); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(ctx, Config{Images: mdPath, Options: Options{Jobs: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAgainstSkopeo(t, rep.A, f.a)
+		// --platform filters a file's images.
+		rep, err = Run(ctx, Config{Images: mdPath, Platforms: []string{"linux/arm64"}, PlatformsGiven: true, Options: Options{Jobs: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.A.Images) != 1 || rep.A.Images[0].Platform != "linux/arm64" || rep.A.Images[0].Status != StatusOK {
+			t.Errorf("arm64-only images = %+v", rep.A.Images)
 		}
 	})
 }

@@ -27,13 +27,16 @@ type Report struct {
 
 // Set is one measured image set.
 type Set struct {
-	Label    string       `json:"label"`
-	Scheme   string       `json:"scheme"`
-	Template string       `json:"template,omitempty"`
-	File     string       `json:"file,omitempty"`
-	Totals   Totals       `json:"totals"`
-	Repos    []RepoTotals `json:"repos"`
-	Images   []Image      `json:"images"`
+	Label    string `json:"label"`
+	Scheme   string `json:"scheme"`
+	Template string `json:"template,omitempty"`
+	File     string `json:"file,omitempty"`
+	// PlatformSkipped counts (instance, platform) pairs not looked up
+	// because the instance has no image for that platform (x86-only).
+	PlatformSkipped int          `json:"platform_skipped"`
+	Totals          Totals       `json:"totals"`
+	Repos           []RepoTotals `json:"repos"`
+	Images          []Image      `json:"images"`
 
 	uncompressed map[string]int64 // layer digest -> uncompressed size
 }

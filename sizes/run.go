@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/swebuild/swebuild/builder/spec"
 )
 
 // Config is one `swebuild sizes` run.
@@ -19,6 +21,10 @@ type Config struct {
 	Options
 	// MaxGrowthPercent, when set, needs Against; see Report.GrowthExceeded.
 	MaxGrowthPercent *float64
+	// Policy says which platforms an instance has images for, for sets
+	// named by scheme over --dataset; nil means builder/spec's decision
+	// (x86-only instances have no arm64 image).
+	Policy PlatformPolicy
 	// Source answers registry requests; nil means NewRemote(nil).
 	Source Source
 }
@@ -55,8 +61,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	var instances []Instance
 	if cfg.Dataset != "" {
-		if instances, err = LoadInstances(cfg.Dataset); err != nil {
+		if instances, err = LoadInstances(ctx, cfg.Dataset); err != nil {
 			return nil, err
+		}
+		if cfg.Policy == nil {
+			tables, err := spec.Load()
+			if err != nil {
+				return nil, err
+			}
+			cfg.Policy = tables.Platforms
 		}
 	}
 	// Targets of file sets first: a scheme set without --dataset takes
@@ -66,7 +79,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if s.Scheme != SchemeFile {
 			return nil, nil
 		}
-		ts, err := LoadLedger(s.File)
+		ts, err := LoadImageFile(s.File)
 		if err != nil {
 			return nil, err
 		}
@@ -86,22 +99,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	expand := func(s SetSpec, which string) ([]Target, error) {
+	skipped := map[*SetSpec]int{}
+	expand := func(s *SetSpec, which string) ([]Target, error) {
 		switch {
 		case instances != nil:
-			return s.Targets(instances, cfg.Platforms), nil
+			ts, n := s.Targets(instances, cfg.Platforms, cfg.Policy)
+			skipped[s] = n
+			return ts, nil
 		case fileTargets != nil:
 			return s.targetsLike(fileTargets), nil
 		}
 		return nil, fmt.Errorf("%s %q names images by a naming scheme: give --dataset (instance ids) or a metadata file for the other set", which, s.Arg)
 	}
 	if specA.Scheme != SchemeFile {
-		if tA, err = expand(specA, "--images"); err != nil {
+		if tA, err = expand(&specA, "--images"); err != nil {
 			return nil, err
 		}
 	}
 	if specB != nil && specB.Scheme != SchemeFile {
-		if tB, err = expand(*specB, "--against"); err != nil {
+		if tB, err = expand(specB, "--against"); err != nil {
 			return nil, err
 		}
 	}
@@ -115,11 +131,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.PlatformSkipped = skipped[&specA]
 	var b *Set
 	if specB != nil {
 		if b, err = Measure(ctx, src, *specB, tB, cfg.Options); err != nil {
 			return nil, err
 		}
+		b.PlatformSkipped = skipped[specB]
 	}
 	return NewReport(a, b, cfg.Uncompressed, cfg.MaxGrowthPercent), nil
 }
@@ -130,7 +148,7 @@ func (s SetSpec) targetsLike(ts []Target) []Target {
 	out := make([]Target, 0, len(ts))
 	for _, t := range ts {
 		n := Target{Instance: t.Instance, Repo: t.Repo, Platform: t.Platform}
-		ref, err := ExpandTemplate(s.Template, t.Instance, t.Platform)
+		ref, err := s.Ref(t.Instance, t.Platform)
 		if err != nil {
 			n.Err = err.Error()
 		} else {

@@ -3,13 +3,16 @@ package sizes
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/manifests"
 )
 
 // Naming schemes known by name. Each expands to a reference template; the
@@ -51,6 +54,8 @@ type SetSpec struct {
 	Scheme string
 	// Template is the reference template (all schemes but file).
 	Template string
+	// Repo is the repository prefix of a named scheme.
+	Repo string
 	// File is the metadata/ledger file (scheme file).
 	File string
 }
@@ -86,7 +91,7 @@ func ParseSet(arg string) (SetSpec, error) {
 		if strings.Contains(repo, "{") {
 			return SetSpec{}, fmt.Errorf("image set %q: a named scheme takes a repository, not a template", arg)
 		}
-		spec.Scheme, spec.Template = head, fmt.Sprintf(schemeTemplates[head], repo)
+		spec.Scheme, spec.Template, spec.Repo = head, fmt.Sprintf(schemeTemplates[head], repo), repo
 		return spec, nil
 	}
 	if strings.Contains(s, "{id}") || strings.Contains(s, "{id_1776}") {
@@ -104,20 +109,16 @@ func ParseSet(arg string) (SetSpec, error) {
 	if strings.Contains(s, "{") {
 		return SetSpec{}, fmt.Errorf("image set %q: a template needs {id} or {id_1776}", arg)
 	}
-	spec.Scheme, spec.Template = SchemeSwebuild, fmt.Sprintf(schemeTemplates[SchemeSwebuild], strings.TrimSuffix(s, "/"))
+	spec.Repo = strings.TrimSuffix(s, "/")
+	spec.Scheme, spec.Template = SchemeSwebuild, fmt.Sprintf(schemeTemplates[SchemeSwebuild], spec.Repo)
 	return spec, nil
 }
 
 // ArchName maps an OCI platform to upstream's arch name used in image
-// names: linux/amd64 -> x86_64, linux/arm64[/v8] -> arm64.
+// names (linux/amd64 -> x86_64, linux/arm64[/v8] -> arm64), as the manifests
+// package decides.
 func ArchName(platform string) (string, error) {
-	switch platform {
-	case "linux/amd64":
-		return "x86_64", nil
-	case "linux/arm64", "linux/arm64/v8":
-		return "arm64", nil
-	}
-	return "", fmt.Errorf("unsupported platform %q (want linux/amd64 or linux/arm64)", platform)
+	return manifests.ArchForPlatform(platform)
 }
 
 // ExpandTemplate fills a reference template for one instance and platform.
@@ -166,18 +167,55 @@ type Target struct {
 	Repo     string
 	Platform string
 	Ref      string
-	// Err is set when no reference could be made (bad template, platform).
+	// Err is set when no reference could be made (bad template, platform,
+	// an entry with no registry reference); the image is reported as error.
 	Err string
+	// Missing is set when the source already says the image does not
+	// exist (a ledger's failed push); the image is reported as missing.
+	Missing string
 }
 
+// Ref names the image of one instance and platform in this set. Our
+// naming goes through the manifests package (the one naming module); the
+// other schemes expand their template.
+func (s SetSpec) Ref(instanceID, platform string) (string, error) {
+	if s.Scheme == SchemeSwebuild {
+		arch, err := manifests.ArchForPlatform(platform)
+		if err != nil {
+			return "", err
+		}
+		return manifests.Namer{Repo: s.Repo}.ArchRepo(arch, instanceID) + ":" + manifests.LatestTag, nil
+	}
+	if s.Template == "" {
+		return "", fmt.Errorf("image set %q has no naming scheme", s.Arg)
+	}
+	return ExpandTemplate(s.Template, instanceID, platform)
+}
+
+// PlatformPolicy says which platforms an instance has images for; nil
+// means every requested platform.
+type PlatformPolicy func(instanceID string) []string
+
 // Targets lists the images of a naming-scheme set for the given instances
-// and platforms, sorted by instance then platform.
-func (s SetSpec) Targets(instances []Instance, platforms []string) []Target {
-	var out []Target
+// and requested platforms, sorted by instance then platform. With a policy,
+// a platform the instance has no image for (x86-only instances on arm64) is
+// left out and counted in skipped.
+func (s SetSpec) Targets(instances []Instance, platforms []string, policy PlatformPolicy) (out []Target, skipped int) {
 	for _, in := range instances {
+		var allowed map[string]bool
+		if policy != nil {
+			allowed = map[string]bool{}
+			for _, p := range policy(in.ID) {
+				allowed[p] = true
+			}
+		}
 		for _, p := range platforms {
+			if allowed != nil && !allowed[p] && !allowed[normalizePlatform(p)] {
+				skipped++
+				continue
+			}
 			t := Target{Instance: in.ID, Repo: in.Repo, Platform: p}
-			ref, err := ExpandTemplate(s.Template, in.ID, p)
+			ref, err := s.Ref(in.ID, p)
 			if err != nil {
 				t.Err = err.Error()
 			} else {
@@ -187,7 +225,14 @@ func (s SetSpec) Targets(instances []Instance, platforms []string) []Target {
 		}
 	}
 	sortTargets(out)
-	return out
+	return out, skipped
+}
+
+func normalizePlatform(p string) string {
+	if p == "linux/arm64/v8" {
+		return "linux/arm64"
+	}
+	return p
 }
 
 func sortTargets(ts []Target) {
@@ -199,35 +244,19 @@ func sortTargets(ts []Target) {
 	})
 }
 
-// LoadInstances reads instance ids (and repos) from a dataset file:
-// JSONL or a JSON array of SWE-bench records (fields instance_id, repo), or
-// a text file with one instance id per line ('#' starts a comment). Errors
-// name the file, line and field. Duplicate ids are an error.
-func LoadInstances(path string) ([]Instance, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading dataset: %w", err)
-	}
-	type rec struct {
-		InstanceID *string `json:"instance_id"`
-		Repo       string  `json:"repo"`
-	}
+// LoadInstances reads instance ids (and repos) from a dataset file: any
+// file the dataset package reads (JSONL, JSON array, parquet; records are
+// validated there, errors name file, line and field), or a .txt file with
+// one instance id per line ('#' starts a comment). Duplicate ids are an
+// error. The result is sorted by id.
+func LoadInstances(ctx context.Context, path string) ([]Instance, error) {
 	var out []Instance
 	var errs []error
-	add := func(where string, r rec) {
-		if r.InstanceID == nil || strings.TrimSpace(*r.InstanceID) == "" {
-			errs = append(errs, fmt.Errorf("%s: instance_id: missing or empty", where))
-			return
+	if strings.EqualFold(filepath.Ext(path), ".txt") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading dataset: %w", err)
 		}
-		repo := r.Repo
-		if repo == "" {
-			repo = RepoFromID(*r.InstanceID)
-		}
-		out = append(out, Instance{ID: *r.InstanceID, Repo: repo})
-	}
-	trimmed := bytes.TrimSpace(data)
-	switch {
-	case strings.EqualFold(filepath.Ext(path), ".txt"):
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 1<<20), 1<<26)
 		for n := 1; sc.Scan(); n++ {
@@ -244,40 +273,17 @@ func LoadInstances(path string) ([]Instance, error) {
 		if err := sc.Err(); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-	case len(trimmed) > 0 && trimmed[0] == '[':
-		dec := json.NewDecoder(bytes.NewReader(data))
-		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("%s:1: %w", path, err)
+	} else {
+		recs, err := dataset.Load(ctx, path, dataset.LoadOptions{})
+		if err != nil {
+			return nil, err
 		}
-		for i := 0; dec.More(); i++ {
-			off := int(dec.InputOffset())
-			for off < len(data) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
-				off++
+		for _, r := range recs {
+			repo := r.Repo
+			if repo == "" {
+				repo = RepoFromID(r.InstanceID)
 			}
-			line := 1 + bytes.Count(data[:off], []byte("\n"))
-			var r rec
-			if err := dec.Decode(&r); err != nil {
-				return nil, fmt.Errorf("%s:%d: element %d: %w", path, line, i, err)
-			}
-			add(fmt.Sprintf("%s:%d", path, line), r)
-		}
-	default:
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 1<<28)
-		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
-				continue
-			}
-			var r rec
-			if err := json.Unmarshal(line, &r); err != nil {
-				errs = append(errs, fmt.Errorf("%s:%d: %w", path, n, err))
-				continue
-			}
-			add(fmt.Sprintf("%s:%d", path, n), r)
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			out = append(out, Instance{ID: r.InstanceID, Repo: repo})
 		}
 	}
 	seen := map[string]bool{}

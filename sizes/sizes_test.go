@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/swebuild/swebuild/publish"
 )
 
 func TestParseSet(t *testing.T) {
@@ -96,21 +98,35 @@ func TestExpandTemplate(t *testing.T) {
 	}
 }
 
-// The reference data records the meta.json instance name upstream computes;
-// check ours against a few of them when the data is there.
-func TestExpandTemplateMatchesUpstreamMeta(t *testing.T) {
+// The reference data records the namespaced instance name upstream v4.1.0
+// computes (meta.json); ours (through the manifests package) and the
+// upstream scheme must give exactly that name under namespace "swebench".
+func TestRefMatchesUpstreamMeta(t *testing.T) {
 	root := sharedDir(t)
-	for _, id := range []string{"django__django-11099", "astropy__astropy-12907", "sympy__sympy-20590"} {
-		b, err := os.ReadFile(filepath.Join(root, "upstream-v4.1.0", "instances", id, "x86_64", "meta.json"))
-		if err != nil {
-			t.Fatalf("reading meta.json of %s: %v", id, err)
-		}
-		got, err := ExpandTemplate("swebench/sweb.eval.{arch}.{id_1776}:latest", id, "linux/amd64")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(b, []byte(`"`+got+`"`)) {
-			t.Errorf("%s: %q not found in upstream meta.json:\n%s", id, got, b)
+	ours, err := ParseSet("swebuild:swebench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := ParseSet("upstream:swebench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"django__django-11099", "astropy__astropy-12907", "sympy__sympy-20590", "sphinx-doc__sphinx-8721"} {
+		for _, arch := range []string{"x86_64", "arm64"} {
+			b, err := os.ReadFile(filepath.Join(root, "upstream-v4.1.0", "instances", id, arch, "meta.json"))
+			if err != nil {
+				t.Fatalf("reading meta.json of %s: %v", id, err)
+			}
+			platform := map[string]string{"x86_64": "linux/amd64", "arm64": "linux/arm64"}[arch]
+			for _, set := range []SetSpec{ours, up} {
+				got, err := set.Ref(id, platform)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(b, []byte(`"`+got+`"`)) {
+					t.Errorf("%s %s (%s): %q not found in upstream meta.json:\n%s", id, arch, set.Scheme, got, b)
+				}
+			}
 		}
 	}
 }
@@ -166,7 +182,7 @@ func TestRepoFromIDOnVerified(t *testing.T) {
 		}
 		path = matches[0]
 	}
-	ins, err := LoadInstances(path)
+	ins, err := LoadInstances(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,20 +234,135 @@ func TestNiceStep(t *testing.T) {
 	}
 }
 
+func TestLoadImageFile(t *testing.T) {
+	dir := t.TempDir()
+	d1, d2 := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
+	yes := true
+
+	// A build metadata file written by publish's own writer.
+	md := &publish.Metadata{Images: []publish.Image{
+		{InstanceID: "b__b-2", Platform: "linux/arm64", Digest: d2, Ref: "h:5000/build/cache@" + d2, SpecKey: "k2", Verified: &yes},
+		{InstanceID: "a__a-1", Platform: "linux/amd64", Digest: d1, Ref: "h:5000/build/cache@" + d1, SpecKey: "k1"},
+		{Node: publish.NodeEnv, Platform: "linux/amd64", Digest: d1, Ref: "h:5000/build/cache@" + d1, SpecKey: "e"},
+		{InstanceID: "c__c-3", Platform: "linux/amd64", Digest: d1, OCILayout: "oci/c", SpecKey: "k3"},
+	}}
+	mdPath := filepath.Join(dir, "metadata.json")
+	if err := publish.WriteMetadata(mdPath, md); err != nil {
+		t.Fatal(err)
+	}
+	// A publish ledger written by publish's own ledger.
+	ledgerPath := filepath.Join(dir, "ledger.jsonl")
+	l, err := publish.OpenLedger(ledgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []publish.Record{
+		{Kind: publish.KindBlob, Digest: d1, Ref: "h/r", Pushed: true},
+		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123", Digest: d1, Pushed: false, Error: "boom"},
+		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123", Digest: d1, Pushed: true},
+		{Kind: publish.KindImage, InstanceID: "b__b-2", Platform: "linux/arm64", Ref: "h:5000/ns/sweb.eval.arm64.b_1776_b-2:k-9", Digest: d2, Pushed: false, Error: "upload failed"},
+		{Kind: publish.KindIndex, InstanceID: "a__a-1", Ref: "h:5000/ns/sweb.eval.a_1776_a-1:k-1", Digest: d2, Pushed: true},
+	}
+	for _, r := range recs {
+		if err := l.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	torn := filepath.Join(dir, "torn.jsonl")
+	b, _ := os.ReadFile(ledgerPath)
+	if err := os.WriteFile(torn, append(b, []byte(`{"kind":"image","instance_id":"z`)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ledgerWant := []string{
+		"a__a-1 linux/amd64 ref=h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1,
+		"b__b-2 linux/arm64 missing=not pushed according to the ledger: upload failed",
+	}
+	tests := []struct {
+		name, path, err string
+		want            []string
+	}{
+		{"metadata", mdPath, "", []string{
+			"a__a-1 linux/amd64 ref=h:5000/build/cache@" + d1,
+			"b__b-2 linux/arm64 ref=h:5000/build/cache@" + d2,
+			"c__c-3 linux/amd64 err=" + mdPath + ": images[3]: no ref, only an OCI layout (" + filepath.Join(dir, "oci/c") + "): not in a registry",
+		}},
+		{"ledger", ledgerPath, "", ledgerWant},
+		{"torn ledger", torn, "", ledgerWant},
+		{"bad metadata", write("badmd.json", "{\"images\": [\n  {\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n]}\n"),
+			"badmd.json:2: images[0].platform", nil},
+		{"bad ledger line", write("bad.jsonl", "{\"kind\":\"image\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: missing", nil},
+		{"not a ledger", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: kind: missing", nil},
+		{"bad platform", write("plat.jsonl", "{\"kind\":\"image\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\"}\n"), "plat.jsonl:1: platform", nil},
+		{"no images", write("none.jsonl", "{\"kind\":\"blob\",\"digest\":\"sha256:1\"}\n"), "no image records", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LoadImageFile(tc.path)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			for _, g := range got {
+				switch {
+				case g.Err != "":
+					lines = append(lines, g.Instance+" "+g.Platform+" err="+g.Err)
+				case g.Missing != "":
+					lines = append(lines, g.Instance+" "+g.Platform+" missing="+g.Missing)
+				default:
+					lines = append(lines, g.Instance+" "+g.Platform+" ref="+g.Ref)
+				}
+			}
+			if strings.Join(lines, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestPinRef(t *testing.T) {
+	d := "sha256:" + strings.Repeat("c", 64)
+	for in, want := range map[string]string{
+		"h:5000/r/x:k-1":       "h:5000/r/x@" + d,
+		"h:5000/r/x":           "h:5000/r/x@" + d,
+		"r/x@sha256:00":        "r/x@" + d,
+		"docker.io/a/b:latest": "docker.io/a/b@" + d,
+	} {
+		if got := pinRef(in, d); got != want {
+			t.Errorf("pinRef(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestLoadInstancesErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
-		name, content, err string
-		ids                []string
+		name, content string
+		errs          []string
+		ids           []string
 	}{
-		{"ok.jsonl", "{\"instance_id\":\"b__b-2\",\"repo\":\"b/b\"}\n\n{\"instance_id\":\"a__a-1\"}\n", "", []string{"a__a-1", "b__b-2"}},
-		{"bad.jsonl", "{\"instance_id\":\"a__a-1\"}\n{\"repo\":\"x/y\"}\n{nope\n", "bad.jsonl:2: instance_id: missing", nil},
-		{"badjson.jsonl", "{\"instance_id\":\"a__a-1\"}\n{nope\n", "badjson.jsonl:2:", nil},
-		{"dup.jsonl", "{\"instance_id\":\"a__a-1\"}\n{\"instance_id\":\"a__a-1\"}\n", "duplicate \"a__a-1\"", nil},
-		{"arr.json", "[\n {\"instance_id\":\"x__y-1\"},\n {\"instance_id\":\"\"}\n]", "arr.json:3: instance_id", nil},
-		{"ids.txt", "# comment\nz__z-9\n\na__b-1\n", "", []string{"a__b-1", "z__z-9"}},
-		{"badids.txt", "a__b-1\na__b-2 extra\n", "badids.txt:2: instance_id", nil},
-		{"empty.jsonl", "\n", "no instances", nil},
+		{"ids.txt", "# comment\nz__z-9\n\na__b-1\n", nil, []string{"a__b-1", "z__z-9"}},
+		{"badids.txt", "a__b-1\na__b-2 extra\n", []string{"badids.txt:2: instance_id"}, nil},
+		{"dup.txt", "a__b-1\na__b-1\n", []string{"duplicate \"a__b-1\""}, nil},
+		{"empty.txt", "# nothing\n", []string{"no instances"}, nil},
+		// Record files go through the dataset package: its errors name the
+		// file and line.
+		{"bad.jsonl", "{\"repo\":\"x/y\"}\n", []string{"bad.jsonl:1", "instance_id"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,10 +370,12 @@ func TestLoadInstancesErrors(t *testing.T) {
 			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, err := LoadInstances(p)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
+			got, err := LoadInstances(context.Background(), p)
+			if tc.errs != nil {
+				for _, want := range tc.errs {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("error = %v, want it to contain %q", err, want)
+					}
 				}
 				return
 			}
@@ -255,48 +388,6 @@ func TestLoadInstancesErrors(t *testing.T) {
 			}
 			if strings.Join(ids, ",") != strings.Join(tc.ids, ",") {
 				t.Errorf("ids = %v, want %v", ids, tc.ids)
-			}
-		})
-	}
-}
-
-func TestLoadLedger(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name, content, err string
-		want               []string // "id platform ref"
-	}{
-		{"obj.json", `{"images":[{"instance_id":"b__b-2","arch":"arm64","image":"r/x","digest":"sha256:` + strings.Repeat("a", 64) + `"},{"instance_id":"a__a-1","platform":"linux/amd64","ref":"r/y:1"}]}`,
-			"", []string{"a__a-1 linux/amd64 r/y:1", "b__b-2 linux/arm64 r/x@sha256:" + strings.Repeat("a", 64)}},
-		{"lines.jsonl", "{\"instance_id\":\"a__a-1\",\"arch\":\"x86_64\",\"ref\":\"r/y:1\"}\n{\"instance_id\":\"a__a-1\",\"arch\":\"amd64\",\"ref\":\"r/y:2\"}\n",
-			"lines.jsonl:2: instance_id: a__a-1 linux/amd64 already listed at", nil},
-		{"noref.json", `[{"instance_id":"a__a-1","platform":"linux/amd64"}]`, "noref.json: [0]: ref: missing", nil},
-		{"noplat.json", `[{"instance_id":"a__a-1","ref":"r"}]`, "[0]: platform: missing", nil},
-		{"badarch.json", `[{"instance_id":"a__a-1","arch":"ppc64le","ref":"r"}]`, "arch: unsupported \"ppc64le\"", nil},
-		{"noimages.json", `{"other":1}`, "images: missing", nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(dir, tc.name)
-			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			got, err := LoadLedger(p)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var lines []string
-			for _, g := range got {
-				lines = append(lines, g.Instance+" "+g.Platform+" "+g.Ref)
-			}
-			if strings.Join(lines, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}
@@ -408,11 +499,13 @@ func TestTotalsAndComparison(t *testing.T) {
 	specB, _ := ParseSet("r/b.{arch}.{id}")
 	ctx := context.Background()
 	opt := Options{Jobs: 4, Uncompressed: true, CacheDir: t.TempDir()}
-	a, err := Measure(ctx, src, specA, specA.Targets(ids, []string{"linux/amd64"}), opt)
+	tA, _ := specA.Targets(ids, []string{"linux/amd64"}, nil)
+	tB, _ := specB.Targets(ids, []string{"linux/amd64"}, nil)
+	a, err := Measure(ctx, src, specA, tA, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Measure(ctx, src, specB, specB.Targets(ids, []string{"linux/amd64"}), opt)
+	b, err := Measure(ctx, src, specB, tB, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

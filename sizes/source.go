@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/swebuild/swebuild/registry"
 )
 
 // ErrNotFound is returned (wrapped) by a Source when the registry says the
@@ -56,13 +59,28 @@ type Remote struct {
 	puller *remote.Puller
 }
 
-// NewRemote returns a Remote using the docker config keychain for
-// credentials. A nil transport means http.DefaultTransport.
+// NewRemote returns a Remote with swebuild's registry credentials
+// (registry.Keychain: env SWEBUILD_REGISTRY_AUTH, then the Docker config and
+// its helpers). A nil transport means a go-retryablehttp transport that
+// retries connection errors, 429 and 5xx with backoff, honouring
+// Retry-After; ggcr's own retry is then turned off so a request is not
+// retried twice over.
 func NewRemote(rt http.RoundTripper) (*Remote, error) {
-	opts := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
-	if rt != nil {
-		opts = append(opts, remote.WithTransport(rt))
+	kc, err := registry.Keychain(registry.DefaultAuthEnv)
+	if err != nil {
+		return nil, fmt.Errorf("registry credentials: %w", err)
 	}
+	opts := []remote.Option{remote.WithAuthFromKeychain(kc), remote.WithUserAgent("swebuild-sizes")}
+	if rt == nil {
+		c := retryablehttp.NewClient()
+		c.Logger = nil
+		c.RetryMax = 6
+		c.RetryWaitMin = 200 * time.Millisecond
+		c.RetryWaitMax = 30 * time.Second
+		rt = &retryablehttp.RoundTripper{Client: c}
+		opts = append(opts, remote.WithRetryBackoff(remote.Backoff{Steps: 1}))
+	}
+	opts = append(opts, remote.WithTransport(rt))
 	p, err := remote.NewPuller(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating registry client: %w", err)
