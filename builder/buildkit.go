@@ -312,8 +312,8 @@ func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
 		if err != nil {
 			return llb.State{}, fmt.Errorf("context file %s: %w", name, err)
 		}
-		if !fi.Mode().IsRegular() {
-			return llb.State{}, fmt.Errorf("context file %s: %s is not a regular file", name, p)
+		if !fi.Mode().IsRegular() && !fi.IsDir() {
+			return llb.State{}, fmt.Errorf("context file %s: %s is not a regular file or directory", name, p)
 		}
 		byDir[filepath.Dir(p)] = append(byDir[filepath.Dir(p)], name)
 	}

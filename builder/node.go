@@ -58,7 +58,8 @@ type Node struct {
 	Context map[string][]byte
 	// ContextFiles holds big context files by path on disk (name -> path),
 	// e.g. "rootfs-amd64.tar" -> "/root/.cache/swebuild/rootfs/rootfs-amd64.tar".
-	// Only these files are sent to BuildKit, never the rest of their directory.
+	// Only these files (or directories, with their contents) are sent to
+	// BuildKit, never the rest of the directory they are in.
 	ContextFiles map[string]string
 }
 
