@@ -1,0 +1,129 @@
+package faultproxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		method, url string
+		want        Kind
+	}{
+		{"GET", "/v2/", KindPing},
+		{"HEAD", "/v2/a/b/blobs/sha256:1", KindBlobHead},
+		{"GET", "/v2/a/blobs/sha256:1", KindBlobGet},
+		{"POST", "/v2/a/blobs/uploads/", KindUploadPost},
+		{"POST", "/v2/a/blobs/uploads/?mount=sha256:1&from=b", KindMountPost},
+		{"PATCH", "/v2/a/blobs/uploads/uuid?_state=x", KindUploadPatch},
+		{"PUT", "/v2/a/blobs/uploads/uuid?digest=sha256:1", KindUploadPut},
+		{"HEAD", "/v2/a/manifests/latest", KindManifestHead},
+		{"GET", "/v2/a/manifests/sha256:1", KindManifestGet},
+		{"PUT", "/v2/a/manifests/k-1", KindManifestPut},
+		{"DELETE", "/v2/a/manifests/k-1", KindOther},
+	} {
+		u, _ := url.Parse(tc.url)
+		if got := Classify(tc.method, u); got != tc.want {
+			t.Errorf("%s %s = %s, want %s", tc.method, tc.url, got, tc.want)
+		}
+	}
+}
+
+// Faults are injected at about the configured rate, the same seed gives the
+// same sequence, upload bodies and completed uploads are counted, and a
+// faulted request never reaches the upstream.
+func TestProxyFaultsAndCounters(t *testing.T) {
+	var upstreamHits int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		upstreamHits++
+		io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPut {
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer up.Close()
+	host := strings.TrimPrefix(up.URL, "http://")
+
+	run := func(seed int64) ([]int, Stats) {
+		p := Start(t, host, Config{Seed: seed, Rate429: 0.1, Rate500: 0.1, Rate503: 0.1, RateReset: 0.1})
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		var codes []int
+		for i := 0; i < 200; i++ {
+			req, _ := http.NewRequest(http.MethodPut, "http://"+p.Host+"/v2/r/blobs/uploads/u?digest=sha256:abc", bytes.NewReader(make([]byte, 100)))
+			resp, err := client.Do(req)
+			if err != nil {
+				codes = append(codes, -1)
+				continue
+			}
+			if resp.StatusCode == 429 || resp.StatusCode == 503 {
+				if resp.Header.Get("Retry-After") != "1" {
+					t.Errorf("%d without Retry-After", resp.StatusCode)
+				}
+			}
+			resp.Body.Close()
+			codes = append(codes, resp.StatusCode)
+		}
+		return codes, p.Stats()
+	}
+	upstreamHits = 0
+	a, st := run(42)
+	b, _ := run(42)
+	if len(a) != len(b) {
+		t.Fatal("lengths differ")
+	}
+	same := true
+	for i := range a {
+		same = same && a[i] == b[i]
+	}
+	if !same {
+		t.Error("same seed, different fault sequence")
+	}
+	faults := 0
+	for _, n := range st.Faults {
+		faults += n
+	}
+	if faults < 50 || faults > 110 {
+		t.Errorf("%d faults in 200 requests at 40%%", faults)
+	}
+	ok := 0
+	for _, c := range a {
+		if c == http.StatusCreated {
+			ok++
+		}
+	}
+	if st.CompletedUploads["sha256:abc"] != ok || st.Forwarded[KindUploadPut] != ok || st.UploadBodyBytes != int64(100*ok) {
+		t.Errorf("counters %+v vs %d successes", st, ok)
+	}
+	if st.Faults["reset"] == 0 {
+		t.Error("no resets injected")
+	}
+	if upstreamHits != 2*ok {
+		t.Errorf("upstream saw %d requests, %d succeeded", upstreamHits, 2*ok)
+	}
+}
+
+func TestStartRefusesNonLoopbackUpstream(t *testing.T) {
+	ft := &fatalRecorder{TB: t}
+	func() {
+		defer func() { recover() }()
+		Start(ft, "example.com:80", Config{})
+	}()
+	if !ft.failed {
+		t.Error("non-loopback upstream accepted")
+	}
+}
+
+type fatalRecorder struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fatalRecorder) Fatalf(string, ...any) { f.failed = true; panic("fatal") }
+func (f *fatalRecorder) Helper()               {}

@@ -1,0 +1,100 @@
+package manifests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+const (
+	dAMD = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	dARM = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+)
+
+func TestBuildIndex(t *testing.T) {
+	amd := Child{Platform: "linux/amd64", Digest: dAMD, Size: 100, MediaType: types.OCIManifestSchema1, SpecKey: "s1"}
+	arm := Child{Platform: "linux/arm64", Digest: dARM, Size: 200, MediaType: types.DockerManifestSchema2, SpecKey: "s2"}
+	info := IndexInfo{InstanceID: "django__django-11099", BaseCommit: "abc123", Version: "v1.2.3"}
+	for _, tc := range []struct {
+		name     string
+		children []Child
+		wantErr  string
+		wantPlat []string
+	}{
+		{"two platforms, given arm first", []Child{arm, amd}, "", []string{"amd64", "arm64"}},
+		{"x86 only", []Child{amd}, "", []string{"amd64"}},
+		{"arm only", []Child{arm}, "no linux/amd64", nil},
+		{"duplicate", []Child{amd, amd}, "listed twice", nil},
+		{"bad platform", []Child{amd, {Platform: "linux/s390x", Digest: dARM, Size: 1}}, "unsupported platform", nil},
+		{"bad digest", []Child{{Platform: "linux/amd64", Digest: "sha256:xyz", Size: 1}}, "digest", nil},
+		{"zero size", []Child{{Platform: "linux/amd64", Digest: dAMD}}, "size", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx, err := BuildIndex(info, tc.children)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(idx.Raw)
+			if idx.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+				t.Errorf("digest %s does not match bytes", idx.Digest)
+			}
+			var m v1.IndexManifest
+			if err := json.Unmarshal(idx.Raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.MediaType != types.OCIImageIndex || m.SchemaVersion != 2 {
+				t.Errorf("media type %q schema %d", m.MediaType, m.SchemaVersion)
+			}
+			var plats []string
+			for _, d := range m.Manifests {
+				plats = append(plats, d.Platform.Architecture)
+				if d.Platform.OS != "linux" || d.Annotations[AnnotationSpecKey] == "" {
+					t.Errorf("child %+v", d)
+				}
+			}
+			if strings.Join(plats, ",") != strings.Join(tc.wantPlat, ",") {
+				t.Errorf("platforms %v, want %v", plats, tc.wantPlat)
+			}
+			if m.Manifests[0].Digest.String() != dAMD || m.Manifests[0].Size != 100 || m.Manifests[0].MediaType != types.OCIManifestSchema1 {
+				t.Errorf("amd64 descriptor %+v", m.Manifests[0])
+			}
+			a := m.Annotations
+			if a[AnnotationInstanceID] != info.InstanceID || a[AnnotationBaseCommit] != "abc123" || a[AnnotationRevision] != "abc123" || a[AnnotationVersion] != "v1.2.3" || a[AnnotationSpecKey] == "" {
+				t.Errorf("annotations %v", a)
+			}
+			// Same input, same bytes, whatever the child order.
+			rev := append([]Child(nil), tc.children...)
+			for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+				rev[i], rev[j] = rev[j], rev[i]
+			}
+			again, err := BuildIndex(info, rev)
+			if err != nil || again.Digest != idx.Digest {
+				t.Errorf("not deterministic: %v %s %s", err, again.Digest, idx.Digest)
+			}
+		})
+	}
+	if _, err := BuildIndex(IndexInfo{}, []Child{amd}); err == nil {
+		t.Error("empty instance id accepted")
+	}
+}
+
+func TestContentTagForChildrenChangesWithAnySpecKey(t *testing.T) {
+	a := []Child{{Platform: "linux/amd64", SpecKey: "x"}, {Platform: "linux/arm64", SpecKey: "y"}}
+	b := []Child{{Platform: "linux/amd64", SpecKey: "x"}, {Platform: "linux/arm64", SpecKey: "y2"}}
+	c := []Child{{Platform: "linux/amd64", SpecKey: "y"}, {Platform: "linux/arm64", SpecKey: "x"}}
+	ta, tb, tc := ContentTagForChildren(a), ContentTagForChildren(b), ContentTagForChildren(c)
+	if ta == tb || ta == tc {
+		t.Errorf("tags collide: %s %s %s", ta, tb, tc)
+	}
+}
