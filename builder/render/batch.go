@@ -3,13 +3,16 @@ package render
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/swebuild/swebuild/dataset"
 )
 
-// InstanceError is a failed render of one instance and arch.
+// InstanceError is a failed render of one instance (and arch, when only
+// one failed).
 type InstanceError struct {
 	InstanceID string
 	Arch       string
@@ -22,22 +25,29 @@ func (e *InstanceError) Error() string {
 	if e.Source != "" {
 		src = e.Source + ": "
 	}
-	return fmt.Sprintf("%s%s (%s): %v", src, e.InstanceID, e.Arch, e.Err)
+	arch := ""
+	if e.Arch != "" {
+		arch = " (" + e.Arch + ")"
+	}
+	return fmt.Sprintf("%s%s%s: %v", src, e.InstanceID, arch, e.Err)
 }
 
 func (e *InstanceError) Unwrap() error { return e.Err }
 
 // WriteAll renders every instance for every arch and writes the files under
-// out/<instance_id>/<arch>/, jobs at a time (0: GOMAXPROCS*4, since most of
-// the time is spent in file system calls). It keeps going after failures and
-// returns how many renders were written and the failures in input order.
+// out/<instance_id>/<arch>/, jobs instances at a time (0: 4 per CPU, since
+// most of the time is spent in file system calls). It keeps going after
+// failures and returns how many (instance, arch) renders were written and the
+// failures in input order.
 func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arches []string, out string, jobs int) (int, []*InstanceError) {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0) * 4
 	}
-	type task struct{ i, a int }
-	errs := make([]*InstanceError, len(insts)*len(arches))
-	tasks := make(chan task)
+	if err := mkdir(out); err != nil {
+		return 0, []*InstanceError{{InstanceID: "*", Err: fmt.Errorf("creating %s: %w", out, err)}}
+	}
+	errs := make([]*InstanceError, len(insts))
+	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	written := 0
@@ -46,26 +56,12 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arche
 		go func() {
 			defer wg.Done()
 			n := 0
-			for tk := range tasks {
-				inst := &insts[tk.i]
-				arch := arches[tk.a]
-				fail := func(err error) {
-					errs[tk.i*len(arches)+tk.a] = &InstanceError{InstanceID: inst.InstanceID, Arch: arch, Source: inst.Source, Err: err}
-				}
-				if err := ctx.Err(); err != nil {
-					fail(err)
-					continue
-				}
-				res, err := r.Render(ctx, inst, arch)
+			for i := range next {
+				k, err := r.writeInstance(ctx, &insts[i], arches, out)
+				n += k
 				if err != nil {
-					fail(err)
-					continue
+					errs[i] = &InstanceError{InstanceID: insts[i].InstanceID, Source: insts[i].Source, Err: err}
 				}
-				if err := res.WriteFiles(out); err != nil {
-					fail(err)
-					continue
-				}
-				n++
 			}
 			mu.Lock()
 			written += n
@@ -73,11 +69,9 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arche
 		}()
 	}
 	for i := range insts {
-		for a := range arches {
-			tasks <- task{i, a}
-		}
+		next <- i
 	}
-	close(tasks)
+	close(next)
 	wg.Wait()
 	var failed []*InstanceError
 	for _, e := range errs {
@@ -86,4 +80,35 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arche
 		}
 	}
 	return written, failed
+}
+
+func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, arches []string, out string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if id := inst.InstanceID; id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
+		return 0, fmt.Errorf("instance_id %q cannot be used as a directory name", id)
+	}
+	results, err := r.RenderArches(ctx, inst, arches)
+	if err != nil {
+		return 0, err
+	}
+	idDir := filepath.Join(out, inst.InstanceID)
+	if err := mkdir(idDir); err != nil {
+		return 0, fmt.Errorf("creating %s: %w", idDir, err)
+	}
+	for i, res := range results {
+		files, err := res.Files()
+		if err != nil {
+			return i, err
+		}
+		dir := filepath.Join(idDir, res.Arch)
+		if err := mkdir(dir); err != nil {
+			return i, fmt.Errorf("creating %s: %w", dir, err)
+		}
+		if err := writeFiles(dir, files); err != nil {
+			return i, err
+		}
+	}
+	return len(results), nil
 }

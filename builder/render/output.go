@@ -2,7 +2,9 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,13 +89,38 @@ func (r *Result) WriteFiles(out string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
+	return writeFiles(dir, files)
+}
+
+// writeFiles writes each file with WriteString (no copy of the data).
+func writeFiles(dir string, files []File) error {
 	for _, f := range files {
-		p := filepath.Join(dir, f.Name)
-		if err := os.WriteFile(p, []byte(f.Data), 0o644); err != nil {
+		p := dir + string(filepath.Separator) + f.Name
+		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+		_, err = fh.WriteString(f.Data)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return fmt.Errorf("writing %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// mkdir creates dir, accepting an existing directory.
+func mkdir(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.MkdirAll(dir, 0o755)
+	}
+	return err
 }
 
 // NodeKind is the layer of the image graph.

@@ -62,6 +62,7 @@ type Result struct {
 	Profile string
 	// contextFiles are extra build-context names per node kind.
 	contextFiles map[string][]string
+	envHash      string
 }
 
 // upstreamPlatform is TestSpec.platform.
@@ -81,11 +82,68 @@ func (r *Renderer) Render(ctx context.Context, inst *dataset.Instance, arch stri
 	if r.Pins != nil {
 		r.Pins.Apply(rec)
 	}
-	return r.RenderRecipe(ctx, rec, inst)
+	return r.renderRecipe(ctx, rec, inst, nil, nil)
 }
 
 // RenderRecipe renders an already prepared (and possibly pinned) recipe.
 func (r *Renderer) RenderRecipe(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance) (*Result, error) {
+	return r.renderRecipe(ctx, rec, inst, nil, nil)
+}
+
+// RenderArches renders one instance for several arches. Scripts that do not
+// depend on the arch (all of them unless a pin rule changed one arch's
+// recipe) are built once and shared between the results.
+func (r *Renderer) RenderArches(ctx context.Context, inst *dataset.Instance, arches []string) ([]*Result, error) {
+	out := make([]*Result, 0, len(arches))
+	var prevRec *spec.Recipe
+	var prev *Result
+	for _, arch := range arches {
+		rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, arch)
+		if err != nil {
+			return nil, err
+		}
+		if r.Pins != nil {
+			r.Pins.Apply(rec)
+		}
+		res, err := r.renderRecipe(ctx, rec, inst, prevRec, prev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+		prevRec, prev = rec, res
+	}
+	return out, nil
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameScripts reports whether two recipes give the same repo and eval
+// scripts (sameEnv: and the same env script).
+func sameScripts(a, b *spec.Recipe) (same, sameEnv bool) {
+	if a == nil || b == nil || a.Profile != b.Profile {
+		return false, false
+	}
+	sa, sb := &a.Spec, &b.Spec
+	same = sa.TestCmd == sb.TestCmd && sameStrings(sa.PreInstall, sb.PreInstall) &&
+		sameStrings(sa.EvalCommands, sb.EvalCommands) && (sa.Install == sb.Install ||
+		(sa.Install != nil && sb.Install != nil && *sa.Install == *sb.Install))
+	sameEnv = same && a.EnvYMLCached == b.EnvYMLCached && a.EnvYML == b.EnvYML &&
+		sa.Python == sb.Python && sa.Packages == sb.Packages && sa.NoUseEnv == sb.NoUseEnv &&
+		sameStrings(sa.PipPackages, sb.PipPackages)
+	return same, sameEnv
+}
+
+func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance, prevRec *spec.Recipe, prev *Result) (*Result, error) {
 	if rec.Spec.TestCmd == "" {
 		return nil, fmt.Errorf("spec %s %s has no test_cmd", rec.Repo, rec.Version)
 	}
@@ -112,42 +170,65 @@ func (r *Renderer) RenderRecipe(ctx context.Context, rec *spec.Recipe, inst *dat
 		res.contextFiles = rec.Profile.Context
 	}
 	var err error
-	res.RepoScriptList = r.repoScriptList(rec, inst)
-	if res.EnvScriptList, err = r.envScriptList(ctx, rec, inst); err != nil {
-		return nil, fmt.Errorf("env script: %w", err)
+	same, sameEnv := sameScripts(prevRec, rec)
+	envHash := ""
+	if same {
+		res.RepoScriptList, res.SetupRepo = prev.RepoScriptList, prev.SetupRepo
+		res.EvalScriptList, res.Eval = prev.EvalScriptList, prev.Eval
+	} else {
+		res.RepoScriptList = r.repoScriptList(rec, inst)
+		if res.EvalScriptList, err = r.evalScriptList(rec, inst); err != nil {
+			return nil, fmt.Errorf("eval script: %w", err)
+		}
+		res.SetupRepo = joinScript("set -euxo pipefail", res.RepoScriptList)
+		res.Eval = joinScript("set -uxo pipefail", res.EvalScriptList)
 	}
-	if res.EvalScriptList, err = r.evalScriptList(rec, inst); err != nil {
-		return nil, fmt.Errorf("eval script: %w", err)
+	if sameEnv {
+		res.EnvScriptList, res.SetupEnv = prev.EnvScriptList, prev.SetupEnv
+		envHash = prev.envHash
+	} else {
+		if res.EnvScriptList, err = r.envScriptList(ctx, rec, inst); err != nil {
+			return nil, fmt.Errorf("env script: %w", err)
+		}
+		res.SetupEnv = joinScript("set -euxo pipefail", res.EnvScriptList)
+		envHash = EnvHash(res.EnvScriptList)
 	}
-	res.SetupEnv = joinScript("set -euxo pipefail", res.EnvScriptList)
-	res.SetupRepo = joinScript("set -euxo pipefail", res.RepoScriptList)
-	res.Eval = joinScript("set -uxo pipefail", res.EvalScriptList)
+	res.envHash = envHash
 
 	res.BaseKey = "sweb.base." + lang + "." + arch + ":latest"
-	res.EnvKey = "sweb.env." + lang + "." + arch + "." + EnvHash(res.EnvScriptList) + ":latest"
+	res.EnvKey = "sweb.env." + lang + "." + arch + "." + envHash + ":latest"
 	res.InstanceKey = "sweb.eval." + arch + "." + strings.ToLower(inst.InstanceID) + ":latest"
 
 	condaArch := arch
 	if arch == spec.ArchARM64 {
 		condaArch = "aarch64"
 	}
-	vars := func(extra map[string]string) func(string) (string, bool) {
-		return func(name string) (string, bool) {
-			if v, ok := extra[name]; ok {
-				return v, true
-			}
-			v, ok := rec.DockerDefaults[name]
-			return v, ok
+	if res.BaseDockerfile, err = pyFormat(rec.BaseTemplate, func(name string) (string, bool) {
+		switch name {
+		case "platform":
+			return res.Platform, true
+		case "conda_arch":
+			return condaArch, true
+		case "arch":
+			return arch, true
 		}
-	}
-	if res.BaseDockerfile, err = pyFormat(rec.BaseTemplate, vars(map[string]string{
-		"platform": res.Platform, "conda_arch": condaArch, "arch": arch,
-	})); err != nil {
+		v, ok := rec.DockerDefaults[name]
+		return v, ok
+	}); err != nil {
 		return nil, fmt.Errorf("Dockerfile.base: %w", err)
 	}
-	if res.EnvDockerfile, err = pyFormat(rec.EnvTemplate, vars(map[string]string{
-		"platform": res.Platform, "arch": arch, "base_image_key": res.BaseKey,
-	})); err != nil {
+	if res.EnvDockerfile, err = pyFormat(rec.EnvTemplate, func(name string) (string, bool) {
+		switch name {
+		case "platform":
+			return res.Platform, true
+		case "arch":
+			return arch, true
+		case "base_image_key":
+			return res.BaseKey, true
+		}
+		v, ok := rec.DockerDefaults[name]
+		return v, ok
+	}); err != nil {
 		return nil, fmt.Errorf("Dockerfile.env: %w", err)
 	}
 	if res.InstanceDockerfile, err = pyFormat(rec.InstanceTemplate, func(name string) (string, bool) {

@@ -1,0 +1,66 @@
+package render
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/dataset"
+)
+
+func benchVerified(b *testing.B) (*Renderer, []dataset.Instance) {
+	shared := spectest.SharedDir(b)
+	insts, err := spectest.ReadJSONL(filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &Renderer{Tables: tables}, insts
+}
+
+// BenchmarkRenderVerified renders all 500 Verified instances for both arches
+// (1,000 renders) per iteration, in memory.
+func BenchmarkRenderVerified(b *testing.B) {
+	r, insts := benchVerified(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range insts {
+			for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+				if _, err := r.Render(ctx, &insts[i], arch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkWriteAllVerified renders and writes the 1,000 renders (7,000
+// files) per iteration.
+func BenchmarkWriteAllVerified(b *testing.B) {
+	r, insts := benchVerified(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		out := b.TempDir()
+		if n, errs := r.WriteAll(ctx, insts, []string{spec.ArchX86, spec.ArchARM64}, out, 0); n != 1000 || len(errs) > 0 {
+			b.Fatalf("wrote %d, errors %v", n, errs)
+		}
+	}
+}
+
+// BenchmarkSpecLoad decodes the embedded tables.
+func BenchmarkSpecLoad(b *testing.B) {
+	for b.Loop() {
+		if _, err := spec.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
