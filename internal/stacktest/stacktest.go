@@ -1,0 +1,206 @@
+// Package stacktest lets tests find the local build stack started by
+// scripts/stack.sh (BuildKit and the registry), the cached fixture rootfs
+// tarballs and the offline fixture's git repositories.
+//
+// The CI rule: when something a test needs is missing, the test is skipped,
+// unless the environment variable CI is set, in which case it fails.
+package stacktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Environment variables read by this package.
+const (
+	EnvBuildkitHost = "BUILDKIT_HOST"     // e.g. unix:///run/swebuild/buildkitd.sock
+	EnvRegistry     = "SWEBUILD_REGISTRY" // e.g. 127.0.0.1:5000
+	EnvCache        = "SWEBUILD_CACHE"    // default $HOME/.cache/swebuild
+	EnvPython       = "SWEBUILD_PYTHON"   // default /usr/bin/python3 (Debian's, with python3-pytest)
+	EnvCI           = "CI"
+)
+
+// Stack holds the addresses of the running local stack.
+type Stack struct {
+	// BuildkitHost is the BuildKit daemon address (BUILDKIT_HOST).
+	BuildkitHost string
+	// Registry is the registry host:port (SWEBUILD_REGISTRY), plain HTTP.
+	Registry string
+}
+
+// missing skips t, or fails it when CI is set.
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv(EnvCI) != "" {
+		t.Fatalf("%s (CI is set, so this is a failure; start it with: scripts/stack.sh up && eval \"$(scripts/stack.sh env)\")", msg)
+	}
+	t.Skipf("%s (run scripts/stack.sh up && eval \"$(scripts/stack.sh env)\")", msg)
+}
+
+// Require returns the stack addresses from BUILDKIT_HOST and SWEBUILD_REGISTRY.
+// When either is unset the test is skipped, or fails if CI is set.
+func Require(t testing.TB) Stack {
+	t.Helper()
+	s := Stack{BuildkitHost: os.Getenv(EnvBuildkitHost), Registry: os.Getenv(EnvRegistry)}
+	var unset []string
+	if s.BuildkitHost == "" {
+		unset = append(unset, EnvBuildkitHost)
+	}
+	if s.Registry == "" {
+		unset = append(unset, EnvRegistry)
+	}
+	if len(unset) > 0 {
+		missing(t, "local stack not configured: %s unset", strings.Join(unset, " and "))
+	}
+	return s
+}
+
+// CacheDir returns ${SWEBUILD_CACHE:-$HOME/.cache/swebuild}.
+func CacheDir() (string, error) {
+	if d := os.Getenv(EnvCache); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("locating the swebuild cache: %w", err)
+	}
+	return filepath.Join(home, ".cache", "swebuild"), nil
+}
+
+// RootfsArches are the architectures scripts/fixture.sh rootfs builds, as
+// Docker TARGETARCH names.
+var rootfsArches = []string{"amd64", "arm64"}
+
+// RootfsTarName is the file name of the rootfs tarball for a TARGETARCH.
+func RootfsTarName(arch string) string { return "rootfs-" + arch + ".tar" }
+
+// Rootfs returns the directory holding rootfs-amd64.tar and rootfs-arm64.tar
+// (made by scripts/fixture.sh rootfs). When a tarball is missing the test is
+// skipped, or fails if CI is set.
+func Rootfs(t testing.TB) string {
+	t.Helper()
+	cache, err := CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "rootfs")
+	for _, arch := range rootfsArches {
+		p := filepath.Join(dir, RootfsTarName(arch))
+		if _, err := os.Stat(p); err != nil {
+			missing(t, "fixture rootfs %s: %v (build it with scripts/fixture.sh rootfs)", p, err)
+		}
+	}
+	return dir
+}
+
+// ModuleRoot returns the directory holding the swebuild go.mod, searching
+// upwards from the working directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding the module root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// FixtureDir returns testdata/fixture of the module.
+func FixtureDir(t testing.TB) string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "testdata", "fixture")
+}
+
+// Repos locates the fixture repositories made by scripts/fixture.sh repos.
+type Repos struct {
+	// Dir holds, per project, <name>/ (work tree at the last commit),
+	// <name>.git (bare mirror, mounted by builds at /mirror/<name>.git) and
+	// <name>.commits.
+	Dir string
+}
+
+// Mirror returns the bare mirror path of a project ("calc", "textutil").
+func (r Repos) Mirror(project string) string { return filepath.Join(r.Dir, project+".git") }
+
+// WorkTree returns the non-bare repository of a project.
+func (r Repos) WorkTree(project string) string { return filepath.Join(r.Dir, project) }
+
+// Project returns the project name of a fixture repo field ("fixture/calc" -> "calc").
+func Project(repo string) string { return strings.TrimPrefix(repo, "fixture/") }
+
+// FixtureRepos creates the fixture git repositories and bare mirrors in a
+// temporary directory with scripts/fixture.sh repos and returns it. Needs bash
+// and git; without them the test is skipped (fails when CI is set).
+func FixtureRepos(t testing.TB) Repos {
+	t.Helper()
+	dir := t.TempDir()
+	if err := MakeRepos(context.Background(), dir); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			missing(t, "making fixture repos: %v", err)
+		}
+		t.Fatal(err)
+	}
+	return Repos{Dir: dir}
+}
+
+// MakeRepos runs scripts/fixture.sh repos dir.
+func MakeRepos(ctx context.Context, dir string) error {
+	_, err := RunFixtureScript(ctx, "repos", dir)
+	return err
+}
+
+// RunFixtureScript runs scripts/fixture.sh with args and returns its stdout.
+func RunFixtureScript(ctx context.Context, args ...string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	for _, tool := range []string{"bash", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("running scripts/fixture.sh %s: %w", strings.Join(args, " "), err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "scripts", "fixture.sh")}, args...)...)
+	cmd.Dir = root
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("running scripts/fixture.sh %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// Python returns the Python interpreter with pytest used for host-side
+// fixture checks: $SWEBUILD_PYTHON or /usr/bin/python3 (Debian's, so that
+// python3-pytest is importable; a pyenv python3 on PATH would not have it).
+// Skips (fails under CI) when it cannot import pytest.
+func Python(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv(EnvPython)
+	if py == "" {
+		py = "/usr/bin/python3"
+	}
+	out, err := exec.Command(py, "-c", "import pytest").CombinedOutput()
+	if err != nil {
+		missing(t, "%s cannot import pytest (apt-get install python3-pytest): %v: %s", py, err, out)
+	}
+	return py
+}

@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# scripts/stack.sh — the local build stack swebuild uses: BuildKit (buildkitd, oci
+# worker, runc, overlayfs) and a plain-HTTP registry on 127.0.0.1:5000.
+#
+#   scripts/stack.sh up       install packages, build buildkitd/buildctl, enable
+#                             qemu-aarch64 binfmt, start both daemons (idempotent)
+#   scripts/stack.sh down     stop both daemons by pid file
+#   scripts/stack.sh status   report each daemon; exit 1 unless both are ready
+#   scripts/stack.sh env      print the exports the tests and swebuild read
+#   scripts/stack.sh build    only build/cache buildkitd and buildctl
+#   scripts/stack.sh packages only install the Debian packages
+#
+# Environment: SWEBUILD_CACHE (default ~/.cache/swebuild) holds the compiled
+# BuildKit binaries under bin/buildkit-<version>/. Must run as root.
+set -euo pipefail
+
+BUILDKIT_VERSION=v0.34.2
+BUILDKIT_MODULE=github.com/moby/buildkit
+CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
+BIN_DIR=$CACHE_DIR/bin/buildkit-$BUILDKIT_VERSION
+RUN_DIR=${SWEBUILD_RUN:-/run/swebuild}
+STATE_DIR=/var/lib/swebuild
+BUILDKIT_ROOT=$STATE_DIR/buildkit
+REGISTRY_ROOT=$STATE_DIR/registry
+BUILDKIT_ADDR=unix://$RUN_DIR/buildkitd.sock
+REGISTRY_ADDR=127.0.0.1:5000
+REGISTRY_BIN=/usr/bin/docker-registry
+# Debian packages the stack and the fixture need on the host.
+PACKAGES=(runc docker-registry qemu-user-static binfmt-support debootstrap skopeo
+	git curl ca-certificates python3 python3-pytest python3-setuptools)
+
+log() { printf 'stack: %s\n' "$*" >&2; }
+die() { printf 'stack: error: %s\n' "$*" >&2; exit 1; }
+
+require_root() {
+	[ "$(id -u)" -eq 0 ] || die "must run as root (BuildKit's oci worker runs runc rootful)"
+}
+
+# --- packages -------------------------------------------------------------
+
+missing_packages() {
+	local p
+	for p in "${PACKAGES[@]}"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			printf '%s\n' "$p"
+		fi
+	done
+}
+
+install_packages() {
+	local missing
+	missing=$(missing_packages)
+	if [ -z "$missing" ]; then
+		return 0
+	fi
+	log "installing: $(echo $missing)"
+	# Other tools on the machine may hold the dpkg lock for a while; wait for it.
+	apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || die "apt-get update failed"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+		--no-install-recommends $missing >&2 || die "apt-get install failed"
+	stop_packaged_registry
+}
+
+# Debian's docker-registry package ships its own service (config with auth,
+# port 5000). We run our own registry, so the packaged one must not run.
+stop_packaged_registry() {
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-system-running >/dev/null 2>&1; then
+		systemctl disable --now docker-registry >/dev/null 2>&1 || true
+	elif [ -x /etc/init.d/docker-registry ]; then
+		/etc/init.d/docker-registry stop >/dev/null 2>&1 || true
+	fi
+	local pid
+	for pid in $(pgrep -x docker-registry 2>/dev/null || true); do
+		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q '/etc/docker/registry/config.yml'; then
+			log "stopping the packaged docker-registry (pid $pid)"
+			kill "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
+# --- BuildKit binaries ----------------------------------------------------
+
+build_buildkit() {
+	if [ -x "$BIN_DIR/buildkitd" ] && [ -x "$BIN_DIR/buildctl" ]; then
+		return 0
+	fi
+	# One build at a time: a second caller waits, then finds the binaries.
+	mkdir -p "$BIN_DIR"
+	exec 8>"$BIN_DIR/.lock"
+	flock 8
+	if [ -x "$BIN_DIR/buildkitd" ] && [ -x "$BIN_DIR/buildctl" ]; then
+		flock -u 8
+		return 0
+	fi
+	command -v go >/dev/null 2>&1 || die "go is required to build BuildKit $BUILDKIT_VERSION"
+	local json dir tmp ldflags
+	json=$(cd / && GOWORK=off GOFLAGS= go mod download -json "$BUILDKIT_MODULE@$BUILDKIT_VERSION") ||
+		die "go mod download $BUILDKIT_MODULE@$BUILDKIT_VERSION failed"
+	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)
+	[ -n "$dir" ] && [ -f "$dir/go.mod" ] || die "no module directory in: $json"
+	mkdir -p "$BIN_DIR"
+	tmp=$(mktemp -d "$BIN_DIR/.build.XXXXXX")
+	ldflags="-X $BUILDKIT_MODULE/version.Version=$BUILDKIT_VERSION -X $BUILDKIT_MODULE/version.Package=$BUILDKIT_MODULE"
+	log "building buildkitd and buildctl $BUILDKIT_VERSION in $dir (a few minutes cold)"
+	# The module cache copy is read-only; -mod=mod lets go resolve the module's
+	# own go.mod/go.sum without trying to write a vendor dir. -buildvcs=false:
+	# the module cache is not a VCS checkout.
+	(
+		cd "$dir"
+		export GOWORK=off CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"
+		go build -trimpath -ldflags "$ldflags" -tags "osusergo netgo static_build seccomp" \
+			-o "$tmp/buildkitd" ./cmd/buildkitd
+		go build -trimpath -ldflags "$ldflags" -o "$tmp/buildctl" ./cmd/buildctl
+	) >&2 || { rm -rf "$tmp"; die "building BuildKit failed"; }
+	mv "$tmp/buildkitd" "$tmp/buildctl" "$BIN_DIR/"
+	rmdir "$tmp"
+	flock -u 8
+	log "cached in $BIN_DIR"
+}
+
+# --- binfmt -----------------------------------------------------------------
+
+enable_binfmt() {
+	local bm=/proc/sys/fs/binfmt_misc
+	if [ ! -e "$bm/register" ]; then
+		mount -t binfmt_misc binfmt_misc "$bm" || die "cannot mount binfmt_misc on $bm"
+	fi
+	update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+	if ! head -n1 "$bm/qemu-aarch64" 2>/dev/null | grep -qx enabled; then
+		# update-binfmts only knows formats whose package was configured while
+		# binfmt_misc was mounted; import them again then retry.
+		update-binfmts --import qemu-aarch64 >/dev/null 2>&1 || true
+		update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+	fi
+	head -n1 "$bm/qemu-aarch64" 2>/dev/null | grep -qx enabled ||
+		die "qemu-aarch64 binfmt handler is not enabled ($bm/qemu-aarch64)"
+	# F (fix binary) makes the interpreter usable inside containers' mount namespaces.
+	grep -q '^flags: .*F' "$bm/qemu-aarch64" ||
+		log "warning: qemu-aarch64 binfmt lacks the F flag; arm64 RUN steps may fail"
+}
+
+# --- daemons ------------------------------------------------------------------
+
+pid_alive() { # pidfile
+	local pid
+	[ -f "$1" ] || return 1
+	pid=$(cat "$1" 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+buildkit_ready() {
+	"$BIN_DIR/buildctl" --addr "$BUILDKIT_ADDR" debug workers >/dev/null 2>&1
+}
+
+registry_ready() {
+	curl -fsS -o /dev/null --max-time 2 "http://$REGISTRY_ADDR/v2/" 2>/dev/null
+}
+
+wait_for() { # name seconds check-function pidfile log
+	local name=$1 secs=$2 check=$3 pidfile=$4 logf=$5 i
+	for ((i = 0; i < secs * 10; i++)); do
+		if $check; then
+			return 0
+		fi
+		if ! pid_alive "$pidfile"; then
+			tail -n 20 "$logf" >&2 || true
+			die "$name exited during start-up (log: $logf)"
+		fi
+		sleep 0.1
+	done
+	tail -n 20 "$logf" >&2 || true
+	die "$name not ready after ${secs}s (log: $logf)"
+}
+
+write_buildkitd_config() {
+	cat >"$RUN_DIR/buildkitd.toml" <<EOF
+# written by scripts/stack.sh
+root = "$BUILDKIT_ROOT"
+
+[grpc]
+  address = ["$BUILDKIT_ADDR"]
+
+[worker.oci]
+  enabled = true
+  snapshotter = "overlayfs"
+  binary = "runc"
+
+[worker.containerd]
+  enabled = false
+
+# the local registry speaks plain HTTP
+[registry."$REGISTRY_ADDR"]
+  http = true
+  insecure = true
+
+[registry."localhost:5000"]
+  http = true
+  insecure = true
+EOF
+}
+
+write_registry_config() {
+	cat >"$RUN_DIR/registry.yml" <<EOF
+# written by scripts/stack.sh: no auth, filesystem storage, deletes allowed
+version: 0.1
+log:
+  level: info
+  formatter: text
+storage:
+  filesystem:
+    rootdirectory: $REGISTRY_ROOT
+  delete:
+    enabled: true
+  cache:
+    blobdescriptor: inmemory
+http:
+  addr: $REGISTRY_ADDR
+  headers:
+    X-Content-Type-Options: [nosniff]
+EOF
+}
+
+start_buildkitd() {
+	local pidfile=$RUN_DIR/buildkitd.pid logf=$RUN_DIR/buildkitd.log
+	if pid_alive "$pidfile" && buildkit_ready; then
+		log "buildkitd already running (pid $(cat "$pidfile"))"
+		return 0
+	fi
+	if pid_alive "$pidfile"; then
+		# Alive but not answering: give a starting daemon a moment first.
+		wait_for buildkitd 30 buildkit_ready "$pidfile" "$logf"
+		return 0
+	fi
+	mkdir -p "$BUILDKIT_ROOT"
+	rm -f "$RUN_DIR/buildkitd.sock"
+	write_buildkitd_config
+	setsid "$BIN_DIR/buildkitd" --config "$RUN_DIR/buildkitd.toml" \
+		--oci-worker=true --containerd-worker=false \
+		--oci-worker-snapshotter=overlayfs \
+		--oci-worker-platform linux/amd64 --oci-worker-platform linux/arm64 \
+		</dev/null >>"$logf" 2>&1 &
+	echo $! >"$pidfile"
+	wait_for buildkitd 60 buildkit_ready "$pidfile" "$logf"
+	log "buildkitd ready at $BUILDKIT_ADDR (pid $(cat "$pidfile"))"
+}
+
+start_registry() {
+	local pidfile=$RUN_DIR/registry.pid logf=$RUN_DIR/registry.log
+	if pid_alive "$pidfile" && registry_ready; then
+		log "registry already running (pid $(cat "$pidfile"))"
+		return 0
+	fi
+	if pid_alive "$pidfile"; then
+		wait_for registry 30 registry_ready "$pidfile" "$logf"
+		return 0
+	fi
+	stop_packaged_registry
+	if registry_ready; then
+		die "something else already answers on $REGISTRY_ADDR; free the port first"
+	fi
+	mkdir -p "$REGISTRY_ROOT"
+	write_registry_config
+	setsid "$REGISTRY_BIN" serve "$RUN_DIR/registry.yml" </dev/null >>"$logf" 2>&1 &
+	echo $! >"$pidfile"
+	wait_for registry 30 registry_ready "$pidfile" "$logf"
+	log "registry ready at http://$REGISTRY_ADDR (pid $(cat "$pidfile"))"
+}
+
+stop_daemon() { # name pidfile
+	local name=$1 pidfile=$2 pid i
+	if ! pid_alive "$pidfile"; then
+		rm -f "$pidfile"
+		log "$name not running"
+		return 0
+	fi
+	pid=$(cat "$pidfile")
+	kill "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		log "$name (pid $pid) did not stop in 10s; sending SIGKILL"
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -f "$pidfile"
+	log "$name stopped"
+}
+
+# --- commands -----------------------------------------------------------------
+
+# Serialise up/down so concurrent callers do not start two daemons.
+lock_stack() {
+	mkdir -p "$RUN_DIR"
+	exec 9>"$RUN_DIR/stack.lock"
+	flock 9
+}
+
+cmd_up() {
+	require_root
+	lock_stack
+	install_packages
+	build_buildkit
+	enable_binfmt
+	mkdir -p "$RUN_DIR" "$STATE_DIR"
+	start_registry
+	start_buildkitd
+	if ! "$BIN_DIR/buildctl" --addr "$BUILDKIT_ADDR" debug workers | grep -q 'linux/arm64'; then
+		die "buildkitd workers do not list linux/arm64 (see buildctl --addr $BUILDKIT_ADDR debug workers)"
+	fi
+}
+
+cmd_down() {
+	require_root
+	lock_stack
+	stop_daemon buildkitd "$RUN_DIR/buildkitd.pid"
+	stop_daemon registry "$RUN_DIR/registry.pid"
+}
+
+cmd_status() {
+	local rc=0
+	if pid_alive "$RUN_DIR/buildkitd.pid" && buildkit_ready; then
+		echo "buildkitd: running (pid $(cat "$RUN_DIR/buildkitd.pid"), $BUILDKIT_ADDR)"
+		"$BIN_DIR/buildctl" --addr "$BUILDKIT_ADDR" debug workers | sed 's/^/  /'
+	else
+		echo "buildkitd: not running"
+		rc=1
+	fi
+	if pid_alive "$RUN_DIR/registry.pid" && registry_ready; then
+		echo "registry: running (pid $(cat "$RUN_DIR/registry.pid"), http://$REGISTRY_ADDR)"
+	else
+		echo "registry: not running"
+		rc=1
+	fi
+	if head -n1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null | grep -qx enabled; then
+		echo "binfmt qemu-aarch64: enabled"
+	else
+		echo "binfmt qemu-aarch64: not enabled"
+		rc=1
+	fi
+	return $rc
+}
+
+cmd_env() {
+	echo "export BUILDKIT_HOST=$BUILDKIT_ADDR"
+	echo "export SWEBUILD_REGISTRY=$REGISTRY_ADDR"
+	echo "export PATH=$BIN_DIR:\$PATH"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+env) cmd_env ;;
+build) build_buildkit ;;
+packages) require_root; install_packages ;;
+*)
+	echo "usage: $0 up|down|status|env|build|packages" >&2
+	exit 2
+	;;
+esac
