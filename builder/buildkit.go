@@ -164,8 +164,8 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	so := bkclient.SolveOpt{
 		LocalMounts:  mounts,
 		SharedKey:    sharedKey,
-		CacheImports: s.cacheFrom,
-		CacheExports: s.cacheTo,
+		CacheImports: cacheImports(s.cacheFrom, chain),
+		CacheExports: cacheExports(s.cacheTo, n),
 	}
 	if s.push != "" {
 		attrs := map[string]string{
@@ -370,4 +370,54 @@ func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
 	default:
 		return llb.Merge(parts, llb.WithCustomName("[internal] swebuild context "+n.Key)), nil
 	}
+}
+
+// cacheTag is the suffix a node adds to registry cache refs: each node
+// exports its cache to its own tag (one ref written by every node would keep
+// only the last), and imports from its own and its ancestors' tags.
+func cacheTag(n *Node) string {
+	h := sha256.Sum256([]byte(n.ID()))
+	return hex.EncodeToString(h[:6])
+}
+
+// perNode returns e with a registry ref suffixed by n's cache tag
+// (REPO:TAG -> REPO:TAG-<tag>, REPO -> REPO:<tag>); other types unchanged.
+func perNode(e bkclient.CacheOptionsEntry, n *Node) bkclient.CacheOptionsEntry {
+	ref := e.Attrs["ref"]
+	if e.Type != "registry" || ref == "" {
+		return e
+	}
+	attrs := make(map[string]string, len(e.Attrs))
+	for k, v := range e.Attrs {
+		attrs[k] = v
+	}
+	// A tag follows the last ':' after the last '/'.
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		attrs["ref"] = ref + "-" + cacheTag(n)
+	} else {
+		attrs["ref"] = ref + ":" + cacheTag(n)
+	}
+	return bkclient.CacheOptionsEntry{Type: e.Type, Attrs: attrs}
+}
+
+func cacheExports(entries []bkclient.CacheOptionsEntry, n *Node) []bkclient.CacheOptionsEntry {
+	var out []bkclient.CacheOptionsEntry
+	for _, e := range entries {
+		out = append(out, perNode(e, n))
+	}
+	return out
+}
+
+func cacheImports(entries []bkclient.CacheOptionsEntry, chain []*Node) []bkclient.CacheOptionsEntry {
+	var out []bkclient.CacheOptionsEntry
+	for _, e := range entries {
+		if e.Type != "registry" {
+			out = append(out, e)
+			continue
+		}
+		for _, c := range chain {
+			out = append(out, perNode(e, c))
+		}
+	}
+	return out
 }
