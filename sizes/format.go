@@ -223,6 +223,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("\n\n")
 	}
 	p("### Per repository\n\n")
+	p("Unique-layer figures count a repository's distinct layers once; a layer shared across repositories (a base) is in each repository's figure.\n\n")
 	if r.B == nil {
 		p("| repository | images | measured | naive compressed | unique-layer compressed | shared |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, rt := range r.A.Repos {
@@ -343,10 +344,10 @@ func repoRows(r *Report) []repoRow {
 	for _, n := range sortedKeys(names) {
 		row := repoRow{repo: n, aMeasured: "0", bMeasured: "0", aUnique: "–", bUnique: "–", common: "0", ratio: "–"}
 		if x, ok := at[n]; ok {
-			row.aMeasured, row.aUnique, row.aBytes = strconv.Itoa(x.Measured), HumanBytes(x.UniqueCompressedBytes), x.UniqueCompressedBytes
+			row.aMeasured, row.aUnique, row.aBytes = strconv.Itoa(x.Measured), unmeasured(x.Totals), x.UniqueCompressedBytes
 		}
 		if x, ok := bt[n]; ok {
-			row.bMeasured, row.bUnique, row.bBytes = strconv.Itoa(x.Measured), HumanBytes(x.UniqueCompressedBytes), x.UniqueCompressedBytes
+			row.bMeasured, row.bUnique, row.bBytes = strconv.Itoa(x.Measured), unmeasured(x.Totals), x.UniqueCompressedBytes
 		}
 		if x, ok := cmp[n]; ok {
 			row.common, row.ratio = strconv.Itoa(x.CommonImages), fmtRatio(x.Ratio)
@@ -354,4 +355,21 @@ func repoRows(r *Report) []repoRow {
 		out = append(out, row)
 	}
 	return out
+}
+
+// unmeasured formats a group's unique compressed size, or says why there
+// is none ("not measured: 1 missing") so a zero is never shown for a
+// repository whose images are absent.
+func unmeasured(t Totals) string {
+	if t.Measured > 0 {
+		return HumanBytes(t.UniqueCompressedBytes)
+	}
+	var why []string
+	if t.Missing > 0 {
+		why = append(why, strconv.Itoa(t.Missing)+" missing")
+	}
+	if t.Errors > 0 {
+		why = append(why, strconv.Itoa(t.Errors)+" failed")
+	}
+	return "not measured: " + strings.Join(why, ", ")
 }

@@ -58,6 +58,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	}
 
 	p("<h2>Unique-layer compressed size per repository</h2>\n")
+	p("<p class=\"note\">Each bar counts a repository's distinct layers once. A layer shared by several repositories (a base image) is in each of their bars, so the bars add up to more than the set's unique total.</p>\n")
 	p("%s\n", repoChart(r))
 
 	p("<h2>Totals</h2>\n<table>\n")
@@ -215,7 +216,7 @@ func repoChart(r *Report) string {
 	p("<rect x=\"%d\" y=\"8\" width=\"14\" height=\"14\" fill=\"%s\"/><text x=\"%d\" y=\"20\" font-size=\"14\">A</text>\n", labelWidth, colorA, labelWidth+20)
 	if r.B != nil {
 		p("<rect x=\"%d\" y=\"8\" width=\"14\" height=\"14\" fill=\"%s\"/><text x=\"%d\" y=\"20\" font-size=\"14\">B</text>\n", labelWidth+60, colorB, labelWidth+80)
-		p("<text x=\"%d\" y=\"20\" font-size=\"13\" fill=\"#4b5563\" text-anchor=\"end\">A/B</text>\n", chartWidth-8)
+		p("<text x=\"%d\" y=\"20\" font-size=\"13\" fill=\"#4b5563\" text-anchor=\"end\">A/B on common images</text>\n", chartWidth-8)
 	}
 	p("<text x=\"%d\" y=\"20\" font-size=\"12\" fill=\"#4b5563\">axis in %s (1024-based)</text>\n", labelWidth+140, unitName)
 	// Grid and ticks.
@@ -234,6 +235,13 @@ func repoChart(r *Report) string {
 			w := x(v) - float64(labelWidth)
 			if v > 0 && w < 1 {
 				w = 1
+			}
+			if strings.HasPrefix(label, "not measured") || label == "–" {
+				if label == "–" {
+					label = "no images"
+				}
+				p("<text x=\"%d\" y=\"%d\" font-size=\"12\" font-style=\"italic\" fill=\"#6b7280\">%s</text>\n", labelWidth+5, by+barHeight-4, e(label))
+				return
 			}
 			p("<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", labelWidth, by, w, barHeight, color)
 			p("<text x=\"%.1f\" y=\"%d\" font-size=\"12\">%s</text>\n", float64(labelWidth)+w+5, by+barHeight-4, e(label))

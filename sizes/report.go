@@ -1,6 +1,7 @@
 package sizes
 
 import (
+	_ "embed"
 	"fmt"
 	"math"
 	"sort"
@@ -8,6 +9,13 @@ import (
 
 // SchemaID names the JSON report format; report.schema.json describes it.
 const SchemaID = "https://github.com/swebuild/swebuild/sizes/report.schema.json#v1"
+
+//go:embed report.schema.json
+var jsonSchema string
+
+// JSONSchema returns the JSON Schema (draft 2020-12) of the JSON report,
+// with a description of every field.
+func JSONSchema() string { return jsonSchema }
 
 // UnitsNote is printed with every human-readable report.
 const UnitsNote = "Sizes in bytes in JSON/CSV; human-readable figures use 1024-based units (1 KiB = 1024 B, 1 MiB = 1024² B, 1 GiB = 1024³ B). Compressed = sum of the layer sizes in the manifest (what a pull downloads); uncompressed = sum of the decompressed layer tars."
@@ -154,7 +162,10 @@ func (s *Set) finish() {
 	for _, img := range s.Images {
 		byRepo[repoKey(img.Repo)] = append(byRepo[repoKey(img.Repo)], img)
 	}
-	s.Repos = nil
+	s.Repos = []RepoTotals{}
+	if s.Images == nil {
+		s.Images = []Image{}
+	}
 	for _, r := range sortedKeys(byRepo) {
 		s.Repos = append(s.Repos, RepoTotals{Repo: r, Totals: s.totals(byRepo[r])})
 	}
@@ -226,7 +237,7 @@ func Compare(a, b *Set) *Comparison {
 		}
 	}
 	var ca, cb []Image
-	c := &Comparison{}
+	c := &Comparison{Repos: []RepoComparison{}, Images: []ImageComparison{}}
 	for _, img := range a.Images {
 		if img.Status != StatusOK {
 			continue
