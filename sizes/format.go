@@ -228,7 +228,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("| repository | images | measured | naive compressed | unique-layer compressed | shared |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, rt := range r.A.Repos {
 			p("| %s | %d | %d | %s | %s | %s |\n", mdCell(rt.Repo), rt.Images, rt.Measured,
-				HumanBytes(rt.NaiveCompressedBytes), HumanBytes(rt.UniqueCompressedBytes), fmtPercent(rt.SharedFraction))
+				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction))
 		}
 	} else {
 		p("| repository | A measured | A unique-layer compressed | B measured | B unique-layer compressed | common | A/B (common) |\n|---|---:|---:|---:|---:|---:|---:|\n")
@@ -372,4 +372,13 @@ func unmeasured(t Totals) string {
 		why = append(why, strconv.Itoa(t.Errors)+" failed")
 	}
 	return "not measured: " + strings.Join(why, ", ")
+}
+
+// naiveOrDash formats a group's naive compressed size, "–" when nothing in
+// it was measured.
+func naiveOrDash(t Totals) string {
+	if t.Measured == 0 {
+		return "–"
+	}
+	return HumanBytes(t.NaiveCompressedBytes)
 }

@@ -85,7 +85,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		p("<tr><th>repository</th><th>images</th><th>measured</th><th>naive compressed</th><th>unique-layer compressed</th><th>shared</th></tr>\n")
 		for _, rt := range r.A.Repos {
 			p("<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(rt.Repo), rt.Images, rt.Measured,
-				HumanBytes(rt.NaiveCompressedBytes), HumanBytes(rt.UniqueCompressedBytes), fmtPercent(rt.SharedFraction))
+				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction))
 		}
 	} else {
 		p("<tr><th>repository</th><th>A measured</th><th>A unique-layer compressed</th><th>B measured</th><th>B unique-layer compressed</th><th>common</th><th>A/B (common)</th></tr>\n")
