@@ -40,6 +40,7 @@ func missing(t testing.TB, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if os.Getenv(EnvCI) != "" {
 		t.Fatalf("%s (CI is set, so this is a failure; start it with: scripts/stack.sh up && eval \"$(scripts/stack.sh env)\")", msg)
+		return
 	}
 	t.Skipf("%s (run scripts/stack.sh up && eval \"$(scripts/stack.sh env)\")", msg)
 }

@@ -1,0 +1,64 @@
+package stacktest
+
+import (
+	"fmt"
+	"testing"
+)
+
+// recorder stands in for *testing.T to observe Skipf/Fatalf; other methods
+// of the embedded nil testing.TB must not be called.
+type recorder struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *recorder) Helper()                           {}
+func (r *recorder) Skipf(format string, args ...any)  { r.skipped = fmt.Sprintf(format, args...) }
+func (r *recorder) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
+
+func TestRequire(t *testing.T) {
+	tests := []struct {
+		name                   string
+		buildkit, registry, ci string
+		wantSkip, wantFail     bool
+	}{
+		{name: "both set", buildkit: "unix:///run/swebuild/buildkitd.sock", registry: "127.0.0.1:5000"},
+		{name: "both set under CI", buildkit: "tcp://127.0.0.1:1234", registry: "localhost:5000", ci: "true"},
+		{name: "unset skips", wantSkip: true},
+		{name: "registry unset skips", buildkit: "unix:///x.sock", wantSkip: true},
+		{name: "unset under CI fails", ci: "1", wantFail: true},
+		{name: "buildkit unset under CI fails", registry: "127.0.0.1:5000", ci: "true", wantFail: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvBuildkitHost, tc.buildkit)
+			t.Setenv(EnvRegistry, tc.registry)
+			t.Setenv(EnvCI, tc.ci)
+			r := &recorder{}
+			got := Require(r)
+			if (r.skipped != "") != tc.wantSkip || (r.failed != "") != tc.wantFail {
+				t.Fatalf("skipped %q, failed %q; want skip %v, fail %v", r.skipped, r.failed, tc.wantSkip, tc.wantFail)
+			}
+			if !tc.wantSkip && !tc.wantFail && (got.BuildkitHost != tc.buildkit || got.Registry != tc.registry) {
+				t.Errorf("got %+v, want %q and %q", got, tc.buildkit, tc.registry)
+			}
+		})
+	}
+}
+
+func TestRootfsMissing(t *testing.T) {
+	for _, ci := range []string{"", "true"} {
+		t.Run("CI="+ci, func(t *testing.T) {
+			t.Setenv(EnvCache, t.TempDir())
+			t.Setenv(EnvCI, ci)
+			r := &recorder{}
+			Rootfs(r)
+			if ci == "" && (r.skipped == "" || r.failed != "") {
+				t.Errorf("want a skip, got skipped %q failed %q", r.skipped, r.failed)
+			}
+			if ci != "" && r.failed == "" {
+				t.Errorf("want a failure under CI, got skipped %q", r.skipped)
+			}
+		})
+	}
+}
