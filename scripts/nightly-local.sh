@@ -84,12 +84,14 @@ make -s build
 log "prepare: plan, skip what the registry has, shard"
 "$SWEBUILD" ci matrix --dataset "$DATASET" --platform "$PLATFORMS" --shards "$shards" \
 	--skip-existing "$REPO" --ledger "$ledger" --force="$force" \
+	--runner "linux/amd64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
+	--runner "linux/arm64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
 	--plan-out "$run/plan/plan.json" --ids-dir "$run/plan/ids" \
 	--github-output "$run/github-output" >"$run/matrix.json"
 
 log "build shards"
 shard_rc=0
-while IFS=$'\t' read -r name platform ids ids_file qemu; do
+while IFS='|' read -r name platform ids ids_file qemu; do
 	[ -n "$name" ] || continue
 	log "shard $name ($platform, qemu=$qemu)"
 	idsf=""
@@ -99,18 +101,25 @@ while IFS=$'\t' read -r name platform ids ids_file qemu; do
 done < <(python3 -c '
 import json, sys
 for j in json.load(open(sys.argv[1]))["include"]:
-    print("\t".join([j["name"], j["platform"], j.get("ids", ""), j.get("ids_file", ""), str(j["qemu"]).lower()]))
+    print("|".join([j["name"], j["platform"], j.get("ids", ""), j.get("ids_file", ""), str(j["qemu"]).lower()]))
 ' "$run/matrix.json")
 [ "$shard_rc" -eq 0 ] || printf 'nightly-local: some shard reported failures; the merge decides\n' >&2
 
 log "merge"
 "$SWEBUILD" ci merge --plan "$run/plan/plan.json" --results "$run/shards" \
-	--out "$run/merge.json" --publish-metadata "$run/publish.json" --fail-on-regression=false
+	--out "$run/merge.json" --publish-metadata "$run/publish.json" --fail-on-regression=false \
+	--github-output "$run/merge-output"
 
-log "sizes against what is published"
 sizes_failed=false
-"$SWEBUILD" sizes --images "$run/publish.json" --against "$REPO" --dataset "$DATASET" \
-	--platform "$PLATFORMS" --max-growth "$MAX_GROWTH" --format md -o "$run/sizes.md" || sizes_failed=true
+sizes_args=()
+if grep -qx 'indexed=0' "$run/merge-output"; then
+	log "sizes: nothing to index, skipped"
+else
+	log "sizes against what is published"
+	sizes_args=(--sizes "$run/sizes.md")
+	"$SWEBUILD" sizes --images "$run/publish.json" --against "$REPO" --dataset "$DATASET" \
+		--platform "$PLATFORMS" --max-growth "$MAX_GROWTH" --format md -o "$run/sizes.md" || sizes_failed=true
+fi
 
 log "publish indexes"
 publish_rc=0
@@ -118,7 +127,7 @@ publish_rc=0
 
 log "summary ($run/summary.md)"
 summary_rc=0
-"$SWEBUILD" ci summary --merge "$run/merge.json" --sizes "$run/sizes.md" --sizes-failed="$sizes_failed" \
+"$SWEBUILD" ci summary --merge "$run/merge.json" "${sizes_args[@]}" --sizes-failed="$sizes_failed" \
 	-o "$run/summary.md" || summary_rc=$?
 cat "$run/summary.md"
 if [ "$publish_rc" -ne 0 ]; then

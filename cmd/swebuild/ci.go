@@ -168,21 +168,31 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, c := range m.Counts {
 		fmt.Fprintf(stderr, "%s: %d wanted, %d already in the registry, %d to build in %d shards\n", c.Platform, c.Wanted, c.Skipped, c.ToBuild, c.Shards)
 	}
-	if *githubOutput != "" {
-		f, err := os.OpenFile(*githubOutput, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("opening GitHub output file: %w", err)
-		}
-		_, werr := fmt.Fprintf(f, "matrix=%s\njobs=%d\n", out, len(m.Include))
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return fmt.Errorf("writing GitHub output file: %w", werr)
-		}
+	if err := appendGitHubOutput(*githubOutput, fmt.Sprintf("matrix=%s\njobs=%d\n", out, len(m.Include))); err != nil {
+		return err
 	}
 	_, err = fmt.Fprintf(stdout, "%s\n", out)
 	return err
+}
+
+// appendGitHubOutput appends name=value lines to the $GITHUB_OUTPUT file;
+// an empty path writes nothing.
+func appendGitHubOutput(path, lines string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening GitHub output file: %w", err)
+	}
+	_, werr := io.WriteString(f, lines)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("writing GitHub output file: %w", werr)
+	}
+	return nil
 }
 
 // readLedgerIfExists reads a publish ledger; a missing file is an empty one.
@@ -251,6 +261,7 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "merge.json", "merge report (JSON)")
 	publishOut := fs.String("publish-metadata", "", "write the metadata file for `swebuild publish` (instances to index)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when an instance regressed or failed")
+	githubOutput := fs.String("github-output", os.Getenv("GITHUB_OUTPUT"), "append indexed=N, regressed=N, failed=N to this file (default $GITHUB_OUTPUT)")
 	if help, err := parseCIFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -287,6 +298,9 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	c := rep.Counts
+	if err := appendGitHubOutput(*githubOutput, fmt.Sprintf("indexed=%d\nregressed=%d\nfailed=%d\n", c.Indexed, c.Regressed, c.Failed)); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "%d instances: %d to index, %d unchanged, %d regressed, %d failed\n", c.Instances, c.Indexed, c.Unchanged, c.Regressed, c.Failed)
 	for _, o := range rep.Outcomes {
 		if o.Status != ci.StatusRegressed && o.Status != ci.StatusFailed {

@@ -1,0 +1,84 @@
+package ci
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/publish"
+)
+
+// TestSkipExistingRealRegistry pushes an image to a real registry, records
+// it in a publish ledger, and checks the next matrix skips exactly the images
+// whose digest the registry holds.
+func TestSkipExistingRealRegistry(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	ctx := context.Background()
+	repo := reg.Host + "/swebench/sweb.eval.x86_64.a_1776_a-1"
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(repo + ":k-000000000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		t.Fatalf("pushing test image: %v", err)
+	}
+	dig, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	chk := RegistryChecker{Retries: 1}
+	if ok, err := chk.HasDigest(ctx, repo, dig.String()); err != nil || !ok {
+		t.Fatalf("HasDigest(pushed) = %v, %v", ok, err)
+	}
+	if ok, err := chk.HasDigest(ctx, repo, dA); err != nil || ok {
+		t.Fatalf("HasDigest(absent) = %v, %v", ok, err)
+	}
+
+	yes := true
+	lpath := filepath.Join(t.TempDir(), "ledger.jsonl")
+	l, err := publish.OpenLedger(lpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []publish.Record{
+		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: PlatformAMD64, Ref: ref.String(), Digest: dig.String(), SpecKey: "k", Verified: &yes, Pushed: true},
+		// recorded but deleted from the registry since: must be rebuilt
+		{Kind: publish.KindImage, InstanceID: "b__b-1", Platform: PlatformAMD64, Ref: reg.Host + "/swebench/sweb.eval.x86_64.b_1776_b-1:k-1", Digest: dB, SpecKey: "k", Verified: &yes, Pushed: true},
+	} {
+		if err := l.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadResults([]string{lpath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Key{{"a__a-1", PlatformAMD64}, {"b__b-1", PlatformAMD64}}
+	existing, err := FindExisting(ctx, Latest(recs), want, reg.Host+"/swebench", chk, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := BuildMatrix([]string{"a__a-1", "b__b-1"}, MatrixOptions{
+		Platforms: []string{PlatformAMD64}, Shards: 2,
+		Skip: func(id, p string) bool { _, ok := existing[Key{id, p}]; return ok },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Include) != 1 || m.Include[0].IDs != "b__b-1" {
+		t.Errorf("matrix %+v: want one job building only b__b-1", m.Include)
+	}
+}
