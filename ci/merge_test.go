@@ -58,47 +58,6 @@ func TestReadIDList(t *testing.T) {
 	}
 }
 
-func TestReadDatasetIDs(t *testing.T) {
-	tests := []struct {
-		name, file, content string
-		want                []string
-		err                 string
-	}{
-		{"jsonl", "d.jsonl", `{"instance_id":"a","repo":"x"}` + "\n\n" + `{"instance_id":"b"}` + "\n", []string{"a", "b"}, ""},
-		{"json array", "d.json", "[\n  {\"instance_id\": \"a\"},\n  {\"instance_id\": \"b\"}\n]\n", []string{"a", "b"}, ""},
-		{"jsonl missing id", "d.jsonl", `{"instance_id":"a"}` + "\n" + `{"repo":"x"}` + "\n", nil, "d.jsonl:2: instance_id: missing or empty"},
-		{"jsonl bad json", "d.jsonl", `{"instance_id":"a"}` + "\n" + `{"instance_id":` + "\n", nil, "d.jsonl:2:"},
-		{"array duplicate", "d.json", "[\n{\"instance_id\":\"a\"},\n{\"instance_id\":\"a\"}\n]", nil, "d.json:3: instance_id: \"a\" repeats line 2"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := writeFile(t, t.TempDir(), tc.file, tc.content)
-			got, err := ReadDatasetIDs(p)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
-			}
-		})
-	}
-}
-
-// TestReadDatasetIDsReference reads a real upstream dataset file.
-func TestReadDatasetIDsReference(t *testing.T) {
-	dir := sharedRef(t)
-	ids, err := ReadDatasetIDs(filepath.Join(dir, "datasets", "SWE-bench_Lite", "dev.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != 23 {
-		t.Errorf("SWE-bench_Lite dev: %d ids, want 23", len(ids))
-	}
-}
-
 func TestReadResults(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "s/amd64-0/results.jsonl",

@@ -12,8 +12,10 @@
 #   --shards N       shards per platform (default 1: two shards, amd64 + arm64)
 #   --state DIR      keeps the ledger between runs (default .nightly-local);
 #                    a second run right after a good one skips every image
-# Environment: DATASET (default testdata/fixture/dataset.jsonl), PLATFORMS
-# (default linux/amd64,linux/arm64), MAX_GROWTH (default 10).
+# Environment: DATASET (default testdata/fixture/dataset.jsonl), SPECS (default
+# testdata/fixture/specs.json with the fixture dataset), PLATFORMS (default
+# linux/amd64,linux/arm64), MAX_GROWTH (default 10), VERIFY_FLAGS (default
+# --verify when `swebuild build` has it).
 # Exit status: that of the summary step (1 on any regression or failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,11 @@ while [ $# -gt 0 ]; do
 done
 
 DATASET=${DATASET:-testdata/fixture/dataset.jsonl}
+if [ -z "${SPECS+set}" ] && [ "$DATASET" = testdata/fixture/dataset.jsonl ]; then
+	SPECS=testdata/fixture/specs.json
+fi
+SPECS=${SPECS:-}
+export SPECS
 PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
 MAX_GROWTH=${MAX_GROWTH:-10}
 SWEBUILD=$PWD/bin/swebuild
@@ -80,9 +87,20 @@ export DATASET
 
 log "build swebuild"
 make -s build
+if [ -z "${VERIFY_FLAGS+set}" ]; then
+	if "$SWEBUILD" build --help 2>&1 | grep -q -- '--verify'; then
+		VERIFY_FLAGS=--verify
+	else
+		printf 'nightly-local: warning: swebuild build has no --verify yet: images are built unverified and the merge will not index them\n' >&2
+		VERIFY_FLAGS=
+	fi
+fi
+export VERIFY_FLAGS
+specs_args=()
+if [ -n "$SPECS" ]; then specs_args=(--specs "$SPECS"); fi
 
 log "prepare: plan, skip what the registry has, shard"
-"$SWEBUILD" ci matrix --dataset "$DATASET" --platform "$PLATFORMS" --shards "$shards" \
+"$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" --platform "$PLATFORMS" --shards "$shards" \
 	--skip-existing "$REPO" --ledger "$ledger" --force="$force" \
 	--runner "linux/amd64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
 	--runner "linux/arm64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \

@@ -19,6 +19,9 @@
 #   BUILDKIT_HOST  BuildKit address (scripts/stack.sh env)
 #   SWEBUILD       swebuild binary (default bin/swebuild)
 #   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000)
+#   SPECS          extra specs file (a data-defined profile), passed as --specs
+#   VERIFY_FLAGS   how build verifies (default --verify); empty builds unverified
+#                  images, which the merge then refuses to index
 # Exit status 1 when any instance failed (the merge decides what that means).
 set -euo pipefail
 
@@ -53,6 +56,13 @@ build_shard() {
 	local swebuild=${SWEBUILD:-bin/swebuild}
 	local push_repo=${PUSH_REPO:-$REPO/build-cache}
 	local keep=${KEEP_STORAGE_MB:-6000}
+	local extra=()
+	if [ -n "${SPECS:-}" ]; then
+		extra+=(--specs "$SPECS")
+	fi
+	local verify
+	read -r -a verify <<<"${VERIFY_FLAGS---verify}"
+	extra+=("${verify[@]}")
 	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
 	local src=(--ids "${IDS:-}")
 	if [ -n "${IDS_FILE:-}" ]; then
@@ -70,7 +80,8 @@ build_shard() {
 		n=$((n + 1))
 		local logf="$OUT/logs/$id.log"
 		if "$swebuild" build --dataset "$DATASET" --instance "$id" --platform "$PLATFORM" \
-			--push "$push_repo" --metadata-file "$OUT/meta/$id.json" --verify >"$logf" 2>&1; then
+			--push "$push_repo" --metadata-file "$OUT/meta/$id.json" --run-dir "$OUT/runs/$id" \
+			--progress plain "${extra[@]}" >"$logf" 2>&1; then
 			log "[$n/${#ids[@]}] ok $id"
 		else
 			failed=$((failed + 1))

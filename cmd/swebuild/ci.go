@@ -13,6 +13,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
+	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -82,7 +83,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
 			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
 			"instances (USE_X86) get no arm64 job.", stderr)
-	datasetPath := fs.String("dataset", "", "dataset file (JSONL or JSON array) to take instance ids from")
+	datasetPath := fs.String("dataset", "", "dataset file (JSONL, JSON array or parquet) to take instance ids from")
+	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
 	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
 	shards := fs.Int("shards", 32, "shards per platform (lowered to fit 256 jobs and the instance count)")
@@ -103,22 +105,31 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Usage()
 		return errUsage
 	}
-	var ids []string
-	var err error
-	if *datasetPath != "" {
-		ids, err = ci.ReadDatasetIDs(*datasetPath)
-	} else {
-		ids, err = ci.ReadIDList(*idsPath)
-	}
-	if err != nil {
-		return err
-	}
 	runners, err := parseRunners(*runnerFlags)
 	if err != nil {
 		return err
 	}
 	tables, err := spec.Load()
 	if err != nil {
+		return err
+	}
+	if *specsPath != "" {
+		if err := tables.LoadExtra(*specsPath); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	if *datasetPath != "" {
+		// Invalid records fail the plan: a nightly must not silently drop
+		// instances. Every problem is listed (file:line: field: message).
+		insts, err := dataset.Load(ctx, *datasetPath, dataset.LoadOptions{Known: tables})
+		if err != nil {
+			return err
+		}
+		for _, in := range insts {
+			ids = append(ids, in.InstanceID)
+		}
+	} else if ids, err = ci.ReadIDList(*idsPath); err != nil {
 		return err
 	}
 
