@@ -31,6 +31,10 @@ type Record struct {
 	Ref string `json:"ref,omitempty"`
 	// Digest is the manifest, index or blob digest.
 	Digest string `json:"digest"`
+	// Size and MediaType describe the manifest (images only), so an index
+	// can be assembled from the ledger alone.
+	Size      int64  `json:"size,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
 	// SpecKey is the build input key the content tag was made from.
 	SpecKey  string `json:"spec_key,omitempty"`
 	Verified *bool  `json:"verified,omitempty"`

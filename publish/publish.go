@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/swebuild/swebuild/manifests"
@@ -34,6 +35,10 @@ type Options struct {
 	Jobs int
 	// Version is the swebuild version written in index annotations.
 	Version string
+	// TrustLedger skips images and indexes the ledger records as pushed at
+	// the same digest without asking the registry (zero requests); by
+	// default each is confirmed with one HEAD.
+	TrustLedger bool
 	// RequireVerified refuses images whose verified field is not true.
 	RequireVerified bool
 	// Progress receives one line per image and index (nil: discarded).
@@ -256,13 +261,22 @@ func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.C
 	tag := manifests.ContentTag(im.SpecKey)
 	child := manifests.Child{Platform: im.Platform, Digest: im.Digest, SpecKey: im.SpecKey}
 
-	if rec, ok := p.opts.Ledger.Lookup(KindImage, id, im.Platform); ok && rec.Pushed && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey {
-		d, err := p.c.Head(ctx, repo.Tag(tag))
-		if err == nil && d != nil && d.Digest.String() == im.Digest {
-			child.Size, child.MediaType = d.Size, d.MediaType
-			return child, true, nil
+	rec, ok := p.opts.Ledger.Lookup(KindImage, id, im.Platform)
+	done := ok && rec.Pushed && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey
+	if done && p.opts.TrustLedger && rec.Size > 0 {
+		child.Size, child.MediaType = rec.Size, types.MediaType(rec.MediaType)
+		return child, true, nil
+	}
+	// Existence check by digest before any upload: one HEAD of the content
+	// tag tells whether this exact manifest is already there.
+	if d, err := p.c.Head(ctx, repo.Tag(tag)); err == nil && d != nil && d.Digest.String() == im.Digest {
+		child.Size, child.MediaType = d.Size, d.MediaType
+		if !done {
+			if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: d.Size, MediaType: string(d.MediaType), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
+				return child, false, err
+			}
 		}
-		// Missing or moved: push again below (blob checks make that cheap).
+		return child, true, nil
 	}
 
 	src, mountFrom, err := p.source(ctx, im)
@@ -286,7 +300,7 @@ func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.C
 			return child, false, err
 		}
 	}
-	if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
+	if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: child.Size, MediaType: string(mt), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
 		return child, false, err
 	}
 	return child, false, nil
@@ -466,11 +480,19 @@ func (p *publisher) index(ctx context.Context, id string, imgs []Image, children
 		return false, idx.Digest, err
 	}
 	tag := manifests.ContentTagForChildren(children)
-	if rec, ok := p.opts.Ledger.Lookup(KindIndex, id, ""); ok && rec.Pushed && rec.Digest == idx.Digest {
-		d, err := p.c.Head(ctx, repo.Tag(tag))
-		if err == nil && d != nil && d.Digest.String() == idx.Digest {
-			return true, idx.Digest, nil
+	rec, ok := p.opts.Ledger.Lookup(KindIndex, id, "")
+	done := ok && rec.Pushed && rec.Digest == idx.Digest
+	if done && p.opts.TrustLedger {
+		return true, idx.Digest, nil
+	}
+	if d, err := p.c.Head(ctx, repo.Tag(tag)); err == nil && d != nil && d.Digest.String() == idx.Digest {
+		// The registry accepted this index, so its children were present.
+		if !done {
+			if err := p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Ref: repo.Tag(tag).String(), Digest: idx.Digest, SpecKey: strings.TrimPrefix(tag, "k-"), Pushed: true}); err != nil {
+				return false, idx.Digest, err
+			}
 		}
+		return true, idx.Digest, nil
 	}
 	for _, ch := range children {
 		arch, _ := manifests.ArchForPlatform(ch.Platform)

@@ -19,7 +19,7 @@ type anonKeychain struct{}
 
 func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
 
-func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath string, jobs int) *Summary {
+func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath string, jobs int, mods ...func(*Options)) *Summary {
 	t.Helper()
 	led, err := OpenLedger(ledgerPath)
 	if err != nil {
@@ -29,7 +29,11 @@ func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath strin
 	var progress bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sum, err := Publish(ctx, f.md, Options{Repo: host + "/" + prefix, Client: testClient(t, -1), Ledger: led, Jobs: jobs, Version: "test", Progress: &progress})
+	opts := Options{Repo: host + "/" + prefix, Client: testClient(t, -1), Ledger: led, Jobs: jobs, Version: "test", Progress: &progress}
+	for _, m := range mods {
+		m(&opts)
+	}
+	sum, err := Publish(ctx, f.md, opts)
 	if err != nil {
 		t.Fatalf("publish: %v\n%s", err, progress.String())
 	}
@@ -138,6 +142,24 @@ func TestBytesUploadedEqualUniqueBlobsAndNoopRerun(t *testing.T) {
 	// One /v2/ ping for the registry, then one HEAD per ref.
 	if st.Requests[faultproxy.KindManifestHead] != refs || st.Total() != refs+1 {
 		t.Errorf("no-op re-run: %d refs, requests %s", refs, st)
+	}
+
+	// Trusting the ledger: zero requests.
+	px.ResetStats()
+	sum = publishOnce(t, px.Host, "bytes", f, ledger, 4, func(o *Options) { o.TrustLedger = true })
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.md.Images) || sum.IndexesSkipped != len(fixtureIDs) {
+		t.Fatalf("trusted re-run: %+v", sum)
+	}
+	if n := px.Stats().Total(); n != 0 {
+		t.Errorf("trusted re-run made %d requests", n)
+	}
+
+	// Without the ledger: still one HEAD per ref, nothing uploaded.
+	px.ResetStats()
+	sum = publishOnce(t, px.Host, "bytes", f, filepath.Join(t.TempDir(), "fresh.jsonl"), 4)
+	st = px.Stats()
+	if sum.Err() != nil || sum.ImagesPushed+sum.IndexesPushed != 0 || st.Total() != refs+1 {
+		t.Errorf("re-run without ledger: %+v, requests %s", sum, st)
 	}
 }
 

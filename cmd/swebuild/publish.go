@@ -35,6 +35,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
 	insecure := fs.Bool("insecure-registry", false, "allow plain HTTP to a non-loopback registry")
 	keepUU := fs.Bool("keep-double-underscore", false, "keep \"__\" in image names instead of upstream's \"_1776_\"")
+	trustLedger := fs.Bool("trust-ledger", false, "skip what the ledger records as pushed without asking the registry (default: one HEAD per ref)")
 	requireVerified := fs.Bool("require-verified", false, "refuse images whose verified field is not true")
 	debug := fs.Bool("debug", false, "log every registry request (method, path, status; never credentials)")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +97,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Jobs:                 *jobs,
 		Version:              version,
 		RequireVerified:      *requireVerified,
+		TrustLedger:          *trustLedger,
 		Progress:             stdout,
 	})
 	cerr := ledger.Close()
