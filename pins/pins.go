@@ -207,21 +207,13 @@ func condaChannelsRule() Rule {
 			if rec.Profile != nil {
 				return false
 			}
-			repl := CondaChannelLines()
-			lines := strings.Split(rec.BaseTemplate, "\n")
-			changed := false
-			out := make([]string, 0, len(lines)+len(repl))
-			for _, l := range lines {
-				if l == CondaChannelLine {
-					out = append(out, repl...)
-					changed = true
-					continue
-				}
-				out = append(out, l)
+			// The line is a whole line of the template, never its first.
+			old := "\n" + CondaChannelLine + "\n"
+			if !strings.Contains(rec.BaseTemplate, old) {
+				return false
 			}
-			if changed {
-				rec.BaseTemplate = strings.Join(out, "\n")
-			}
+			rec.BaseTemplate = strings.ReplaceAll(rec.BaseTemplate, old, "\n"+strings.Join(CondaChannelLines(), "\n")+"\n")
+			changed := true
 			return changed
 		},
 	}
@@ -265,30 +257,53 @@ func arm64EnvRule() Rule {
 // exported linux-64 environment.yml ("  - name=version=build") as described
 // by the arm64-env-yml rule. Other lines are kept byte for byte.
 func TranslateEnvYMLForArm64(yml string) (string, bool) {
-	lines := strings.Split(yml, "\n")
-	out := make([]string, 0, len(lines))
+	var b strings.Builder
+	b.Grow(len(yml))
 	changed := false
-	for _, l := range lines {
-		rest, ok := strings.CutPrefix(l, "  - ")
-		if !ok || strings.Contains(rest, "==") || strings.ContainsAny(rest, " :") {
-			out = append(out, l)
-			continue
-		}
-		parts := strings.Split(rest, "=")
-		if len(parts) < 2 || parts[0] == "" {
-			out = append(out, l)
-			continue
-		}
-		name, drop := arm64Package(parts[0])
-		if drop {
-			changed = true
-			continue
-		}
-		nl := "  - " + name + "=" + parts[1]
-		if nl != l {
+	for rest := yml; ; {
+		line, more, found := strings.Cut(rest, "\n")
+		nl, keep := translateLine(line)
+		if nl != line || !keep {
 			changed = true
 		}
-		out = append(out, nl)
+		if keep {
+			b.WriteString(nl)
+			if found {
+				b.WriteByte('\n')
+			}
+		}
+		if !found {
+			break
+		}
+		rest = more
 	}
-	return strings.Join(out, "\n"), changed
+	if !changed {
+		return yml, false
+	}
+	out := b.String()
+	if !strings.HasSuffix(yml, "\n") {
+		out = strings.TrimSuffix(out, "\n")
+	}
+	return out, true
+}
+
+// translateLine rewrites one "  - name=version=build" line; keep=false drops it.
+func translateLine(l string) (string, bool) {
+	rest, ok := strings.CutPrefix(l, "  - ")
+	if !ok || strings.Contains(rest, "==") || strings.ContainsAny(rest, " :") {
+		return l, true
+	}
+	name, tail, ok := strings.Cut(rest, "=")
+	if !ok || name == "" {
+		return l, true
+	}
+	version, _, _ := strings.Cut(tail, "=")
+	to, drop := arm64Package(name)
+	if drop {
+		return "", false
+	}
+	if to == name && version == tail {
+		return l, true
+	}
+	return "  - " + to + "=" + version, true
 }

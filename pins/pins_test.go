@@ -273,3 +273,20 @@ func TestNamed(t *testing.T) {
 		t.Error("bogus pin set accepted")
 	}
 }
+
+func TestTranslateEnvYMLForArm64(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		changed  bool
+	}{
+		{"name: testbed\ndependencies:\n  - _libgcc_mutex=0.1=main\n  - ld_impl_linux-64=2.40=h12ee557_0\n  - python=3.9.20=he870216_1\n  - pip:\n      - six==1.16.0\nprefix: /x\n",
+			"name: testbed\ndependencies:\n  - ld_impl_linux-aarch64=2.40\n  - python=3.9.20\n  - pip:\n      - six==1.16.0\nprefix: /x\n", true},
+		{"dependencies:\n  - python=3.9\n  - _libgcc_mutex=0.1=main", "dependencies:\n  - python=3.9", true},
+		{"channels:\n  - defaults\n  - conda-forge\n", "channels:\n  - defaults\n  - conda-forge\n", false},
+	} {
+		got, changed := TranslateEnvYMLForArm64(tc.in)
+		if got != tc.want || changed != tc.changed {
+			t.Errorf("TranslateEnvYMLForArm64(%q) = %q, %v; want %q, %v", tc.in, got, changed, tc.want, tc.changed)
+		}
+	}
+}

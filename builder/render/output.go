@@ -92,20 +92,11 @@ func (r *Result) WriteFiles(out string) error {
 	return writeFiles(dir, files)
 }
 
-// writeFiles writes each file with WriteString (no copy of the data).
+// writeFiles writes each file into dir.
 func writeFiles(dir string, files []File) error {
 	for _, f := range files {
-		p := dir + string(filepath.Separator) + f.Name
-		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", p, err)
-		}
-		_, err = fh.WriteString(f.Data)
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", p, err)
+		if err := writeFile(dir+string(filepath.Separator)+f.Name, f.Data); err != nil {
+			return err
 		}
 	}
 	return nil

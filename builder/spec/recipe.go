@@ -17,6 +17,8 @@ type Recipe struct {
 	EnvYMLCached bool
 
 	// Dockerfile templates (Python str.format syntax) and their defaults.
+	// DockerDefaults is shared with the Tables: replace the map, never
+	// write into it.
 	BaseTemplate     string
 	EnvTemplate      string
 	InstanceTemplate string
@@ -47,10 +49,7 @@ func (t *Tables) NewRecipe(instanceID, repo, version, arch string) (*Recipe, err
 		BaseTemplate:     t.BaseTemplate,
 		EnvTemplate:      t.EnvTemplate,
 		InstanceTemplate: t.InstanceTemplate,
-		DockerDefaults:   make(map[string]string, len(t.DefaultDockerSpecs)),
-	}
-	for k, v := range t.DefaultDockerSpecs {
-		r.DockerDefaults[k] = v
+		DockerDefaults:   t.DefaultDockerSpecs,
 	}
 	if p := t.Profiles[repo]; p != nil {
 		r.Profile = p

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,5 +148,32 @@ func TestPinsList(t *testing.T) {
 	}
 	if err := runPins(context.Background(), nil, &stdout, &stderr); err != errUsage {
 		t.Errorf("pins without list: %v", err)
+	}
+}
+
+// BenchmarkRenderProcess is the whole `swebuild render` over Verified, both
+// arches, default pins: dataset load, 1,000 renders and 7,000 files written
+// (into $SWEBUILD_BENCH_OUT if set, e.g. a tmpfs, else a temp dir).
+func BenchmarkRenderProcess(b *testing.B) {
+	shared := spectest.SharedDir(b)
+	ds := filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl")
+	base := os.Getenv("SWEBUILD_BENCH_OUT")
+	if base == "" {
+		base = b.TempDir()
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		out := filepath.Join(base, "render-bench-"+strconv.Itoa(i))
+		var stdout, stderr bytes.Buffer
+		if err := runRender(context.Background(), []string{"--dataset", ds, "--arch", "all", "--out", out}, &stdout, &stderr); err != nil {
+			b.Fatalf("%v\n%s", err, stderr.String())
+		}
+		b.StopTimer()
+		if err := os.RemoveAll(out); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }
