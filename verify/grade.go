@@ -25,6 +25,10 @@ type GradeOptions struct {
 	// stored reports were graded that way). The bad codes still make the
 	// log "not applied". Off means exactly upstream v4.1.0.
 	WholeLog bool
+	// Parser names the upstream parser function to use instead of the
+	// repository's (e.g. "parse_log_pytest" for a profile's repositories,
+	// which upstream's map does not list); "" means MAP_REPO_TO_PARSER.
+	Parser string
 }
 
 // LogResult is upstream's get_logs_eval result with the reason behind it.
@@ -59,7 +63,7 @@ func badCode(log string) string {
 // (ErrNoParser), the log is not UTF-8 (upstream's read() raises), or the
 // parser raises on the log (ErrUpstreamParserRaises).
 func EvalLog(repo string, log string, opts GradeOptions) (LogResult, error) {
-	name, parse := parserFor(repo)
+	name, parse := opts.parserFor(repo)
 	if parse == nil {
 		return LogResult{}, fmt.Errorf("grading log of %q: %w", repo, ErrNoParser)
 	}
@@ -193,6 +197,7 @@ func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) 
 		return Report{}, fmt.Errorf("grading %s: %w", inst.InstanceID, err)
 	}
 	if !res.Applied {
+		r.NotApplied = res.Reason
 		return r, nil
 	}
 	r.PatchSuccessfullyApplied = true

@@ -32,14 +32,16 @@ func NormalizeNewlines(s string) string {
 	return b.String()
 }
 
+// asciiSpaceMask has bit c set for each ASCII character c for which
+// Python's str.isspace() is true: \t \n \v \f \r, the separators
+// \x1c-\x1f and the space.
+const asciiSpaceMask = 1<<'\t' | 1<<'\n' | 1<<'\v' | 1<<'\f' | 1<<'\r' |
+	1<<0x1c | 1<<0x1d | 1<<0x1e | 1<<0x1f | 1<<' '
+
 // isASCIISpace reports whether Python's str.isspace() is true for the ASCII
-// character c: \t \n \v \f \r, the separators \x1c-\x1f and the space.
+// character c.
 func isASCIISpace(c byte) bool {
-	switch c {
-	case '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, ' ':
-		return true
-	}
-	return false
+	return c <= ' ' && (uint64(asciiSpaceMask)>>c)&1 == 1
 }
 
 // isPySpaceRune reports whether Python 3.11's str.isspace() (and re's \s for
@@ -128,6 +130,13 @@ func pySplit2(s string) (f0, f1 string, n int) {
 	for k := 0; k < 2; k++ {
 		// skip whitespace
 		for i < len(s) {
+			if c := s[i]; c < utf8.RuneSelf {
+				if !isASCIISpace(c) {
+					break
+				}
+				i++
+				continue
+			}
 			sp, w := spaceAt(s, i)
 			if !sp {
 				break
@@ -139,6 +148,13 @@ func pySplit2(s string) (f0, f1 string, n int) {
 		}
 		start := i
 		for i < len(s) {
+			if c := s[i]; c < utf8.RuneSelf {
+				if isASCIISpace(c) {
+					break
+				}
+				i++
+				continue
+			}
 			sp, w := spaceAt(s, i)
 			if sp {
 				break

@@ -41,6 +41,9 @@ type Report struct {
 	// Resolution is the ResolvedStatus behind Resolved; "" when the tests
 	// were not graded. Not part of report.json.
 	Resolution Resolution
+	// NotApplied says why patch_successfully_applied is false when the log
+	// was read (a bad code, a missing marker). Not part of report.json.
+	NotApplied string
 }
 
 // MarshalJSON renders the report exactly as upstream writes report.json:

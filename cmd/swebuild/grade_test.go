@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gradeShared locates ../shared/swebench-reference (or $SWEBUILD_SHARED);
+// missing data skips, or fails under $CI.
+func gradeShared(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SWEBUILD_SHARED")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "swebench-reference")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "eval-logs", "INDEX.csv")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared reference data missing at %s: %v", dir, err)
+		}
+		t.Skipf("shared reference data missing at %s", dir)
+	}
+	return dir
+}
+
+// TestGradeCommandReport: `swebuild grade` prints the stored report.json of
+// a marker-era pair byte for byte (plus a final newline), and the whole-log
+// grade of a pre-marker pair.
+func TestGradeCommandReport(t *testing.T) {
+	shared := gradeShared(t)
+	logs := filepath.Join(shared, "eval-logs")
+	vexp := filepath.Join(logs, "Vexp-ai__vexp-swe-bench/logs/run_evaluation/vexp-swebench-1774184993333/vexp-swebench-1774184993333/django__django-16333")
+	uboost := filepath.Join(logs, "SohamRajpure__utboost/validation/lite_20240627/django__django-11001")
+	verified := filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl")
+	lite := filepath.Join(shared, "datasets", "SWE-bench_Lite", "test.jsonl")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // file whose bytes + "\n" are the expected stdout
+	}{
+		{"marker-era with --patch", []string{"--dataset", verified, "--instance", "django__django-16333",
+			"--log", filepath.Join(vexp, "test_output.txt"), "--patch", filepath.Join(vexp, "patch.diff")}, filepath.Join(vexp, "report.json")},
+		{"pre-marker --whole-log --gold", []string{"--dataset", lite, "--instance", "django__django-11001",
+			"--log", filepath.Join(uboost, "test_output.txt"), "--gold", "--whole-log"}, filepath.Join(uboost, "report.json")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := runGrade(context.Background(), c.args, &stdout, &stderr); err != nil {
+				t.Fatalf("runGrade: %v (stderr %s)", err, stderr.String())
+			}
+			want, err := os.ReadFile(c.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stdout.String() != string(want)+"\n" {
+				t.Errorf("stdout differs from %s:\n%s", c.want, stdout.String())
+			}
+		})
+	}
+
+	// v4.1.0 proper: the pre-marker log is "not applied", with a hint.
+	var stdout, stderr bytes.Buffer
+	args := []string{"--dataset", lite, "--instance", "django__django-11001", "--log", filepath.Join(uboost, "test_output.txt")}
+	if err := runGrade(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), `"patch_successfully_applied": false`) || !strings.Contains(stderr.String(), "--whole-log") {
+		t.Errorf("pre-marker log without --whole-log:\nstdout %s\nstderr %s", stdout.String(), stderr.String())
+	}
+
+	// --status-map prints the parsed map.
+	stdout.Reset()
+	args = []string{"--dataset", verified, "--instance", "django__django-16333", "--log", filepath.Join(vexp, "test_output.txt"), "--status-map"}
+	if err := runGrade(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), `"test_custom_form_saves_many_to_many_field (auth_tests.test_forms.UserCreationFormTest)": "PASSED"`) {
+		t.Errorf("--status-map output:\n%.400s", stdout.String())
+	}
+}
+
+func TestGradeCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "test_output.txt")
+	if err := os.WriteFile(logPath, []byte(">>>>> Start Test Output\nPASSED a\n>>>>> End Test Output\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ds := filepath.Join(dir, "ds.jsonl")
+	rec := `{"repo":"getmoto/moto","instance_id":"getmoto__moto-1","base_commit":"` + strings.Repeat("a", 40) +
+		`","patch":"p","test_patch":"t","version":"1.0","FAIL_TO_PASS":"[\"a\"]","PASS_TO_PASS":"[]","environment_setup_commit":"` + strings.Repeat("b", 40) + `"}` + "\n"
+	if err := os.WriteFile(ds, []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		usage bool
+		msg   string
+	}{
+		{"missing flags", []string{"--log", logPath}, true, "--dataset, --instance required"},
+		{"exclusive", []string{"--dataset", ds, "--instance", "x", "--log", logPath, "--gold", "--no-patch"}, true, "exclude each other"},
+		{"unknown instance", []string{"--dataset", ds, "--instance", "nope", "--log", logPath}, false, "not found"},
+		{"no parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath}, false, "no log parser"},
+		{"missing log", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", filepath.Join(dir, "none")}, false, "reading log"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := runGrade(context.Background(), c.args, &stdout, &stderr)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if errors.Is(err, errUsage) != c.usage {
+				t.Errorf("usage error = %v, want %v (%v)", errors.Is(err, errUsage), c.usage, err)
+			}
+			if !strings.Contains(err.Error()+stderr.String(), c.msg) {
+				t.Errorf("error %q / stderr %q lacks %q", err, stderr.String(), c.msg)
+			}
+		})
+	}
+	// --no-patch does not read the log at all.
+	var stdout, stderr bytes.Buffer
+	if err := runGrade(context.Background(), []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", filepath.Join(dir, "none"), "--no-patch"}, &stdout, &stderr); err != nil {
+		t.Fatalf("--no-patch: %v", err)
+	}
+	if !strings.Contains(stdout.String(), `"patch_is_None": true`) {
+		t.Errorf("--no-patch output: %s", stdout.String())
+	}
+}
