@@ -11,6 +11,7 @@ import (
 
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // TestSkipExistingRealRegistry pushes an image to a real registry, records
@@ -36,7 +37,11 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	chk := RegistryChecker{Retries: 1}
+	client, err := registry.New(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk := ClientChecker{Client: client}
 	if ok, err := chk.HasDigest(ctx, repo, dig.String()); err != nil || !ok {
 		t.Fatalf("HasDigest(pushed) = %v, %v", ok, err)
 	}

@@ -2,18 +2,14 @@ package ci
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/swebuild/swebuild/registry"
 )
 
 // DigestChecker answers whether a repository holds a manifest by digest.
@@ -71,56 +67,32 @@ func FindExisting(ctx context.Context, ledger map[Key]Result, want []Key, reposi
 	return out, nil
 }
 
-// RegistryChecker checks digests with HEAD requests through
-// go-containerregistry, using the docker config for credentials. Loopback
-// and RFC 1918 registries are spoken to over plain HTTP.
-type RegistryChecker struct {
-	// Timeout bounds each request; 0 means 30 s.
+// ClientChecker checks digests with one HEAD request each through the
+// project's registry client (shared rate limit, retries of transient errors,
+// Retry-After, credentials from the env or the Docker config).
+type ClientChecker struct {
+	Client *registry.Client
+	// Timeout bounds each check; 0 means 2 minutes.
 	Timeout time.Duration
-	// Retries of a request that failed with a transport error or 5xx/429.
-	Retries int
 }
 
 // HasDigest implements DigestChecker.
-func (c RegistryChecker) HasDigest(ctx context.Context, repository, digest string) (bool, error) {
-	ref, err := name.NewDigest(repository + "@" + digest)
+func (c ClientChecker) HasDigest(ctx context.Context, repository, digest string) (bool, error) {
+	ref, err := c.Client.ParseReference(repository + "@" + digest)
 	if err != nil {
 		return false, fmt.Errorf("parsing reference: %w", err)
 	}
 	timeout := c.Timeout
 	if timeout == 0 {
-		timeout = 30 * time.Second
+		timeout = 2 * time.Minute
 	}
-	var lastErr error
-	for attempt := 0; attempt <= c.Retries; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return false, ctx.Err()
-			case <-time.After(time.Duration(attempt) * time.Second):
-			}
-		}
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		_, err = remote.Head(ref, remote.WithContext(rctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-		cancel()
-		if err == nil {
-			return true, nil
-		}
-		var terr *transport.Error
-		if errors.As(err, &terr) {
-			switch {
-			case terr.StatusCode == http.StatusNotFound:
-				return false, nil
-			case terr.StatusCode < 500 && terr.StatusCode != http.StatusTooManyRequests:
-				return false, err
-			}
-		}
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		lastErr = err
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	desc, err := c.Client.Head(ctx, ref)
+	if err != nil {
+		return false, err
 	}
-	return false, lastErr
+	return desc != nil, nil
 }
 
 // MapChecker is a DigestChecker over a fixed set of "repository@digest"

@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // runCI dispatches `swebuild ci matrix|ids|merge|summary`.
@@ -97,6 +98,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	idsDir := fs.String("ids-dir", "", "directory for per-shard id files, used when the matrix would exceed the 1 MiB job output limit")
 	githubOutput := fs.String("github-output", os.Getenv("GITHUB_OUTPUT"), "append matrix=... and jobs=N to this file (default $GITHUB_OUTPUT)")
 	parallel := fs.Int("registry-parallel", 8, "registry lookups at once for --skip-existing")
+	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
+	insecure := fs.Bool("insecure-registry", false, "allow plain HTTP to a non-loopback registry")
 	if help, err := parseCIFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -148,7 +151,15 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				want = append(want, ci.Key{InstanceID: id, Platform: p})
 			}
 		}
-		existing, err = ci.FindExisting(ctx, previous, want, *skipRepo, ci.RegistryChecker{Retries: 3}, *parallel)
+		kc, err := registry.Keychain(*authEnv)
+		if err != nil {
+			return err
+		}
+		client, err := registry.New(registry.Options{Keychain: kc, Insecure: *insecure, Concurrency: *parallel})
+		if err != nil {
+			return err
+		}
+		existing, err = ci.FindExisting(ctx, previous, want, *skipRepo, ci.ClientChecker{Client: client}, *parallel)
 		if err != nil {
 			return err
 		}
