@@ -114,7 +114,7 @@ while IFS='|' read -r name platform ids ids_file qemu; do
 	log "shard $name ($platform, qemu=$qemu)"
 	idsf=""
 	if [ -n "$ids_file" ]; then idsf="$run/plan/ids/$ids_file"; fi
-	PLATFORM=$platform IDS=$ids IDS_FILE=$idsf OUT="$run/shards/$name" \
+	PLATFORM=$platform IDS=$ids IDS_FILE=$idsf QEMU=$qemu OUT="$run/shards/$name" \
 		scripts/nightly-shard.sh build || shard_rc=1
 done < <(python3 -c '
 import json, sys

@@ -20,6 +20,8 @@
 #   SWEBUILD       swebuild binary (default bin/swebuild)
 #   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
+#   QEMU           "true" when the runner's arch differs from PLATFORM: the
+#                  matching qemu-user-static binfmt handler is enabled first
 #   VERIFY_FLAGS   how build verifies (default --verify); empty builds unverified
 #                  images, which the merge then refuses to index
 # Exit status 1 when any instance failed (the merge decides what that means).
@@ -51,6 +53,23 @@ find_buildctl() {
 	command -v buildctl || true
 }
 
+enable_qemu() {
+	local arch
+	case "$PLATFORM" in
+	linux/amd64) arch=x86_64 ;;
+	linux/arm64) arch=aarch64 ;;
+	*) die "no QEMU handler known for $PLATFORM" ;;
+	esac
+	if [ -e "/proc/sys/fs/binfmt_misc/qemu-$arch" ]; then
+		return
+	fi
+	log "enabling QEMU for $PLATFORM (qemu-$arch)"
+	if ! command -v update-binfmts >/dev/null || [ ! -e "/usr/libexec/qemu-binfmt/$arch-binfmt-P" ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user-static binfmt-support >&2
+	fi
+	update-binfmts --enable "qemu-$arch"
+}
+
 build_shard() {
 	: "${DATASET:?DATASET is required}" "${PLATFORM:?PLATFORM is required}" "${REPO:?REPO is required}" "${OUT:?OUT is required}"
 	local swebuild=${SWEBUILD:-bin/swebuild}
@@ -64,6 +83,9 @@ build_shard() {
 	read -r -a verify <<<"${VERIFY_FLAGS---verify}"
 	extra+=("${verify[@]}")
 	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
+	if [ "${QEMU:-false}" = true ]; then
+		enable_qemu
+	fi
 	local src=(--ids "${IDS:-}")
 	if [ -n "${IDS_FILE:-}" ]; then
 		src=(--ids-file "$IDS_FILE")
