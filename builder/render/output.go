@@ -40,6 +40,7 @@ type Meta struct {
 	InstanceKey  string   `json:"instance_image_key"`
 	EnvYMLCached bool     `json:"env_yml_from_cache"`
 	Pins         []string `json:"pins"`
+	X86Only      bool     `json:"x86_only"`
 	Profile      string   `json:"profile,omitempty"`
 }
 
@@ -53,7 +54,7 @@ func (r *Result) Meta() Meta {
 		InstanceID: r.InstanceID, Repo: r.Repo, Version: r.Version, Arch: r.Arch,
 		Platform: r.Platform, OCIPlatform: r.OCIPlatform,
 		BaseKey: r.BaseKey, EnvKey: r.EnvKey, InstanceKey: r.InstanceKey,
-		EnvYMLCached: r.EnvYMLCached, Pins: pins, Profile: r.Profile,
+		EnvYMLCached: r.EnvYMLCached, Pins: pins, X86Only: r.X86Only, Profile: r.Profile,
 	}
 }
 

@@ -58,6 +58,9 @@ type Result struct {
 	EnvYMLCached bool
 	// Pins are the ids of the pin rules that changed this result.
 	Pins []string
+	// X86Only: the platform decision gives this instance no arm64 image
+	// (USE_X86); an arm64 render of it is still produced when asked for.
+	X86Only bool
 	// Profile is the data-defined profile name, "" for upstream.
 	Profile string
 	// contextFiles are extra build-context names per node kind.
@@ -164,6 +167,7 @@ func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *dat
 		OCIPlatform:  spec.PlatformOf(arch),
 		EnvYMLCached: rec.EnvYMLCached,
 		Pins:         rec.Pins,
+		X86Only:      r.Tables.X86Only(inst.InstanceID),
 	}
 	if rec.Profile != nil {
 		res.Profile = rec.Profile.Name
