@@ -292,17 +292,6 @@ func checkResult(r Result) string {
 	return ""
 }
 
-// WriteResults writes results as JSON lines.
-func WriteResults(w io.Writer, rs []Result) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rs {
-		if err := enc.Encode(r); err != nil {
-			return fmt.Errorf("writing result of %s %s: %w", r.InstanceID, r.Platform, err)
-		}
-	}
-	return nil
-}
-
 // Latest keeps the last result per (instance, platform), the way a ledger
 // appended run after run is read.
 func Latest(rs []Result) map[Key]Result {
