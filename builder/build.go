@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	bkclient "github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
 	"github.com/swebuild/swebuild/publish"
 )
@@ -103,7 +105,18 @@ type Options struct {
 	// MetadataFile, when set, receives the publish.Metadata JSON of every
 	// node built.
 	MetadataFile string
+	// Verify, when set, is called for every instance node right after its
+	// image is solved, inside the node's build session and before the image
+	// is exported or pushed; an error fails the node, so a failed instance
+	// is neither pushed nor written to the metadata file. Instance images
+	// that pass are marked verified in the metadata file.
+	Verify VerifyFunc
 }
+
+// VerifyFunc checks a solved instance image before it is exported: image is
+// the image's root file system with its config (ENV, WORKDIR) applied, to be
+// run in the build session gc. package verify's Runner.BuilderHook is one.
+type VerifyFunc func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error
 
 // Report is the result of Build: one Result per node, in the order given.
 type Report struct {
@@ -155,7 +168,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[string]*remote{}}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[string]*remote{}, verify: opts.Verify}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -280,6 +293,7 @@ func (r *Report) Metadata() *publish.Metadata {
 			Ref:        res.Outcome.Ref,
 			SpecKey:    specKey,
 			BaseCommit: n.BaseCommit,
+			Verified:   res.Outcome.Verified,
 		})
 	}
 	return md

@@ -108,6 +108,7 @@ type bkSolver struct {
 	cacheFrom  []bkclient.CacheOptionsEntry
 	cacheTo    []bkclient.CacheOptionsEntry
 	progress   *progressHub
+	verify     VerifyFunc
 }
 
 func (s *bkSolver) remoteFor(p ocispecs.Platform) (*remote, error) {
@@ -255,6 +256,24 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 			}
 			done[c.Key] = solved{ref: ref, config: cfg}
 			last = res
+		}
+		if s.verify != nil && n.Kind == KindInstance {
+			sv := done[n.Key]
+			st, err := sv.ref.ToState()
+			if err != nil {
+				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
+			}
+			if sv.config != nil {
+				if st, err = st.WithImageConfig(sv.config); err != nil {
+					return nil, fmt.Errorf("verifying %s: reading image config: %w", n.ID(), err)
+				}
+			}
+			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, platforms.Format(p))
+			if err := s.verify(ctx, gc, n.InstanceID, platforms.Format(p), st); err != nil {
+				return nil, fmt.Errorf("not exported: %w", err)
+			}
+			ok := true
+			out.Verified = &ok
 		}
 		return last, nil
 	}

@@ -31,6 +31,9 @@ type Outcome struct {
 	Cached  bool   // every build step was a cache hit
 	Digest  string // image manifest digest, when exported
 	Ref     string // pushed reference (name@digest), when pushed
+	// Verified is true when Options.Verify passed the image; nil when it
+	// was not verified.
+	Verified *bool
 }
 
 // Solver builds one node; the scheduler calls it at most workers times at once.
