@@ -37,6 +37,8 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metadataFile string
 		runDir       string
 		contextDirs  []string
+		verifyGold   bool
+		verifyOpts   verifyBuildFlags
 	)
 	g.register(fs)
 	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to build (x86-only instances never get linux/arm64)")
@@ -49,6 +51,8 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&metadataFile, "metadata-file", "", "write the digest of every image per platform to this JSON file")
 	fs.StringVar(&runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
+	fs.BoolVar(&verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
+	verifyOpts.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
@@ -135,12 +139,23 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	var verified *verifyBuild
+	if verifyGold {
+		if verified, err = verifyOpts.hook(ctx, r, insts, platforms, opts.RunDir, stderr); err != nil {
+			return usageErr("%v", err)
+		}
+		opts.Verify = verified.hook
+		problems = append(problems, verified.problems...)
+	}
 	fmt.Fprintf(stderr, "swebuild build: %d nodes; logs in %s\n", len(nodes), opts.RunDir)
 	report, err := builder.Build(ctx, nodes, opts)
 	if report != nil {
 		if werr := report.WriteSummary(stdout); werr != nil {
 			problems = append(problems, werr)
 		}
+	}
+	if verified != nil {
+		problems = append(problems, verified.finish(stdout)...)
 	}
 	if err != nil {
 		problems = append(problems, err)

@@ -3,10 +3,277 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	bkclient "github.com/moby/buildkit/client"
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/verify"
 )
 
-// runVerify is a placeholder until the verify stage lands.
+// runVerify implements `swebuild verify`: run gold (control, predicted)
+// patches in containers of the instance images with BuildKit, grade them,
+// write report.json and logs per run and a summary.
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	var (
+		g            genInputs
+		gold         bool
+		control      bool
+		predictions  string
+		images       string
+		metadataFile string
+		platforms    []string
+		builderAddr  string
+		workers      int
+		timeout      time.Duration
+		repeat       int
+		baseline     string
+		runDir       string
+		summaryFile  string
+		format       string
+		logParser    string
+	)
+	g.register(fs)
+	fs.BoolVar(&gold, "gold", false, "run each record's gold patch")
+	fs.BoolVar(&control, "control", false, "also run with no patch applied: must come out unresolved, or the tests do not discriminate")
+	fs.StringVar(&predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
+	fs.StringVar(&images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
+	fs.StringVar(&metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
+	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	fs.StringVar(&builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
+	fs.IntVarP(&workers, "workers", "j", 2, "runs at once")
+	fs.DurationVar(&timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
+	fs.IntVar(&repeat, "repeat", 1, "run every instance N times and flag tests whose results differ")
+	fs.StringVar(&baseline, "baseline", "", "earlier summary JSON: exit non-zero on any regression (resolved -> unresolved), listed first")
+	fs.StringVar(&runDir, "run-dir", "", "directory for per-run logs and report.json (default runs/verify-<UTC time>)")
+	fs.StringVar(&summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
+	fs.StringVar(&format, "format", "table", "summary on stdout: table or json")
+	fs.StringVar(&logParser, "log-parser", "", "upstream log parser for every repository (e.g. parse_log_pytest for the fixture); default: upstream's map")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	usageErr := func(format string, a ...any) error {
+		fmt.Fprintf(stderr, "swebuild verify: "+format+"\n", a...)
+		fs.Usage()
+		return errUsage
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	case !gold && !control && predictions == "":
+		return usageErr("give --gold, --control or --predictions FILE")
+	case (images == "") == (metadataFile == ""):
+		return usageErr("give exactly one of --images REPO and --metadata-file F")
+	case workers < 1:
+		return usageErr("--workers %d: want at least 1", workers)
+	case repeat < 1:
+		return usageErr("--repeat %d: want at least 1", repeat)
+	case timeout <= 0:
+		return usageErr("--timeout %s: want a positive duration", timeout)
+	case format != "table" && format != "json":
+		return usageErr("--format %q: want table or json", format)
+	case logParser != "" && !slices.Contains(verify.ParserNames(), logParser):
+		return usageErr("--log-parser %q: want one of %s", logParser, strings.Join(verify.ParserNames(), ", "))
+	}
+	for _, p := range platforms {
+		if _, ok := spec.ArchOf(p); !ok {
+			return usageErr("--platform %q: want linux/amd64 or linux/arm64", p)
+		}
+	}
+	var base *verify.Summary
+	if baseline != "" {
+		var err error
+		if base, err = verify.ReadSummary(baseline); err != nil {
+			return fmt.Errorf("--baseline: %w", err)
+		}
+	}
+	if runDir == "" {
+		runDir = filepath.Join("runs", "verify-"+time.Now().UTC().Format("20060102-150405"))
+	}
+	if summaryFile == "" {
+		summaryFile = filepath.Join(runDir, "summary.json")
+	}
+
+	var problems []error
+	r, insts, loadErr := g.load(ctx, stderr)
+	if errors.Is(loadErr, errUsage) {
+		return usageErr("%v", loadErr)
+	}
+	if r == nil {
+		return loadErr
+	}
+	if loadErr != nil {
+		problems = append(problems, loadErr)
+	}
+	var preds map[string]verify.Prediction
+	if predictions != "" {
+		var err error
+		preds, err = verify.ReadPredictions(predictions)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			problems = append(problems, fmt.Errorf("--predictions %s: %d usable prediction(s); the rest are bad", predictions, len(preds)))
+		}
+	}
+	var imageFn verify.ImageFunc
+	if images != "" {
+		imageFn = verify.ImagesFromRepo(images)
+	} else {
+		md, err := publish.ReadMetadata(metadataFile)
+		if md == nil {
+			return fmt.Errorf("--metadata-file: %w", err)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid entries", metadataFile))
+		}
+		imageFn = verify.ImagesFromMetadata(md, metadataFile)
+	}
+	targets, terrs := verify.Targets(ctx, r, insts, platforms, imageFn)
+	for _, e := range terrs {
+		fmt.Fprintf(stderr, "swebuild verify: %v\n", e)
+	}
+	if len(terrs) > 0 {
+		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
+	}
+
+	addr := builderAddr
+	if addr == "" {
+		addr = os.Getenv("BUILDKIT_HOST")
+	}
+	if addr == "" {
+		return errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+	}
+	c, err := bkclient.New(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("connecting to BuildKit at %s: %w", addr, err)
+	}
+	defer c.Close()
+	runner := &verify.Runner{
+		Engine:   &verify.BuildKitEngine{Client: c},
+		Workers:  workers,
+		Timeout:  timeout,
+		Repeat:   repeat,
+		RunDir:   runDir,
+		Grade:    verify.GradeOptions{Parser: logParser},
+		Progress: stderr,
+	}
+	fmt.Fprintf(stderr, "swebuild verify: %d instance image(s); logs in %s\n", len(targets), runDir)
+	sum, err := runner.Verify(ctx, targets, gold, control, preds)
+	if err != nil {
+		return errors.Join(append(problems, err)...)
+	}
+	var regressions []verify.Regression
+	if base != nil {
+		regressions = sum.Regressions(base)
+	}
+	if err := sum.WriteFile(summaryFile); err != nil {
+		problems = append(problems, err)
+	}
+	if format == "json" {
+		err = sum.WriteJSON(stdout)
+	} else {
+		err = sum.WriteTable(stdout, regressions)
+	}
+	if err != nil {
+		problems = append(problems, err)
+	}
+	if n := len(regressions); n > 0 {
+		problems = append(problems, fmt.Errorf("%d regression(s) against %s", n, baseline))
+	}
+	if n := len(sum.Failed()); n > 0 {
+		problems = append(problems, fmt.Errorf("%d of %d verification result(s) failed", n, len(sum.Results)))
+	}
+	return errors.Join(problems...)
+}
+
+// verifyBuildFlags are the flags `swebuild build --verify` adds.
+type verifyBuildFlags struct {
+	timeout   time.Duration
+	logParser string
+}
+
+func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
+	fs.DurationVar(&v.timeout, "verify-timeout", verify.DefaultTimeout, "with --verify: time limit of each eval.sh run")
+	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository (e.g. parse_log_pytest for the fixture); default: upstream's map")
+}
+
+// verifyBuild is the gold check of `swebuild build --verify`.
+type verifyBuild struct {
+	hook     builder.VerifyFunc
+	sum      *verify.Summary
+	dir      string
+	problems []error
+}
+
+// hook makes the builder's verify hook: eval.sh rendered per instance and
+// platform, runs written under runDir/verify.
+func (v *verifyBuildFlags) hook(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []string, runDir string, stderr io.Writer) (*verifyBuild, error) {
+	if v.timeout <= 0 {
+		return nil, fmt.Errorf("--verify-timeout %s: want a positive duration", v.timeout)
+	}
+	if v.logParser != "" && !slices.Contains(verify.ParserNames(), v.logParser) {
+		return nil, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(verify.ParserNames(), ", "))
+	}
+	vb := &verifyBuild{sum: &verify.Summary{}, dir: filepath.Join(runDir, "verify")}
+	targets, errs := verify.Targets(ctx, r, insts, platforms, nil)
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "swebuild build --verify: %v\n", e)
+	}
+	if len(errs) > 0 {
+		vb.problems = append(vb.problems, fmt.Errorf("%d instance(s) cannot be verified", len(errs)))
+	}
+	runner := &verify.Runner{
+		Timeout:  v.timeout,
+		RunDir:   vb.dir,
+		Grade:    verify.GradeOptions{Parser: v.logParser},
+		Progress: stderr,
+	}
+	vb.hook = runner.BuilderHook(targets, vb.sum)
+	return vb, nil
+}
+
+// finish prints the verification summary and writes it to the run dir.
+func (vb *verifyBuild) finish(stdout io.Writer) []error {
+	var problems []error
+	sort.SliceStable(vb.sum.Results, func(i, j int) bool {
+		a, b := vb.sum.Results[i], vb.sum.Results[j]
+		if a.InstanceID != b.InstanceID {
+			return a.InstanceID < b.InstanceID
+		}
+		return a.Platform < b.Platform
+	})
+	fmt.Fprintln(stdout, "\ngold patch verification:")
+	if err := vb.sum.WriteTable(stdout, nil); err != nil {
+		problems = append(problems, err)
+	}
+	if err := os.MkdirAll(vb.dir, 0o755); err != nil {
+		problems = append(problems, fmt.Errorf("writing verification summary: %w", err))
+	} else if err := vb.sum.WriteFile(filepath.Join(vb.dir, "summary.json")); err != nil {
+		problems = append(problems, err)
+	}
+	if n := len(vb.sum.Failed()); n > 0 {
+		problems = append(problems, fmt.Errorf("%d instance image(s) failed gold patch verification and were not exported", n))
+	}
+	return problems
 }

@@ -1,0 +1,244 @@
+package verify
+
+// The run half: a patch applied and eval.sh run in a container of an
+// instance image, the way upstream v4.1.0's run_instance does, then graded.
+//
+// One container run (an Engine call) does, in a wrapper script:
+//  1. the history leak check (leak.go) on /testbed, before anything changes;
+//  2. the patch copied to /tmp/patch.diff and applied in /testbed with each of
+//     upstream's GIT_APPLY_CMDS in turn until one exits 0;
+//  3. `git -c core.fileMode=false diff` before the tests;
+//  4. eval.sh copied to /eval.sh and run as `/bin/bash /eval.sh` under
+//     `timeout`, stdout and stderr together into test_output.txt, with the
+//     clock read (date +%s.%N) just before and after;
+//  5. the diff again after the tests.
+//
+// The script always exits 0, so a failing test or patch never fails the
+// container run; exit codes are written to files and come back in RunOutput.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Upstream's log lines (harness/constants and run_evaluation.py).
+const (
+	ApplyPatchPass = ">>>>> Applied Patch"
+	// DockerPatch is where upstream copies the patch in the container.
+	DockerPatch = "/tmp/patch.diff"
+	// DockerWorkdir is upstream's DOCKER_WORKDIR.
+	DockerWorkdir = "/testbed"
+	// DefaultTimeout is upstream's default run_evaluation --timeout.
+	DefaultTimeout = 1800 * time.Second
+)
+
+// GitApplyCmds is upstream v4.1.0's GIT_APPLY_CMDS, tried in order.
+var gitApplyCmds = [...]string{
+	"git apply --verbose",
+	"git apply --verbose --reject",
+	"patch --batch --fuzz=5 -p1 -i",
+}
+
+// GitApplyCmds returns upstream's patch-apply commands in the order tried.
+func GitApplyCmds() []string { return gitApplyCmds[:] }
+
+// Job is one container run.
+type Job struct {
+	// Image is a pullable reference of the instance image, e.g.
+	// 127.0.0.1:5000/swebench/sweb.eval.x86_64.x@sha256:... . Engines that
+	// are handed the image another way (the builder hook) ignore it.
+	Image string
+	// Platform is the OCI platform to run, linux/amd64 or linux/arm64.
+	Platform string
+	// Patch is written to /tmp/patch.diff and applied.
+	Patch string
+	// SkipApply runs the tests without applying anything (the empty-patch
+	// control run: the image as built, test patch only).
+	SkipApply bool
+	// EvalScript is the instance's eval.sh.
+	EvalScript string
+	// BaseCommit is the commit the leak check compares the history with.
+	BaseCommit string
+	// Timeout limits eval.sh (default DefaultTimeout).
+	Timeout time.Duration
+	// Nonce makes every run a new container run (no cache hit).
+	Nonce string
+}
+
+// ApplyAttempt is one patch-apply command run.
+type ApplyAttempt struct {
+	Cmd      string
+	ExitCode int
+	Output   string
+}
+
+// RunOutput is what a container run produced.
+type RunOutput struct {
+	// InfraError is set when the wrapper could not do its job (no /testbed,
+	// no bash, ...): not a verdict on the patch or the tests.
+	InfraError string
+	Attempts   []ApplyAttempt
+	// Applied: an apply command exited 0 (or SkipApply).
+	Applied    bool
+	DiffBefore string
+	DiffAfter  string
+	// TestOutput is eval.sh's output; TestRan says eval.sh was started.
+	TestOutput string
+	TestRan    bool
+	TestExit   int
+	TimedOut   bool
+	// TestSeconds is the time eval.sh took, measured inside the container.
+	TestSeconds float64
+	// Leak is the raw history dump for CheckLeak.
+	Leak LeakDump
+	// Wall is the time of the whole container run, measured by the engine
+	// (container start, copies, apply, tests, reading the results back).
+	Wall time.Duration
+}
+
+// Engine runs a Job in a container with no network and returns its output.
+// An error means the run itself failed (an infrastructure error).
+type Engine interface {
+	Run(ctx context.Context, job Job) (*RunOutput, error)
+}
+
+// Files of the wrapper's input and output directories.
+const (
+	inDir       = "/swebuild-verify/in"
+	outDir      = "/swebuild-verify/out"
+	fileRun     = "run.sh"
+	filePatch   = "patch.diff"
+	fileEval    = "eval.sh"
+	fileTimeout = "timeout"
+	fileBase    = "base_commit"
+	fileSkip    = "skip_apply"
+)
+
+// wrapperScript is the script the container runs (bash). It reads its
+// inputs from inDir and writes every result to a file in outDir.
+func wrapperScript() string {
+	var b strings.Builder
+	b.WriteString(`#!/bin/bash
+# swebuild verify: leak check, patch apply, eval.sh under timeout.
+set +e
+in=` + inDir + `
+out=` + outDir + `
+startdir=$PWD
+base=$(cat "$in/` + fileBase + `")
+tmo=$(cat "$in/` + fileTimeout + `")
+if ! cd ` + DockerWorkdir + ` 2>"$out/infra_error"; then exit 0; fi
+rm -f "$out/infra_error"
+`)
+	b.WriteString(leakScript())
+	b.WriteString(`cp "$in/` + filePatch + `" ` + DockerPatch + `
+applied=0
+if [ -e "$in/` + fileSkip + `" ]; then
+	applied=1
+	echo skipped >"$out/apply_skipped"
+else
+	i=0
+`)
+	for _, c := range gitApplyCmds {
+		fmt.Fprintf(&b, "\tif [ $applied = 0 ]; then\n\t\ti=$((i+1))\n\t\t%s %s >\"$out/apply.$i.out\" 2>&1\n\t\trc=$?\n\t\techo $rc >\"$out/apply.$i.rc\"\n\t\t[ $rc = 0 ] && applied=1\n\tfi\n", c, DockerPatch)
+	}
+	b.WriteString(`fi
+if [ $applied = 0 ]; then exit 0; fi
+git -c core.fileMode=false diff >"$out/diff_before" 2>&1
+cp "$in/` + fileEval + `" /eval.sh
+cd "$startdir"
+date +%s.%N >"$out/test_start"
+timeout -k 10 "$tmo" /bin/bash /eval.sh >"$out/test_output.txt" 2>&1
+echo $? >"$out/test_rc"
+date +%s.%N >"$out/test_end"
+cd ` + DockerWorkdir + `
+git -c core.fileMode=false diff >"$out/diff_after" 2>&1
+exit 0
+`)
+	return b.String()
+}
+
+// inputFiles are the files the wrapper reads from inDir.
+func inputFiles(job Job) map[string]string {
+	t := job.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	files := map[string]string{
+		fileRun:     wrapperScript(),
+		filePatch:   job.Patch,
+		fileEval:    job.EvalScript,
+		fileTimeout: strconv.FormatInt(int64((t+time.Second-1)/time.Second), 10),
+		fileBase:    job.BaseCommit,
+	}
+	if job.SkipApply {
+		files[fileSkip] = ""
+	}
+	return files
+}
+
+// parseOutputs builds a RunOutput from the wrapper's output files (name ->
+// content; absent files are missing from the map).
+func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
+	out := &RunOutput{}
+	if e, ok := files["infra_error"]; ok {
+		out.InfraError = fmt.Sprintf("cannot enter %s: %s", DockerWorkdir, strings.TrimSpace(e))
+		return out, nil
+	}
+	out.Leak = leakDumpFrom(files)
+	if _, ok := files["apply_skipped"]; ok {
+		out.Applied = true
+	}
+	for i, c := range gitApplyCmds {
+		rcText, ok := files[fmt.Sprintf("apply.%d.rc", i+1)]
+		if !ok {
+			break
+		}
+		rc, err := strconv.Atoi(strings.TrimSpace(rcText))
+		if err != nil {
+			return nil, fmt.Errorf("reading exit code of %q: %q is not a number", c, rcText)
+		}
+		out.Attempts = append(out.Attempts, ApplyAttempt{Cmd: c, ExitCode: rc, Output: files[fmt.Sprintf("apply.%d.out", i+1)]})
+		if rc == 0 {
+			out.Applied = true
+		}
+	}
+	if !job.SkipApply && len(out.Attempts) == 0 {
+		out.InfraError = "the wrapper ran no patch-apply command"
+		return out, nil
+	}
+	out.DiffBefore = files["diff_before"]
+	out.DiffAfter = files["diff_after"]
+	rcText, ran := files["test_rc"]
+	if !out.Applied {
+		return out, nil
+	}
+	if !ran {
+		out.InfraError = "eval.sh did not finish (no exit code written)"
+		return out, nil
+	}
+	out.TestRan = true
+	out.TestOutput = files["test_output.txt"]
+	rc, err := strconv.Atoi(strings.TrimSpace(rcText))
+	if err != nil {
+		return nil, fmt.Errorf("reading exit code of eval.sh: %q is not a number", rcText)
+	}
+	out.TestExit = rc
+	start, err1 := strconv.ParseFloat(strings.TrimSpace(files["test_start"]), 64)
+	end, err2 := strconv.ParseFloat(strings.TrimSpace(files["test_end"]), 64)
+	if err1 == nil && err2 == nil && end >= start {
+		out.TestSeconds = end - start
+	}
+	// timeout(1) exits 124 when the limit was hit, 137 when it also had
+	// to SIGKILL.
+	t := job.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	if rc == 124 || (rc == 137 && out.TestSeconds >= t.Seconds()) {
+		out.TimedOut = true
+	}
+	return out, nil
+}

@@ -1,0 +1,361 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/buildkit/client/llb"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
+
+	"github.com/swebuild/swebuild/dataset"
+)
+
+// Run modes (Result.Mode); a predictions run uses the model's name.
+const (
+	ModeGold    = "gold"
+	ModeControl = "control"
+)
+
+// Target is one instance image to verify on one platform.
+type Target struct {
+	Instance dataset.Instance
+	// Platform is linux/amd64 or linux/arm64.
+	Platform string
+	// Image is a pullable reference of the instance image for Platform.
+	Image string
+	// EvalScript is the instance's eval.sh for that platform.
+	EvalScript string
+}
+
+// Prediction is one line of an upstream predictions file.
+type Prediction struct {
+	InstanceID string  `json:"instance_id"`
+	Model      string  `json:"model_name_or_path"`
+	Patch      *string `json:"model_patch"`
+}
+
+// Runner runs verification jobs and grades them.
+type Runner struct {
+	// Engine runs the containers (BuildKitEngine).
+	Engine Engine
+	// Workers is the number of runs at once (default 2).
+	Workers int
+	// Timeout limits each eval.sh (default DefaultTimeout, upstream's).
+	Timeout time.Duration
+	// Repeat runs each (instance, platform, mode) this many times (default 1)
+	// and flags tests whose results differ.
+	Repeat int
+	// RunDir receives <mode>/<instance>/<arch>[/run-<k>]/ with patch.diff,
+	// eval.sh, run_instance.log, test_output.txt and report.json.
+	RunDir string
+	// Grade are the grading options (e.g. Parser for a profile's repos).
+	Grade GradeOptions
+	// Progress receives one line per finished run; nil: none.
+	Progress io.Writer
+
+	mu sync.Mutex
+}
+
+// runSpec is one (target, mode) to run Repeat times.
+type runSpec struct {
+	t         Target
+	mode      string
+	patch     *string
+	skipApply bool
+}
+
+// Verify runs every target in the modes asked for: gold (each record's
+// patch), control (no patch applied: the tests must fail) and the given
+// predictions (by instance id; targets without one are skipped), Repeat
+// times each, Workers at a time, and returns the summary. The error is
+// non-nil only when nothing could be run (e.g. the run directory cannot be
+// made); per-run failures are in the summary.
+func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control bool, preds map[string]Prediction) (*Summary, error) {
+	if r.Engine == nil {
+		return nil, errors.New("verify: no engine")
+	}
+	if err := os.MkdirAll(r.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	var specs []runSpec
+	for _, t := range targets {
+		if gold {
+			p := t.Instance.Patch
+			specs = append(specs, runSpec{t: t, mode: ModeGold, patch: &p})
+		}
+		if pr, ok := preds[t.Instance.InstanceID]; ok {
+			specs = append(specs, runSpec{t: t, mode: pr.Model, patch: pr.Patch})
+		}
+		if control {
+			empty := ""
+			specs = append(specs, runSpec{t: t, mode: ModeControl, patch: &empty, skipApply: true})
+		}
+	}
+	repeat := max(r.Repeat, 1)
+	type job struct{ s, k int }
+	attempts := make([][]Attempt, len(specs))
+	for i := range attempts {
+		attempts[i] = make([]Attempt, repeat)
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for w := 0; w < max(r.Workers, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				s := specs[j.s]
+				attempts[j.s][j.k] = r.runOne(ctx, s.t, s.mode, s.patch, s.skipApply, j.k+1, repeat, nil)
+			}
+		}()
+	}
+	// Repeats go round by round so that a flaky pair is not run back to
+	// back.
+	for k := 0; k < repeat; k++ {
+		for i := range specs {
+			jobs <- job{i, k}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	sum := &Summary{}
+	for i, s := range specs {
+		sum.Results = append(sum.Results, aggregate(s.t, s.mode, attempts[i]))
+	}
+	sum.link()
+	return sum, nil
+}
+
+// BuilderHook returns the function the builder calls for every instance
+// image it has solved, inside the node's build session and before the image
+// is exported or pushed: it runs the gold patch on image (which must carry
+// the image config) and returns an error when the instance is not resolved
+// on that platform (so the builder does not push it). targets are looked up
+// by instance id and platform; an instance image without a target fails.
+// Each call's result is added to sum (safe for concurrent calls).
+func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
+	byKey := map[string]Target{}
+	for _, t := range targets {
+		byKey[t.Instance.InstanceID+"@"+t.Platform] = t
+	}
+	return func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
+		t, ok := byKey[instanceID+"@"+platform]
+		if !ok {
+			return fmt.Errorf("verify: no dataset record or eval.sh for %s on %s", instanceID, platform)
+		}
+		p := t.Instance.Patch
+		engine := gatewayEngine{gc: gc, image: image}
+		a := r.runOne(ctx, t, ModeGold, &p, false, 1, 1, engine)
+		res := aggregate(t, ModeGold, []Attempt{a})
+		r.mu.Lock()
+		sum.Results = append(sum.Results, res)
+		r.mu.Unlock()
+		if !res.OK() {
+			return fmt.Errorf("gold patch verification of %s on %s failed: %s (logs: %s)", instanceID, platform, res.Why(), res.Dir)
+		}
+		return nil
+	}
+}
+
+// gatewayEngine runs a job on an image inside a running gateway session.
+type gatewayEngine struct {
+	gc    gateway.Client
+	image llb.State
+}
+
+func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
+	return RunInGateway(ctx, g.gc, g.image, job)
+}
+
+// runDir is where one attempt's files go.
+func (r *Runner) runDir(t Target, mode string, k, repeat int) string {
+	arch := archName(t.Platform)
+	d := filepath.Join(r.RunDir, safeName(mode), safeName(t.Instance.InstanceID), arch)
+	if repeat > 1 {
+		d = filepath.Join(d, "run-"+strconv.Itoa(k))
+	}
+	return d
+}
+
+func safeName(s string) string {
+	return strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(s)
+}
+
+func archName(platform string) string {
+	switch platform {
+	case "linux/amd64":
+		return "x86_64"
+	case "linux/arm64", "linux/arm64/v8":
+		return "arm64"
+	}
+	return safeName(platform)
+}
+
+// runOne runs one attempt with engine (r.Engine when nil), writes its files
+// and grades it.
+func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
+	if engine == nil {
+		engine = r.Engine
+	}
+	inst := t.Instance
+	a := Attempt{Run: k, Dir: r.runDir(t, mode, k, repeat)}
+	fail := func(class, format string, args ...any) Attempt {
+		a.Failure = class
+		a.Error = fmt.Sprintf(format, args...)
+		r.progress("%s %s %s: %s: %s", inst.InstanceID, t.Platform, mode, class, a.Error)
+		return a
+	}
+	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
+		return fail(FailureInfra, "creating %s: %v", a.Dir, err)
+	}
+	patchText := ""
+	if patch != nil {
+		patchText = *patch
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, "patch.diff"), []byte(patchText), 0o644); err != nil {
+		return fail(FailureInfra, "writing patch.diff: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, "eval.sh"), []byte(t.EvalScript), 0o644); err != nil {
+		return fail(FailureInfra, "writing eval.sh: %v", err)
+	}
+	if mode == ModeGold && strings.TrimSpace(patchText) == "" {
+		return fail(FailureInfra, "the dataset record has no gold patch")
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	job := Job{
+		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: skipApply,
+		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout,
+		Nonce: fmt.Sprintf("%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, k, time.Now().UnixNano()),
+	}
+	start := time.Now()
+	out, err := engine.Run(ctx, job)
+	a.Seconds = time.Since(start).Seconds()
+	if err != nil {
+		return fail(FailureInfra, "%v", err)
+	}
+	a.TestSeconds = out.TestSeconds
+	log := instanceLog(inst.InstanceID, t, job, out)
+	if err := os.WriteFile(filepath.Join(a.Dir, "run_instance.log"), []byte(log), 0o644); err != nil {
+		return fail(FailureInfra, "writing run_instance.log: %v", err)
+	}
+	if out.InfraError != "" {
+		return fail(FailureInfra, "%s", out.InfraError)
+	}
+	leak, lerr := CheckLeak(out.Leak)
+	if lerr != nil {
+		return fail(FailureInfra, "%v", lerr)
+	}
+	a.Leak = leak
+	graded := log
+	if out.TestRan {
+		graded = out.TestOutput
+		if out.TimedOut {
+			graded += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int64(timeout/time.Second))
+		}
+		if err := os.WriteFile(filepath.Join(a.Dir, "test_output.txt"), []byte(graded), 0o644); err != nil {
+			return fail(FailureInfra, "writing test_output.txt: %v", err)
+		}
+	}
+	rep, err := Grade(inst, graded, patch, r.Grade)
+	if err != nil {
+		return fail(FailureInfra, "%v", err)
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, "report.json"), rep.JSON(), 0o644); err != nil {
+		return fail(FailureInfra, "writing report.json: %v", err)
+	}
+	a.Resolved = rep.Resolved
+	a.Labels = map[string]string{}
+	if ts := rep.TestsStatus; ts != nil {
+		a.F2P = Counts{Passed: len(ts.FailToPass.Success), Total: len(inst.FailToPass)}
+		a.P2P = Counts{Passed: len(ts.PassToPass.Success), Total: len(inst.PassToPass)}
+		for _, b := range []Bucket{ts.FailToPass, ts.PassToPass} {
+			for _, s := range b.Success {
+				a.Labels[s] = "pass"
+			}
+			for _, s := range b.Failure {
+				a.Labels[s] = "fail"
+			}
+		}
+	} else {
+		a.F2P = Counts{Total: len(inst.FailToPass)}
+		a.P2P = Counts{Total: len(inst.PassToPass)}
+	}
+	switch {
+	case !out.Applied:
+		a.Failure = FailurePatch
+	case out.TimedOut:
+		a.Failure = FailureTimeout
+	case !rep.Resolved:
+		a.Failure = FailureTests
+	}
+	verdict := "resolved"
+	if !a.Resolved {
+		verdict = "unresolved (" + a.Failure + ")"
+	}
+	if leak.Leaked() {
+		verdict += "; " + leak.String()
+	}
+	r.progress("%s %s %s: %s in %.1fs (tests %.1fs)", inst.InstanceID, t.Platform, mode, verdict, a.Seconds, a.TestSeconds)
+	return a
+}
+
+func (r *Runner) progress(format string, args ...any) {
+	if r.Progress == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.Progress, "verify: "+format+"\n", args...)
+}
+
+// instanceLog is run_instance.log: upstream's log lines (the ones grading
+// and people read) plus the exit codes.
+func instanceLog(id string, t Target, job Job, out *RunOutput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Container for %s started: %s (%s), network none\n", id, t.Image, t.Platform)
+	if out.InfraError != "" {
+		fmt.Fprintf(&b, "Infrastructure error: %s\n", out.InfraError)
+		return b.String()
+	}
+	if job.SkipApply {
+		b.WriteString("Control run: no patch applied\n")
+	}
+	for i, at := range out.Attempts {
+		fmt.Fprintf(&b, "%s %s exited %d\n", at.Cmd, DockerPatch, at.ExitCode)
+		if at.ExitCode == 0 {
+			fmt.Fprintf(&b, "%s:\n%s\n", ApplyPatchPass, at.Output)
+			break
+		}
+		fmt.Fprintf(&b, "Failed to apply patch to container: %s\n", at.Cmd)
+		if i == len(out.Attempts)-1 {
+			fmt.Fprintf(&b, "%s:\n%s\n", ApplyPatchFail, at.Output)
+		}
+	}
+	if !out.Applied {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Git diff before:\n%s\n", strings.TrimSpace(out.DiffBefore))
+	if out.TestRan {
+		fmt.Fprintf(&b, "Test runtime: %.2f seconds\n", out.TestSeconds)
+		fmt.Fprintf(&b, "eval.sh exit code: %d\n", out.TestExit)
+		if out.TimedOut {
+			fmt.Fprintf(&b, "%s after %d seconds\n", TestsTimeout, int64(job.Timeout/time.Second))
+		}
+		fmt.Fprintf(&b, "Git diff after:\n%s\n", strings.TrimSpace(out.DiffAfter))
+		if strings.TrimSpace(out.DiffAfter) != strings.TrimSpace(out.DiffBefore) {
+			b.WriteString("Git diff changed after running eval script\n")
+		}
+	}
+	return b.String()
+}

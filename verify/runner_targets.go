@@ -1,0 +1,157 @@
+package verify
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/publish"
+)
+
+// ImageFunc returns the image reference of an instance on a platform.
+type ImageFunc func(instanceID, platform string) (string, error)
+
+// ImagesFromRepo names images as published under repo: the per-arch
+// repository manifests.Namer.ArchRepo at tag "latest".
+func ImagesFromRepo(repo string) ImageFunc {
+	n := manifests.Namer{Repo: repo}
+	return func(id, platform string) (string, error) {
+		arch, ok := spec.ArchOf(platform)
+		if !ok {
+			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
+		}
+		return n.ArchRepo(arch, id) + ":" + manifests.LatestTag, nil
+	}
+}
+
+// ImagesFromMetadata looks images up in a builder metadata file (instance
+// nodes with a pushed Ref).
+func ImagesFromMetadata(md *publish.Metadata, file string) ImageFunc {
+	refs := map[string]string{}
+	for _, im := range md.Images {
+		if im.NodeKind() != publish.NodeInstance {
+			continue
+		}
+		refs[im.InstanceID+"@"+im.Platform] = im.Ref
+	}
+	return func(id, platform string) (string, error) {
+		ref, ok := refs[id+"@"+platform]
+		if !ok {
+			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
+		}
+		if ref == "" {
+			return "", fmt.Errorf("%s: the %s image of %s was not pushed (no ref); verify runs images from a registry", file, platform, id)
+		}
+		return ref, nil
+	}
+}
+
+// Targets renders eval.sh for every instance and each of its platforms
+// (tables decide them; only those in want, when want is not empty) and
+// names its image with images (nil: no image, for the builder hook). Bad
+// instances are returned as errors, the others as targets.
+func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, want []string, images ImageFunc) ([]Target, []error) {
+	var out []Target
+	var errs []error
+	wanted := map[string]bool{}
+	for _, p := range want {
+		wanted[p] = true
+	}
+	for i := range insts {
+		inst := insts[i]
+		for _, p := range r.Tables.Platforms(inst.InstanceID) {
+			if len(wanted) > 0 && !wanted[p] {
+				continue
+			}
+			arch, _ := spec.ArchOf(p)
+			res, err := r.Render(ctx, &inst, arch)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
+				continue
+			}
+			t := Target{Instance: inst, Platform: p, EvalScript: res.Eval}
+			if images != nil {
+				ref, err := images(inst.InstanceID, p)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
+					continue
+				}
+				t.Image = ref
+			}
+			out = append(out, t)
+		}
+	}
+	return out, errs
+}
+
+// ReadPredictions reads an upstream predictions file: JSON Lines, or a JSON
+// array (a .json file), of {instance_id, model_name_or_path, model_patch}.
+// Errors name the file, line and field.
+func ReadPredictions(path string) (map[string]Prediction, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading predictions: %w", err)
+	}
+	var raws []json.RawMessage
+	var lineNos []int
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(t, &raws); err != nil {
+			return nil, fmt.Errorf("%s: parsing JSON array: %w", path, err)
+		}
+		for i := range raws {
+			lineNos = append(lineNos, i+1)
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), 1<<28)
+		for n := 1; sc.Scan(); n++ {
+			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+				continue
+			}
+			raws = append(raws, json.RawMessage(append([]byte(nil), sc.Bytes()...)))
+			lineNos = append(lineNos, n)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+	where := func(i int) string {
+		if len(data) > 0 && bytes.TrimSpace(data)[0] == '[' {
+			return fmt.Sprintf("%s: entry %d", path, lineNos[i])
+		}
+		return fmt.Sprintf("%s:%d", path, lineNos[i])
+	}
+	out := map[string]Prediction{}
+	var problems []string
+	for i, raw := range raws {
+		var p Prediction
+		if err := json.Unmarshal(raw, &p); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", where(i), err))
+			continue
+		}
+		switch {
+		case p.InstanceID == "":
+			problems = append(problems, fmt.Sprintf("%s: instance_id: missing or empty", where(i)))
+		case p.Model == "":
+			problems = append(problems, fmt.Sprintf("%s: model_name_or_path: missing or empty", where(i)))
+		default:
+			if _, dup := out[p.InstanceID]; dup {
+				problems = append(problems, fmt.Sprintf("%s: instance_id: %s appears twice", where(i), p.InstanceID))
+				continue
+			}
+			out[p.InstanceID] = p
+		}
+	}
+	if len(problems) > 0 {
+		return out, fmt.Errorf("%d bad prediction(s):\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+	return out, nil
+}

@@ -1,0 +1,327 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Failure classes (Result.Failure).
+const (
+	FailurePatch   = "patch_apply_failed"
+	FailureTimeout = "timeout"
+	FailureTests   = "test_failures"
+	FailureInfra   = "infrastructure_error"
+	// FailureLeak: the image's git history has commits, tags or reflog
+	// entries newer than base_commit.
+	FailureLeak = "history_leak"
+	// FailureFlaky: repeated runs disagree.
+	FailureFlaky = "flaky"
+	// FailureNotDiscriminating: the control run (no patch) resolves, so the
+	// instance's tests do not tell a fix from no fix.
+	FailureNotDiscriminating = "tests_do_not_discriminate"
+)
+
+// Counts are labelled tests that passed, of all labelled.
+type Counts struct {
+	Passed int `json:"passed"`
+	Total  int `json:"total"`
+}
+
+func (c Counts) String() string { return fmt.Sprintf("%d/%d", c.Passed, c.Total) }
+
+// Attempt is one run of one (instance, platform, mode).
+type Attempt struct {
+	Run         int         `json:"run"`
+	Resolved    bool        `json:"resolved"`
+	F2P         Counts      `json:"fail_to_pass"`
+	P2P         Counts      `json:"pass_to_pass"`
+	Seconds     float64     `json:"seconds"`
+	TestSeconds float64     `json:"test_seconds"`
+	Failure     string      `json:"failure,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	Leak        *LeakReport `json:"leak,omitempty"`
+	Dir         string      `json:"dir"`
+	// Labels maps each labelled test to pass or fail.
+	Labels map[string]string `json:"-"`
+}
+
+// Result is one (instance, platform, mode) over its repeats.
+type Result struct {
+	InstanceID string `json:"instance_id"`
+	Platform   string `json:"platform"`
+	// Mode is gold, control or a model's name.
+	Mode string `json:"mode"`
+	// Resolved: every run resolved.
+	Resolved bool   `json:"resolved"`
+	F2P      Counts `json:"fail_to_pass"`
+	P2P      Counts `json:"pass_to_pass"`
+	// Seconds is the mean wall time of a run; TestSeconds the mean time of
+	// eval.sh inside the container.
+	Seconds     float64 `json:"seconds"`
+	TestSeconds float64 `json:"test_seconds"`
+	// Failure is the class of the first failed run's failure ("" when
+	// verification passed), FailureFlaky when runs disagree.
+	Failure string `json:"failure,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// FlakyTests are the labelled tests whose result differed between runs.
+	FlakyTests []string    `json:"flaky_tests,omitempty"`
+	Leak       *LeakReport `json:"leak,omitempty"`
+	// Discriminates (gold and predictions, when a control ran): the control
+	// run of the same instance and platform came out unresolved.
+	Discriminates *bool     `json:"discriminates,omitempty"`
+	Dir           string    `json:"dir"`
+	Runs          []Attempt `json:"runs"`
+}
+
+// Key identifies a result across summaries.
+func (r Result) Key() string { return r.InstanceID + "@" + r.Platform + "#" + r.Mode }
+
+// OK reports whether the result is what verification wants: a gold run
+// resolved with a clean history and tests that discriminate; a control run
+// unresolved (from its tests, not an infrastructure error); a predictions run
+// graded without an infrastructure error or flakiness.
+func (r Result) OK() bool {
+	switch r.Mode {
+	case ModeGold:
+		return r.Resolved && r.Failure == "" && (r.Discriminates == nil || *r.Discriminates)
+	case ModeControl:
+		return !r.Resolved && (r.Failure == FailureTests || r.Failure == FailureTimeout)
+	default:
+		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak
+	}
+}
+
+// Why explains a result that is not OK.
+func (r Result) Why() string {
+	var parts []string
+	if r.Failure != "" {
+		parts = append(parts, r.Failure)
+	}
+	if r.Mode == ModeControl && r.Resolved {
+		parts = append(parts, "the control run (no patch) resolves: the tests do not discriminate")
+	}
+	if r.Discriminates != nil && !*r.Discriminates {
+		parts = append(parts, "the control run (no patch) also resolves: the tests do not discriminate")
+	}
+	if r.Error != "" {
+		parts = append(parts, r.Error)
+	}
+	if r.Leak.Leaked() {
+		parts = append(parts, r.Leak.String())
+	}
+	if len(r.FlakyTests) > 0 {
+		parts = append(parts, "flaky: "+strings.Join(r.FlakyTests, ", "))
+	}
+	if len(parts) == 0 && !r.Resolved {
+		parts = append(parts, "unresolved")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// aggregate folds the attempts of one (target, mode).
+func aggregate(t Target, mode string, runs []Attempt) Result {
+	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Runs: runs, Resolved: len(runs) > 0}
+	if len(runs) > 0 {
+		res.F2P, res.P2P, res.Dir, res.Leak = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak
+	}
+	for _, a := range runs {
+		res.Seconds += a.Seconds / float64(len(runs))
+		res.TestSeconds += a.TestSeconds / float64(len(runs))
+		if !a.Resolved {
+			res.Resolved = false
+		}
+		if a.Failure != "" && res.Failure == "" {
+			res.Failure, res.Error, res.F2P, res.P2P, res.Dir = a.Failure, a.Error, a.F2P, a.P2P, a.Dir
+		}
+		if a.Leak.Leaked() && !res.Leak.Leaked() {
+			res.Leak = a.Leak
+		}
+	}
+	// Flaky tests: a label whose result differs between runs, and runs
+	// whose verdicts differ.
+	flaky := map[string]bool{}
+	verdicts := map[bool]bool{}
+	for _, a := range runs {
+		if a.Failure == FailureInfra {
+			continue
+		}
+		verdicts[a.Resolved] = true
+		for _, b := range runs {
+			if b.Failure == FailureInfra {
+				continue
+			}
+			for name, st := range a.Labels {
+				if b.Labels[name] != st {
+					flaky[name] = true
+				}
+			}
+		}
+	}
+	for name := range flaky {
+		res.FlakyTests = append(res.FlakyTests, name)
+	}
+	sort.Strings(res.FlakyTests)
+	if len(res.FlakyTests) > 0 || len(verdicts) > 1 {
+		res.Failure = FailureFlaky
+	}
+	if res.Failure == "" && res.Leak.Leaked() {
+		res.Failure = FailureLeak
+		res.Error = res.Leak.String()
+	}
+	return res
+}
+
+// Summary is the result of a verify run: one Result per (instance,
+// platform, mode) in run order.
+type Summary struct {
+	Results []Result `json:"results"`
+}
+
+// link sets Discriminates on gold and predictions results from the control
+// result of the same instance and platform, and marks a gold result whose
+// control resolves.
+func (s *Summary) link() {
+	control := map[string]Result{}
+	for _, r := range s.Results {
+		if r.Mode == ModeControl {
+			control[r.InstanceID+"@"+r.Platform] = r
+		}
+	}
+	for i, r := range s.Results {
+		c, ok := control[r.InstanceID+"@"+r.Platform]
+		if r.Mode == ModeControl || !ok || c.Failure == FailureInfra {
+			continue
+		}
+		d := !c.Resolved
+		s.Results[i].Discriminates = &d
+		if !d && r.Mode == ModeGold && r.Failure == "" {
+			s.Results[i].Failure = FailureNotDiscriminating
+		}
+	}
+}
+
+// Failed lists the results that are not OK.
+func (s *Summary) Failed() []Result {
+	var out []Result
+	for _, r := range s.Results {
+		if !r.OK() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Regression is a result that was resolved in the baseline and is not now.
+type Regression struct {
+	InstanceID string `json:"instance_id"`
+	Platform   string `json:"platform"`
+	Mode       string `json:"mode"`
+	Now        string `json:"now"`
+}
+
+// Regressions compares s with an earlier summary: every gold or predictions
+// result resolved in base and not resolved in s (missing from s counts as
+// not resolved only when it was run and failed; results not run now are not
+// compared).
+func (s *Summary) Regressions(base *Summary) []Regression {
+	was := map[string]Result{}
+	for _, r := range base.Results {
+		was[r.Key()] = r
+	}
+	var out []Regression
+	for _, r := range s.Results {
+		if r.Mode == ModeControl {
+			continue
+		}
+		b, ok := was[r.Key()]
+		if !ok || !b.Resolved || r.Resolved {
+			continue
+		}
+		out = append(out, Regression{InstanceID: r.InstanceID, Platform: r.Platform, Mode: r.Mode, Now: r.Why()})
+	}
+	return out
+}
+
+// WriteJSON writes the summary as indented JSON.
+func (s *Summary) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding summary: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	return nil
+}
+
+// WriteFile writes the JSON summary to path.
+func (s *Summary) WriteFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	if err := s.WriteJSON(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadSummary reads a summary written by WriteFile.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading summary: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("reading summary %s: %w", path, err)
+	}
+	for i, r := range s.Results {
+		if r.InstanceID == "" || r.Platform == "" || r.Mode == "" {
+			return nil, fmt.Errorf("reading summary %s: results[%d]: instance_id, platform and mode are required", path, i)
+		}
+	}
+	return &s, nil
+}
+
+// WriteTable writes the regressions (if any) first, then one row per
+// result, then the failures with their reasons.
+func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
+	for _, r := range regressions {
+		fmt.Fprintf(w, "REGRESSION %s %s %s: resolved in the baseline, now: %s\n", r.InstanceID, r.Platform, r.Mode, r.Now)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tPLATFORM\tMODE\tRESOLVED\tF2P\tP2P\tSECONDS\tTEST_SECONDS\tRUNS\tRESULT")
+	for _, r := range s.Results {
+		verdict := "ok"
+		if !r.OK() {
+			verdict = "FAIL"
+			if r.Failure != "" {
+				verdict += " " + r.Failure
+			}
+		} else if r.Failure != "" {
+			verdict = "ok (" + r.Failure + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Mode, r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	failed := s.Failed()
+	fmt.Fprintf(w, "%d results: %d ok, %d failed\n", len(s.Results), len(s.Results)-len(failed), len(failed))
+	for _, r := range failed {
+		if _, err := fmt.Fprintf(w, "%s %s %s: %s (logs: %s)\n", r.InstanceID, r.Platform, r.Mode, r.Why(), r.Dir); err != nil {
+			return fmt.Errorf("writing summary: %w", err)
+		}
+	}
+	return nil
+}
