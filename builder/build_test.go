@@ -367,3 +367,35 @@ func TestCachePerNode(t *testing.T) {
 		t.Error("two nodes share a cache tag")
 	}
 }
+
+func TestContextStateDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"mirror/calc.git/HEAD", "mirror/calc.git/objects/ab", "other/x"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := &Node{Key: "inst", Kind: KindInstance, Platform: "linux/amd64", Dockerfile: []byte("FROM x"),
+		ContextFiles: map[string]string{"mirror": filepath.Join(dir, "mirror")}}
+	_, _, mounts := contextOps(t, n)
+	if len(mounts) != 1 {
+		t.Fatalf("%d mounts", len(mounts))
+	}
+	for _, fs := range mounts {
+		var sent []string
+		if err := fs.Walk(context.Background(), "", func(p string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				sent = append(sent, p)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"mirror/calc.git/HEAD", "mirror/calc.git/objects/ab"}; !slices.Equal(sent, want) {
+			t.Errorf("sent %v, want %v", sent, want)
+		}
+	}
+}
