@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/internal/stacktest"
+	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/verify"
+)
+
+func TestVerifyFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dataset", "x.jsonl", "--images", "r"}, "give --gold, --control or --predictions"},
+		{[]string{"--gold", "--dataset", "x.jsonl"}, "exactly one of --images"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--metadata-file", "m"}, "exactly one of --images"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--workers", "0"}, "--workers 0"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--repeat", "0"}, "--repeat 0"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--format", "xml"}, "--format"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--log-parser", "parse_log_nope"}, "--log-parser"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--platform", "linux/s390x"}, "--platform"},
+		{[]string{"--gold", "--images", "r"}, "--dataset is required"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := runVerify(context.Background(), tc.args, &stdout, &stderr)
+		if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: err %v, stderr %q, want usage error naming %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+}
+
+// fixtureStack builds the fixture's images for both platforms and pushes
+// them to the local registry, returning the metadata file and the helpers
+// needed to build again.
+type fixtureStack struct {
+	root, dataset, specs, rootfs, ctxDir, reg string
+}
+
+func newFixtureStack(t testing.TB) fixtureStack {
+	st := stacktest.Require(t)
+	rootfs := stacktest.Rootfs(t)
+	root, err := stacktest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxDir := t.TempDir()
+	if err := stacktest.MakeRepos(context.Background(), filepath.Join(ctxDir, "mirror")); err != nil {
+		t.Fatal(err)
+	}
+	return fixtureStack{
+		root: root, dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
+		specs: filepath.Join(root, "testdata", "fixture", "specs.json"), rootfs: rootfs, ctxDir: ctxDir, reg: st.Registry,
+	}
+}
+
+func (f fixtureStack) build(t testing.TB, ctx context.Context, datasetPath, push, md string, extra ...string) (string, error) {
+	args := append([]string{"--dataset", datasetPath, "--specs", f.specs, "--push", push, "--metadata-file", md,
+		"--run-dir", filepath.Join(t.TempDir(), "build"), "--context-dir", f.rootfs, "--context-dir", f.ctxDir, "--progress", "quiet"}, extra...)
+	var stdout, stderr bytes.Buffer
+	err := runBuild(ctx, args, &stdout, &stderr)
+	t.Logf("swebuild build %s:\n%s\n%s", strings.Join(extra, " "), stdout.String(), tail(stderr.String(), 3000))
+	return stdout.String(), err
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+func loadFixture(t testing.TB, path string) map[string]dataset.Instance {
+	t.Helper()
+	insts, err := dataset.Load(context.Background(), path, dataset.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]dataset.Instance{}
+	for _, in := range insts {
+		out[in.InstanceID] = in
+	}
+	return out
+}
+
+// brokenDataset writes the fixture dataset with two gold patches broken:
+// fixture__calc-1's applies but does not fix the bug, fixture__textutil-1's
+// does not apply at all.
+func brokenDataset(t testing.TB, src string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var rec map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch rec["instance_id"] {
+		case "fixture__calc-1":
+			p := rec["patch"].(string)
+			q := strings.Replace(p, "+    return a / b\n", "+    return a // b\n", 1)
+			if q == p {
+				t.Fatal("fixture__calc-1's gold patch changed; update brokenDataset")
+			}
+			rec["patch"] = q
+		case "fixture__textutil-1":
+			rec["patch"] = "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1,1 +1,1 @@\n-old line\n+new line\n"
+		}
+		line, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(append(line, '\n'))
+	}
+	p := filepath.Join(t.TempDir(), "dataset-broken.jsonl")
+	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestVerifyFixture is the end-to-end check on the offline fixture built for
+// amd64 and arm64: every gold patch resolves on both platforms, the control
+// run resolves none, each report.json is what grading the saved
+// test_output.txt gives, broken gold patches are regressions against that
+// baseline, and build --verify --push does not push them.
+func TestVerifyFixture(t *testing.T) {
+	f := newFixtureStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	md := filepath.Join(tmp, "metadata.json")
+	push := f.reg + "/swebuild-test/verify"
+	if _, err := f.build(t, ctx, f.dataset, push, md); err != nil {
+		t.Fatalf("building the fixture: %v", err)
+	}
+
+	// 1. Gold and control on both platforms.
+	runDir := filepath.Join(tmp, "verify")
+	base := filepath.Join(tmp, "baseline.json")
+	var stdout, stderr bytes.Buffer
+	err := runVerify(ctx, []string{"--gold", "--control", "--dataset", f.dataset, "--specs", f.specs, "--metadata-file", md,
+		"--log-parser", "parse_log_pytest", "--run-dir", runDir, "--summary", base, "--timeout", "10m"}, &stdout, &stderr)
+	t.Logf("verify --gold --control:\n%s\n%s", stdout.String(), tail(stderr.String(), 4000))
+	if err != nil {
+		t.Fatalf("verify --gold --control: %v", err)
+	}
+	sum, err := verify.ReadSummary(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts := loadFixture(t, f.dataset)
+	seen := map[string]bool{}
+	for _, r := range sum.Results {
+		seen[r.Mode+" "+r.InstanceID+" "+r.Platform] = true
+		switch r.Mode {
+		case verify.ModeGold:
+			if !r.Resolved || !r.OK() || r.Discriminates == nil || !*r.Discriminates || r.Leak.Leaked() {
+				t.Errorf("gold %s %s: %+v", r.InstanceID, r.Platform, r)
+			}
+			if r.F2P.Passed != len(insts[r.InstanceID].FailToPass) || r.P2P.Passed != len(insts[r.InstanceID].PassToPass) {
+				t.Errorf("gold %s %s: F2P %s P2P %s, want all passed", r.InstanceID, r.Platform, r.F2P, r.P2P)
+			}
+			// report.json is what grading the saved log gives.
+			log, err := os.ReadFile(filepath.Join(r.Dir, "test_output.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			saved, err := os.ReadFile(filepath.Join(r.Dir, "report.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			patch := insts[r.InstanceID].Patch
+			rep, err := verify.Grade(insts[r.InstanceID], string(log), &patch, verify.GradeOptions{Parser: "parse_log_pytest"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(rep.JSON(), saved) {
+				t.Errorf("%s %s: report.json differs from grading test_output.txt:\n%s\nvs\n%s", r.InstanceID, r.Platform, saved, rep.JSON())
+			}
+			if !strings.Contains(string(log), verify.StartTestOutput) {
+				t.Errorf("%s %s: test_output.txt has no start marker", r.InstanceID, r.Platform)
+			}
+		case verify.ModeControl:
+			if r.Resolved || !r.OK() || r.Failure != verify.FailureTests || r.F2P.Passed == r.F2P.Total {
+				t.Errorf("control %s %s: %+v", r.InstanceID, r.Platform, r)
+			}
+		}
+	}
+	for id := range insts {
+		for _, p := range []string{"linux/amd64", "linux/arm64"} {
+			if id == "fixture__textutil-2" && p == "linux/arm64" {
+				if seen["gold "+id+" "+p] {
+					t.Errorf("x86-only %s verified on arm64", id)
+				}
+				continue
+			}
+			for _, mode := range []string{"gold", "control"} {
+				if !seen[mode+" "+id+" "+p] {
+					t.Errorf("no %s result for %s on %s", mode, id, p)
+				}
+			}
+		}
+	}
+
+	// 2. Broken gold patches against the baseline.
+	broken := brokenDataset(t, f.dataset)
+	stdout.Reset()
+	stderr.Reset()
+	err = runVerify(ctx, []string{"--gold", "--dataset", broken, "--specs", f.specs, "--metadata-file", md, "--platform", "linux/amd64",
+		"--instance", "fixture__calc-1", "--instance", "fixture__calc-2", "--instance", "fixture__textutil-1",
+		"--log-parser", "parse_log_pytest", "--run-dir", filepath.Join(tmp, "verify-broken"), "--baseline", base}, &stdout, &stderr)
+	t.Logf("verify --baseline (broken):\n%s\n%s", stdout.String(), tail(stderr.String(), 3000))
+	if err == nil || !strings.Contains(err.Error(), "2 regression(s)") {
+		t.Errorf("broken gold patches: error %v, want 2 regressions", err)
+	}
+	out := stdout.String()
+	if !strings.HasPrefix(out, "REGRESSION fixture__calc-1 linux/amd64 gold") ||
+		!strings.Contains(out, "REGRESSION fixture__textutil-1 linux/amd64 gold: resolved in the baseline, now: "+verify.FailurePatch) {
+		t.Errorf("regressions not listed first, or without their class:\n%s", out)
+	}
+	if strings.Contains(out, "REGRESSION fixture__calc-2") {
+		t.Errorf("calc-2 is not broken but listed as a regression")
+	}
+
+	// 3. build --verify --push does not push the broken instances.
+	md2 := filepath.Join(tmp, "metadata-verify.json")
+	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--log-parser", "parse_log_pytest", "--platform", "linux/amd64")
+	if err == nil {
+		t.Fatal("build --verify with broken gold patches succeeded")
+	}
+	if !strings.Contains(bout, "gold patch verification:") || !strings.Contains(bout, "fixture__calc-1") {
+		t.Errorf("build --verify output lacks the verification summary:\n%s", bout)
+	}
+	m, err := publish.ReadMetadata(md2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed := map[string]bool{}
+	for _, im := range m.Images {
+		if im.NodeKind() != publish.NodeInstance {
+			continue
+		}
+		pushed[im.InstanceID] = true
+		if im.Verified == nil || !*im.Verified {
+			t.Errorf("%s pushed without verified=true", im.InstanceID)
+		}
+		if im.Ref == "" {
+			t.Errorf("%s: no pushed ref", im.InstanceID)
+		}
+	}
+	for _, id := range []string{"fixture__calc-1", "fixture__textutil-1"} {
+		if pushed[id] {
+			t.Errorf("%s has a broken gold patch but was pushed", id)
+		}
+	}
+	for _, id := range []string{"fixture__calc-2", "fixture__textutil-2", "fixture__textutil-3"} {
+		if !pushed[id] {
+			t.Errorf("%s passed verification but was not pushed", id)
+		}
+	}
+}

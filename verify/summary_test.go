@@ -1,0 +1,251 @@
+package verify
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swebuild/swebuild/dataset"
+)
+
+func target(id, platform string) Target {
+	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: platform}
+}
+
+func attempt(resolved bool, failure string, labels map[string]string) Attempt {
+	return Attempt{Resolved: resolved, Failure: failure, Labels: labels, Seconds: 2, TestSeconds: 1}
+}
+
+func TestAggregate(t *testing.T) {
+	pass := map[string]string{"a": "pass", "b": "pass"}
+	bFails := map[string]string{"a": "pass", "b": "fail"}
+	for _, tc := range []struct {
+		name         string
+		mode         string
+		runs         []Attempt
+		wantResolved bool
+		wantFailure  string
+		wantFlaky    []string
+		wantOK       bool
+	}{
+		{"gold resolved", ModeGold, []Attempt{attempt(true, "", pass)}, true, "", nil, true},
+		{"gold repeat agree", ModeGold, []Attempt{attempt(true, "", pass), attempt(true, "", pass)}, true, "", nil, true},
+		{"gold flaky test", ModeGold, []Attempt{attempt(true, "", pass), attempt(false, FailureTests, bFails)}, false, FailureFlaky, []string{"b"}, false},
+		{"gold infra error is not flakiness", ModeGold, []Attempt{attempt(true, "", pass), attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
+		{"gold patch failed", ModeGold, []Attempt{attempt(false, FailurePatch, nil)}, false, FailurePatch, nil, false},
+		{"gold timeout", ModeGold, []Attempt{attempt(false, FailureTimeout, nil)}, false, FailureTimeout, nil, false},
+		{"control unresolved", ModeControl, []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
+		{"control resolved", ModeControl, []Attempt{attempt(true, "", pass)}, true, "", nil, false},
+		{"control infra", ModeControl, []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
+		{"model unresolved is a result", "my-model", []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
+		{"model infra", "my-model", []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := aggregate(target("x__y-1", "linux/amd64"), tc.mode, tc.runs)
+			if r.Resolved != tc.wantResolved || r.Failure != tc.wantFailure || !reflect.DeepEqual(r.FlakyTests, tc.wantFlaky) || r.OK() != tc.wantOK {
+				t.Errorf("got resolved=%v failure=%q flaky=%v ok=%v, want %v %q %v %v", r.Resolved, r.Failure, r.FlakyTests, r.OK(), tc.wantResolved, tc.wantFailure, tc.wantFlaky, tc.wantOK)
+			}
+			if r.Seconds != 2 || r.TestSeconds != 1 {
+				t.Errorf("mean seconds %v/%v, want 2/1", r.Seconds, r.TestSeconds)
+			}
+		})
+	}
+}
+
+func TestAggregateLeak(t *testing.T) {
+	a := attempt(true, "", nil)
+	a.Leak = &LeakReport{Commits: []string{"abc"}}
+	r := aggregate(target("x__y-1", "linux/amd64"), ModeGold, []Attempt{a})
+	if r.OK() || r.Failure != FailureLeak || !strings.Contains(r.Why(), "newer commit") {
+		t.Fatalf("resolved with a leak: ok=%v failure=%q why=%q", r.OK(), r.Failure, r.Why())
+	}
+}
+
+func TestLinkControl(t *testing.T) {
+	s := &Summary{Results: []Result{
+		aggregate(target("a", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", "linux/amd64"), ModeControl, []Attempt{attempt(false, FailureTests, nil)}),
+		aggregate(target("b", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
+		aggregate(target("b", "linux/amd64"), ModeControl, []Attempt{attempt(true, "", nil)}),
+		aggregate(target("c", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
+	}}
+	s.link()
+	if d := s.Results[0].Discriminates; d == nil || !*d || !s.Results[0].OK() {
+		t.Errorf("a: discriminates %v ok %v, want true, true", d, s.Results[0].OK())
+	}
+	if d := s.Results[2].Discriminates; d == nil || *d || s.Results[2].OK() || s.Results[2].Failure != FailureNotDiscriminating {
+		t.Errorf("b: discriminates %v ok %v failure %q, want false, false, %s", d, s.Results[2].OK(), s.Results[2].Failure, FailureNotDiscriminating)
+	}
+	if s.Results[4].Discriminates != nil {
+		t.Errorf("c without control: discriminates %v, want nil", *s.Results[4].Discriminates)
+	}
+	if got := len(s.Failed()); got != 2 {
+		t.Errorf("%d failed, want 2 (b gold and b control)", got)
+	}
+}
+
+func TestRegressionsAndRoundTrip(t *testing.T) {
+	res := func(id, platform, mode string, resolved bool) Result {
+		f := ""
+		if !resolved {
+			f = FailureTests
+		}
+		return aggregate(target(id, platform), mode, []Attempt{attempt(resolved, f, nil)})
+	}
+	base := &Summary{Results: []Result{
+		res("a", "linux/amd64", ModeGold, true),
+		res("a", "linux/arm64", ModeGold, true),
+		res("b", "linux/amd64", ModeGold, false),
+		res("c", "linux/amd64", ModeControl, false),
+		res("d", "linux/amd64", ModeGold, true),
+	}}
+	path := filepath.Join(t.TempDir(), "summary.json")
+	if err := base.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	base2, err := ReadSummary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := &Summary{Results: []Result{
+		res("a", "linux/amd64", ModeGold, true),
+		res("a", "linux/arm64", ModeGold, false), // regression
+		res("b", "linux/amd64", ModeGold, false), // was unresolved already
+		res("c", "linux/amd64", ModeControl, true),
+		res("e", "linux/amd64", ModeGold, false), // not in the baseline
+	}}
+	got := now.Regressions(base2)
+	if len(got) != 1 || got[0].InstanceID != "a" || got[0].Platform != "linux/arm64" || got[0].Mode != ModeGold {
+		t.Fatalf("regressions %+v, want a on linux/arm64 only", got)
+	}
+	var b bytes.Buffer
+	if err := now.WriteTable(&b, got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "REGRESSION a linux/arm64 gold") {
+		t.Errorf("table does not list the regression first:\n%s", b.String())
+	}
+}
+
+func TestReadSummaryErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"bad.json":     "{",
+		"missing.json": `{"results":[{"instance_id":"a","platform":"linux/amd64"}]}`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v, want one naming the file", name, err)
+		}
+	}
+}
+
+func TestParseOutputs(t *testing.T) {
+	job := Job{Timeout: 10 * time.Second}
+	leak := map[string]string{"leak_base": "100\n"}
+	with := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range leak {
+			out[k] = v
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		job   Job
+		files map[string]string
+		check func(t *testing.T, o *RunOutput)
+	}{
+		{"no testbed", job, map[string]string{"infra_error": "cd: /testbed: No such file"}, func(t *testing.T, o *RunOutput) {
+			if !strings.Contains(o.InfraError, "/testbed") {
+				t.Errorf("infra error %q", o.InfraError)
+			}
+		}},
+		{"first command applies", job, with(map[string]string{"apply.1.rc": "0\n", "apply.1.out": "Applied patch x cleanly.", "test_rc": "1\n", "test_start": "5.0", "test_end": "7.5", "test_output.txt": "log"}), func(t *testing.T, o *RunOutput) {
+			if !o.Applied || len(o.Attempts) != 1 || o.Attempts[0].Cmd != "git apply --verbose" || !o.TestRan || o.TestExit != 1 || o.TestSeconds != 2.5 || o.TimedOut || o.TestOutput != "log" {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"third command applies", job, with(map[string]string{"apply.1.rc": "1", "apply.2.rc": "1", "apply.3.rc": "0", "test_rc": "0", "test_start": "1", "test_end": "2"}), func(t *testing.T, o *RunOutput) {
+			if !o.Applied || len(o.Attempts) != 3 || o.Attempts[2].Cmd != "patch --batch --fuzz=5 -p1 -i" {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"nothing applies", job, with(map[string]string{"apply.1.rc": "1", "apply.2.rc": "1", "apply.3.rc": "2"}), func(t *testing.T, o *RunOutput) {
+			if o.Applied || o.TestRan || o.InfraError != "" || len(o.Attempts) != 3 {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"timeout 124", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "124", "test_start": "0", "test_end": "10.01"}), func(t *testing.T, o *RunOutput) {
+			if !o.TimedOut {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"killed after the limit", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "137", "test_start": "0", "test_end": "20"}), func(t *testing.T, o *RunOutput) {
+			if !o.TimedOut {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"killed before the limit is no timeout", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "137", "test_start": "0", "test_end": "3"}), func(t *testing.T, o *RunOutput) {
+			if o.TimedOut || o.TestExit != 137 {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"eval.sh never finished", job, with(map[string]string{"apply.1.rc": "0"}), func(t *testing.T, o *RunOutput) {
+			if o.InfraError == "" {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"control skips apply", Job{SkipApply: true}, with(map[string]string{"apply_skipped": "skipped", "test_rc": "1", "test_start": "0", "test_end": "1"}), func(t *testing.T, o *RunOutput) {
+			if !o.Applied || len(o.Attempts) != 0 || !o.TestRan {
+				t.Errorf("%+v", o)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseOutputs(tc.job, tc.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, o)
+		})
+	}
+	if _, err := parseOutputs(job, with(map[string]string{"apply.1.rc": "x"})); err == nil {
+		t.Error("non-numeric exit code: no error")
+	}
+}
+
+func TestReadPredictions(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("p.jsonl", `{"instance_id":"a","model_name_or_path":"m","model_patch":"diff"}`+"\n\n"+`{"instance_id":"b","model_name_or_path":"m","model_patch":null}`+"\n")
+	ps, err := ReadPredictions(good)
+	if err != nil || len(ps) != 2 || ps["a"].Patch == nil || *ps["a"].Patch != "diff" || ps["b"].Patch != nil {
+		t.Fatalf("%v %+v", err, ps)
+	}
+	arr := write("p.json", `[{"instance_id":"a","model_name_or_path":"m","model_patch":""}]`)
+	if ps, err := ReadPredictions(arr); err != nil || len(ps) != 1 {
+		t.Fatalf("array: %v %+v", err, ps)
+	}
+	bad := write("bad.jsonl", `{"instance_id":"a","model_name_or_path":"m"}`+"\n"+`{"model_name_or_path":"m"}`+"\n"+`{"instance_id":"a","model_name_or_path":"m"}`+"\n")
+	ps, err = ReadPredictions(bad)
+	if err == nil || !strings.Contains(err.Error(), bad+":2: instance_id") || !strings.Contains(err.Error(), bad+":3: instance_id: a appears twice") || len(ps) != 1 {
+		t.Fatalf("bad: %v %+v", err, ps)
+	}
+}
