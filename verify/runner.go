@@ -200,8 +200,27 @@ func archName(platform string) string {
 }
 
 // runOne runs one attempt with engine (r.Engine when nil), writes its files
-// and grades it.
+// and grades it. Seconds is the wall time of all of it: container run,
+// files, grading.
 func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
+	begin := time.Now()
+	a := r.attempt(ctx, t, mode, patch, skipApply, k, repeat, engine)
+	a.Seconds = time.Since(begin).Seconds()
+	verdict := "resolved"
+	if !a.Resolved {
+		verdict = "unresolved (" + a.Failure + ")"
+	}
+	if a.Leak.Leaked() {
+		verdict += "; " + a.Leak.String()
+	}
+	if a.Error != "" {
+		verdict += ": " + a.Error
+	}
+	r.progress("%s %s %s: %s in %.1fs (tests %.1fs)", t.Instance.InstanceID, t.Platform, mode, verdict, a.Seconds, a.TestSeconds)
+	return a
+}
+
+func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
 	if engine == nil {
 		engine = r.Engine
 	}
@@ -210,7 +229,6 @@ func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *strin
 	fail := func(class, format string, args ...any) Attempt {
 		a.Failure = class
 		a.Error = fmt.Sprintf(format, args...)
-		r.progress("%s %s %s: %s: %s", inst.InstanceID, t.Platform, mode, class, a.Error)
 		return a
 	}
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
@@ -238,9 +256,7 @@ func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *strin
 		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout,
 		Nonce: fmt.Sprintf("%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, k, time.Now().UnixNano()),
 	}
-	start := time.Now()
 	out, err := engine.Run(ctx, job)
-	a.Seconds = time.Since(start).Seconds()
 	if err != nil {
 		return fail(FailureInfra, "%v", err)
 	}
@@ -299,14 +315,6 @@ func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *strin
 	case !rep.Resolved:
 		a.Failure = FailureTests
 	}
-	verdict := "resolved"
-	if !a.Resolved {
-		verdict = "unresolved (" + a.Failure + ")"
-	}
-	if leak.Leaked() {
-		verdict += "; " + leak.String()
-	}
-	r.progress("%s %s %s: %s in %.1fs (tests %.1fs)", inst.InstanceID, t.Platform, mode, verdict, a.Seconds, a.TestSeconds)
 	return a
 }
 
