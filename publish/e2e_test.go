@@ -216,7 +216,8 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 	wrong := "Wr0ng-Pa55-x91"
 	secrets = append(secrets, wrong, base64.StdEncoding.EncodeToString([]byte(user+":"+wrong)))
 	out := run("wrong credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+wrong), "bad", false)
-	if !bytes.Contains(out, []byte("FAILED")) {
-		t.Errorf("wrong credentials: no FAILED line:\n%s", out)
+	if !bytes.Contains(out, []byte("FAILED")) || !bytes.Contains(out, []byte("401")) {
+		t.Errorf("wrong credentials: no FAILED line naming the 401:\n%s", out)
 	}
+	t.Logf("wrong credentials output:\n%s", out)
 }

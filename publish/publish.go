@@ -193,6 +193,7 @@ func short(d string) string {
 func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Platform < imgs[j].Platform })
 	var children []manifests.Child
+	srcs := map[string]v1.Image{} // platform -> image just pushed (saves a GET when copying)
 	var failed []string
 	seen := map[string]bool{}
 	for _, im := range imgs {
@@ -204,7 +205,7 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 			continue
 		}
 		seen[im.Platform] = true
-		child, skipped, err := p.image(ctx, id, im)
+		child, src, skipped, err := p.image(ctx, id, im)
 		if err != nil {
 			p.count(func(s *Summary) { s.ImagesFailed++ })
 			p.fail(what, err)
@@ -220,6 +221,9 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 			p.progress("pushed  %s %s", what, short(im.Digest))
 		}
 		children = append(children, child)
+		if src != nil {
+			srcs[im.Platform] = src
+		}
 	}
 	what := "index " + id
 	if len(failed) > 0 {
@@ -229,7 +233,7 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 		_ = p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Error: err.Error()})
 		return
 	}
-	skipped, digest, err := p.index(ctx, id, imgs, children)
+	skipped, digest, err := p.index(ctx, id, imgs, children, srcs)
 	switch {
 	case err != nil:
 		p.count(func(s *Summary) { s.IndexesFailed++ })
@@ -246,17 +250,17 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 
 // image pushes one per-arch image; skipped reports that the ledger and one
 // HEAD showed it already present.
-func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.Child, bool, error) {
+func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.Child, v1.Image, bool, error) {
 	arch, err := manifests.ArchForPlatform(im.Platform)
 	if err != nil {
-		return manifests.Child{}, false, err
+		return manifests.Child{}, nil, false, err
 	}
 	if p.opts.RequireVerified && (im.Verified == nil || !*im.Verified) {
-		return manifests.Child{}, false, errors.New("not verified (--require-verified)")
+		return manifests.Child{}, nil, false, errors.New("not verified (--require-verified)")
 	}
 	repo, err := p.c.ParseRepository(p.namer.ArchRepo(arch, id))
 	if err != nil {
-		return manifests.Child{}, false, err
+		return manifests.Child{}, nil, false, err
 	}
 	tag := manifests.ContentTag(im.SpecKey)
 	child := manifests.Child{Platform: im.Platform, Digest: im.Digest, SpecKey: im.SpecKey}
@@ -265,7 +269,7 @@ func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.C
 	done := ok && rec.Pushed && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey
 	if done && p.opts.TrustLedger && rec.Size > 0 {
 		child.Size, child.MediaType = rec.Size, types.MediaType(rec.MediaType)
-		return child, true, nil
+		return child, nil, true, nil
 	}
 	// Existence check by digest before any upload: one HEAD of the content
 	// tag tells whether this exact manifest is already there.
@@ -273,37 +277,37 @@ func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.C
 		child.Size, child.MediaType = d.Size, d.MediaType
 		if !done {
 			if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: d.Size, MediaType: string(d.MediaType), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
-				return child, false, err
+				return child, nil, false, err
 			}
 		}
-		return child, true, nil
+		return child, nil, true, nil
 	}
 
 	src, mountFrom, err := p.source(ctx, im)
 	if err != nil {
-		return child, false, err
+		return child, nil, false, err
 	}
 	raw, err := src.RawManifest()
 	if err != nil {
-		return child, false, fmt.Errorf("reading manifest: %w", err)
+		return child, nil, false, fmt.Errorf("reading manifest: %w", err)
 	}
 	mt, err := src.MediaType()
 	if err != nil {
-		return child, false, fmt.Errorf("reading media type: %w", err)
+		return child, nil, false, fmt.Errorf("reading media type: %w", err)
 	}
 	child.Size, child.MediaType = int64(len(raw)), mt
 	if err := p.pushImage(ctx, repo, src, mountFrom); err != nil {
-		return child, false, err
+		return child, nil, false, err
 	}
 	for _, t := range []string{tag, manifests.LatestTag} {
 		if err := p.c.PutManifest(ctx, repo.Tag(t), src); err != nil {
-			return child, false, err
+			return child, nil, false, err
 		}
 	}
 	if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: child.Size, MediaType: string(mt), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
-		return child, false, err
+		return child, nil, false, err
 	}
-	return child, false, nil
+	return child, src, false, nil
 }
 
 // pushImage makes sure the config and every layer of img are in repo.
@@ -464,7 +468,7 @@ func findImage(idx v1.ImageIndex, h v1.Hash, depth int) (v1.Image, error) {
 // index copies each child manifest into the multi-arch repository, confirms
 // every child is present there, then writes the index under its content tag
 // and latest.
-func (p *publisher) index(ctx context.Context, id string, imgs []Image, children []manifests.Child) (bool, string, error) {
+func (p *publisher) index(ctx context.Context, id string, imgs []Image, children []manifests.Child, srcs map[string]v1.Image) (bool, string, error) {
 	info := manifests.IndexInfo{InstanceID: id, Version: p.opts.Version}
 	for _, im := range imgs {
 		if im.BaseCommit != "" {
@@ -505,9 +509,11 @@ func (p *publisher) index(ctx context.Context, id string, imgs []Image, children
 			return false, idx.Digest, err
 		}
 		if d == nil {
-			src, err := p.c.Image(ctx, archRepo.Digest(ch.Digest))
-			if err != nil {
-				return false, idx.Digest, err
+			src := srcs[ch.Platform]
+			if src == nil {
+				if src, err = p.c.Image(ctx, archRepo.Digest(ch.Digest)); err != nil {
+					return false, idx.Digest, err
+				}
 			}
 			if err := p.pushImage(ctx, repo, src, &archRepo); err != nil {
 				return false, idx.Digest, err
