@@ -54,7 +54,17 @@ func (r Report) MarshalJSON() ([]byte, error) {
 
 // JSON is MarshalJSON without the error.
 func (r Report) JSON() []byte {
-	w := pyJSONWriter{}
+	size := 256 + len(r.InstanceID)
+	if ts := r.TestsStatus; ts != nil {
+		for _, b := range []Bucket{ts.FailToPass, ts.PassToPass, ts.FailToFail, ts.PassToFail} {
+			for _, l := range [][]string{b.Success, b.Failure} {
+				for _, t := range l {
+					size += len(t) + 24 // quotes, comma, newline, indent
+				}
+			}
+		}
+	}
+	w := pyJSONWriter{buf: make([]byte, 0, size)}
 	w.raw("{")
 	w.newline(1)
 	w.str(r.InstanceID)
@@ -157,12 +167,18 @@ func (w *pyJSONWriter) str(s string) {
 	const hex = "0123456789abcdef"
 	b := append(w.buf, '"')
 	for i := 0; i < len(s); {
+		// Copy the longest run of characters written as they are.
+		j := i
+		for j < len(s) && s[j] >= ' ' && s[j] <= '~' && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		b = append(b, s[i:j]...)
+		if i = j; i == len(s) {
+			break
+		}
 		c := s[i]
-		if c >= ' ' && c <= '~' {
-			if c == '"' || c == '\\' {
-				b = append(b, '\\')
-			}
-			b = append(b, c)
+		if c == '"' || c == '\\' {
+			b = append(b, '\\', c)
 			i++
 			continue
 		}
