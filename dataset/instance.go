@@ -1,5 +1,26 @@
 // Package dataset reads SWE-bench task records (JSONL, JSON array, parquet)
 // and validates them, reporting bad input with file, line (or row) and field.
+//
+// # Which fields are required
+//
+// Upstream SWE-bench v4.1.0 (make_test_spec and the grading code) reads:
+//   - instance_id, repo, base_commit, test_patch: indexed directly (KeyError
+//     if absent), so they are required here;
+//   - version: read with .get but then used as the key of
+//     MAP_REPO_VERSION_TO_SPECS[repo], so it is required too;
+//   - FAIL_TO_PASS / PASS_TO_PASS: optional upstream ("if P2P, F2P keys not
+//     found, it's a validation instance"), missing means an empty list. Same
+//     here: a missing or null list loads as an empty, non-nil list;
+//   - environment_setup_commit: optional upstream (requirements.txt /
+//     environment.yml are fetched at base_commit when it is absent; the
+//     Multilingual and Multimodal splits do not carry it). Optional here; use
+//     Instance.EnvSetupCommit for upstream's fallback;
+//   - patch: not read by generation or grading; only the gold-patch run
+//     (verify) needs it. Optional here; verify must check it is non-empty.
+//
+// problem_statement, hints_text and created_at are optional and unchecked
+// beyond their type. Any other field (eval_script, image, log_parser, ...)
+// is ignored.
 package dataset
 
 // Instance is one SWE-bench task record. Field names follow the HuggingFace
@@ -20,6 +41,17 @@ type Instance struct {
 	EnvironmentSetupCommit string   `json:"environment_setup_commit"`
 
 	// Source locates the record for error messages: "file:line" (JSONL,
-	// JSON array element) or "file:row N" (parquet).
+	// JSON array element) or "file:row N" (parquet, N counted from 0 as
+	// pandas and the HuggingFace viewer show it).
 	Source string `json:"-"`
+}
+
+// EnvSetupCommit is the commit upstream fetches requirements.txt /
+// environment.yml at: environment_setup_commit, or base_commit when the
+// record has none (swebench/harness/test_spec/python.py, get_requirements).
+func (in *Instance) EnvSetupCommit() string {
+	if in.EnvironmentSetupCommit != "" {
+		return in.EnvironmentSetupCommit
+	}
+	return in.BaseCommit
 }

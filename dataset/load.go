@@ -1,0 +1,206 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"strconv"
+)
+
+// LoadOptions configures Load.
+type LoadOptions struct {
+	// Known, when not nil, is the spec table: a record whose repo or version
+	// it does not know is invalid. Leave nil for datasets whose repos are
+	// outside the table (Multilingual, Multimodal).
+	Known Known
+}
+
+// ErrHubDataset is returned (wrapped) for a HuggingFace dataset name such as
+// "princeton-nlp/SWE-bench_Verified": downloading needs the network, which
+// swebuild does not use for datasets. Download the split as JSONL or parquet
+// and pass the file.
+var ErrHubDataset = errors.New("HuggingFace dataset names are not supported offline")
+
+// hubName matches "owner/name" without a file extension swebuild reads, and
+// upstream's short aliases.
+var hubName = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*|(?i:swe-bench|swebench|swe_bench|swe-bench-lite|swebench-lite|swe_bench_lite|swe-bench_lite|lite))$`)
+
+// Load reads SWE-bench records from path: JSONL, a JSON array (told apart by
+// the first non-space byte, '{' or '['), or parquet (by its "PAR1" magic).
+// The file is read once.
+//
+// It returns the valid records in file order and, when any record (or the
+// file) has problems, a *ValidationError listing all of them; the valid
+// records are returned even then. Other errors (unreadable file, cancelled
+// context) return no records.
+func Load(ctx context.Context, path string, opts LoadOptions) ([]Instance, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) {
+			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w; download the split as JSONL or parquet and pass the file path", path, ErrHubDataset)
+		}
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return decode(ctx, path, data, opts)
+}
+
+// decode parses data read from the file named name. It decodes in place:
+// data belongs to decode, and the instances' strings share its memory.
+func decode(ctx context.Context, name string, data []byte, opts LoadOptions) ([]Instance, error) {
+	display := name
+	if bytes.HasPrefix(data, []byte("PAR1")) {
+		return loadParquet(ctx, display, data, opts)
+	}
+	body := data
+	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) { // UTF-8 byte order mark
+		body = body[3:]
+	}
+	first := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case len(first) == 0:
+		v := newValidator(display, opts.Known, 0)
+		v.fileProblem(display, "", "no records: the file is empty")
+		return v.result()
+	case first[0] == '[':
+		return loadArray(ctx, display, data, len(data)-len(body), opts)
+	case first[0] == '{':
+		return loadJSONL(ctx, display, data, len(data)-len(body), opts)
+	default:
+		line, col := lineCol(data, len(data)-len(first))
+		v := newValidator(display, opts.Known, 0)
+		v.fileProblem(fmt.Sprintf("%s:%d:%d", display, line, col), "",
+			fmt.Sprintf("not a dataset: expected JSONL ('{'), a JSON array ('[') or parquet, found %s", quoteByte(first[0])))
+		return v.result()
+	}
+}
+
+// lineCol gives the 1-based line and column (in bytes) of offset off.
+func lineCol(data []byte, off int) (line, col int) {
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte{'\n'})
+	col = off - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// syntaxProblem turns a decoder error into a problem located at
+// file:line:column; col0 is the offset of the error's line.
+func syntaxProblem(v *validator, file string, line, lineStart int, err error) {
+	var se *syntaxError
+	if !errors.As(err, &se) {
+		v.fileProblem(file, "", err.Error())
+		return
+	}
+	field := ""
+	if se.field >= 0 {
+		field = fieldNames[se.field]
+	}
+	v.fileProblem(fmt.Sprintf("%s:%d:%d", file, line, se.off-lineStart+1), field, "malformed JSON: "+se.msg)
+}
+
+// loadJSONL reads one record per line; blank lines are skipped. A malformed
+// line is reported and reading goes on at the next line. data is decoded in
+// place, in one pass (no separate search for line ends).
+func loadJSONL(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]Instance, error) {
+	v := newValidator(file, opts.Known, 0)
+	var r record
+	d := newDecoder(data, start)
+	d.lineMode = true
+	records := 0
+	for {
+		d.skipBlank()
+		if d.pos >= len(data) {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		records++
+		line, lineStart := 1+d.nl, d.lastNL+1
+		ln := strconv.Itoa(line)
+		var err error
+		if c := data[d.pos]; c != '{' {
+			err = d.errorf(d.pos, "a JSONL line must hold one object, found %s", kindOf(c))
+		} else {
+			r.reset()
+			err = d.object(&r)
+		}
+		if err == nil {
+			err = d.endOfLine()
+		}
+		if err != nil {
+			var se *syntaxError
+			errors.As(err, &se)
+			syntaxProblem(v, file, line, lineStart, err)
+			d.skipLine(se.off)
+			continue
+		}
+		v.add(&r, file+":"+ln, "line "+ln)
+	}
+	if records == 0 {
+		v.fileProblem(file, "", "no records: the file has only blank lines")
+	}
+	return v.result()
+}
+
+// loadArray reads a JSON array of records. A syntax error ends the read
+// (the array's structure is lost); records before it are kept. data is
+// decoded in place.
+func loadArray(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]Instance, error) {
+	v := newValidator(file, opts.Known, 0)
+	d := newDecoder(data, start)
+	fail := func(err error) ([]Instance, error) {
+		// Newlines only occur in whitespace, which the decoder counts.
+		syntaxProblem(v, file, 1+d.nl, d.lastNL+1, err)
+		return v.result()
+	}
+	d.peek()
+	d.pos++ // '['
+	var r record
+	count := 0
+	if d.peek() == ']' {
+		d.pos++
+	} else {
+		for {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			c := d.peek()
+			ln := strconv.Itoa(1 + d.nl)
+			source := file + ":" + ln
+			count++
+			if c != '{' {
+				if err := d.skipValue(1); err != nil {
+					return fail(err)
+				}
+				v.fileProblem(source, "", fmt.Sprintf("array element %d is %s, want an object", count-1, kindOf(c)))
+			} else {
+				r.reset()
+				if err := d.object(&r); err != nil {
+					return fail(err)
+				}
+				v.add(&r, source, "line "+ln)
+			}
+			switch d.peek() {
+			case ',':
+				d.pos++
+				continue
+			case ']':
+				d.pos++
+			default:
+				return fail(d.unexpected("',' or ']' after array element"))
+			}
+			break
+		}
+	}
+	if d.peek() != 0 {
+		return fail(d.unexpected("end of file after the array"))
+	}
+	if count == 0 {
+		v.fileProblem(file, "", "no records: the array is empty")
+	}
+	return v.result()
+}

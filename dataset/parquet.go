@@ -1,0 +1,202 @@
+package dataset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// parquetColumn says how one leaf column feeds a record field.
+type parquetColumn struct {
+	field  int  // record field, or -1 for a column the loader ignores
+	list   bool // the field is a LIST (leaf nested below the top-level field)
+	maxDef int  // the leaf's maximum definition level
+}
+
+// loadParquet reads a parquet file as written by HuggingFace datasets
+// (top-level columns named like the JSON fields, strings as BYTE_ARRAY;
+// FAIL_TO_PASS / PASS_TO_PASS either strings holding JSON arrays or LIST of
+// strings; version a string or a number). Rows are numbered from 0.
+func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions) ([]Instance, error) {
+	v := newValidator(file, opts.Known, 0)
+	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		v.fileProblem(file, "", fmt.Sprintf("malformed parquet: %v", err))
+		return v.result()
+	}
+	schema := pf.Schema()
+	paths := schema.Columns()
+	cols := make([]parquetColumn, len(paths))
+	leaves := [nFields]int{}
+	for i, path := range paths {
+		f := fieldIndex([]byte(path[0]))
+		cols[i].field = f
+		if f < 0 {
+			continue
+		}
+		leaves[f]++
+		leaf, _ := schema.Lookup(path...)
+		cols[i].maxDef = leaf.MaxDefinitionLevel
+		cols[i].list = len(path) > 1
+	}
+	// A field backed by several leaves is a struct or map: not usable.
+	var structField [nFields]bool
+	for f, n := range leaves {
+		if n > 1 {
+			structField[f] = true
+		}
+	}
+	if pf.NumRows() == 0 {
+		v.fileProblem(file, "", "no records: the parquet file has no rows")
+		return v.result()
+	}
+	v.out = make([]Instance, 0, pf.NumRows())
+	var r record
+	rowNo := 0
+	buf := make([]parquet.Row, 64)
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		for {
+			if err := ctx.Err(); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			n, err := rows.ReadRows(buf)
+			for _, row := range buf[:n] {
+				r.reset()
+				row.Range(func(col int, vals []parquet.Value) bool {
+					c := cols[col]
+					if c.field < 0 {
+						return true
+					}
+					switch {
+					case structField[c.field]:
+						if !r.seen[c.field] {
+							r.typeProblem(c.field, "is a parquet group (struct or map), want a string")
+						}
+					case c.list:
+						parquetList(&r, c, vals)
+					default:
+						parquetScalar(&r, c, vals[0])
+					}
+					return true
+				})
+				where := "row " + strconv.Itoa(rowNo)
+				v.add(&r, file+":"+where, where)
+				rowNo++
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rows.Close()
+				v.fileProblem(fmt.Sprintf("%s:row %d", file, rowNo), "", fmt.Sprintf("malformed parquet: %v", err))
+				return v.result()
+			}
+		}
+		rows.Close()
+	}
+	return v.result()
+}
+
+// parquetScalar sets field c.field from one leaf value.
+func parquetScalar(r *record, c parquetColumn, val parquet.Value) {
+	f := c.field
+	r.seen[f] = true
+	if val.IsNull() {
+		return
+	}
+	var num string
+	switch val.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		b := val.ByteArray()
+		if f == fFailToPass || f == fPassToPass {
+			// listString works in place: give it a copy of the reader's buffer.
+			list, _, bad := listString(bytes.Clone(b))
+			if bad != "" {
+				r.typeProblem(f, bad)
+				return
+			}
+			setList(r, f, list)
+			return
+		}
+		setString(r, f, string(b))
+		return
+	case parquet.Int32:
+		num = strconv.FormatInt(int64(val.Int32()), 10)
+	case parquet.Int64:
+		num = strconv.FormatInt(val.Int64(), 10)
+	case parquet.Float:
+		num = pyFloat(float64(val.Float()), 32)
+	case parquet.Double:
+		num = pyFloat(val.Double(), 64)
+	default:
+		r.typeProblem(f, fmt.Sprintf("is a parquet %v, want a string", val.Kind()))
+		return
+	}
+	if f == fVersion || f == fCreatedAt {
+		setString(r, f, num)
+		return
+	}
+	r.typeProblem(f, fmt.Sprintf("is a parquet %v, want a string", val.Kind()))
+}
+
+// parquetList sets FAIL_TO_PASS / PASS_TO_PASS from the values of a LIST
+// column. A null list leaves the field absent; an empty list has one value
+// whose definition level is below the maximum.
+func parquetList(r *record, c parquetColumn, vals []parquet.Value) {
+	f := c.field
+	r.seen[f] = true
+	if f != fFailToPass && f != fPassToPass {
+		r.typeProblem(f, "is a parquet list, want a string")
+		return
+	}
+	if len(vals) == 1 && vals[0].DefinitionLevel() == 0 && c.maxDef > 0 {
+		return // null list
+	}
+	list := make([]string, 0, len(vals))
+	for i, val := range vals {
+		if val.DefinitionLevel() < c.maxDef {
+			if len(vals) == 1 {
+				break // empty list
+			}
+			r.typeProblem(f, fmt.Sprintf("element %d is null, want a string", i))
+			return
+		}
+		if k := val.Kind(); k != parquet.ByteArray && k != parquet.FixedLenByteArray {
+			r.typeProblem(f, fmt.Sprintf("element %d is a parquet %v, want a string", i, k))
+			return
+		}
+		list = append(list, string(val.ByteArray()))
+	}
+	setList(r, f, list)
+}
+
+// pyFloat formats x as Python's repr would (3.0 -> "3.0", 0.1 -> "0.1").
+func pyFloat(x float64, bits int) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	e := strconv.FormatFloat(x, 'e', -1, bits)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return e
+	}
+	s := strconv.FormatFloat(x, 'f', -1, bits)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}

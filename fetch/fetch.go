@@ -1,0 +1,445 @@
+// Package fetch downloads the few files upstream SWE-bench v4.1.0 fetches
+// while generating environment scripts (requirements.txt / environment.yml
+// from GitHub raw at environment_setup_commit), with retries and an on-disk
+// cache, so that a run that once had the network can be repeated offline.
+//
+// The pure functions in reqs.go reproduce what upstream does with those
+// files (candidate URLs, "-r" includes, REPLACE_REQ_PACKAGES); the Client
+// methods Requirements and EnvironmentYML combine them with the download.
+// *Client also satisfies builder/render.Fetcher through Fetch.
+//
+// Cache: one file per URL in CacheDir, named by the hex sha256 of the URL
+// (always the raw.githubusercontent.com form, whatever BaseURL is), written
+// through a temporary file and a rename. A 200 answer is reused forever
+// (the URLs name a commit, so the content cannot change). A 404/410 leaves a
+// "<key>.notfound" marker that only offline runs trust, so an offline run
+// picks the same candidate as the online run did, while a later online run
+// asks again. Offline, a URL in neither form is an error naming the URL and
+// the cache directory.
+package fetch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/hashicorp/go-retryablehttp"
+	"golang.org/x/sync/singleflight"
+)
+
+// DefaultBaseURL is where upstream fetches from (SWE_BENCH_URL_RAW).
+const DefaultBaseURL = "https://raw.githubusercontent.com"
+
+// Defaults for Options fields left zero.
+const (
+	DefaultTimeout       = 30 * time.Second
+	DefaultRetryMax      = 4
+	DefaultRetryWaitMin  = 500 * time.Millisecond
+	DefaultRetryWaitMax  = 30 * time.Second
+	DefaultMaxRetryAfter = 2 * time.Minute
+	DefaultMaxBodyBytes  = 64 << 20
+)
+
+// ErrOffline is wrapped by the error Get returns in offline mode for a URL
+// that is not in the cache.
+var ErrOffline = errors.New("offline")
+
+// ErrNotFound matches (errors.Is) an *HTTPError with status 404 or 410, and
+// FirstOf's error when no candidate exists.
+var ErrNotFound = errors.New("not found")
+
+// HTTPError is a final non-200 answer.
+type HTTPError struct {
+	URL        string
+	StatusCode int
+	Status     string // e.g. "404 Not Found"
+	Attempts   int    // requests made; 0 when the answer came from the cache
+}
+
+func (e *HTTPError) Error() string {
+	switch {
+	case e.Attempts == 0:
+		return fmt.Sprintf("GET %s: %s (cached answer)", e.URL, e.Status)
+	case e.Attempts > 1:
+		return fmt.Sprintf("GET %s: %s after %d attempts", e.URL, e.Status, e.Attempts)
+	}
+	return fmt.Sprintf("GET %s: %s", e.URL, e.Status)
+}
+
+// Is makes errors.Is(err, ErrNotFound) true for 404 and 410.
+func (e *HTTPError) Is(target error) bool {
+	return target == ErrNotFound && (e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusGone)
+}
+
+// Options configures a Client. The zero value is usable.
+type Options struct {
+	// CacheDir holds cached bodies. Default: DefaultCacheDir().
+	CacheDir string
+	// Offline forbids network access: only cached answers are returned.
+	Offline bool
+	// BaseURL receives the requests for URLs under DefaultBaseURL (tests
+	// point it at an httptest server). URLs, cache keys and messages keep
+	// the DefaultBaseURL form. Default: DefaultBaseURL.
+	BaseURL string
+	// Timeout bounds each attempt. Default: DefaultTimeout.
+	Timeout time.Duration
+	// RetryMax is the number of retries after the first attempt (on
+	// connection errors, 429 and 5xx other than 501; never on 404).
+	// 0 means DefaultRetryMax; negative means no retries.
+	RetryMax int
+	// RetryWaitMin and RetryWaitMax bound the exponential backoff between
+	// attempts. Defaults: DefaultRetryWaitMin, DefaultRetryWaitMax.
+	RetryWaitMin, RetryWaitMax time.Duration
+	// MaxRetryAfter caps the wait a Retry-After header asks for.
+	// Default: DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
+	// MaxBodyBytes caps a response body. Default: DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Replacements is upstream's REPLACE_REQ_PACKAGES, applied by
+	// Requirements and EnvironmentYML. Default: ReplaceReqPackages.
+	Replacements []Replacement
+	// HTTPClient is the underlying client (its Timeout is overridden by
+	// Timeout). Default: a pooled client honouring proxy variables.
+	HTTPClient *http.Client
+}
+
+// Client fetches URLs through the cache. It is safe for concurrent use;
+// concurrent Gets of one URL make a single request.
+type Client struct {
+	dir           string
+	offline       bool
+	base          string
+	maxBody       int64
+	maxRetryAfter time.Duration
+	retryAfter    time.Duration // unit of a Retry-After in seconds; tests shrink it
+	repl          []Replacement
+	http          *retryablehttp.Client
+	group         singleflight.Group
+}
+
+// DefaultCacheDir is $SWEBUILD_CACHE/http when SWEBUILD_CACHE is set (the
+// cache root the project's scripts use), else $XDG_CACHE_HOME/swebuild/http,
+// else ~/.cache/swebuild/http.
+func DefaultCacheDir() (string, error) {
+	if d := os.Getenv("SWEBUILD_CACHE"); d != "" {
+		return filepath.Join(d, "http"), nil
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "swebuild", "http"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("fetch: no cache directory: %w", err)
+	}
+	return filepath.Join(home, ".cache", "swebuild", "http"), nil
+}
+
+// New makes a Client.
+func New(opts Options) (*Client, error) {
+	c := &Client{
+		dir:           opts.CacheDir,
+		offline:       opts.Offline,
+		base:          strings.TrimSuffix(opts.BaseURL, "/"),
+		maxBody:       opts.MaxBodyBytes,
+		maxRetryAfter: opts.MaxRetryAfter,
+		retryAfter:    time.Second,
+		repl:          opts.Replacements,
+	}
+	if c.dir == "" {
+		d, err := DefaultCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		c.dir = d
+	}
+	if c.base == "" {
+		c.base = DefaultBaseURL
+	}
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultMaxBodyBytes
+	}
+	if c.maxRetryAfter <= 0 {
+		c.maxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.repl == nil {
+		c.repl = ReplaceReqPackages
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = cleanhttp.DefaultPooledClient()
+	} else {
+		copied := *hc
+		hc = &copied
+	}
+	hc.Timeout = opts.Timeout
+	if hc.Timeout <= 0 {
+		hc.Timeout = DefaultTimeout
+	}
+	rc := &retryablehttp.Client{
+		HTTPClient:   hc,
+		Logger:       nil, // retryablehttp logs to stderr by default
+		RetryWaitMin: opts.RetryWaitMin,
+		RetryWaitMax: opts.RetryWaitMax,
+		RetryMax:     opts.RetryMax,
+		CheckRetry:   retryablehttp.DefaultRetryPolicy,
+		Backoff:      c.backoff,
+		ErrorHandler: func(resp *http.Response, err error, attempts int) (*http.Response, error) {
+			return resp, &exhausted{attempts: attempts, err: err}
+		},
+	}
+	if rc.RetryWaitMin <= 0 {
+		rc.RetryWaitMin = DefaultRetryWaitMin
+	}
+	if rc.RetryWaitMax <= 0 {
+		rc.RetryWaitMax = DefaultRetryWaitMax
+	}
+	switch {
+	case rc.RetryMax == 0:
+		rc.RetryMax = DefaultRetryMax
+	case rc.RetryMax < 0:
+		rc.RetryMax = 0
+	}
+	c.http = rc
+	return c, nil
+}
+
+// CacheDir is the directory the client caches in.
+func (c *Client) CacheDir() string { return c.dir }
+
+// exhausted carries the attempt count out of retryablehttp.
+type exhausted struct {
+	attempts int
+	err      error
+}
+
+func (e *exhausted) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("giving up after %d attempts", e.attempts)
+	}
+	return fmt.Sprintf("giving up after %d attempts: %v", e.attempts, e.err)
+}
+
+func (e *exhausted) Unwrap() error { return e.err }
+
+// backoff honours Retry-After (seconds or an HTTP date) on any retried
+// answer, capped at MaxRetryAfter; otherwise it backs off exponentially.
+func (c *Client) backoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil {
+		if d, ok := c.parseRetryAfter(resp.Header.Get("Retry-After")); ok {
+			return d
+		}
+	}
+	return retryablehttp.DefaultBackoff(min, max, attempt, nil)
+}
+
+func (c *Client) parseRetryAfter(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		if n > int64(c.maxRetryAfter/c.retryAfter) {
+			return c.maxRetryAfter, true
+		}
+		d = time.Duration(n) * c.retryAfter
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(time.Until(t), 0)
+	} else {
+		return 0, false
+	}
+	return min(d, c.maxRetryAfter), true
+}
+
+// cacheKey names a URL's cache file: the hex sha256 of the URL.
+func cacheKey(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return hex.EncodeToString(sum[:])
+}
+
+// notFoundSuffix marks a cached 404/410: "<key>.notfound" holds the status.
+// Offline runs trust it (so FirstOf falls through to the same candidate as
+// the online run did); online runs ask again, so a transient 404 does not
+// stick.
+const notFoundSuffix = ".notfound"
+
+// Get returns the body of url (status 200), from the cache when there, else
+// downloading and caching it. Offline, a URL not in the cache is an error
+// wrapping ErrOffline. A 404 is an *HTTPError matching ErrNotFound.
+func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
+	key := cacheKey(url)
+	path := filepath.Join(c.dir, key)
+	if b, err := os.ReadFile(path); err == nil {
+		return b, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("fetch cache: %w", err)
+	}
+	if c.offline {
+		if status, err := os.ReadFile(path + notFoundSuffix); err == nil {
+			code, _ := strconv.Atoi(strings.Fields(string(status) + " 0")[0])
+			return nil, &HTTPError{URL: url, StatusCode: code, Status: strings.TrimSpace(string(status))}
+		}
+		return nil, fmt.Errorf("%w: %s is not in the cache (%s); run once without --offline", ErrOffline, url, c.dir)
+	}
+	for {
+		v, err, shared := c.group.Do(key, func() (any, error) { return c.download(ctx, url, path) })
+		if err != nil {
+			// The shared download ran under another caller's context; if
+			// that one was cancelled and ours is not, try again.
+			if shared && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				continue
+			}
+			return nil, err
+		}
+		b := v.([]byte)
+		if shared {
+			b = append([]byte(nil), b...) // each caller may change its copy
+		}
+		return b, nil
+	}
+}
+
+// target is where a request for url is sent.
+func (c *Client) target(url string) string {
+	if c.base != DefaultBaseURL && strings.HasPrefix(url, DefaultBaseURL+"/") {
+		return c.base + url[len(DefaultBaseURL):]
+	}
+	return url
+}
+
+func (c *Client) download(ctx context.Context, url, path string) ([]byte, error) {
+	// Another process may have filled the cache since Get looked.
+	if b, err := os.ReadFile(path); err == nil {
+		return b, nil
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, c.target(url), nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	req.Header.Set("User-Agent", "swebuild (+https://github.com/swebuild/swebuild)")
+	resp, err := c.http.Do(req)
+	attempts := 1
+	var ex *exhausted
+	if errors.As(err, &ex) {
+		attempts = ex.attempts
+		err = ex.err
+	}
+	if resp == nil {
+		if err == nil {
+			err = errors.New("no response")
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w: %v", ctxErr, err)
+		}
+		if attempts > 1 {
+			return nil, fmt.Errorf("GET %s: %w (after %d attempts)", url, err, attempts)
+		}
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		herr := &HTTPError{URL: url, StatusCode: resp.StatusCode, Status: resp.Status, Attempts: attempts}
+		if errors.Is(herr, ErrNotFound) {
+			if err := writeAtomic(path+notFoundSuffix, []byte(resp.Status+"\n")); err != nil {
+				return nil, err
+			}
+		}
+		return nil, herr
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: reading body: %w", url, err)
+	}
+	if int64(len(body)) > c.maxBody {
+		return nil, fmt.Errorf("GET %s: body larger than %d bytes", url, c.maxBody)
+	}
+	if err := writeAtomic(path, body); err != nil {
+		return nil, err
+	}
+	os.Remove(path + notFoundSuffix)
+	return body, nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory and a rename, so readers see the whole file or none.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("fetch cache: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("fetch cache: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("fetch cache: %w", err)
+	}
+	return nil
+}
+
+// Fetch is Get for callers that move on when a file does not exist (the
+// builder/render Fetcher interface): found is false for a 404 or 410, the
+// body is decoded as upstream's requests does (DecodeText), and any other
+// failure (offline miss, network, 5xx after retries) is an error.
+func (c *Client) Fetch(ctx context.Context, url string) (body string, found bool, err error) {
+	b, err := c.Get(ctx, url)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return DecodeText(b), true, nil
+}
+
+// FirstOf returns the first of urls that exists, trying them in order as
+// upstream does: a 404 (or 410) moves on to the next candidate; any other
+// failure stops (upstream moves on after any non-200 answer, but a
+// transient error must not silently pick a different file).
+func (c *Client) FirstOf(ctx context.Context, urls []string) (string, []byte, error) {
+	var missing []string
+	for _, u := range urls {
+		b, err := c.Get(ctx, u)
+		if err == nil {
+			return u, b, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return "", nil, err
+		}
+		missing = append(missing, u)
+	}
+	if len(missing) == 0 {
+		return "", nil, errors.New("fetch: no candidate URLs")
+	}
+	return "", nil, fmt.Errorf("%w: none of the candidates exists: %s", ErrNotFound, strings.Join(missing, ", "))
+}

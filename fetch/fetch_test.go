@@ -1,0 +1,456 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// server is an httptest server whose answers a test scripts per path; it
+// counts requests.
+type server struct {
+	*httptest.Server
+	hits    atomic.Int64
+	mu      sync.Mutex
+	perPath map[string]int
+	handle  func(w http.ResponseWriter, r *http.Request, n int) // n: 1-based request count for the path
+}
+
+func newServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int)) *server {
+	s := &server{perPath: map[string]int{}, handle: handle}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		s.mu.Lock()
+		s.perPath[r.URL.Path]++
+		n := s.perPath[r.URL.Path]
+		s.mu.Unlock()
+		s.handle(w, r, n)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newClient makes a client for s with tiny backoffs and a fresh cache.
+func newClient(t *testing.T, s *server, opts Options) *Client {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = t.TempDir()
+	}
+	if s != nil {
+		opts.BaseURL = s.URL
+	}
+	if opts.RetryWaitMin == 0 {
+		opts.RetryWaitMin, opts.RetryWaitMax = time.Millisecond, 2*time.Millisecond
+	}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const testURL = DefaultBaseURL + "/o/r/abc/requirements.txt"
+
+func TestGetCachesAndCacheHitMakesNoRequest(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Path != "/o/r/abc/requirements.txt" {
+			t.Errorf("path %q", r.URL.Path)
+		}
+		io.WriteString(w, "pytest\n")
+	})
+	dir := t.TempDir()
+	c := newClient(t, s, Options{CacheDir: dir})
+	for i := 0; i < 3; i++ {
+		b, err := c.Get(context.Background(), testURL)
+		if err != nil || string(b) != "pytest\n" {
+			t.Fatalf("Get = %q, %v", b, err)
+		}
+	}
+	if got := s.hits.Load(); got != 1 {
+		t.Errorf("%d requests, want 1", got)
+	}
+	// A new client on the same cache, even online, makes no request.
+	c2 := newClient(t, s, Options{CacheDir: dir})
+	if b, err := c2.Get(context.Background(), testURL); err != nil || string(b) != "pytest\n" {
+		t.Fatalf("Get = %q, %v", b, err)
+	}
+	if got := s.hits.Load(); got != 1 {
+		t.Errorf("%d requests after a cache hit, want 1", got)
+	}
+	// The cache file is named by sha256(url) and no temporary file is left.
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != cacheKey(testURL) {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("cache dir holds %v, want only %s", names, cacheKey(testURL))
+	}
+}
+
+func TestOffline(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if strings.HasSuffix(r.URL.Path, "/missing.txt") {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "body")
+	})
+	dir := t.TempDir()
+	cached := DefaultBaseURL + "/o/r/abc/cached.txt"
+	missing := DefaultBaseURL + "/o/r/abc/missing.txt"
+	online := newClient(t, s, Options{CacheDir: dir})
+	if _, err := online.Get(context.Background(), cached); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := online.Get(context.Background(), missing); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	before := s.hits.Load()
+
+	off := newClient(t, s, Options{CacheDir: dir, Offline: true})
+	if b, err := off.Get(context.Background(), cached); err != nil || string(b) != "body" {
+		t.Fatalf("offline cached Get = %q, %v", b, err)
+	}
+	// A 404 seen online is a 404 offline too.
+	if _, err := off.Get(context.Background(), missing); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("offline cached 404: %v", err)
+	}
+	never := DefaultBaseURL + "/o/r/abc/py3.txt"
+	_, err := off.Get(context.Background(), never)
+	want := fmt.Sprintf("offline: %s is not in the cache (%s); run once without --offline", never, dir)
+	if !errors.Is(err, ErrOffline) || err == nil || err.Error() != want {
+		t.Errorf("offline miss:\n got %v\nwant %s", err, want)
+	}
+	if s.hits.Load() != before {
+		t.Errorf("offline client made %d requests", s.hits.Load()-before)
+	}
+}
+
+func TestRetryOn500ThenSuccess(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n <= 2 {
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	c := newClient(t, s, Options{})
+	b, err := c.Get(context.Background(), testURL)
+	if err != nil || string(b) != "ok" {
+		t.Fatalf("Get = %q, %v", b, err)
+	}
+	if got := s.hits.Load(); got != 3 {
+		t.Errorf("%d requests, want 3", got)
+	}
+}
+
+func TestRetriesExhausted(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		http.Error(w, "down", http.StatusBadGateway)
+	})
+	c := newClient(t, s, Options{RetryMax: 2})
+	_, err := c.Get(context.Background(), testURL)
+	var he *HTTPError
+	if !errors.As(err, &he) || he.StatusCode != 502 || he.Attempts != 3 {
+		t.Fatalf("err = %v (%+v)", err, he)
+	}
+	if want := "GET " + testURL + ": 502 Bad Gateway after 3 attempts"; err.Error() != want {
+		t.Errorf("err = %q, want %q", err, want)
+	}
+	if s.hits.Load() != 3 {
+		t.Errorf("%d requests, want 3", s.hits.Load())
+	}
+	// Nothing is cached for a failure: the next Get asks again.
+	c.Get(context.Background(), testURL)
+	if s.hits.Load() != 6 {
+		t.Errorf("%d requests, want 6", s.hits.Load())
+	}
+}
+
+func TestNotFoundIsNotRetried(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { http.NotFound(w, r) })
+	c := newClient(t, s, Options{})
+	_, err := c.Get(context.Background(), testURL)
+	if !errors.Is(err, ErrNotFound) || err.Error() != "GET "+testURL+": 404 Not Found" {
+		t.Fatalf("err = %v", err)
+	}
+	if s.hits.Load() != 1 {
+		t.Errorf("%d requests, want 1", s.hits.Load())
+	}
+}
+
+func TestFirstOfFallsBackOn404(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.URL.Path {
+		case "/o/r/abc/second.txt":
+			io.WriteString(w, "second")
+		case "/o/r/abc/third.txt":
+			io.WriteString(w, "third")
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	dir := t.TempDir()
+	urls := Candidates("o/r", "abc", []string{"first.txt", "second.txt", "third.txt"})
+	c := newClient(t, s, Options{CacheDir: dir})
+	u, b, err := c.FirstOf(context.Background(), urls)
+	if err != nil || u != urls[1] || string(b) != "second" {
+		t.Fatalf("FirstOf = %q, %q, %v", u, b, err)
+	}
+	if s.hits.Load() != 2 {
+		t.Errorf("%d requests, want 2 (third never asked)", s.hits.Load())
+	}
+	// Offline, the cached 404 sends FirstOf to the same candidate.
+	off := newClient(t, s, Options{CacheDir: dir, Offline: true})
+	u, b, err = off.FirstOf(context.Background(), urls)
+	if err != nil || u != urls[1] || string(b) != "second" {
+		t.Fatalf("offline FirstOf = %q, %q, %v", u, b, err)
+	}
+	// All missing: the error lists them and matches ErrNotFound.
+	none := Candidates("o/r", "abc", []string{"x.txt", "y.txt"})
+	_, _, err = c.FirstOf(context.Background(), none)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), none[0]+", "+none[1]) {
+		t.Errorf("all missing: %v", err)
+	}
+	// A server error stops FirstOf instead of falling through.
+	s2 := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if strings.HasSuffix(r.URL.Path, "/first.txt") {
+			http.Error(w, "x", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "second")
+	})
+	c2 := newClient(t, s2, Options{RetryMax: -1})
+	if _, _, err := c2.FirstOf(context.Background(), urls); err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "503") {
+		t.Errorf("503: %v", err)
+	}
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "150") // 150 ms with the test's unit
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	c := newClient(t, s, Options{})
+	c.retryAfter = time.Millisecond // backoff without Retry-After is 1-2 ms
+	start := time.Now()
+	b, err := c.Get(context.Background(), testURL)
+	if err != nil || string(b) != "ok" {
+		t.Fatalf("Get = %q, %v", b, err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("waited %v, want at least the 150ms Retry-After asked for", d)
+	}
+	if s.hits.Load() != 2 {
+		t.Errorf("%d requests, want 2", s.hits.Load())
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	c := newClient(t, nil, Options{MaxRetryAfter: time.Minute})
+	for in, want := range map[string]time.Duration{
+		"0": 0, "7": 7 * time.Second, "3600": time.Minute, "99999999999999999": time.Minute,
+		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0,
+		time.Now().Add(time.Hour).UTC().Format(http.TimeFormat):  time.Minute,
+	} {
+		if got, ok := c.parseRetryAfter(in); !ok || got != want {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "soon"} {
+		if _, ok := c.parseRetryAfter(in); ok {
+			t.Errorf("parseRetryAfter(%q) accepted", in)
+		}
+	}
+	if d := c.backoff(time.Millisecond, time.Second, 3, &http.Response{Header: http.Header{}}); d != 8*time.Millisecond {
+		t.Errorf("backoff without Retry-After = %v, want 8ms", d)
+	}
+}
+
+func TestConcurrentGetsShareOneRequest(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		<-release
+		io.WriteString(w, "shared body")
+	})
+	c := newClient(t, s, Options{})
+	const n = 16
+	var wg sync.WaitGroup
+	results := make([][]byte, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i], errs[i] = c.Get(context.Background(), testURL)
+		}(i)
+	}
+	time.Sleep(20 * time.Millisecond) // let the goroutines pile up on the request
+	close(release)
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || string(results[i]) != "shared body" {
+			t.Fatalf("Get %d = %q, %v", i, results[i], errs[i])
+		}
+	}
+	results[0][0] = 'X' // callers own their slices
+	if string(results[1]) != "shared body" {
+		t.Error("callers share one slice")
+	}
+	if got := s.hits.Load(); got != 1 {
+		t.Errorf("%d requests, want 1", got)
+	}
+}
+
+func TestConcurrentClientsOnOneCache(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		io.WriteString(w, strings.Repeat("line\n", 10000))
+	})
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, _ := New(Options{CacheDir: dir, BaseURL: s.URL})
+			for j := 0; j < 5; j++ {
+				u := fmt.Sprintf("%s/o/r/abc/f%d.txt", DefaultBaseURL, j)
+				b, err := c.Get(context.Background(), u)
+				if err != nil || len(b) != 50000 {
+					t.Errorf("Get %s: %d bytes, %v", u, len(b), err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 5 {
+		t.Errorf("%d cache entries, want 5", len(entries))
+	}
+}
+
+func TestPerRequestTimeout(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		select {
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+		}
+	})
+	c := newClient(t, s, Options{Timeout: 50 * time.Millisecond, RetryMax: 1})
+	start := time.Now()
+	_, err := c.Get(context.Background(), testURL)
+	if err == nil || !strings.Contains(err.Error(), testURL) || !strings.Contains(err.Error(), "after 2 attempts") {
+		t.Errorf("err = %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+func TestContextCancelled(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		http.Error(w, "x", http.StatusServiceUnavailable)
+	})
+	c := newClient(t, s, Options{RetryWaitMin: time.Hour, RetryWaitMax: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Get(ctx, testURL)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want deadline exceeded", err)
+	}
+}
+
+// TestNoLoggingToStderr checks retryablehttp's default stderr logger is off.
+func TestNoLoggingToStderr(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			http.Error(w, "x", http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	c := newClient(t, s, Options{})
+	_, getErr := c.Get(context.Background(), testURL)
+	os.Stderr = saved
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if getErr != nil || len(out) != 0 {
+		t.Errorf("Get err %v; stderr %q", getErr, out)
+	}
+}
+
+func TestTargetRewrite(t *testing.T) {
+	c := newClient(t, nil, Options{BaseURL: "http://127.0.0.1:9/"})
+	if got := c.target(testURL); got != "http://127.0.0.1:9/o/r/abc/requirements.txt" {
+		t.Errorf("target = %q", got)
+	}
+	if got := c.target("https://example.org/x"); got != "https://example.org/x" {
+		t.Errorf("target of another host = %q", got)
+	}
+}
+
+func TestDefaultCacheDir(t *testing.T) {
+	t.Setenv("SWEBUILD_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", "/xdg")
+	if d, _ := DefaultCacheDir(); d != "/xdg/swebuild/http" {
+		t.Errorf("XDG: %q", d)
+	}
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "/home/u")
+	if d, _ := DefaultCacheDir(); d != "/home/u/.cache/swebuild/http" {
+		t.Errorf("HOME: %q", d)
+	}
+	t.Setenv("SWEBUILD_CACHE", "/sc")
+	if d, _ := DefaultCacheDir(); d != filepath.Join("/sc", "http") {
+		t.Errorf("SWEBUILD_CACHE: %q", d)
+	}
+	c, err := New(Options{})
+	if err != nil || c.CacheDir() != "/sc/http" {
+		t.Errorf("New default dir = %q, %v", c.CacheDir(), err)
+	}
+}
+
+func TestFetch(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.URL.Path {
+		case "/o/r/abc/ok.txt":
+			w.Write([]byte("caf\xe9\n")) // invalid UTF-8 becomes U+FFFD, as requests' .text
+		case "/o/r/abc/down.txt":
+			http.Error(w, "x", http.StatusInternalServerError)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	c := newClient(t, s, Options{RetryMax: -1})
+	ctx := context.Background()
+	if body, found, err := c.Fetch(ctx, DefaultBaseURL+"/o/r/abc/ok.txt"); body != "caf\uFFFD\n" || !found || err != nil {
+		t.Errorf("ok: %q %v %v", body, found, err)
+	}
+	if body, found, err := c.Fetch(ctx, DefaultBaseURL+"/o/r/abc/nope.txt"); body != "" || found || err != nil {
+		t.Errorf("404: %q %v %v", body, found, err)
+	}
+	if _, found, err := c.Fetch(ctx, DefaultBaseURL+"/o/r/abc/down.txt"); found || err == nil {
+		t.Errorf("500: %v %v", found, err)
+	}
+}

@@ -1,0 +1,325 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// What upstream v4.1.0 does with requirements.txt and environment.yml
+// (swebench/harness/test_spec/python.py: get_requirements_by_commit,
+// clean_requirements, get_environment_yml_by_commit, clean_environment_yml),
+// reproduced byte for byte, including Python's notion of whitespace
+// (str.strip and the regex class \s) and code-point indentation.
+
+// Replacement is one entry of upstream's REPLACE_REQ_PACKAGES: Package is
+// replaced by With, or removed when Remove is set (upstream's None).
+type Replacement struct {
+	Package string
+	With    string
+	Remove  bool
+}
+
+// ReplaceReqPackages is REPLACE_REQ_PACKAGES of v4.1.0 (specs.json,
+// TEST_SPEC_PYTHON): types-pkg_resources was yanked from PyPI.
+var ReplaceReqPackages = []Replacement{{Package: "types-pkg_resources", With: "types-setuptools"}}
+
+// rawRoot is upstream's SWE_BENCH_URL_RAW.
+const rawRoot = DefaultBaseURL + "/"
+
+// pyJoin is Python's posixpath.join (os.path.join on Linux).
+func pyJoin(parts ...string) string {
+	path := ""
+	for i, b := range parts {
+		switch {
+		case i == 0:
+			path = b
+		case strings.HasPrefix(b, "/"):
+			path = b
+		case path == "" || strings.HasSuffix(path, "/"):
+			path += b
+		default:
+			path += "/" + b
+		}
+	}
+	return path
+}
+
+// RawURL is the GitHub raw URL of path in repo at commit, joined as upstream
+// joins it.
+func RawURL(repo, commit, path string) string {
+	return pyJoin(rawRoot, repo, commit, path)
+}
+
+// Candidates returns the URLs upstream tries, in order, for a repo's
+// MAP_REPO_TO_REQS_PATHS (requirements.txt) or MAP_REPO_TO_ENV_YML_PATHS
+// (environment.yml) entry at commit (the instance's environment_setup_commit,
+// or base_commit when it has none).
+func Candidates(repo, commit string, paths []string) []string {
+	urls := make([]string, len(paths))
+	for i, p := range paths {
+		urls[i] = RawURL(repo, commit, p)
+	}
+	return urls
+}
+
+// RequirementsCandidates is Candidates for MAP_REPO_TO_REQS_PATHS.
+func RequirementsCandidates(repo, commit string, reqsPaths []string) []string {
+	return Candidates(repo, commit, reqsPaths)
+}
+
+// EnvironmentYMLCandidates is Candidates for MAP_REPO_TO_ENV_YML_PATHS.
+func EnvironmentYMLCandidates(repo, commit string, ymlPaths []string) []string {
+	return Candidates(repo, commit, ymlPaths)
+}
+
+// IncludeURL is the URL upstream fetches for a "-r fileName" line of the
+// requirements file found at reqPath: fileName is relative to reqPath's
+// directory.
+func IncludeURL(repo, commit, reqPath, fileName string) string {
+	dir := reqPath
+	if i := strings.LastIndexByte(reqPath, '/'); i >= 0 {
+		dir = reqPath[:i]
+	} else {
+		dir = ""
+	}
+	return pyJoin(rawRoot, repo, commit, dir, fileName)
+}
+
+// pyIsSpace is Python's str.isspace for one code point (unicode.IsSpace
+// plus the separators U+001C..U+001F).
+func pyIsSpace(r rune) bool {
+	return unicode.IsSpace(r) || 0x1c <= r && r <= 0x1f
+}
+
+func pyStrip(s string) string  { return strings.TrimFunc(s, pyIsSpace) }
+func pyLStrip(s string) string { return strings.TrimLeftFunc(s, pyIsSpace) }
+
+// pyIndent is len(s) - len(s.lstrip()) in code points.
+func pyIndent(s string) int {
+	return utf8.RuneCountInString(s[:len(s)-len(pyLStrip(s))])
+}
+
+// pyS is Python's regex \s for str patterns.
+const pyS = `[\t\n\v\f\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]`
+
+// excludedRequirement is upstream's exclude_line: "-e .", comments and
+// ".[test" lines are dropped.
+func excludedRequirement(line string) bool {
+	s := pyStrip(line)
+	return strings.HasPrefix(s, "-e .") || strings.HasPrefix(s, "#") || strings.HasPrefix(s, ".[test")
+}
+
+// ExpandRequirements does what get_requirements_by_commit does with the
+// text of the requirements file: each line starting (after spaces) with
+// "-r" names a file (relative to the file's directory) whose lines, less
+// excluded ones, come first in the output; the file's own lines, less
+// excluded ones, follow. include returns a named file's text, ok=false when
+// it does not exist (upstream skips it silently); an error stops.
+// Included files are not expanded further, as upstream.
+func ExpandRequirements(text string, include func(fileName string) (body string, ok bool, err error)) (string, error) {
+	var original, additional []string
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(pyStrip(line), "-r") {
+			if !excludedRequirement(line) {
+				original = append(original, line)
+			}
+			continue
+		}
+		// Upstream slices the unstripped line: line[len("-r"):].strip()
+		// drops the first two code points, whatever they are.
+		rest := line
+		for i := 0; i < 2 && rest != ""; i++ {
+			_, n := utf8.DecodeRuneInString(rest)
+			rest = rest[n:]
+		}
+		body, ok, err := include(pyStrip(rest))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			continue
+		}
+		for _, extra := range strings.Split(body, "\n") {
+			if !excludedRequirement(extra) {
+				additional = append(additional, extra)
+			}
+		}
+	}
+	additional = append(additional, strings.Join(original, "\n"))
+	return strings.Join(additional, "\n"), nil
+}
+
+// CleanRequirements is upstream's clean_requirements: a line starting with
+// a replaced package (bare or followed by a version specifier) becomes the
+// replacement without specifier, or is removed.
+func CleanRequirements(text string, repl []Replacement) string {
+	for _, r := range repl {
+		if r.Remove {
+			re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(r.Package) + `([<>=!~]=?.*|$)\n?`)
+			text = re.ReplaceAllLiteralString(text, "")
+		} else {
+			re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(r.Package) + `([<>=!~]=?.*|$)`)
+			text = re.ReplaceAllLiteralString(text, r.With)
+		}
+	}
+	return text
+}
+
+// RenameEnvironment is what get_environment_yml_by_commit does with the
+// file: every line starting with "name:" becomes "name: <envName>".
+func RenameEnvironment(yml, envName string) string {
+	lines := strings.Split(yml, "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(line, "name:") {
+			lines[i] = "name: " + envName
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var pipSection = regexp.MustCompile(`(?m)^(` + pyS + `*-` + pyS + `*pip` + pyS + `*:` + pyS + `*\n)`)
+
+// CleanEnvironmentYML is upstream's clean_environment_yml: the replacements
+// apply only inside the first "- pip:" section of the dependencies.
+func CleanEnvironmentYML(yml string, repl []Replacement) string {
+	m := pipSection.FindStringSubmatchIndex(yml)
+	if m == nil {
+		return yml
+	}
+	pipIndent := pyIndent(yml[m[2]:m[3]])
+	start := m[1]
+	end := len(yml)
+	off := start
+	for _, line := range strings.Split(yml[start:], "\n") {
+		if pyStrip(line) != "" && pyIndent(line) <= pipIndent {
+			end = off
+			break
+		}
+		off += len(line) + 1
+	}
+	pip := yml[start:end]
+	for _, r := range repl {
+		if r.Remove {
+			re := regexp.MustCompile(`(?m)^(` + pyS + `*-` + pyS + `*)` + regexp.QuoteMeta(r.Package) + `([<>~]=?.*|$)\n?`)
+			pip = re.ReplaceAllLiteralString(pip, "")
+		} else {
+			re := regexp.MustCompile(`(?m)^(` + pyS + `*-` + pyS + `*)` + regexp.QuoteMeta(r.Package) + `([<>=!~]=?.*|$)`)
+			pip = re.ReplaceAllString(pip, "${1}"+strings.ReplaceAll(r.With, "$", "$$"))
+		}
+	}
+	return yml[:start] + pip + yml[end:]
+}
+
+// DecodeText is requests' Response.text for a UTF-8 body: invalid bytes
+// become U+FFFD, one per maximal invalid subsequence, as Python's
+// bytes.decode("utf-8", "replace") does.
+func DecodeText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 16)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || n > 1 {
+			sb.Write(b[i : i+n])
+			i += n
+			continue
+		}
+		sb.WriteRune(utf8.RuneError)
+		i += maximalSubpart(b[i:])
+	}
+	return sb.String()
+}
+
+// maximalSubpart is the length of the invalid sequence at the start of b
+// that Unicode (and Python) replace with one U+FFFD.
+func maximalSubpart(b []byte) int {
+	c := b[0]
+	var size int
+	lo, hi := byte(0x80), byte(0xbf) // range of the second byte
+	switch {
+	case 0xc2 <= c && c <= 0xdf:
+		size = 2
+	case c == 0xe0:
+		size, lo = 3, 0xa0
+	case c == 0xed:
+		size, hi = 3, 0x9f
+	case 0xe1 <= c && c <= 0xef:
+		size = 3
+	case c == 0xf0:
+		size, lo = 4, 0x90
+	case c == 0xf4:
+		size, hi = 4, 0x8f
+	case 0xf1 <= c && c <= 0xf3:
+		size = 4
+	default:
+		return 1
+	}
+	if len(b) < 2 || b[1] < lo || b[1] > hi {
+		return 1
+	}
+	n := 2
+	for n < size && n < len(b) && 0x80 <= b[n] && b[n] <= 0xbf {
+		n++
+	}
+	return n
+}
+
+// Requirements returns the requirements text upstream's get_requirements
+// builds for repo at commit: the first of reqsPaths that exists, with "-r"
+// includes expanded and REPLACE_REQ_PACKAGES applied.
+func (c *Client) Requirements(ctx context.Context, repo, commit string, reqsPaths []string) (string, error) {
+	urls := RequirementsCandidates(repo, commit, reqsPaths)
+	u, body, err := c.FirstOf(ctx, urls)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", fmt.Errorf("could not find requirements.txt at paths %q for repo %s at commit %s: %w", reqsPaths, repo, commit, err)
+		}
+		return "", err
+	}
+	reqPath := reqsPaths[indexOf(urls, u)]
+	text, err := ExpandRequirements(DecodeText(body), func(name string) (string, bool, error) {
+		b, err := c.Get(ctx, IncludeURL(repo, commit, reqPath, name))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return "", false, nil
+		case err != nil:
+			return "", false, err
+		}
+		return DecodeText(b), true, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return CleanRequirements(text, c.repl), nil
+}
+
+// EnvironmentYML returns the environment.yml text upstream's
+// get_environment_yml builds for repo at commit: the first of ymlPaths that
+// exists, renamed to envName, with REPLACE_REQ_PACKAGES applied to its pip
+// section.
+func (c *Client) EnvironmentYML(ctx context.Context, repo, commit string, ymlPaths []string, envName string) (string, error) {
+	_, body, err := c.FirstOf(ctx, EnvironmentYMLCandidates(repo, commit, ymlPaths))
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return "", fmt.Errorf("could not find environment.yml at paths %q for repo %s at commit %s: %w", ymlPaths, repo, commit, err)
+		}
+		return "", err
+	}
+	return CleanEnvironmentYML(RenameEnvironment(DecodeText(body), envName), c.repl), nil
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,292 @@
+package fetch
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// golden is testdata/upstream_v4.1.0_golden.json: inputs, and the outputs
+// upstream v4.1.0's own functions (swebench/harness/test_spec/python.py,
+// run unmodified under Python 3.11 with requests.get replaced by a lookup in
+// "files") gave for them. get_requirements is
+// clean_requirements(get_requirements_by_commit(...)); get_environment_yml
+// is clean_environment_yml(get_environment_yml_by_commit(..., "testbed")).
+// "requested" lists the URLs upstream asked for, in order.
+type golden struct {
+	Name      string            `json:"name"`
+	Fn        string            `json:"fn"`
+	In        string            `json:"in"`
+	Repl      [][]*string       `json:"repl"`
+	Repo      string            `json:"repo"`
+	Commit    string            `json:"commit"`
+	Files     map[string]string `json:"files"`
+	Want      string            `json:"want"`
+	Requested []string          `json:"requested"`
+}
+
+// The path tables the golden file was made with.
+var (
+	goldenReqsPaths = map[string][]string{"o/r": {"reqs/dev.txt", "req.txt"}, "o/flat": {"requirements_test.txt"}}
+	goldenYMLPaths  = map[string][]string{"o/r": {"ci/environment.yml", "environment.yml"}}
+)
+
+func loadGolden(t *testing.T) []golden {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "upstream_v4.1.0_golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []golden
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+func (g golden) replacements() []Replacement {
+	if g.Repl == nil {
+		return ReplaceReqPackages
+	}
+	var out []Replacement
+	for _, r := range g.Repl {
+		if r[1] == nil {
+			out = append(out, Replacement{Package: *r[0], Remove: true})
+		} else {
+			out = append(out, Replacement{Package: *r[0], With: *r[1]})
+		}
+	}
+	return out
+}
+
+// fileServer serves files keyed by their DefaultBaseURL URL and records the
+// URLs asked for.
+type fileServer struct {
+	*httptest.Server
+	mu        sync.Mutex
+	files     map[string]string
+	requested []string
+}
+
+func newFileServer(t *testing.T, files map[string]string) *fileServer {
+	fs := &fileServer{files: files}
+	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		url := DefaultBaseURL + r.URL.Path
+		fs.mu.Lock()
+		fs.requested = append(fs.requested, url)
+		body, ok := fs.files[url]
+		fs.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(fs.Close)
+	return fs
+}
+
+func TestUpstreamGolden(t *testing.T) {
+	for _, g := range loadGolden(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			var got string
+			switch g.Fn {
+			case "clean_requirements":
+				got = CleanRequirements(g.In, g.replacements())
+			case "clean_environment_yml":
+				got = CleanEnvironmentYML(g.In, g.replacements())
+			case "get_requirements", "get_environment_yml":
+				srv := newFileServer(t, g.Files)
+				c, err := New(Options{CacheDir: t.TempDir(), BaseURL: srv.URL, Replacements: g.replacements()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Fn == "get_requirements" {
+					got, err = c.Requirements(context.Background(), g.Repo, g.Commit, goldenReqsPaths[g.Repo])
+				} else {
+					got, err = c.EnvironmentYML(context.Background(), g.Repo, g.Commit, goldenYMLPaths[g.Repo], "testbed")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Upstream asks again for a file it already fetched; the
+				// cache does not.
+				var want []string
+				seen := map[string]bool{}
+				for _, u := range g.Requested {
+					if !seen[u] {
+						seen[u] = true
+						want = append(want, u)
+					}
+				}
+				if !reflect.DeepEqual(srv.requested, want) {
+					t.Errorf("requested\n %q\nwant\n %q", srv.requested, want)
+				}
+			default:
+				t.Fatalf("unknown fn %q", g.Fn)
+			}
+			if got != g.Want {
+				t.Errorf("got\n%q\nwant\n%q", got, g.Want)
+			}
+		})
+	}
+}
+
+// TestCandidatesMatchUpstream checks every URL list of
+// upstream-v4.1.0/network_needed.txt (165 instances) against Candidates,
+// using the instances' records and the path tables of specs.json.
+func TestCandidatesMatchUpstream(t *testing.T) {
+	ref := refDir(t)
+	raw, err := os.ReadFile(filepath.Join(ref, "upstream-v4.1.0", "specs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs struct {
+		Reqs map[string][]string `json:"MAP_REPO_TO_REQS_PATHS"`
+		YML  map[string][]string `json:"MAP_REPO_TO_ENV_YML_PATHS"`
+	}
+	if err := json.Unmarshal(raw, &specs); err != nil {
+		t.Fatal(err)
+	}
+	// repo and commit of every record of the splits upstream generated.
+	type rc struct{ repo, commit string }
+	records := map[string]rc{}
+	for _, f := range []string{"SWE-bench_Verified/test.jsonl", "SWE-bench_Lite/test.jsonl", "SWE-bench_Lite/dev.jsonl", "SWE-bench/dev.jsonl"} {
+		fh, err := os.Open(filepath.Join(ref, "datasets", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			var r struct {
+				ID     string `json:"instance_id"`
+				Repo   string `json:"repo"`
+				Base   string `json:"base_commit"`
+				EnvSet string `json:"environment_setup_commit"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			commit := r.EnvSet
+			if commit == "" {
+				commit = r.Base
+			}
+			records[r.ID] = rc{r.Repo, commit}
+		}
+		fh.Close()
+	}
+	nn, err := os.ReadFile(filepath.Join(ref, "upstream-v4.1.0", "network_needed.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(nn)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			t.Fatalf("bad line %q", line)
+		}
+		id, tried, kind, all := f[0], f[1], f[2], strings.Split(f[3], ",")
+		r, ok := records[id]
+		if !ok {
+			t.Fatalf("%s: no record", id)
+		}
+		var got []string
+		switch kind {
+		case "requirements.txt":
+			got = RequirementsCandidates(r.repo, r.commit, specs.Reqs[r.repo])
+		case "environment.yml":
+			got = EnvironmentYMLCandidates(r.repo, r.commit, specs.YML[r.repo])
+		default:
+			t.Fatalf("%s: kind %q", id, kind)
+		}
+		if !reflect.DeepEqual(got, all) || got[0] != tried {
+			t.Errorf("%s: candidates %q, upstream %q (first %q)", id, got, all, tried)
+		}
+		n++
+	}
+	if n != 165 {
+		t.Errorf("checked %d instances, want 165", n)
+	}
+}
+
+func TestIncludeURL(t *testing.T) {
+	for _, tc := range []struct{ reqPath, name, want string }{
+		{"requirements_test.txt", "requirements.txt", "https://raw.githubusercontent.com/o/r/c/requirements.txt"},
+		{"requirements/dev/dev-requirements.txt", "../testing/all.txt", "https://raw.githubusercontent.com/o/r/c/requirements/dev/../testing/all.txt"},
+		{"tests/requirements/py3.txt", "/abs.txt", "/abs.txt"}, // os.path.join restarts at an absolute part
+	} {
+		if got := IncludeURL("o/r", "c", tc.reqPath, tc.name); got != tc.want {
+			t.Errorf("IncludeURL(%q, %q) = %q, want %q", tc.reqPath, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestExpandRequirementsIncludeErrorStops(t *testing.T) {
+	_, err := ExpandRequirements("-r a.txt\nx\n", func(string) (string, bool, error) {
+		return "", false, os.ErrPermission
+	})
+	if err != os.ErrPermission {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestDecodeText(t *testing.T) {
+	// Expected values are Python's bytes.decode("utf-8", "replace").
+	for in, want := range map[string]string{
+		"plain é":          "plain é",
+		"\xe2\x82A":        "\uFFFDA",
+		"\xf0\x80\x80":     "\uFFFD\uFFFD\uFFFD",
+		"\xed\xa0\x80":     "\uFFFD\uFFFD\uFFFD",
+		"\xf4\x90\x80\x80": "\uFFFD\uFFFD\uFFFD\uFFFD",
+		"\xc0\xaf":         "\uFFFD\uFFFD",
+		"\xe0\x80\xaf":     "\uFFFD\uFFFD\uFFFD",
+		"a\xf1\x80\x80":    "a\uFFFD",
+		"\xff":             "\uFFFD",
+		"\xef\xbb\xbfbom":  "\ufeffbom",
+	} {
+		if got := DecodeText([]byte(in)); got != want {
+			t.Errorf("DecodeText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// refDir returns shared/swebench-reference beside the repository; without
+// it the test is skipped, or fails when CI is set.
+func refDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+	ref := filepath.Join(dir, "..", "shared", "swebench-reference")
+	if _, err := os.Stat(ref); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("reference data missing under CI: %v", err)
+		}
+		t.Skipf("reference data not available: %v", err)
+	}
+	return ref
+}
