@@ -235,11 +235,12 @@ start_buildkitd() {
 	mkdir -p "$BUILDKIT_ROOT"
 	rm -f "$RUN_DIR/buildkitd.sock"
 	write_buildkitd_config
+	# 8>&- 9>&-: the daemons must not inherit (and hold forever) the script's locks.
 	setsid "$BIN_DIR/buildkitd" --config "$RUN_DIR/buildkitd.toml" \
 		--oci-worker=true --containerd-worker=false \
 		--oci-worker-snapshotter=overlayfs \
 		--oci-worker-platform linux/amd64 --oci-worker-platform linux/arm64 \
-		</dev/null >>"$logf" 2>&1 &
+		</dev/null >>"$logf" 2>&1 8>&- 9>&- &
 	echo $! >"$pidfile"
 	wait_for buildkitd 60 buildkit_ready "$pidfile" "$logf"
 	log "buildkitd ready at $BUILDKIT_ADDR (pid $(cat "$pidfile"))"
@@ -261,7 +262,7 @@ start_registry() {
 	fi
 	mkdir -p "$REGISTRY_ROOT"
 	write_registry_config
-	setsid "$REGISTRY_BIN" serve "$RUN_DIR/registry.yml" </dev/null >>"$logf" 2>&1 &
+	setsid "$REGISTRY_BIN" serve "$RUN_DIR/registry.yml" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
 	echo $! >"$pidfile"
 	wait_for registry 30 registry_ready "$pidfile" "$logf"
 	log "registry ready at http://$REGISTRY_ADDR (pid $(cat "$pidfile"))"
@@ -293,7 +294,7 @@ stop_daemon() { # name pidfile
 # Serialise up/down so concurrent callers do not start two daemons.
 lock_stack() {
 	mkdir -p "$RUN_DIR"
-	exec 9>"$RUN_DIR/stack.lock"
+	exec 9>"$RUN_DIR/stack.flock"
 	flock 9
 }
 
