@@ -138,3 +138,31 @@ func TestFailOnlyRule(t *testing.T) {
 		t.Error("django/django fail-only")
 	}
 }
+
+func TestGradeParserOverride(t *testing.T) {
+	log := ">>>>> Start Test Output\ntest_a (m.T) ... ok\nPASSED b.py::t\n>>>>> End Test Output\n"
+	patch := ""
+	for _, c := range []struct {
+		parser, want string
+	}{{"parse_log_django", "test_a (m.T)"}, {"parse_log_pytest", "b.py::t"}} {
+		res, err := EvalLog("fixture/proj", log, GradeOptions{Parser: c.parser})
+		if err != nil {
+			t.Fatalf("%s: %v", c.parser, err)
+		}
+		if keys := res.StatusMap.Keys(); len(keys) != 1 || keys[0] != c.want {
+			t.Errorf("%s: keys %q, want [%q]", c.parser, keys, c.want)
+		}
+	}
+	r, err := Grade(instanceFor("fixture/proj", []string{"b.py::t"}, nil), log, &patch, GradeOptions{Parser: "parse_log_pytest"})
+	if err != nil || !r.Resolved {
+		t.Errorf("Grade with parser override: resolved=%v err=%v", r.Resolved, err)
+	}
+	if _, err := EvalLog("fixture/proj", log, GradeOptions{Parser: "parse_log_nope"}); err == nil {
+		t.Error("unknown parser name: no error")
+	}
+	for _, n := range parserFuncNames() {
+		if got, fn := parserByName(n); got != n || fn == nil {
+			t.Errorf("parserByName(%s) = %q", n, got)
+		}
+	}
+}

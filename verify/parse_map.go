@@ -125,6 +125,24 @@ func parserFor(repo string) (string, parseFunc) {
 	return "", nil
 }
 
+// parserByName returns the upstream parser function called name (as
+// ParserName reports them), or nil.
+func parserByName(name string) (string, parseFunc) {
+	for _, repo := range [...]string{"pytest-dev/pytest", "psf/requests", "sphinx-doc/sphinx",
+		"django/django", "matplotlib/matplotlib", "mwaskom/seaborn", "sympy/sympy"} {
+		if n, fn := parserFor(repo); n == name {
+			return n, fn
+		}
+	}
+	return "", nil
+}
+
+// parserFuncNames lists the names parserByName accepts.
+func parserFuncNames() []string {
+	return []string{"parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2",
+		"parse_log_django", "parse_log_matplotlib", "parse_log_seaborn", "parse_log_sympy"}
+}
+
 // ParseLog runs upstream's parser for repo over log (universal newlines are
 // applied first, as Python's open().read() does) and returns the status map.
 func ParseLog(repo string, log string) (map[string]string, error) {
