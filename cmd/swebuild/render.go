@@ -12,6 +12,7 @@ import (
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/fetch"
 	"github.com/swebuild/swebuild/pins"
 )
 
@@ -51,9 +52,11 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Rendere
 	if err != nil {
 		return nil, nil, fmt.Errorf("--pins: %w", err)
 	}
-	r := &render.Renderer{Tables: tables, Pins: set}
-	// No downloader is wired yet: network-needing specs fail with
-	// "needs network: URL" whether or not --offline is given.
+	client, err := fetch.New(fetch.Options{Offline: g.offline})
+	if err != nil {
+		return nil, nil, fmt.Errorf("setting up downloads: %w", err)
+	}
+	r := &render.Renderer{Tables: tables, Pins: set, Fetcher: fetchAdapter{client}}
 	insts, loadErr := dataset.Load(ctx, g.dataset, dataset.LoadOptions{Known: tables})
 	var verr *dataset.ValidationError
 	if loadErr != nil && !errors.As(loadErr, &verr) {
@@ -70,6 +73,22 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Rendere
 		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.dataset, len(verr.Problems))
 	}
 	return r, insts, nil
+}
+
+// fetchAdapter gives render the fetch client: like upstream, any final
+// non-200 answer means "try the next candidate path".
+type fetchAdapter struct{ c *fetch.Client }
+
+func (a fetchAdapter) Fetch(ctx context.Context, url string) (string, bool, error) {
+	b, err := a.c.Get(ctx, url)
+	var he *fetch.HTTPError
+	if errors.As(err, &he) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return fetch.DecodeText(b), true, nil
 }
 
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
