@@ -87,12 +87,14 @@ func TestRenderCLIErrors(t *testing.T) {
 			t.Errorf("%s: err %v, stderr %q", tc.name, err, stderr.String())
 		}
 	}
-	// A network-needing instance fails naming the URL; the other one is written.
+	// Offline with an empty cache, a network-needing instance fails naming
+	// the URL; the other one is written.
+	t.Setenv("SWEBUILD_CACHE", t.TempDir())
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := runRender(context.Background(), []string{"--dataset", ds, "--instance", "django__django-10924",
-		"--instance", "astropy__astropy-12907", "--arch", "all", "--out", out}, &stdout, &stderr)
-	if err == nil || !strings.Contains(stderr.String(), "needs network: https://raw.githubusercontent.com/django/django/") {
+		"--instance", "astropy__astropy-12907", "--arch", "all", "--offline", "--out", out}, &stdout, &stderr)
+	if err == nil || !strings.Contains(stderr.String(), "https://raw.githubusercontent.com/django/django/419a78300f7cd27611196e1e464d50fd0385ff27/tests/requirements/py3.txt") {
 		t.Errorf("err %v, stderr %q", err, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, "astropy__astropy-12907", "arm64", "eval.sh")); err != nil {
