@@ -23,6 +23,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SortFlags = false
 	var (
 		datasetPath, instanceID, logPath, patchPath string
+		parser                                      string
 		gold, wholeLog, statusMap, noPatch          bool
 	)
 	fs.StringVar(&datasetPath, "dataset", "", "dataset file (JSONL, JSON array or parquet) holding the instance and its FAIL_TO_PASS/PASS_TO_PASS labels")
@@ -33,6 +34,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&noPatch, "no-patch", false, "the prediction had no patch (model_patch None): report patch_is_None without reading the log")
 	fs.BoolVar(&wholeLog, "whole-log", false, "parse the whole log and do not require the Start/End Test Output markers (logs of pre-marker harnesses)")
 	fs.BoolVar(&statusMap, "status-map", false, "print the parsed test status map instead of the report")
+	fs.StringVar(&parser, "parser", "", "upstream parser to use instead of the repo's (parse_log_pytest, parse_log_pytest_options, parse_log_pytest_v2, parse_log_django, parse_log_matplotlib, parse_log_seaborn, parse_log_sympy)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild grade --dataset FILE --instance ID --log FILE [--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
 			"Grade a test log as upstream SWE-bench v4.1.0 does and print report.json.\n\nOptions:\n%s", fs.FlagUsages())
@@ -95,7 +97,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		log = string(b)
 	}
-	opts := verify.GradeOptions{WholeLog: wholeLog}
+	opts := verify.GradeOptions{WholeLog: wholeLog, Parser: parser}
 
 	if statusMap {
 		res, err := verify.EvalLog(inst.Repo, log, opts)

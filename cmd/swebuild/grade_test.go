@@ -121,6 +121,14 @@ func TestGradeCommandErrors(t *testing.T) {
 			}
 		})
 	}
+	// --parser grades a repo outside upstream's map.
+	var out, errOut bytes.Buffer
+	if err := runGrade(context.Background(), []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--parser", "parse_log_pytest"}, &out, &errOut); err != nil {
+		t.Fatalf("--parser: %v", err)
+	}
+	if !strings.Contains(out.String(), `"resolved": true`) {
+		t.Errorf("--parser output: %s", out.String())
+	}
 	// --no-patch does not read the log at all.
 	var stdout, stderr bytes.Buffer
 	if err := runGrade(context.Background(), []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", filepath.Join(dir, "none"), "--no-patch"}, &stdout, &stderr); err != nil {
