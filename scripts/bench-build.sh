@@ -7,6 +7,11 @@
 #
 #   scripts/bench-build.sh [--cold] [--workers N] [--dataset FILE] [--specs FILE]
 #                          [--platform linux/amd64,linux/arm64] [--instance ID]...
+#                          [--repos DIR]
+#
+# --repos DIR: a directory holding the fixture's bare mirrors (DIR/<name>.git),
+# bind-mounted into instance builds as the "mirror" context; default: made
+# with scripts/fixture.sh repos in the work directory.
 #
 # Needs the stack (BUILDKIT_HOST, SWEBUILD_REGISTRY: eval "$(scripts/stack.sh env)"),
 # the fixture rootfs tarballs ($SWEBUILD_CACHE/rootfs) and jq.
@@ -31,6 +36,7 @@ SPECS=$ROOT_DIR/testdata/fixture/specs.json
 PLATFORMS=linux/amd64,linux/arm64
 WORKERS=2
 COLD=0
+REPOS=
 INSTANCES=()
 
 die() { printf 'bench-build: error: %s\n' "$*" >&2; exit 1; }
@@ -42,6 +48,7 @@ while [ $# -gt 0 ]; do
 	--specs) SPECS=$2; shift ;;
 	--platform) PLATFORMS=$2; shift ;;
 	--instance) INSTANCES+=(--instance "$2"); shift ;;
+	--repos) REPOS=$2; shift ;;
 	*) die "unknown argument $1" ;;
 	esac
 	shift
@@ -53,6 +60,14 @@ command -v jq >/dev/null || die "jq is required"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-build.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+
+# Context directory for swebuild: mirror -> the bare mirrors.
+mkdir -p "$WORK/extra"
+if [ -n "$REPOS" ]; then
+	ln -s "$(cd "$REPOS" && pwd)" "$WORK/extra/mirror"
+else
+	"$ROOT_DIR/scripts/fixture.sh" repos "$WORK/extra/mirror" >/dev/null 2>&1
+fi
 
 SWEBUILD=$WORK/swebuild
 (cd "$ROOT_DIR" && go build -o "$SWEBUILD" ./cmd/swebuild)
@@ -81,7 +96,8 @@ while IFS=$'\t' read -r level kind key parent platform arch inst; do
 			ln -f "$CACHE_DIR/rootfs/$f" "$ctx/$f" 2>/dev/null || cp "$CACHE_DIR/rootfs/$f" "$ctx/$f"
 		done ;;
 	env) cp "$src/setup_env.sh" "$ctx/" ;;
-	instance) cp "$src/setup_repo.sh" "$ctx/" ;;
+	instance) cp "$src/setup_repo.sh" "$ctx/"
+		if grep -q 'source=mirror' "$src/Dockerfile.instance"; then cp -al "$(readlink -f "$WORK/extra/mirror")" "$ctx/mirror"; fi ;;
 	esac
 done <"$WORK/nodes.tsv"
 
@@ -126,7 +142,7 @@ run_buildctl_par() { # level by level, $WORKERS at a time
 run_swebuild() { # workers
 	"$SWEBUILD" build "${GEN[@]}" --platform "$PLATFORMS" --workers "$1" --progress quiet \
 		--push "$SWEBUILD_REGISTRY/bench/swebuild" --run-dir "$WORK/run" \
-		--context-dir "$CACHE_DIR/rootfs" >"$WORK/swebuild.out" 2>&1 || { cat "$WORK/swebuild.out" >&2; return 1; }
+		--context-dir "$WORK/extra" --context-dir "$CACHE_DIR/rootfs" >"$WORK/swebuild.out" 2>&1 || { cat "$WORK/swebuild.out" >&2; return 1; }
 }
 
 declare -A T
