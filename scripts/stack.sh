@@ -11,7 +11,19 @@
 #   scripts/stack.sh packages only install the Debian packages
 #
 # Environment: SWEBUILD_CACHE (default ~/.cache/swebuild) holds the compiled
-# BuildKit binaries under bin/buildkit-<version>/. Must run as root.
+# BuildKit binaries under bin/buildkit-<version>/; SWEBUILD_RUN (default
+# /run/swebuild) the pid files, logs, configs and socket; SWEBUILD_STATE (default
+# /var/lib/swebuild) the BuildKit root and registry storage; SWEBUILD_REGISTRY_ADDR
+# (default 127.0.0.1:5000) the registry listen address. The overrides exist so a
+# second, throw-away stack can be tested beside the shared one. Must run as root.
+#
+# Verified in this sandbox (Debian 12, cgroup v1, no CAP_SYS_RESOURCE): rootful
+# runc with BuildKit's default (non-privileged) capability set works with no
+# extra flags; the oci worker picks host networking ("using host network as the
+# default"), so RUN steps need no CNI and work without internet. Privileged RUN
+# steps (--security=insecure) would fail here. buildctl debug workers lists
+# linux/amd64 and linux/arm64 (arm64 RUN steps run through qemu-aarch64 binfmt,
+# registered with the F flag).
 set -euo pipefail
 
 BUILDKIT_VERSION=v0.34.2
@@ -19,11 +31,11 @@ BUILDKIT_MODULE=github.com/moby/buildkit
 CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
 BIN_DIR=$CACHE_DIR/bin/buildkit-$BUILDKIT_VERSION
 RUN_DIR=${SWEBUILD_RUN:-/run/swebuild}
-STATE_DIR=/var/lib/swebuild
+STATE_DIR=${SWEBUILD_STATE:-/var/lib/swebuild}
 BUILDKIT_ROOT=$STATE_DIR/buildkit
 REGISTRY_ROOT=$STATE_DIR/registry
 BUILDKIT_ADDR=unix://$RUN_DIR/buildkitd.sock
-REGISTRY_ADDR=127.0.0.1:5000
+REGISTRY_ADDR=${SWEBUILD_REGISTRY_ADDR:-127.0.0.1:5000}
 REGISTRY_BIN=/usr/bin/docker-registry
 # Debian packages the stack and the fixture need on the host.
 PACKAGES=(runc docker-registry qemu-user-static binfmt-support debootstrap skopeo
