@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -271,55 +270,79 @@ func maximalSubpart(b []byte) int {
 	return n
 }
 
-// Requirements returns the requirements text upstream's get_requirements
-// builds for repo at commit: the first of reqsPaths that exists, with "-r"
-// includes expanded and REPLACE_REQ_PACKAGES applied.
-func (c *Client) Requirements(ctx context.Context, repo, commit string, reqsPaths []string) (string, error) {
-	urls := RequirementsCandidates(repo, commit, reqsPaths)
-	u, body, err := c.FirstOf(ctx, urls)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return "", fmt.Errorf("could not find requirements.txt at paths %q for repo %s at commit %s: %w", reqsPaths, repo, commit, err)
+// Source gets one URL for GetRequirements and GetEnvironmentYML:
+// found=false means the file is not there and upstream would try the next
+// candidate; err is anything that must stop (offline miss, network
+// failure). *Client is a Source (404/410 is "not there"); builder/render's
+// Fetcher is this interface.
+type Source interface {
+	Fetch(ctx context.Context, url string) (body string, found bool, err error)
+}
+
+// firstOf returns the index and body of the first of urls that src has,
+// trying them in order as upstream does. When none exists the error wraps
+// ErrNotFound and names what, the paths, repo and commit and every URL.
+func firstOf(ctx context.Context, src Source, urls []string, what, repo, commit string, paths []string) (int, string, error) {
+	if len(urls) == 0 {
+		return 0, "", fmt.Errorf("no candidate paths for %s of repo %s", what, repo)
+	}
+	for i, u := range urls {
+		body, found, err := src.Fetch(ctx, u)
+		if err != nil {
+			return 0, "", fmt.Errorf("fetching %s: %w", u, err)
 		}
+		if found {
+			return i, body, nil
+		}
+	}
+	return 0, "", fmt.Errorf("could not find %s at paths %q for repo %s at commit %s (tried %s): %w",
+		what, paths, repo, commit, strings.Join(urls, ", "), ErrNotFound)
+}
+
+// GetRequirements is upstream's get_requirements for repo at commit with
+// the given MAP_REPO_TO_REQS_PATHS entry: the first of reqsPaths that src
+// has, with "-r" includes fetched through src and expanded, and repl
+// (REPLACE_REQ_PACKAGES) applied.
+func GetRequirements(ctx context.Context, src Source, repo, commit string, reqsPaths []string, repl []Replacement) (string, error) {
+	i, body, err := firstOf(ctx, src, RequirementsCandidates(repo, commit, reqsPaths), "requirements.txt", repo, commit, reqsPaths)
+	if err != nil {
 		return "", err
 	}
-	reqPath := reqsPaths[indexOf(urls, u)]
-	text, err := ExpandRequirements(DecodeText(body), func(name string) (string, bool, error) {
-		b, err := c.Get(ctx, IncludeURL(repo, commit, reqPath, name))
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return "", false, nil
-		case err != nil:
-			return "", false, err
+	text, err := ExpandRequirements(body, func(name string) (string, bool, error) {
+		u := IncludeURL(repo, commit, reqsPaths[i], name)
+		b, found, err := src.Fetch(ctx, u)
+		if err != nil {
+			return "", false, fmt.Errorf("fetching %s: %w", u, err)
 		}
-		return DecodeText(b), true, nil
+		return b, found, nil
 	})
 	if err != nil {
 		return "", err
 	}
-	return CleanRequirements(text, c.repl), nil
+	return CleanRequirements(text, repl), nil
 }
 
-// EnvironmentYML returns the environment.yml text upstream's
-// get_environment_yml builds for repo at commit: the first of ymlPaths that
-// exists, renamed to envName, with REPLACE_REQ_PACKAGES applied to its pip
-// section.
-func (c *Client) EnvironmentYML(ctx context.Context, repo, commit string, ymlPaths []string, envName string) (string, error) {
-	_, body, err := c.FirstOf(ctx, EnvironmentYMLCandidates(repo, commit, ymlPaths))
+// GetEnvironmentYML is upstream's get_environment_yml for repo at commit
+// with the given MAP_REPO_TO_ENV_YML_PATHS entry: the first of ymlPaths that
+// src has, renamed to envName, with repl (REPLACE_REQ_PACKAGES) applied to
+// its pip section.
+func GetEnvironmentYML(ctx context.Context, src Source, repo, commit string, ymlPaths []string, envName string, repl []Replacement) (string, error) {
+	_, body, err := firstOf(ctx, src, EnvironmentYMLCandidates(repo, commit, ymlPaths), "environment.yml", repo, commit, ymlPaths)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return "", fmt.Errorf("could not find environment.yml at paths %q for repo %s at commit %s: %w", ymlPaths, repo, commit, err)
-		}
 		return "", err
 	}
-	return CleanEnvironmentYML(RenameEnvironment(DecodeText(body), envName), c.repl), nil
+	return CleanEnvironmentYML(RenameEnvironment(body, envName), repl), nil
 }
 
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
+// Requirements is GetRequirements through the client (a 404 or 410 moves
+// on to the next path; any other failure stops) with its Replacements.
+func (c *Client) Requirements(ctx context.Context, repo, commit string, reqsPaths []string) (string, error) {
+	return GetRequirements(ctx, c, repo, commit, reqsPaths, c.repl)
+}
+
+// EnvironmentYML is GetEnvironmentYML through the client (a 404 or 410
+// moves on to the next path; any other failure stops) with its
+// Replacements.
+func (c *Client) EnvironmentYML(ctx context.Context, repo, commit string, ymlPaths []string, envName string) (string, error) {
+	return GetEnvironmentYML(ctx, c, repo, commit, ymlPaths, envName, c.repl)
 }

@@ -234,6 +234,23 @@ func TestIncludeURL(t *testing.T) {
 	}
 }
 
+// TestPyJoin: Python's posixpath.join (moved here with the function from
+// builder/render's TestPosixJoin).
+func TestPyJoin(t *testing.T) {
+	for _, tc := range []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"https://x/", "a/b", "c", "", "f.txt"}, "https://x/a/b/c/f.txt"},
+		{[]string{"a", "/abs", "b"}, "/abs/b"},
+		{[]string{"a/", "b"}, "a/b"},
+	} {
+		if got := pyJoin(tc.parts...); got != tc.want {
+			t.Errorf("pyJoin(%q) = %q, want %q", tc.parts, got, tc.want)
+		}
+	}
+}
+
 func TestExpandRequirementsIncludeErrorStops(t *testing.T) {
 	_, err := ExpandRequirements("-r a.txt\nx\n", func(string) (string, bool, error) {
 		return "", false, os.ErrPermission

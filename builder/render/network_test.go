@@ -8,6 +8,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/fetch"
 )
 
 type fakeFetcher map[string]string
@@ -94,17 +95,14 @@ func TestNetworkSpecs(t *testing.T) {
 	}
 }
 
-func TestPosixJoin(t *testing.T) {
-	for _, tc := range []struct {
-		parts []string
-		want  string
-	}{
-		{[]string{"https://x/", "a/b", "c", "", "f.txt"}, "https://x/a/b/c/f.txt"},
-		{[]string{"a", "/abs", "b"}, "/abs/b"},
-		{[]string{"a/", "b"}, "a/b"},
-	} {
-		if got := posixJoin(tc.parts...); got != tc.want {
-			t.Errorf("posixJoin(%q) = %q, want %q", tc.parts, got, tc.want)
-		}
+// TestRawRootIsTables: fetch builds the candidate URLs from upstream's
+// SWE_BENCH_URL_RAW; it must be the one in the spec tables.
+func TestRawRootIsTables(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fetch.RawURL("o/r", "c", "p.txt"), tables.URLRaw+"o/r/c/p.txt"; got != want {
+		t.Errorf("fetch.RawURL = %q, tables give %q", got, want)
 	}
 }
