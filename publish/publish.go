@@ -273,7 +273,11 @@ func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.C
 	}
 	// Existence check by digest before any upload: one HEAD of the content
 	// tag tells whether this exact manifest is already there.
-	if d, err := p.c.Head(ctx, repo.Tag(tag)); err == nil && d != nil && d.Digest.String() == im.Digest {
+	d, err := p.c.Head(ctx, repo.Tag(tag))
+	if err != nil {
+		return child, nil, false, err
+	}
+	if d != nil && d.Digest.String() == im.Digest {
 		child.Size, child.MediaType = d.Size, d.MediaType
 		if !done {
 			if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: d.Size, MediaType: string(d.MediaType), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
@@ -489,7 +493,11 @@ func (p *publisher) index(ctx context.Context, id string, imgs []Image, children
 	if done && p.opts.TrustLedger {
 		return true, idx.Digest, nil
 	}
-	if d, err := p.c.Head(ctx, repo.Tag(tag)); err == nil && d != nil && d.Digest.String() == idx.Digest {
+	d, err := p.c.Head(ctx, repo.Tag(tag))
+	if err != nil {
+		return false, idx.Digest, err
+	}
+	if d != nil && d.Digest.String() == idx.Digest {
 		// The registry accepted this index, so its children were present.
 		if !done {
 			if err := p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Ref: repo.Tag(tag).String(), Digest: idx.Digest, SpecKey: strings.TrimPrefix(tag, "k-"), Pushed: true}); err != nil {

@@ -92,7 +92,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil {
 		t.lim.release()
 		if t.logf != nil {
-			t.logf("http %s %s%s: %v", req.Method, req.URL.Host, req.URL.Path, errors.Unwrap(err))
+			t.logf("http %s %s://%s%s: %v", req.Method, req.URL.Scheme, req.URL.Host, req.URL.Path, err)
 		}
 		return nil, err
 	}
