@@ -331,7 +331,11 @@ func (r *Runner) progress(format string, args ...any) {
 // and people read) plus the exit codes.
 func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Container for %s started: %s (%s), network none\n", id, t.Image, t.Platform)
+	image := t.Image
+	if image == "" {
+		image = "the image just built, before export"
+	}
+	fmt.Fprintf(&b, "Container for %s started: %s (%s), network none\n", id, image, t.Platform)
 	if out.InfraError != "" {
 		fmt.Fprintf(&b, "Infrastructure error: %s\n", out.InfraError)
 		return b.String()
