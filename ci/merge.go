@@ -73,9 +73,10 @@ func (r MergeReport) Failed() bool { return r.Counts.Regressed+r.Counts.Failed >
 // An instance is indexed only when every one of its images is verified; an
 // instance with any failed or missing image keeps its previous index (if
 // any) and is reported as regressed (some image was verified before) or
-// failed. When a shard reports an image twice the last report wins.
+// failed. Several records about one image (metadata entry, verify summary)
+// are combined (see Combine).
 func Merge(plan Plan, results []Result) MergeReport {
-	latest := Latest(results)
+	latest := Combine(results)
 	planned := map[Key]bool{}
 	rep := MergeReport{Platforms: plan.Platforms, Shards: plan.Counts, Outcomes: make([]Outcome, 0, len(plan.Instances))}
 	for _, in := range plan.Instances {

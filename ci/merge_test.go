@@ -74,7 +74,7 @@ func TestReadResults(t *testing.T) {
 		{InstanceID: "a", Platform: PlatformARM64, Digest: dC, Verified: true},
 	}
 	for i := range got {
-		got[i].Source = ""
+		got[i].Source, got[i].verdict = "", false
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
@@ -86,6 +86,54 @@ func TestReadResults(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to contain %q", err, want)
 		}
+	}
+}
+
+// TestReadShardDirectory reads a shard's output as `swebuild build --verify`
+// lays it out (shape taken from a real run): a metadata file without the
+// instance (not exported: verification failed), the verify summary with a
+// gold and a control result, and other JSON artefacts to skip.
+func TestReadShardDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "amd64-0/meta/x__x-1.json", `{
+  "images": [
+    {"instance_id": "", "node": "base", "platform": "linux/amd64", "arch": "x86_64", "digest": "`+dA+`", "ref": "r/c@`+dA+`", "spec_key": "sha256:1", "verified": null}
+  ]
+}`)
+	writeFile(t, dir, "amd64-0/meta/y__y-1.json", `{"images": [
+    {"instance_id": "y__y-1", "node": "instance", "platform": "linux/amd64", "digest": "`+dB+`", "ref": "r/c@`+dB+`", "spec_key": "sha256:2", "verified": null}]}`)
+	writeFile(t, dir, "amd64-0/runs/x__x-1/verify/summary.json", `{
+  "results": [
+    {"instance_id": "x__x-1", "platform": "linux/amd64", "mode": "gold", "resolved": false,
+     "failure": "infrastructure_error", "error": "grading x__x-1: no log parser for repository"},
+    {"instance_id": "x__x-1", "platform": "linux/amd64", "mode": "empty", "resolved": false}
+  ]
+}`)
+	writeFile(t, dir, "amd64-0/runs/y__y-1/verify/summary.json", `{"results": [{"instance_id": "y__y-1", "platform": "linux/amd64", "mode": "gold", "resolved": true}]}`)
+	writeFile(t, dir, "amd64-0/runs/x__x-1/other.json", "{\n  \"foo\": 1\n}\n")
+	rs, err := ReadResults([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Combine(rs)
+	x, y := got[Key{"x__x-1", PlatformAMD64}], got[Key{"y__y-1", PlatformAMD64}]
+	if len(got) != 2 || x.OK() || x.Error != "gold infrastructure_error: grading x__x-1: no log parser for repository" {
+		t.Errorf("x: %+v (of %d)", x, len(got))
+	}
+	if !y.OK() || y.Digest != dB || y.SpecKey != "sha256:2" {
+		t.Errorf("y: %+v", y)
+	}
+	// metadata says verified, the gold run says not: not verified.
+	both := Combine([]Result{
+		{InstanceID: "z", Platform: PlatformAMD64, Digest: dA, Verified: true},
+		{InstanceID: "z", Platform: PlatformAMD64, verdict: true, Verified: false},
+	})
+	if both[Key{"z", PlatformAMD64}].OK() {
+		t.Error("a failed verdict was overridden by a verified one")
+	}
+	// a file named explicitly must parse
+	if _, err := ReadResults([]string{filepath.Join(dir, "amd64-0/runs/x__x-1/other.json")}); err == nil {
+		t.Error("an explicit non-record file read without error")
 	}
 }
 

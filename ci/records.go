@@ -40,6 +40,9 @@ type Result struct {
 
 	// Source is "file:line" for messages.
 	Source string `json:"-"`
+	// verdict is true when the record states a verification verdict
+	// (verified/resolved/status), false for "not verified" (null/absent).
+	verdict bool
 	// other marks a record about something else (a base/env node of a
 	// metadata file, an index or blob line of a publish ledger).
 	other bool
@@ -64,6 +67,9 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		Pushed     *bool  `json:"pushed"`
 		Digest     string `json:"digest"`
 		Verified   *bool  `json:"verified"`
+		Resolved   *bool  `json:"resolved"`
+		Mode       string `json:"mode"`
+		Failure    string `json:"failure"`
 		Status     string `json:"status"`
 		Error      string `json:"error"`
 		Size       int64  `json:"size"`
@@ -72,7 +78,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = Result{InstanceID: raw.InstanceID, Platform: raw.Platform, Repository: raw.Repository, Digest: raw.Digest, Ref: raw.Ref, SpecKey: raw.SpecKey, Error: raw.Error, Size: raw.Size}
-	if (raw.Kind != "" && raw.Kind != "image") || (raw.Node != "" && raw.Node != "instance") {
+	if (raw.Kind != "" && raw.Kind != "image") || (raw.Node != "" && raw.Node != "instance") || (raw.Mode != "" && raw.Mode != "gold") {
 		r.other = true
 		return nil
 	}
@@ -99,6 +105,14 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		}
 		r.Platform = p
 	}
+	if raw.Failure != "" {
+		// a verify summary: "infrastructure_error: grading ...: no log parser"
+		r.Error = strings.TrimSuffix("gold "+raw.Failure+": "+r.Error, ": ")
+	}
+	if raw.Verified == nil {
+		raw.Verified = raw.Resolved
+	}
+	r.verdict = raw.Verified != nil || raw.Status != ""
 	switch {
 	case raw.Verified != nil:
 		r.Verified = *raw.Verified
@@ -150,10 +164,14 @@ func ReadResults(paths []string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	explicit := map[string]bool{}
+	for _, p := range paths {
+		explicit[p] = true
+	}
 	var out []Result
 	var errs []string
 	for _, f := range files {
-		rs, ferrs := readResultFile(f)
+		rs, ferrs := readResultFile(f, !explicit[f])
 		out = append(out, rs...)
 		errs = append(errs, ferrs...)
 	}
@@ -193,31 +211,41 @@ func expandPaths(paths []string) ([]string, error) {
 	return files, nil
 }
 
-func readResultFile(path string) ([]Result, []string) {
+// readResultFile reads one file. found is true for a file met while walking
+// a directory: a .json file there that is neither a list of records nor a
+// metadata/summary object (a BuildKit or verify artefact) is skipped.
+func readResultFile(path string, found bool) ([]Result, []string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
 	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && (trimmed[0] == '[' || isMetadataObject(trimmed)) {
+	listKey := ""
+	if len(trimmed) > 0 {
+		listKey = recordListKey(trimmed)
+	}
+	if found && strings.HasSuffix(path, ".json") && listKey == "" && (len(trimmed) == 0 || trimmed[0] != '[') {
+		return nil, nil
+	}
+	if len(trimmed) > 0 && (trimmed[0] == '[' || listKey != "") {
 		var rs []Result
 		if trimmed[0] == '[' {
 			if err := json.Unmarshal(trimmed, &rs); err != nil {
 				return nil, []string{fmt.Sprintf("%s: %v", path, err)}
 			}
 		} else {
-			var md struct {
-				Images []Result `json:"images"`
-			}
-			if err := json.Unmarshal(trimmed, &md); err != nil {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(trimmed, &obj); err != nil {
 				return nil, []string{fmt.Sprintf("%s: %v", path, err)}
 			}
-			rs = md.Images
+			if err := json.Unmarshal(obj[listKey], &rs); err != nil {
+				return nil, []string{fmt.Sprintf("%s: %s: %v", path, listKey, err)}
+			}
 		}
 		var errs []string
 		var out []Result
 		for i := range rs {
-			rs[i].Source = fmt.Sprintf("%s: images[%d]", path, i)
+			rs[i].Source = fmt.Sprintf("%s: %s[%d]", path, listKey, i)
 			if rs[i].other {
 				continue
 			}
@@ -265,19 +293,27 @@ func parseResultLines(r io.Reader, name string) ([]Result, []string) {
 	return out, errs
 }
 
-// isMetadataObject reports whether data is a build metadata file: a JSON
-// object with an "images" list (publish.Metadata), rather than one JSON line.
-func isMetadataObject(data []byte) bool {
+// recordListKey tells a whole-file JSON object holding a list of records
+// from one JSON line: "images" for a build metadata file (publish.Metadata),
+// "results" for a verify summary; "" otherwise.
+func recordListKey(data []byte) string {
 	if data[0] != '{' {
-		return false
+		return ""
 	}
 	var probe struct {
-		Images json.RawMessage `json:"images"`
+		Images  json.RawMessage `json:"images"`
+		Results json.RawMessage `json:"results"`
 	}
 	if json.Unmarshal(data, &probe) != nil {
-		return false
+		return ""
 	}
-	return len(probe.Images) > 0 && probe.Images[0] == '['
+	switch {
+	case len(probe.Images) > 0 && probe.Images[0] == '[':
+		return "images"
+	case len(probe.Results) > 0 && probe.Results[0] == '[':
+		return "results"
+	}
+	return ""
 }
 
 func checkResult(r Result) string {
@@ -298,6 +334,37 @@ func Latest(rs []Result) map[Key]Result {
 	out := make(map[Key]Result, len(rs))
 	for _, r := range rs {
 		out[Key{r.InstanceID, r.Platform}] = r
+	}
+	return out
+}
+
+// Combine folds every record about one image (the builder's metadata entry,
+// the verify summary's gold result) into one: the digest and reference of the
+// last record that has one, the first error, and verified only when at least
+// one record gave a verdict and every verdict was "verified".
+func Combine(rs []Result) map[Key]Result {
+	out := make(map[Key]Result, len(rs))
+	bad := map[Key]bool{}
+	for _, r := range rs {
+		k := Key{r.InstanceID, r.Platform}
+		c, seen := out[k]
+		if !seen {
+			c = Result{InstanceID: r.InstanceID, Platform: r.Platform, Source: r.Source}
+		}
+		if r.Digest != "" {
+			c.Digest, c.Ref, c.Repository, c.SpecKey, c.Size = r.Digest, r.Ref, r.Repository, r.SpecKey, r.Size
+		}
+		if c.Error == "" && r.Error != "" {
+			c.Error = r.Error
+		}
+		if r.verdict || r.Verified {
+			c.verdict = true
+			if !r.Verified {
+				bad[k] = true
+			}
+		}
+		c.Verified = c.verdict && !bad[k]
+		out[k] = c
 	}
 	return out
 }

@@ -98,6 +98,19 @@ fi
 export VERIFY_FLAGS
 specs_args=()
 if [ -n "$SPECS" ]; then specs_args=(--specs "$SPECS"); fi
+if [ "$SPECS" = testdata/fixture/specs.json ] && [ -z "${CONTEXT_DIRS:-}" ]; then
+	# The fixture profile bind-mounts local git mirrors and ADDs the rootfs
+	# tarballs (scripts/fixture.sh rootfs makes those).
+	if [ ! -d "$state/fixture-context/mirror" ]; then
+		log "fixture git mirrors"
+		rm -rf "$state/fixture-context.tmp"
+		scripts/fixture.sh repos "$state/fixture-context.tmp/mirror" >&2
+		mv "$state/fixture-context.tmp" "$state/fixture-context"
+	fi
+	CONTEXT_DIRS="${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs:$PWD/$state/fixture-context"
+	case "$state" in /*) CONTEXT_DIRS="${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs:$state/fixture-context" ;; esac
+fi
+export CONTEXT_DIRS="${CONTEXT_DIRS:-}"
 
 log "prepare: plan, skip what the registry has, shard"
 "$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" --platform "$PLATFORMS" --shards "$shards" \

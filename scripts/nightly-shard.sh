@@ -20,6 +20,8 @@
 #   SWEBUILD       swebuild binary (default bin/swebuild)
 #   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
+#   CONTEXT_DIRS   colon-separated directories of context files the profile
+#                  names (rootfs tarballs, the fixture's git mirrors)
 #   QEMU           "true" when the runner's arch differs from PLATFORM: the
 #                  matching qemu-user-static binfmt handler is enabled first
 #   VERIFY_FLAGS   how build verifies (default --verify); empty builds unverified
@@ -79,6 +81,13 @@ build_shard() {
 	if [ -n "${SPECS:-}" ]; then
 		extra+=(--specs "$SPECS")
 	fi
+	local d dirs
+	IFS=: read -r -a dirs <<<"${CONTEXT_DIRS:-}"
+	for d in "${dirs[@]}"; do
+		if [ -n "$d" ]; then
+			extra+=(--context-dir "$d")
+		fi
+	done
 	local verify
 	read -r -a verify <<<"${VERIFY_FLAGS---verify}"
 	extra+=("${verify[@]}")
