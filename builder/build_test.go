@@ -378,8 +378,14 @@ func TestContextStateDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Through a symlink, as a user's --context-dir may hold one: the
+	// directory is sent, not the link.
+	link := filepath.Join(t.TempDir(), "mirror")
+	if err := os.Symlink(filepath.Join(dir, "mirror"), link); err != nil {
+		t.Fatal(err)
+	}
 	n := &Node{Key: "inst", Kind: KindInstance, Platform: "linux/amd64", Dockerfile: []byte("FROM x"),
-		ContextFiles: map[string]string{"mirror": filepath.Join(dir, "mirror")}}
+		ContextFiles: map[string]string{"mirror": link}}
 	_, _, mounts := contextOps(t, n)
 	if len(mounts) != 1 {
 		t.Fatalf("%d mounts", len(mounts))

@@ -325,8 +325,15 @@ func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
 
 	// Files on disk, grouped by directory: one local source per directory
 	// and file set.
-	byDir := map[string][]string{} // dir -> context names
+	byDir := map[string][]string{}  // dir -> context names
+	resolved := map[string]string{} // context name -> path, symlinks resolved
 	for name, p := range n.ContextFiles {
+		// A symlink would be sent as a link to a target outside the context.
+		p, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return llb.State{}, fmt.Errorf("context file %s: %w", name, err)
+		}
+		resolved[name] = p
 		fi, err := os.Stat(p)
 		if err != nil {
 			return llb.State{}, fmt.Errorf("context file %s: %w", name, err)
@@ -347,7 +354,7 @@ func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
 		var bases []string
 		renamed := false
 		for _, name := range names {
-			b := filepath.Base(n.ContextFiles[name])
+			b := filepath.Base(resolved[name])
 			bases = append(bases, b)
 			if b != name {
 				renamed = true

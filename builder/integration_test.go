@@ -40,6 +40,17 @@ func tinyGraph(t *testing.T, platforms []string, salt string) []*Node {
 			t.Fatal(err)
 		}
 	}
+	// A directory reached through a symlink under another name.
+	if err := os.MkdirAll(filepath.Join(dir, "payload-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "payload-dir", "f.txt"), []byte("f"+salt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "data")
+	if err := os.Symlink(filepath.Join(dir, "payload-dir"), link); err != nil {
+		t.Fatal(err)
+	}
 	var nodes []*Node
 	for _, p := range platforms {
 		arch := archOf(p)
@@ -58,8 +69,9 @@ func tinyGraph(t *testing.T, platforms []string, salt string) []*Node {
 				Dockerfile: []byte("FROM " + strings.TrimSuffix(baseKey, ":latest") + "\nCOPY not-in-context.sh /root/\n"),
 				Context:    map[string][]byte{"setup_env.sh": []byte("x")}},
 			&Node{Key: "swebuild-test.eval." + arch + ".good:latest", Kind: KindInstance, Platform: p, InstanceID: "good__good-1", Parents: []string{envKey},
-				Dockerfile: []byte("FROM " + envKey + "\nCOPY setup_repo.sh /root/\nWORKDIR /testbed\n"),
-				Context:    map[string][]byte{"setup_repo.sh": []byte("echo repo good\n")}},
+				Dockerfile:   []byte("FROM " + envKey + "\nCOPY setup_repo.sh /root/\nCOPY data /data\nWORKDIR /testbed\n"),
+				Context:      map[string][]byte{"setup_repo.sh": []byte("echo repo good\n")},
+				ContextFiles: map[string]string{"data": link}},
 			&Node{Key: "swebuild-test.eval." + arch + ".bad:latest", Kind: KindInstance, Platform: p, InstanceID: "bad__bad-1", Parents: []string{badKey},
 				Dockerfile: []byte("FROM " + badKey + "\nCOPY setup_repo.sh /root/\n"),
 				Context:    map[string][]byte{"setup_repo.sh": []byte("echo repo bad\n")}},
@@ -172,11 +184,11 @@ func TestBuildKitGraph(t *testing.T) {
 			continue
 		}
 		files := imageFiles(t, res.Outcome.Ref)
-		want := []string{"base/base.txt", "base/payload.bin", "root/setup_env.sh", "root/setup_repo.sh", "testbed"}
+		want := []string{"base/base.txt", "base/payload.bin", "data/f.txt", "root/setup_env.sh", "root/setup_repo.sh", "testbed"}
 		var got []string
 		for _, f := range files {
 			f = strings.TrimSuffix(f, "/")
-			if f == "base" || f == "root" {
+			if f == "base" || f == "root" || f == "data" {
 				continue
 			}
 			got = append(got, f)
