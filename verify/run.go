@@ -94,6 +94,9 @@ type RunOutput struct {
 	TestSeconds float64
 	// Leak is the raw history dump for CheckLeak.
 	Leak LeakDump
+	// InContainerSeconds is the time the wrapper script took (leak check,
+	// patch apply, diffs and tests), measured inside the container.
+	InContainerSeconds float64
 	// Wall is the time of the whole container run, measured by the engine
 	// (container start, copies, apply, tests, reading the results back).
 	Wall time.Duration
@@ -126,6 +129,8 @@ func wrapperScript() string {
 set +e
 in=` + inDir + `
 out=` + outDir + `
+date +%s.%N >"$out/wrap_start"
+trap 'date +%s.%N >"$out/wrap_end"' EXIT
 startdir=$PWD
 base=$(cat "$in/` + fileBase + `")
 tmo=$(cat "$in/` + fileTimeout + `")
@@ -183,6 +188,9 @@ func inputFiles(job Job) map[string]string {
 // content; absent files are missing from the map).
 func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 	out := &RunOutput{}
+	if s, e := seconds(files["wrap_start"], files["wrap_end"]); e {
+		out.InContainerSeconds = s
+	}
 	if e, ok := files["infra_error"]; ok {
 		out.InfraError = fmt.Sprintf("cannot enter %s: %s", DockerWorkdir, strings.TrimSpace(e))
 		return out, nil
@@ -226,10 +234,8 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 		return nil, fmt.Errorf("reading exit code of eval.sh: %q is not a number", rcText)
 	}
 	out.TestExit = rc
-	start, err1 := strconv.ParseFloat(strings.TrimSpace(files["test_start"]), 64)
-	end, err2 := strconv.ParseFloat(strings.TrimSpace(files["test_end"]), 64)
-	if err1 == nil && err2 == nil && end >= start {
-		out.TestSeconds = end - start
+	if s, ok := seconds(files["test_start"], files["test_end"]); ok {
+		out.TestSeconds = s
 	}
 	// timeout(1) exits 124 when the limit was hit, 137 when it also had
 	// to SIGKILL.
@@ -241,4 +247,14 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 		out.TimedOut = true
 	}
 	return out, nil
+}
+
+// seconds is end - start for two `date +%s.%N` outputs.
+func seconds(start, end string) (float64, bool) {
+	a, err1 := strconv.ParseFloat(strings.TrimSpace(start), 64)
+	b, err2 := strconv.ParseFloat(strings.TrimSpace(end), 64)
+	if err1 != nil || err2 != nil || b < a {
+		return 0, false
+	}
+	return b - a, true
 }

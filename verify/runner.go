@@ -261,6 +261,7 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 		return fail(FailureInfra, "%v", err)
 	}
 	a.TestSeconds = out.TestSeconds
+	a.InContainerSeconds = out.InContainerSeconds
 	log := instanceLog(inst.InstanceID, t, job, out)
 	if err := os.WriteFile(filepath.Join(a.Dir, "run_instance.log"), []byte(log), 0o644); err != nil {
 		return fail(FailureInfra, "writing run_instance.log: %v", err)
@@ -359,7 +360,7 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 	}
 	fmt.Fprintf(&b, "Git diff before:\n%s\n", strings.TrimSpace(out.DiffBefore))
 	if out.TestRan {
-		fmt.Fprintf(&b, "Test runtime: %.2f seconds\n", out.TestSeconds)
+		fmt.Fprintf(&b, "Test runtime: %.2f seconds (whole in-container script %.2f seconds)\n", out.TestSeconds, out.InContainerSeconds)
 		fmt.Fprintf(&b, "eval.sh exit code: %d\n", out.TestExit)
 		if out.TimedOut {
 			fmt.Fprintf(&b, "%s after %d seconds\n", TestsTimeout, int64(job.Timeout/time.Second))

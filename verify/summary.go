@@ -36,16 +36,19 @@ func (c Counts) String() string { return fmt.Sprintf("%d/%d", c.Passed, c.Total)
 
 // Attempt is one run of one (instance, platform, mode).
 type Attempt struct {
-	Run         int         `json:"run"`
-	Resolved    bool        `json:"resolved"`
-	F2P         Counts      `json:"fail_to_pass"`
-	P2P         Counts      `json:"pass_to_pass"`
-	Seconds     float64     `json:"seconds"`
-	TestSeconds float64     `json:"test_seconds"`
-	Failure     string      `json:"failure,omitempty"`
-	Error       string      `json:"error,omitempty"`
-	Leak        *LeakReport `json:"leak,omitempty"`
-	Dir         string      `json:"dir"`
+	Run         int     `json:"run"`
+	Resolved    bool    `json:"resolved"`
+	F2P         Counts  `json:"fail_to_pass"`
+	P2P         Counts  `json:"pass_to_pass"`
+	Seconds     float64 `json:"seconds"`
+	TestSeconds float64 `json:"test_seconds"`
+	// InContainerSeconds is the wrapper's own time (leak check, apply,
+	// diffs, tests); Seconds minus it is container start and read-back.
+	InContainerSeconds float64     `json:"in_container_seconds"`
+	Failure            string      `json:"failure,omitempty"`
+	Error              string      `json:"error,omitempty"`
+	Leak               *LeakReport `json:"leak,omitempty"`
+	Dir                string      `json:"dir"`
 	// Labels maps each labelled test to pass or fail.
 	Labels map[string]string `json:"-"`
 }
