@@ -244,6 +244,30 @@ func TestVerifyFixture(t *testing.T) {
 		}
 	}
 
+	// 1b. --repeat really reruns (nothing cached): two runs, two different
+	// test outputs (pip's temporary directory names differ), not flaky.
+	stdout.Reset()
+	stderr.Reset()
+	rep := filepath.Join(tmp, "repeat.json")
+	err = runVerify(ctx, []string{"--gold", "--repeat", "2", "--dataset", f.dataset, "--specs", f.specs, "--metadata-file", md,
+		"--platform", "linux/amd64", "--instance", "fixture__textutil-3", "--log-parser", "parse_log_pytest",
+		"--run-dir", filepath.Join(tmp, "verify-repeat"), "--summary", rep}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("verify --repeat 2: %v\n%s", err, stderr.String())
+	}
+	rs, err := verify.ReadSummary(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Results) != 1 || len(rs.Results[0].Runs) != 2 || !rs.Results[0].OK() || len(rs.Results[0].FlakyTests) > 0 {
+		t.Fatalf("--repeat 2: %+v", rs.Results)
+	}
+	o1, err1 := os.ReadFile(filepath.Join(rs.Results[0].Runs[0].Dir, "test_output.txt"))
+	o2, err2 := os.ReadFile(filepath.Join(rs.Results[0].Runs[1].Dir, "test_output.txt"))
+	if err1 != nil || err2 != nil || bytes.Equal(o1, o2) {
+		t.Errorf("--repeat 2: the two runs' outputs are identical or missing (%v, %v): a cached run?", err1, err2)
+	}
+
 	// 2. Broken gold patches against the baseline.
 	broken := brokenDataset(t, f.dataset)
 	stdout.Reset()
