@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/swebuild/swebuild/builder/spec/spectest"
 )
 
 // golden is testdata/upstream_v4.1.0_golden.json: inputs, and the outputs
@@ -145,7 +146,7 @@ func TestUpstreamGolden(t *testing.T) {
 // upstream-v4.1.0/network_needed.txt (165 instances) against Candidates,
 // using the instances' records and the path tables of specs.json.
 func TestCandidatesMatchUpstream(t *testing.T) {
-	ref := refDir(t)
+	ref := spectest.SharedDir(t)
 	raw, err := os.ReadFile(filepath.Join(ref, "upstream-v4.1.0", "specs.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,30 +161,16 @@ func TestCandidatesMatchUpstream(t *testing.T) {
 	// repo and commit of every record of the splits upstream generated.
 	type rc struct{ repo, commit string }
 	records := map[string]rc{}
-	for _, f := range []string{"SWE-bench_Verified/test.jsonl", "SWE-bench_Lite/test.jsonl", "SWE-bench_Lite/dev.jsonl", "SWE-bench/dev.jsonl"} {
-		fh, err := os.Open(filepath.Join(ref, "datasets", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			var r struct {
-				ID     string `json:"instance_id"`
-				Repo   string `json:"repo"`
-				Base   string `json:"base_commit"`
-				EnvSet string `json:"environment_setup_commit"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				t.Fatal(err)
-			}
-			commit := r.EnvSet
+	splits := spectest.PythonSplits()
+	recs := spectest.Records(t, ref, splits...)
+	for _, sp := range splits {
+		for id, r := range recs[sp] {
+			commit := r.EnvironmentSetupCommit
 			if commit == "" {
-				commit = r.Base
+				commit = r.BaseCommit
 			}
-			records[r.ID] = rc{r.Repo, commit}
+			records[id] = rc{r.Repo, commit}
 		}
-		fh.Close()
 	}
 	nn, err := os.ReadFile(filepath.Join(ref, "upstream-v4.1.0", "network_needed.txt"))
 	if err != nil {
@@ -278,32 +265,4 @@ func TestDecodeText(t *testing.T) {
 			t.Errorf("DecodeText(%q) = %q, want %q", in, got, want)
 		}
 	}
-}
-
-// refDir returns shared/swebench-reference beside the repository; without
-// it the test is skipped, or fails when CI is set.
-func refDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	ref := filepath.Join(dir, "..", "shared", "swebench-reference")
-	if _, err := os.Stat(ref); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("reference data missing under CI: %v", err)
-		}
-		t.Skipf("reference data not available: %v", err)
-	}
-	return ref
 }

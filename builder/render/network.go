@@ -21,13 +21,6 @@ type Fetcher = fetch.Source
 // download while no Fetcher is configured.
 var ErrNeedsNetwork = errors.New("needs network")
 
-func envCommit(inst *dataset.Instance) string {
-	if inst.EnvironmentSetupCommit != "" {
-		return inst.EnvironmentSetupCommit
-	}
-	return inst.BaseCommit
-}
-
 // CandidateURLs returns the URLs upstream tries, in order, for an instance
 // whose spec installs from requirements.txt or environment.yml (nil
 // otherwise or when the bundled environment.yml is used).
@@ -39,7 +32,7 @@ func (r *Renderer) CandidateURLs(inst *dataset.Instance, packages string) []stri
 	case "environment.yml":
 		paths = r.Tables.EnvYMLPaths[inst.Repo]
 	}
-	return fetch.Candidates(inst.Repo, envCommit(inst), paths)
+	return fetch.Candidates(inst.Repo, inst.EnvSetupCommit(), paths)
 }
 
 // needsNetwork is the error for an instance that needs a download of one
@@ -69,7 +62,7 @@ func (r *Renderer) requirements(ctx context.Context, inst *dataset.Instance) (st
 	if err := r.needsNetwork(r.CandidateURLs(inst, "requirements.txt"), "requirements.txt"); err != nil {
 		return "", err
 	}
-	return fetch.GetRequirements(ctx, r.Fetcher, inst.Repo, envCommit(inst), r.Tables.ReqsPaths[inst.Repo], r.replacements())
+	return fetch.GetRequirements(ctx, r.Fetcher, inst.Repo, inst.EnvSetupCommit(), r.Tables.ReqsPaths[inst.Repo], r.replacements())
 }
 
 // environmentYML is upstream's get_environment_yml for inst.
@@ -77,5 +70,5 @@ func (r *Renderer) environmentYML(ctx context.Context, inst *dataset.Instance) (
 	if err := r.needsNetwork(r.CandidateURLs(inst, "environment.yml"), "environment.yml"); err != nil {
 		return "", err
 	}
-	return fetch.GetEnvironmentYML(ctx, r.Fetcher, inst.Repo, envCommit(inst), r.Tables.EnvYMLPaths[inst.Repo], envName, r.replacements())
+	return fetch.GetEnvironmentYML(ctx, r.Fetcher, inst.Repo, inst.EnvSetupCommit(), r.Tables.EnvYMLPaths[inst.Repo], envName, r.replacements())
 }
