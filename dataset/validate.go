@@ -198,7 +198,7 @@ func (v *validator) add(r *record, source, where string) {
 	}
 	idOK := false
 	if r.present[fInstanceID] {
-		if msg := checkID(in.InstanceID); msg != "" {
+		if msg := CheckID(in.InstanceID); msg != "" {
 			bad(fInstanceID, msg)
 		} else {
 			idOK = true
@@ -290,10 +290,10 @@ func safeNameChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
-// checkID returns why id is unsafe as a file name, image tag part and shell
+// CheckID returns why id is unsafe as a file name, image tag part and shell
 // word, or "" when it is fine: it must be non-empty, use only
 // [A-Za-z0-9._-], not contain "..", and not start with '.' or '-'.
-func checkID(id string) string {
+func CheckID(id string) string {
 	if id == "" {
 		return "is empty"
 	}
@@ -314,7 +314,7 @@ func checkID(id string) string {
 // checkRepo returns why repo is not a plain GitHub "owner/name", or "".
 func checkRepo(repo string) string {
 	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || checkID(owner) != "" || checkID(name) != "" {
+	if !ok || CheckID(owner) != "" || CheckID(name) != "" {
 		return fmt.Sprintf("%s is not of the form owner/name (each part of [A-Za-z0-9._-], not starting with '.' or '-')", quoteShort(repo))
 	}
 	return ""

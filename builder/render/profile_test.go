@@ -112,6 +112,7 @@ func TestLoadExtraErrors(t *testing.T) {
 		{"shadow", `{` + good + `, "specs": {"django/django": {"3.0": {"test_cmd": "x"}}}}`, "specs.django/django: repo is already in the upstream table"},
 		{"no test_cmd", `{` + good + `, "specs": {"a/b": {"1": {}}}}`, "specs.a/b.1.test_cmd: missing"},
 		{"unknown field", `{` + good + `, "specs": {}, "extra": 1}`, "unknown field"},
+		{"unsafe x86_only id", `{` + good + `, "specs": {}, "x86_only": ["ok-1", "../etc"]}`, "x86_only[1]: instance id"},
 		{"no clone", `{"profile": {"name": "p", "base_dockerfile": "x", "env_dockerfile": "x", "instance_dockerfile": "x", "activate": ["x"]}, "specs": {}}`, "profile.clone_url: missing"},
 	} {
 		p := filepath.Join(dir, tc.name+".json")
@@ -123,5 +124,28 @@ func TestLoadExtraErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v, want %q and the file name", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The fixture's specs file marks one instance x86-only and names its log
+// parser; both must reach the tables the plan and verify read.
+func TestLoadExtraX86OnlyAndParser(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.LoadExtra(filepath.Join("..", "..", "testdata", "fixture", "specs.json")); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"fixture__textutil-2": true, "fixture__textutil-1": false, "fixture__calc-1": false} {
+		if got := tables.X86Only(id); got != want {
+			t.Errorf("X86Only(%s) = %v, want %v", id, got, want)
+		}
+	}
+	if got := tables.LogParser("fixture/calc"); got != "parse_log_pytest" {
+		t.Errorf("LogParser(fixture/calc) = %q, want parse_log_pytest", got)
+	}
+	if got := tables.LogParser("django/django"); got != "" {
+		t.Errorf("LogParser(django/django) = %q, want none (upstream's map decides)", got)
 	}
 }

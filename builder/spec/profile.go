@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/swebuild/swebuild/dataset"
 )
 
 // Profile replaces the upstream conda/ubuntu templates for a set of repos
@@ -32,13 +34,19 @@ type Profile struct {
 	// ("base", "env", "instance"); {arch} is replaced by the OCI arch
 	// (amd64/arm64). The builder supplies them (e.g. from its cache dir).
 	Context map[string][]string `json:"context,omitempty"`
-	specs   map[string]Spec
+	// LogParser names the upstream log parser (e.g. "parse_log_pytest") that
+	// grades this profile's repos, which are not in upstream's parser map.
+	LogParser string `json:"log_parser,omitempty"`
+	specs     map[string]Spec
 }
 
 // ExtraSpecs is the --specs file format.
 type ExtraSpecs struct {
 	Profile Profile                    `json:"profile"`
 	Specs   map[string]map[string]Spec `json:"specs"`
+	// X86Only lists instance ids that never get an arm64 image, like
+	// upstream's USE_X86 list.
+	X86Only []string `json:"x86_only,omitempty"`
 }
 
 // LoadExtra reads a --specs file and registers its repos with its profile.
@@ -93,5 +101,19 @@ func (t *Tables) LoadExtra(path string) error {
 		*t.Profiles[repo] = p
 		t.Profiles[repo].specs = x.Specs[repo]
 	}
+	for i, id := range x.X86Only {
+		if msg := dataset.CheckID(id); msg != "" {
+			return fmt.Errorf("%s: x86_only[%d]: instance id %s", path, i, msg)
+		}
+		t.OverridePlatforms(id, []string{PlatformAMD64})
+	}
 	return nil
+}
+
+// LogParser returns the log parser a profile names for repo, if any.
+func (t *Tables) LogParser(repo string) string {
+	if p := t.Profiles[repo]; p != nil {
+		return p.LogParser
+	}
+	return ""
 }
