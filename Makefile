@@ -4,20 +4,59 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN := bin/swebuild
+CACHE ?= $(or $(SWEBUILD_CACHE),$(HOME)/.cache/swebuild)
+# The stack's addresses (scripts/stack.sh env); exported to every test and demo step.
+export BUILDKIT_HOST ?= unix:///run/swebuild/buildkitd.sock
+export SWEBUILD_REGISTRY ?= 127.0.0.1:5000
+export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
-.PHONY: build test unit vet bench demo stack stack-down e2e fmt
+.PHONY: build vet unit test e2e bench bench-build demo stack stack-down fixture test-deps nightly-local clean
+
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/swebuild
 
 vet:
 	$(GO) vet ./...
-	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# stack: install and start buildkitd + registry, enable QEMU binfmt.
+stack:
+	scripts/stack.sh up
+
+stack-down:
+	scripts/stack.sh down
+
+# fixture: the offline fixture's base image inputs (debootstrap rootfs, cached).
+fixture: stack
+	scripts/fixture.sh rootfs all
+
+test-deps:
+	scripts/test-deps.sh
+
+# unit: tests that need no daemons (stack tests skip unless CI is set).
 unit:
 	$(GO) test -count=1 ./...
 
-# test: everything CI runs (unit + end-to-end on the real stack).
-test: vet unit
+# test: what CI runs: vet, every test, with the real stack and fixture up.
+test: vet stack fixture test-deps
+	$(GO) test -count=1 -timeout 60m ./...
+
+# e2e: only the end-to-end tests against the running stack.
+e2e: stack fixture
+	$(GO) test -count=1 -timeout 60m -run 'Integration|E2E|Stack|Real' ./builder ./verify ./publish ./sizes ./ci ./internal/... ./cmd/swebuild
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+bench-build: build stack fixture
+	scripts/bench-build.sh
+
+# demo: the main job on the offline fixture (see scripts/demo.sh).
+demo: build stack fixture
+	scripts/demo.sh
+
+nightly-local: build stack fixture
+	scripts/nightly-local.sh
+
+clean:
+	rm -rf bin runs .nightly-local

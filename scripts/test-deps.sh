@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# scripts/test-deps.sh — tools only the tests need, beyond the stack:
+# Debian's chromium (the sizes HTML screenshot test), shellcheck (actionlint
+# runs it on workflow scripts) and actionlint (a Go module, cached).
+# Idempotent; needs root for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pkgs=()
+for p in chromium shellcheck jq; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || pkgs+=("$p")
+done
+if [ "${#pkgs[@]}" -gt 0 ]; then
+	echo "test-deps: installing ${pkgs[*]}" >&2
+	apt-get -o DPkg::Lock::Timeout=600 update -q >&2
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${pkgs[@]}" >&2
+fi
+scripts/install-actionlint.sh >/dev/null
