@@ -39,7 +39,7 @@ status=0
 "$bin" build --dataset "$dataset" --specs "$specs" \
 	--platform linux/amd64,linux/arm64 \
 	--context-dir "$cache/rootfs" --context-dir "$dir/context" \
-	--verify --push "$repo/build" \
+	--verify --log-parser parse_log_pytest --push "$repo/build" \
 	--progress "${DEMO_PROGRESS:-plain}" \
 	--metadata-file "$dir/metadata.json" --run-dir "$dir/build" || status=$?
 end=$(date +%s.%N)
