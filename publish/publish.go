@@ -31,7 +31,7 @@ type Options struct {
 	Client *registry.Client
 	// Ledger records progress (required).
 	Ledger *Ledger
-	// Jobs is how many instances are published at once (default 4).
+	// Jobs is how many instances are published at once (default 8).
 	Jobs int
 	// Version is the swebuild version written in index annotations.
 	Version string
@@ -113,7 +113,7 @@ func Publish(ctx context.Context, md *Metadata, opts Options) (*Summary, error) 
 		return nil, errors.New("publish: empty repository prefix")
 	}
 	if opts.Jobs <= 0 {
-		opts.Jobs = 4
+		opts.Jobs = 8
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard

@@ -29,7 +29,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON) listing the built images")
 	repo := fs.String("repo", "", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	ledgerPath := fs.String("ledger", "", "ledger file (JSON lines); default: publish-ledger.jsonl next to the metadata file")
-	jobs := fs.IntP("jobs", "j", 4, "instances published at once")
+	jobs := fs.IntP("jobs", "j", 8, "instances published at once")
 	maxRPS := fs.Float64("max-rps", -1, "request-rate limit (requests/s); default 50, unlimited for a loopback registry; 0 = unlimited")
 	concurrency := fs.Int("max-concurrent-requests", registry.DefaultConcurrency, "requests in flight at once")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
