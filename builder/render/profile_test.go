@@ -62,7 +62,7 @@ func TestFixtureProfile(t *testing.T) {
 		if !strings.Contains(res.SetupRepo, "git clone -o origin  --single-branch /mirror/calc.git /testbed\n") {
 			t.Errorf("setup_repo.sh clone line:\n%s", res.SetupRepo)
 		}
-		if !strings.Contains(res.Eval, "\npytest -rA tests/test_ops.py\n") {
+		if !strings.Contains(res.Eval, "\npython -m pytest -rA tests/test_ops.py\n") {
 			t.Errorf("eval.sh test command:\n%s", res.Eval)
 		}
 		nodes := res.Nodes()
