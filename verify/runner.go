@@ -33,6 +33,9 @@ type Target struct {
 	Image string
 	// EvalScript is the instance's eval.sh for that platform.
 	EvalScript string
+	// Parser is the log parser the instance's spec profile names ("":
+	// upstream's map); Runner.Grade.Parser, when set, wins.
+	Parser string
 }
 
 // Prediction is one line of an upstream predictions file.
@@ -284,7 +287,11 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 			return fail(FailureInfra, "writing test_output.txt: %v", err)
 		}
 	}
-	rep, err := Grade(inst, graded, patch, r.Grade)
+	gopts := r.Grade
+	if gopts.Parser == "" {
+		gopts.Parser = t.Parser
+	}
+	rep, err := Grade(inst, graded, patch, gopts)
 	if err != nil {
 		return fail(FailureInfra, "%v", err)
 	}

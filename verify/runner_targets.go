@@ -77,7 +77,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
 				continue
 			}
-			t := Target{Instance: inst, Platform: p, EvalScript: res.Eval}
+			t := Target{Instance: inst, Platform: p, EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
 			if images != nil {
 				ref, err := images(inst.InstanceID, p)
 				if err != nil {

@@ -63,7 +63,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&runDir, "run-dir", "", "directory for per-run logs and report.json (default runs/verify-<UTC time>)")
 	fs.StringVar(&summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
 	fs.StringVar(&format, "format", "table", "summary on stdout: table or json")
-	fs.StringVar(&logParser, "log-parser", "", "upstream log parser for every repository (e.g. parse_log_pytest for the fixture); default: upstream's map")
+	fs.StringVar(&logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
@@ -215,7 +215,7 @@ type verifyBuildFlags struct {
 
 func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&v.timeout, "verify-timeout", verify.DefaultTimeout, "with --verify: time limit of each eval.sh run")
-	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository (e.g. parse_log_pytest for the fixture); default: upstream's map")
+	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
 }
 
 // verifyBuild is the gold check of `swebuild build --verify`.
