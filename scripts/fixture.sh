@@ -27,7 +27,7 @@ SUITE=bookworm
 VARIANT=minbase
 # Same mirror apt uses on this machine (/etc/apt/sources.list.d/debian.sources).
 MIRROR=${SWEBUILD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-INCLUDE=python3,python3-venv,python3-pytest,python3-setuptools,python3-wheel,git,ca-certificates
+INCLUDE=python3,python3-venv,python3-pytest,python3-setuptools,python3-wheel,git,patch,ca-certificates
 
 log() { printf 'fixture: %s\n' "$*" >&2; }
 die() { printf 'fixture: error: %s\n' "$*" >&2; exit 1; }
