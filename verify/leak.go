@@ -12,6 +12,11 @@ package verify
 // with `git commit --allow-empty -am SWE-bench` as setup@swebench.config, on
 // top of base_commit. Such a commit is exempt when it lies between
 // base_commit and HEAD.
+//
+// The same dump also shows where the work tree sits (leak_checkout.go): HEAD
+// must be base_commit itself or that setup commit (one parent, base_commit,
+// and the same tree), and no tracked file may differ from HEAD before the
+// patch is applied.
 
 import (
 	"fmt"
@@ -36,6 +41,12 @@ type LeakDump struct {
 	Reflog string
 	// OnTop: `git rev-list BASE..HEAD` (commits between base and HEAD).
 	OnTop string
+	// Head: `git show -s --format='%H %T %P' HEAD` (commit, tree, parents).
+	Head string
+	// Base: `git show -s --format='%H %T' BASE^{commit}` (commit, tree).
+	Base string
+	// Status: `git status --porcelain` in the work tree, before the patch.
+	Status string
 	// Errors collects the commands' stderr.
 	Errors string
 }
@@ -48,6 +59,9 @@ git log --all --reflog --format='%H %ct %ae' >"$out/leak_commits" 2>>"$out/leak_
 git for-each-ref --format='%(refname) %(objectname) %(*objectname) %(creatordate:unix)' >"$out/leak_refs" 2>>"$out/leak_err"
 git log -g --all --format='%H %gD' >"$out/leak_reflog" 2>>"$out/leak_err"
 git rev-list "$base..HEAD" >"$out/leak_ontop" 2>>"$out/leak_err"
+git show -s --format='%H %T %P' HEAD >"$out/leak_head" 2>>"$out/leak_err"
+git show -s --format='%H %T' "$base^{commit}" >"$out/leak_basecommit" 2>>"$out/leak_err"
+git status --porcelain >"$out/leak_status" 2>>"$out/leak_err"
 `
 }
 
@@ -58,6 +72,9 @@ func leakDumpFrom(files map[string]string) LeakDump {
 		Refs:     files["leak_refs"],
 		Reflog:   files["leak_reflog"],
 		OnTop:    files["leak_ontop"],
+		Head:     files["leak_head"],
+		Base:     files["leak_basecommit"],
+		Status:   files["leak_status"],
 		Errors:   files["leak_err"],
 	}
 }
@@ -71,18 +88,43 @@ type LeakReport struct {
 	Refs []string `json:"refs,omitempty"`
 	// Reflog entries naming such a commit, e.g. "HEAD@{1}".
 	Reflog []string `json:"reflog,omitempty"`
+	// Checkout is where /testbed's work tree sits before the patch.
+	Checkout *Checkout `json:"checkout,omitempty"`
 }
 
-// Leaked reports whether anything newer than base_commit was found.
+// Leaked reports whether the image's repository fails the check: anything
+// newer than base_commit was found, or the work tree is not at
+// base_commit (Checkout). Both are the FailureLeak class.
 func (l *LeakReport) Leaked() bool {
-	return l != nil && (len(l.Commits) > 0 || len(l.Refs) > 0 || len(l.Reflog) > 0)
+	return l != nil && (l.historyLeaked() || (l.Checkout != nil && !l.Checkout.AtBase))
+}
+
+func (l *LeakReport) historyLeaked() bool {
+	return len(l.Commits) > 0 || len(l.Refs) > 0 || len(l.Reflog) > 0
+}
+
+// AtBase reports whether the work tree was found at base_commit: HEAD is
+// base_commit or the setup commit on it, and no tracked file is changed.
+func (l *LeakReport) AtBase() bool {
+	return l != nil && l.Checkout != nil && l.Checkout.AtBase
 }
 
 // String summarizes the findings in one line.
 func (l *LeakReport) String() string {
 	if !l.Leaked() {
-		return "no history newer than base_commit"
+		return "no history newer than base_commit; work tree at base_commit"
 	}
+	var out []string
+	if l.historyLeaked() {
+		out = append(out, "history newer than base_commit: "+l.historyString())
+	}
+	if l.Checkout != nil && !l.Checkout.AtBase {
+		out = append(out, l.Checkout.String())
+	}
+	return strings.Join(out, "; ")
+}
+
+func (l *LeakReport) historyString() string {
 	var parts []string
 	if n := len(l.Commits); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d newer commit(s) (%s)", n, short(l.Commits)))
@@ -93,7 +135,7 @@ func (l *LeakReport) String() string {
 	if n := len(l.Reflog); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d reflog entr(ies) (%s)", n, strings.Join(l.Reflog, ", ")))
 	}
-	return "history newer than base_commit: " + strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
 }
 
 func short(hashes []string) string {
@@ -176,6 +218,9 @@ func CheckLeak(d LeakDump) (*LeakReport, error) {
 		}
 	}
 	sort.Strings(rep.Refs)
+	if rep.Checkout, err = checkCheckout(d); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 

@@ -62,32 +62,8 @@ func newFixtureStack(t testing.TB) fixtureStack {
 	}
 	return fixtureStack{
 		root: root, dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
-		specs: fixtureSpecs(t, filepath.Join(root, "testdata", "fixture", "specs.json")), rootfs: rootfs, ctxDir: ctxDir, reg: st.Registry,
+		specs: filepath.Join(root, "testdata", "fixture", "specs.json"), rootfs: rootfs, ctxDir: ctxDir, reg: st.Registry,
 	}
-}
-
-// fixtureSpecs works around a bug of the committed fixture profile: its
-// test_cmd "pytest -rA" runs Debian's /usr/bin/pytest, whose interpreter is
-// the system python3, not the venv's, so the editable install of the project
-// is not importable and every test errors at collection ("No module named
-// 'calc'"), gold patch or not. "python -m pytest -rA" runs pytest with the
-// venv's python (the venv has the system site-packages, so pytest is there).
-// When the committed file is fixed this returns it unchanged.
-func fixtureSpecs(t testing.TB, path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fixed := bytes.ReplaceAll(b, []byte(`"test_cmd": "pytest -rA"`), []byte(`"test_cmd": "python -m pytest -rA"`))
-	if bytes.Equal(fixed, b) {
-		return path
-	}
-	t.Logf("fixture specs: using test_cmd \"python -m pytest -rA\" instead of the committed \"pytest -rA\" (system pytest cannot import the venv's editable install)")
-	p := filepath.Join(t.TempDir(), "specs.json")
-	if err := os.WriteFile(p, fixed, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func (f fixtureStack) build(t testing.TB, ctx context.Context, datasetPath, push, md string, extra ...string) (string, error) {
@@ -198,6 +174,17 @@ func TestVerifyFixture(t *testing.T) {
 		case verify.ModeGold:
 			if !r.Resolved || !r.OK() || r.Discriminates == nil || !*r.Discriminates || r.Leak.Leaked() {
 				t.Errorf("gold %s %s: %+v", r.InstanceID, r.Platform, r)
+			}
+			// Inside the image /testbed sits at base_commit: HEAD is the
+			// fixture's setup commit on it (setup_repo.sh ends with one)
+			// and no tracked file is changed before the patch.
+			for _, a := range r.Runs {
+				c := a.Leak.Checkout
+				if !a.Leak.AtBase() || c.Base != insts[r.InstanceID].BaseCommit || !c.SetupCommit || len(c.HeadParents) != 1 || c.HeadParents[0] != c.Base || len(c.Dirty) != 0 {
+					t.Errorf("gold %s %s run %d: checkout %+v, want the setup commit on base_commit %s and a clean work tree", r.InstanceID, r.Platform, a.Run, c, insts[r.InstanceID].BaseCommit)
+				} else {
+					t.Logf("gold %s %s run %d: %s (untracked: %v)", r.InstanceID, r.Platform, a.Run, c, c.Untracked)
+				}
 			}
 			if r.F2P.Passed != len(insts[r.InstanceID].FailToPass) || r.P2P.Passed != len(insts[r.InstanceID].PassToPass) {
 				t.Errorf("gold %s %s: F2P %s P2P %s, want all passed", r.InstanceID, r.Platform, r.F2P, r.P2P)
