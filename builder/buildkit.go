@@ -268,6 +268,11 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 					return nil, fmt.Errorf("verifying %s: reading image config: %w", n.ID(), err)
 				}
 			}
+			fp, err := contextFingerprint(chain)
+			if err != nil {
+				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
+			}
+			st = st.WithValue(contextFilesKey{}, fp)
 			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, platforms.Format(p))
 			if err := s.verify(ctx, gc, n.InstanceID, platforms.Format(p), st); err != nil {
 				return nil, fmt.Errorf("not exported: %w", err)

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
+	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -63,6 +65,17 @@ type Runner struct {
 	Grade GradeOptions
 	// Progress receives one line per finished run; nil: none.
 	Progress io.Writer
+	// Cache, when set, makes BuilderHook skip an image whose build
+	// definition was already verified with the same inputs and record each
+	// new success (Verify never uses it).
+	Cache *Cache
+	// Reverify makes BuilderHook run every image even when the cache holds
+	// its result; successes are still recorded.
+	Reverify bool
+
+	// hookEngine, when set (unit tests), replaces the gateway engine
+	// BuilderHook runs the gold patch with.
+	hookEngine func(gc gateway.Client, image llb.State) Engine
 
 	mu sync.Mutex
 }
@@ -154,8 +167,26 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 		if !ok {
 			return fmt.Errorf("verify: no dataset record or eval.sh for %s on %s", instanceID, platform)
 		}
+		var key string
+		if r.Cache != nil {
+			var why string
+			key, why = r.cacheKey(ctx, t, image)
+			if key == "" {
+				r.progress("%s %s %s: not looked up in the verification cache: %s", instanceID, platform, ModeGold, why)
+			} else if r.Reverify {
+				r.progress("%s %s %s: --reverify: not looked up in the verification cache", instanceID, platform, ModeGold)
+			} else if res, ok := r.cached(t, key); ok {
+				r.mu.Lock()
+				sum.Results = append(sum.Results, res)
+				r.mu.Unlock()
+				return nil
+			}
+		}
 		p := t.Instance.Patch
-		engine := gatewayEngine{gc: gc, image: image}
+		var engine Engine = gatewayEngine{gc: gc, image: image}
+		if r.hookEngine != nil {
+			engine = r.hookEngine(gc, image)
+		}
 		a := r.runOne(ctx, t, ModeGold, &p, false, 1, 1, engine)
 		res := aggregate(t, ModeGold, []Attempt{a})
 		r.mu.Lock()
@@ -164,8 +195,99 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 		if !res.OK() {
 			return fmt.Errorf("gold patch verification of %s on %s failed: %s (logs: %s)", instanceID, platform, res.Why(), res.Dir)
 		}
+		if key != "" {
+			r.remember(t, key, res)
+		}
 		return nil
 	}
+}
+
+// cacheKey is the verification cache key of the gold run of t on image, or
+// "" and why the image cannot be cached: its definition reads local files
+// the builder did not fingerprint, or it cannot be marshaled.
+func (r *Runner) cacheKey(ctx context.Context, t Target, image llb.State) (key, why string) {
+	def, locals, err := definitionDigest(ctx, image, t.Platform)
+	if err != nil {
+		return "", err.Error()
+	}
+	files, ok := builder.ContextFilesDigest(ctx, image)
+	if locals && !ok {
+		return "", "the image reads local files the builder did not fingerprint"
+	}
+	return CacheKeyInputs{
+		Definition:   def,
+		ContextFiles: files,
+		InstanceID:   t.Instance.InstanceID,
+		Platform:     t.Platform,
+		Patch:        t.Instance.Patch,
+		EvalScript:   t.EvalScript,
+		Parser:       r.parser(t),
+		Timeout:      r.timeout(),
+		Mode:         ModeGold,
+	}.Key(), ""
+}
+
+// cached looks key up and, on a hit, makes the result that stands for the
+// cached run and writes the cache record (and its report.json) in the run
+// directory, so the logs of this build say where the verdict came from.
+func (r *Runner) cached(t Target, key string) (Result, bool) {
+	rec, err := r.Cache.Load(key)
+	if err != nil {
+		r.progress("%s %s %s: %v", t.Instance.InstanceID, t.Platform, ModeGold, err)
+	}
+	if rec == nil || rec.InstanceID != t.Instance.InstanceID || rec.Platform != t.Platform || rec.Mode != ModeGold {
+		return Result{}, false
+	}
+	res := Result{
+		InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: ModeGold,
+		Resolved: true, F2P: rec.F2P, P2P: rec.P2P, TestSeconds: rec.TestSeconds,
+		Dir: rec.Dir, Cached: true, CacheKey: key, Runs: []Attempt{},
+	}
+	dir := r.runDir(t, ModeGold, 1, 1)
+	if b, err := json.MarshalIndent(rec, "", "  "); err == nil && os.MkdirAll(dir, 0o755) == nil {
+		if os.WriteFile(filepath.Join(dir, "cached.json"), append(b, '\n'), 0o644) == nil {
+			res.Dir = dir
+		}
+		if len(rec.Report) > 0 {
+			_ = os.WriteFile(filepath.Join(dir, "report.json"), rec.Report, 0o644)
+		}
+	}
+	r.progress("%s %s %s: resolved (cached: verified %s, logs %s)", t.Instance.InstanceID, t.Platform, ModeGold, rec.Verified.UTC().Format(time.RFC3339), rec.Dir)
+	return res, true
+}
+
+// remember records a successful run under key; a failure to write is a
+// warning (the next build verifies again).
+func (r *Runner) remember(t Target, key string, res Result) {
+	rec := &CacheRecord{
+		Key: key, InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: ModeGold,
+		Resolved: res.Resolved, F2P: res.F2P, P2P: res.P2P,
+		Seconds: res.Seconds, TestSeconds: res.TestSeconds, Dir: res.Dir, Verified: time.Now().UTC(),
+	}
+	if abs, err := filepath.Abs(res.Dir); err == nil {
+		rec.Dir = abs
+	}
+	if b, err := os.ReadFile(filepath.Join(res.Dir, "report.json")); err == nil && json.Valid(b) {
+		rec.Report = b
+	}
+	if err := r.Cache.Store(rec); err != nil {
+		r.progress("%s %s %s: %v", t.Instance.InstanceID, t.Platform, ModeGold, err)
+	}
+}
+
+func (r *Runner) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return r.Timeout
+}
+
+// parser is the log parser grading t uses.
+func (r *Runner) parser(t Target) string {
+	if r.Grade.Parser != "" {
+		return r.Grade.Parser
+	}
+	return t.Parser
 }
 
 // gatewayEngine runs a job on an image inside a running gateway session.
@@ -250,10 +372,7 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 	if mode == ModeGold && strings.TrimSpace(patchText) == "" {
 		return fail(FailureInfra, "the dataset record has no gold patch")
 	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := r.timeout()
 	job := Job{
 		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: skipApply,
 		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout,
@@ -288,9 +407,7 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 		}
 	}
 	gopts := r.Grade
-	if gopts.Parser == "" {
-		gopts.Parser = t.Parser
-	}
+	gopts.Parser = r.parser(t)
 	rep, err := Grade(inst, graded, patch, gopts)
 	if err != nil {
 		return fail(FailureInfra, "%v", err)

@@ -79,6 +79,11 @@ type Result struct {
 	Discriminates *bool     `json:"discriminates,omitempty"`
 	Dir           string    `json:"dir"`
 	Runs          []Attempt `json:"runs"`
+	// Cached: nothing ran; a successful verification of the same image
+	// definition with the same inputs was found in the verification cache
+	// under CacheKey (Dir is that run's logs, Runs is empty).
+	Cached   bool   `json:"cached,omitempty"`
+	CacheKey string `json:"cache_key,omitempty"`
 }
 
 // Key identifies a result across summaries.
@@ -313,6 +318,8 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 			}
 		} else if r.Failure != "" {
 			verdict = "ok (" + r.Failure + ")"
+		} else if r.Cached {
+			verdict = "ok (cached)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Mode, r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
 	}

@@ -211,11 +211,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 type verifyBuildFlags struct {
 	timeout   time.Duration
 	logParser string
+	reverify  bool
 }
 
 func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&v.timeout, "verify-timeout", verify.DefaultTimeout, "with --verify: time limit of each eval.sh run")
 	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	fs.BoolVar(&v.reverify, "reverify", false, "with --verify: run every gold check even when $SWEBUILD_CACHE/verify holds a success for the same image definition and inputs")
 }
 
 // verifyBuild is the gold check of `swebuild build --verify`.
@@ -243,11 +245,17 @@ func (v *verifyBuildFlags) hook(ctx context.Context, r *render.Renderer, insts [
 	if len(errs) > 0 {
 		vb.problems = append(vb.problems, fmt.Errorf("%d instance(s) cannot be verified", len(errs)))
 	}
+	cacheDir, err := verify.DefaultCacheDir()
+	if err != nil {
+		return nil, err
+	}
 	runner := &verify.Runner{
 		Timeout:  v.timeout,
 		RunDir:   vb.dir,
 		Grade:    verify.GradeOptions{Parser: v.logParser},
 		Progress: stderr,
+		Cache:    &verify.Cache{Dir: cacheDir},
+		Reverify: v.reverify,
 	}
 	vb.hook = runner.BuilderHook(targets, vb.sum)
 	return vb, nil
@@ -263,7 +271,16 @@ func (vb *verifyBuild) finish(stdout io.Writer) []error {
 		}
 		return a.Platform < b.Platform
 	})
+	cached := 0
+	for _, r := range vb.sum.Results {
+		if r.Cached {
+			cached++
+		}
+	}
 	fmt.Fprintln(stdout, "\ngold patch verification:")
+	if cached > 0 {
+		fmt.Fprintf(stdout, "%d of %d result(s) from the verification cache (same image definition and inputs verified before; --reverify runs them)\n", cached, len(vb.sum.Results))
+	}
 	if err := vb.sum.WriteTable(stdout, nil); err != nil {
 		problems = append(problems, err)
 	}

@@ -1,0 +1,82 @@
+package builder
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/moby/buildkit/client/llb"
+)
+
+// contextFilesKey is the llb.State value key under which the builder hands
+// the verify hook the fingerprint of the on-disk context files of the image.
+type contextFilesKey struct{}
+
+// ContextFilesDigest returns the fingerprint of the on-disk context files
+// (rootfs tarballs, mounted directories) of every node the image state was
+// built from, as the builder attached it before calling Options.Verify; ok
+// is false when there is none. A local source's LLB names only the
+// directory, not its content, so a cache keyed on the LLB definition alone
+// must add this.
+func ContextFilesDigest(ctx context.Context, st llb.State) (digest string, ok bool) {
+	v, err := st.Value(ctx, contextFilesKey{})
+	if err != nil {
+		return "", false
+	}
+	s, ok := v.(string)
+	return s, ok && s != ""
+}
+
+// contextFingerprint hashes, for every node of chain and each of its context
+// files in name order, the name and, for the file and everything under it
+// (symlinks resolved at the top, as contextState does), the relative path,
+// mode, size and modification time. That is what BuildKit's own local
+// transfer compares to decide which files changed.
+func contextFingerprint(chain []*Node) (string, error) {
+	h := sha256.New()
+	for _, n := range chain {
+		names := make([]string, 0, len(n.ContextFiles))
+		for name := range n.ContextFiles {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			root, err := filepath.EvalSymlinks(n.ContextFiles[name])
+			if err != nil {
+				return "", fmt.Errorf("fingerprinting context file %s of %s: %w", name, n.ID(), err)
+			}
+			fmt.Fprintf(h, "node %s\x00file %s\x00", n.ID(), name)
+			err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				rel, err := filepath.Rel(root, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(h, "%s\x00%o\x00%d\x00%d\x00", filepath.ToSlash(rel), fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+				if fi.Mode()&os.ModeSymlink != 0 {
+					target, err := os.Readlink(p)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(h, "-> %s\x00", target)
+				}
+				return nil
+			})
+			if err != nil {
+				return "", fmt.Errorf("fingerprinting context file %s of %s: %w", name, n.ID(), err)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,176 @@
+package verify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/platforms"
+	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/solver/pb"
+)
+
+// CacheKeyInputs are everything a gold verification of a built image depends
+// on. Two verifications with equal inputs run the same eval.sh with the same
+// patch on the same image, so the second can reuse the first's result.
+type CacheKeyInputs struct {
+	// Definition is the digest of the image's marshaled LLB definition
+	// (DefinitionDigest): equal definitions build the same image.
+	Definition string
+	// ContextFiles fingerprints the on-disk files the definition's local
+	// sources read (the LLB names a local source, not its content).
+	ContextFiles string
+	InstanceID   string
+	Platform     string
+	Patch        string
+	EvalScript   string
+	Parser       string
+	Timeout      time.Duration
+	Mode         string
+}
+
+// Key is the hex sha256 of the inputs, each field length-prefixed so that no
+// two different inputs encode alike.
+func (in CacheKeyInputs) Key() string {
+	h := sha256.New()
+	h.Write([]byte("swebuild verify cache v1\n"))
+	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, in.Platform, in.Patch, in.EvalScript, in.Parser, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
+		fmt.Fprintf(h, "%d:", len(f))
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// DefinitionDigest marshals image for platform and returns the sha256 of its
+// definition's ops, in the order Marshal writes them (a deterministic walk of
+// the graph; op metadata such as progress names is left out). Equal digests
+// mean the same build steps on the same sources.
+func DefinitionDigest(ctx context.Context, image llb.State, platform string) (string, error) {
+	d, _, err := definitionDigest(ctx, image, platform)
+	return d, err
+}
+
+// definitionDigest is DefinitionDigest and whether the definition has a
+// local source (whose content its LLB does not name).
+func definitionDigest(ctx context.Context, image llb.State, platform string) (string, bool, error) {
+	p, err := platforms.Parse(platform)
+	if err != nil {
+		return "", false, fmt.Errorf("platform %q: %w", platform, err)
+	}
+	def, err := image.Marshal(ctx, llb.Platform(platforms.Normalize(p)))
+	if err != nil {
+		return "", false, fmt.Errorf("marshaling the image definition: %w", err)
+	}
+	h := sha256.New()
+	locals := false
+	for _, b := range def.Def {
+		fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+		var op pb.Op
+		if err := op.UnmarshalVT(b); err != nil {
+			return "", false, fmt.Errorf("decoding the image definition: %w", err)
+		}
+		if src := op.GetSource(); src != nil && strings.HasPrefix(src.Identifier, "local://") {
+			locals = true
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), locals, nil
+}
+
+// CacheRecord is one cached successful verification.
+type CacheRecord struct {
+	Key        string `json:"key"`
+	InstanceID string `json:"instance_id"`
+	Platform   string `json:"platform"`
+	Mode       string `json:"mode"`
+	Resolved   bool   `json:"resolved"`
+	F2P        Counts `json:"fail_to_pass"`
+	P2P        Counts `json:"pass_to_pass"`
+	// Seconds and TestSeconds are the original run's.
+	Seconds     float64 `json:"seconds"`
+	TestSeconds float64 `json:"test_seconds"`
+	// Dir is where the original run's logs were written; Report is its
+	// report.json.
+	Dir      string          `json:"dir"`
+	Report   json.RawMessage `json:"report,omitempty"`
+	Verified time.Time       `json:"verified"`
+}
+
+// Cache stores successful verifications under Dir/<key>.json.
+type Cache struct {
+	Dir string
+}
+
+// DefaultCacheDir is $SWEBUILD_CACHE/verify, else ~/.cache/swebuild/verify.
+func DefaultCacheDir() (string, error) {
+	root := os.Getenv("SWEBUILD_CACHE")
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("locating the verification cache: %w", err)
+		}
+		root = filepath.Join(home, ".cache", "swebuild")
+	}
+	return filepath.Join(root, "verify"), nil
+}
+
+func (c *Cache) path(key string) string { return filepath.Join(c.Dir, key+".json") }
+
+// Load returns the record stored under key. A missing, unreadable or corrupt
+// record, or one stored under another key, is a miss (err says why, for a
+// warning; nil for a plain miss).
+func (c *Cache) Load(key string) (*CacheRecord, error) {
+	b, err := os.ReadFile(c.path(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading verification cache: %w", err)
+	}
+	var rec CacheRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("verification cache %s is corrupt (ignored): %w", c.path(key), err)
+	}
+	if rec.Key != key || !rec.Resolved {
+		return nil, fmt.Errorf("verification cache %s does not hold a resolved result for its key (ignored)", c.path(key))
+	}
+	return &rec, nil
+}
+
+// Store writes rec under rec.Key atomically (temporary file, then rename).
+func (c *Cache) Store(rec *CacheRecord) error {
+	if rec.Key == "" {
+		return errors.New("writing verification cache: record has no key")
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding verification cache record: %w", err)
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("writing verification cache: %w", err)
+	}
+	f, err := os.CreateTemp(c.Dir, ".tmp-"+rec.Key+"-*")
+	if err != nil {
+		return fmt.Errorf("writing verification cache: %w", err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(append(b, '\n'))
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing verification cache %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, c.path(rec.Key)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing verification cache: %w", err)
+	}
+	return nil
+}
