@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -78,4 +79,44 @@ func writeFile(t testing.TB, name, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestPlainRun checks the word-at-a-time scan against a byte loop: every
+// kind of attention byte at every offset of a 24-byte buffer (alone and
+// with a second one after it), over fills that must not stop the scan,
+// from every start.
+func TestPlainRun(t *testing.T) {
+	slow := func(b []byte, p int) int {
+		for p < len(b) && !attention[b[p]] {
+			p++
+		}
+		return p
+	}
+	stops := []byte{0x00, 0x01, 0x1f, '"', '\\'}
+	fills := []byte{'a', 0x20, 0x21, '#', '[', ']', 0x7f, 0x80, 0xa0, 0xdc, 0xff}
+	check := func(b []byte) {
+		t.Helper()
+		for start := 0; start <= len(b); start++ {
+			if got, want := plainRun(b, start), slow(b, start); got != want {
+				t.Fatalf("plainRun(% x, %d) = %d, want %d", b, start, got, want)
+			}
+		}
+	}
+	for _, fill := range fills {
+		check(bytes.Repeat([]byte{fill}, 24))
+		for _, stop := range stops {
+			for at := 0; at < 24; at++ {
+				b := bytes.Repeat([]byte{fill}, 24)
+				b[at] = stop
+				check(b)
+				for _, second := range stops {
+					for at2 := at + 1; at2 < 24; at2++ {
+						b2 := bytes.Clone(b)
+						b2[at2] = second
+						check(b2)
+					}
+				}
+			}
+		}
+	}
 }

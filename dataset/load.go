@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"regexp"
 	"strconv"
 )
@@ -38,7 +37,7 @@ var hubName = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Z
 // records are returned even then. Other errors (unreadable file, cancelled
 // context) return no records.
 func Load(ctx context.Context, path string, opts LoadOptions) ([]Instance, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) {
 			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w; download the split as JSONL or parquet and pass the file path", path, ErrHubDataset)

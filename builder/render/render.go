@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/dataset"
@@ -255,7 +256,10 @@ func EnvHashInput(envScriptList []string) string { return PyListRepr(envScriptLi
 
 // EnvHash is sha256(str(env_script_list)).hexdigest()[:22].
 func EnvHash(envScriptList []string) string {
-	sum := sha256.Sum256([]byte(PyListRepr(envScriptList)))
+	s := PyListRepr(envScriptList)
+	// Hash the string's bytes in place rather than copying them into a
+	// []byte first (the repr holds the whole environment.yml: kilobytes).
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
 	return hex.EncodeToString(sum[:11])
 }
 
