@@ -51,8 +51,11 @@ func (in CacheKeyInputs) Key() string {
 
 // DefinitionDigest marshals image for platform and returns the sha256 of its
 // definition's ops, in the order Marshal writes them (a deterministic walk of
-// the graph; op metadata such as progress names is left out). Equal digests
-// mean the same build steps on the same sources.
+// the graph; op metadata such as progress names is left out), with the
+// random per-client ids of local sources (local.unique, local.session)
+// removed and input digests rewritten to match. Equal digests mean the same
+// build steps on the same sources; what a local source holds is not in its
+// LLB at all and must be keyed separately (CacheKeyInputs.ContextFiles).
 func DefinitionDigest(ctx context.Context, image llb.State, platform string) (string, error) {
 	d, _, err := definitionDigest(ctx, image, platform)
 	return d, err
@@ -71,16 +74,36 @@ func definitionDigest(ctx context.Context, image llb.State, platform string) (st
 	}
 	h := sha256.New()
 	locals := false
+	// Marshal writes an op after its inputs, so each input's digest is
+	// already mapped to its canonical one when the op that uses it comes.
+	canonical := map[string]string{}
 	for _, b := range def.Def {
-		fmt.Fprintf(h, "%d:", len(b))
-		h.Write(b)
+		sum := sha256.Sum256(b)
+		old := "sha256:" + hex.EncodeToString(sum[:])
 		var op pb.Op
 		if err := op.UnmarshalVT(b); err != nil {
 			return "", false, fmt.Errorf("decoding the image definition: %w", err)
 		}
+		for _, in := range op.Inputs {
+			if d, ok := canonical[in.Digest]; ok {
+				in.Digest = d
+			}
+		}
 		if src := op.GetSource(); src != nil && strings.HasPrefix(src.Identifier, "local://") {
 			locals = true
+			// Per client process random ids: which transfer to reuse,
+			// not what is in it (the content is fingerprinted apart).
+			delete(src.Attrs, pb.AttrLocalUniqueID)
+			delete(src.Attrs, pb.AttrLocalSessionID)
 		}
+		nb, err := op.Marshal()
+		if err != nil {
+			return "", false, fmt.Errorf("encoding the image definition: %w", err)
+		}
+		nsum := sha256.Sum256(nb)
+		canonical[old] = "sha256:" + hex.EncodeToString(nsum[:])
+		fmt.Fprintf(h, "%d:", len(nb))
+		h.Write(nb)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), locals, nil
 }

@@ -111,6 +111,23 @@ func TestDefinitionDigest(t *testing.T) {
 	if !local {
 		t.Error("a definition with llb.Local: local source not detected")
 	}
+	// llb.Local's random per-client id is not a build input; the include
+	// patterns are.
+	withLocal := func(unique string, patterns ...string) string {
+		t.Helper()
+		src := llb.Local("ctx", llb.LocalUniqueID(unique), llb.IncludePatterns(patterns))
+		d, _, err := definitionDigest(ctx, img("a").File(llb.Copy(src, "/x", "/x")).File(llb.Mkdir("/y", 0o755)), "linux/amd64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if withLocal("u1", "x") != withLocal("u2", "x") {
+		t.Error("local.unique changed the digest")
+	}
+	if withLocal("u1", "x") == withLocal("u1", "x", "z") {
+		t.Error("other include patterns, same digest")
+	}
 	if _, _, err := definitionDigest(ctx, img("a"), "not a platform//"); err == nil {
 		t.Error("bad platform: no error")
 	}
