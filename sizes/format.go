@@ -215,8 +215,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		p("Growth of A against B (unique-layer compressed, %d common images): **%s**", c.CommonImages, fmtGrowth(c.GrowthPercent))
 		if r.MaxGrowthPercent != nil {
 			verdict := "within"
-			if r.GrowthExceeded {
+			switch {
+			case r.GrowthExceeded:
 				verdict = "**EXCEEDS**"
+			case c.GrowthPercent == nil:
+				verdict = "not checked against"
 			}
 			p(" — %s the limit of %.2f%%", verdict, *r.MaxGrowthPercent)
 		}

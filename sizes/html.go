@@ -51,8 +51,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 	p("</div>\n")
 	if r.MaxGrowthPercent != nil && r.Comparison != nil {
 		cls, verdict := "ok", "within"
-		if r.GrowthExceeded {
+		switch {
+		case r.GrowthExceeded:
 			cls, verdict = "bad", "exceeds"
+		case r.Comparison.GrowthPercent == nil:
+			verdict = "not checked against"
 		}
 		p("<p class=\"%s\">Growth %s %s the limit of %.2f%%.</p>\n", cls, e(fmtGrowth(r.Comparison.GrowthPercent)), verdict, *r.MaxGrowthPercent)
 	}

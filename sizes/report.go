@@ -297,7 +297,10 @@ func NewReport(a, b *Set, uncompressed bool, maxGrowth *float64) *Report {
 }
 
 // Problems lists what should make the command exit non-zero: image errors
-// and an exceeded growth limit. Missing images are reported, not failures.
+// and an exceeded growth limit. Missing images are reported, not failures,
+// and so is a comparison with no common images (the first publication of a
+// set has nothing to grow from): the growth is then "not measured", shown as
+// such in every format, and does not fail --max-growth.
 func (r *Report) Problems() []string {
 	var out []string
 	for _, s := range []*Set{r.A, r.B} {
@@ -307,9 +310,6 @@ func (r *Report) Problems() []string {
 		if s.Totals.Errors > 0 {
 			out = append(out, fmt.Sprintf("%s: %d image(s) could not be measured", s.Label, s.Totals.Errors))
 		}
-	}
-	if r.MaxGrowthPercent != nil && r.Comparison != nil && r.Comparison.GrowthPercent == nil {
-		out = append(out, "growth check: no common images with a non-zero size to compare")
 	}
 	if r.GrowthExceeded {
 		out = append(out, fmt.Sprintf("size regression: unique-layer compressed size grew %.2f%% (limit %.2f%%) over %d common images",

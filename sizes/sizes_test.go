@@ -614,3 +614,31 @@ func TestGrowthLimit(t *testing.T) {
 		}
 	}
 }
+
+// The first publication of a set has nothing in B to grow from: the growth is
+// not measured, --max-growth does not fail, and the Markdown says the limit
+// was not checked (the nightly's first run must not fail on it).
+func TestGrowthLimitNothingToCompare(t *testing.T) {
+	a := &Set{Label: "A"}
+	a.Images = append(a.Images, Image{InstanceID: "a__b-1", Repo: "a/b", Platform: "linux/amd64", Status: StatusOK,
+		CompressedBytes: 100, Layers: 1, layers: []Blob{{Digest: "sha256:1", Size: 100}}})
+	a.finish()
+	b := &Set{Label: "B"}
+	b.Images = append(b.Images, Image{InstanceID: "a__b-1", Repo: "a/b", Platform: "linux/amd64", Status: StatusMissing})
+	b.finish()
+	limit := 10.0
+	r := NewReport(a, b, false, &limit)
+	if r.Comparison == nil || r.Comparison.GrowthPercent != nil || r.GrowthExceeded {
+		t.Fatalf("comparison %+v exceeded %v, want no growth measured and not exceeded", r.Comparison, r.GrowthExceeded)
+	}
+	if probs := r.Problems(); len(probs) != 0 {
+		t.Errorf("problems = %q, want none", probs)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "not checked against the limit of 10.00%") {
+		t.Errorf("markdown does not say the limit was not checked:\n%s", buf.String())
+	}
+}
