@@ -130,6 +130,18 @@ func fmtGrowth(f *float64) string {
 	return fmt.Sprintf("%+.2f%%", *f)
 }
 
+// notMeasured lists the images of s that have no size (missing, errors,
+// skipped), in the set's order.
+func notMeasured(s *Set) []Image {
+	var bad []Image
+	for _, img := range s.Images {
+		if img.Status != StatusOK {
+			bad = append(bad, img)
+		}
+	}
+	return bad
+}
+
 // mdCell escapes text for a Markdown table cell.
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "\\", "\\\\")
@@ -241,12 +253,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	p("\n")
 	for _, s := range sets(r) {
-		var bad []Image
-		for _, img := range s.set.Images {
-			if img.Status != StatusOK {
-				bad = append(bad, img)
-			}
-		}
+		bad := notMeasured(s.set)
 		if len(bad) == 0 {
 			continue
 		}

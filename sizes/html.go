@@ -100,12 +100,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	p("</table>\n")
 
 	for _, s := range sets(r) {
-		var bad []Image
-		for _, img := range s.set.Images {
-			if img.Status != StatusOK {
-				bad = append(bad, img)
-			}
-		}
+		bad := notMeasured(s.set)
 		if len(bad) == 0 {
 			continue
 		}
