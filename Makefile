@@ -48,7 +48,7 @@ e2e: stack fixture
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
-bench-build: build stack fixture
+bench-build: build stack fixture test-deps
 	scripts/bench-build.sh
 
 # demo: the main job on the offline fixture (see scripts/demo.sh).

@@ -43,7 +43,7 @@ status=0
 	--progress "${DEMO_PROGRESS:-plain}" \
 	--metadata-file "$dir/metadata.json" --run-dir "$dir/build" || status=$?
 end=$(date +%s.%N)
-printf 'demo: build wall time %.1f s\n' "$(echo "$end - $start" | bc)" >&2
+awk -v a="$start" -v b="$end" 'BEGIN { printf "demo: build wall time %.1f s\n", b - a }' >&2
 if [ "$status" -ne 0 ]; then
 	log "build failed (exit $status); see $dir/build"
 	exit "$status"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # scripts/test-deps.sh — tools only the tests need, beyond the stack:
 # Debian's chromium (the sizes HTML screenshot test), shellcheck (actionlint
-# runs it on workflow scripts) and actionlint (a Go module, cached).
+# runs it on workflow scripts), jq and bc (scripts/bench-build.sh) and
+# actionlint (a Go module, cached).
 # Idempotent; needs root for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=()
-for p in chromium shellcheck jq; do
+for p in chromium shellcheck jq bc; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || pkgs+=("$p")
 done
 if [ "${#pkgs[@]}" -gt 0 ]; then
