@@ -55,7 +55,7 @@ bench-build: build stack fixture test-deps
 demo: build stack fixture
 	scripts/demo.sh
 
-nightly-local: build stack fixture
+nightly-local: build stack fixture test-deps
 	scripts/nightly-local.sh
 
 clean:
