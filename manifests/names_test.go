@@ -6,28 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// sharedDir locates ../shared/swebench-reference (or $SWEBUILD_SHARED).
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("SWEBUILD_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "swebench-reference")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared reference data missing at %s: %v", dir, err)
-		}
-		t.Skipf("shared reference data missing at %s", dir)
-	}
-	return dir
-}
+	"github.com/swebuild/swebuild/builder/spec/spectest"
+)
 
 // Every upstream meta.json names its instance image under the swebench
 // namespace; our per-arch names must match all of them exactly.
 func TestArchRepoMatchesUpstreamNamespacedKeys(t *testing.T) {
-	metas, err := filepath.Glob(filepath.Join(sharedDir(t), "upstream-v4.1.0", "instances", "*", "*", "meta.json"))
+	metas, err := filepath.Glob(filepath.Join(spectest.SharedDir(t), "upstream-v4.1.0", "instances", "*", "*", "meta.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

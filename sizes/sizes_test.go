@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -102,7 +103,7 @@ func TestExpandTemplate(t *testing.T) {
 // computes (meta.json); ours (through the manifests package) and the
 // upstream scheme must give exactly that name under namespace "swebench".
 func TestRefMatchesUpstreamMeta(t *testing.T) {
-	root := sharedDir(t)
+	root := spectest.SharedDir(t)
 	ours, err := ParseSet("swebuild:swebench")
 	if err != nil {
 		t.Fatal(err)
@@ -129,21 +130,6 @@ func TestRefMatchesUpstreamMeta(t *testing.T) {
 			}
 		}
 	}
-}
-
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("SWEBUILD_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "swebench-reference")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared reference data missing at %s (set SWEBUILD_SHARED): %v", dir, err)
-		}
-		t.Skipf("shared reference data missing at %s", dir)
-	}
-	return dir
 }
 
 func TestRepoFromID(t *testing.T) {
@@ -173,7 +159,7 @@ func TestRepoFromID(t *testing.T) {
 
 // Every id of the real Verified split derives the repo its record names.
 func TestRepoFromIDOnVerified(t *testing.T) {
-	root := sharedDir(t)
+	root := spectest.SharedDir(t)
 	path := filepath.Join(root, "datasets", "SWE-bench_Verified", "test.jsonl")
 	if _, err := os.Stat(path); err != nil {
 		matches, _ := filepath.Glob(filepath.Join(root, "datasets", "SWE-bench_Verified", "*.jsonl"))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -56,7 +57,7 @@ func referenceJobs(b *testing.B, shared string) []gradeJob {
 func BenchmarkGradeMarkerEraLogs(b *testing.B) {
 	var jobs []gradeJob
 	size := 0
-	for _, j := range referenceJobs(b, sharedDir(b)) {
+	for _, j := range referenceJobs(b, spectest.SharedDir(b)) {
 		if !j.whole {
 			jobs = append(jobs, j)
 			size += len(j.log)
@@ -82,7 +83,7 @@ func BenchmarkGradeMarkerEraLogs(b *testing.B) {
 // BenchmarkGradeAllLogs is the same over every gradable pair, pre-marker
 // logs graded with --whole-log.
 func BenchmarkGradeAllLogs(b *testing.B) {
-	jobs := referenceJobs(b, sharedDir(b))
+	jobs := referenceJobs(b, spectest.SharedDir(b))
 	size := 0
 	for _, j := range jobs {
 		size += len(j.log)
@@ -107,7 +108,7 @@ func BenchmarkGradeAllLogs(b *testing.B) {
 // pre-marker log, graded with --whole-log).
 func BenchmarkGradeLargestLog(b *testing.B) {
 	var bigMarker, bigAny gradeJob
-	for _, j := range referenceJobs(b, sharedDir(b)) {
+	for _, j := range referenceJobs(b, spectest.SharedDir(b)) {
 		if !j.whole && len(j.log) > len(bigMarker.log) {
 			bigMarker = j
 		}

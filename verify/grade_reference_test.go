@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -31,7 +32,7 @@ var storedLabelInstances = map[string]bool{
 // equals the stored report.json (resolved, tests_status lists in exact order;
 // byte-for-byte for marker-era logs whose stored report v4.1.0 reproduces).
 func TestReferencePairs(t *testing.T) {
-	shared := sharedDir(t)
+	shared := spectest.SharedDir(t)
 	rows := readIndex(t, shared)
 	if len(rows) == 0 {
 		t.Fatal("INDEX.csv has no rows")

@@ -13,39 +13,6 @@ import (
 	"github.com/swebuild/swebuild/dataset"
 )
 
-// sharedDir returns the swebench-reference folder: $SWEBUILD_SHARED, else
-// ../shared/swebench-reference beside the module root. Missing data skips
-// the test, or fails it when $CI is set.
-func sharedDir(tb testing.TB) string {
-	tb.Helper()
-	dir := os.Getenv("SWEBUILD_SHARED")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			tb.Fatalf("getting working directory: %v", err)
-		}
-		root := wd
-		for {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(root)
-			if parent == root {
-				tb.Fatalf("no go.mod above %s", wd)
-			}
-			root = parent
-		}
-		dir = filepath.Join(root, "..", "shared", "swebench-reference")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "eval-logs", "INDEX.csv")); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("shared reference data missing at %s: %v", dir, err)
-		}
-		tb.Skipf("shared reference data missing at %s (set SWEBUILD_SHARED)", dir)
-	}
-	return dir
-}
-
 // indexRow is one row of eval-logs/INDEX.csv, by column name.
 type indexRow map[string]string
 

@@ -8,30 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// gradeShared locates ../shared/swebench-reference (or $SWEBUILD_SHARED);
-// missing data skips, or fails under $CI.
-func gradeShared(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("SWEBUILD_SHARED")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "swebench-reference")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "eval-logs", "INDEX.csv")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared reference data missing at %s: %v", dir, err)
-		}
-		t.Skipf("shared reference data missing at %s", dir)
-	}
-	return dir
-}
+	"github.com/swebuild/swebuild/builder/spec/spectest"
+)
 
 // TestGradeCommandReport: `swebuild grade` prints the stored report.json of
 // a marker-era pair byte for byte (plus a final newline), and the whole-log
 // grade of a pre-marker pair.
 func TestGradeCommandReport(t *testing.T) {
-	shared := gradeShared(t)
+	shared := spectest.SharedDir(t)
 	logs := filepath.Join(shared, "eval-logs")
 	vexp := filepath.Join(logs, "Vexp-ai__vexp-swe-bench/logs/run_evaluation/vexp-swebench-1774184993333/vexp-swebench-1774184993333/django__django-16333")
 	uboost := filepath.Join(logs, "SohamRajpure__utboost/validation/lite_20240627/django__django-11001")
