@@ -107,7 +107,7 @@ type Options struct {
 	// MaxBodyBytes caps a response body. Default: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Replacements is upstream's REPLACE_REQ_PACKAGES, applied by
-	// Requirements and EnvironmentYML. Default: ReplaceReqPackages.
+	// Requirements and EnvironmentYML. Default: ReplaceReqPackages().
 	Replacements []Replacement
 	// HTTPClient is the underlying client (its Timeout is overridden by
 	// Timeout). Default: a pooled client honouring proxy variables.
@@ -173,7 +173,7 @@ func New(opts Options) (*Client, error) {
 		c.maxRetryAfter = DefaultMaxRetryAfter
 	}
 	if c.repl == nil {
-		c.repl = ReplaceReqPackages
+		c.repl = ReplaceReqPackages()
 	}
 	hc := opts.HTTPClient
 	if hc == nil {

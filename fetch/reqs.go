@@ -23,9 +23,12 @@ type Replacement struct {
 	Remove  bool
 }
 
-// ReplaceReqPackages is REPLACE_REQ_PACKAGES of v4.1.0 (specs.json,
-// TEST_SPEC_PYTHON): types-pkg_resources was yanked from PyPI.
-var ReplaceReqPackages = []Replacement{{Package: "types-pkg_resources", With: "types-setuptools"}}
+// ReplaceReqPackages returns REPLACE_REQ_PACKAGES of v4.1.0 (specs.json,
+// TEST_SPEC_PYTHON): types-pkg_resources was yanked from PyPI. Each call
+// returns a fresh slice, so no caller can change another's.
+func ReplaceReqPackages() []Replacement {
+	return []Replacement{{Package: "types-pkg_resources", With: "types-setuptools"}}
+}
 
 // rawRoot is upstream's SWE_BENCH_URL_RAW.
 const rawRoot = DefaultBaseURL + "/"

@@ -55,7 +55,7 @@ func loadGolden(t *testing.T) []golden {
 
 func (g golden) replacements() []Replacement {
 	if g.Repl == nil {
-		return ReplaceReqPackages
+		return ReplaceReqPackages()
 	}
 	var out []Replacement
 	for _, r := range g.Repl {

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -104,5 +105,18 @@ func TestRawRootIsTables(t *testing.T) {
 	}
 	if got, want := fetch.RawURL("o/r", "c", "p.txt"), tables.URLRaw+"o/r/c/p.txt"; got != want {
 		t.Errorf("fetch.RawURL = %q, tables give %q", got, want)
+	}
+}
+
+// fetch's default replacements (used by a fetch.Client given none) must be
+// the tables' REPLACE_REQ_PACKAGES, which render passes explicitly.
+func TestFetchDefaultReplacementsAreTables(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Renderer{Tables: tables}
+	if got, want := fetch.ReplaceReqPackages(), r.replacements(); !reflect.DeepEqual(got, want) {
+		t.Errorf("fetch.ReplaceReqPackages() = %+v, tables give %+v", got, want)
 	}
 }
