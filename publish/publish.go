@@ -93,6 +93,18 @@ type publisher struct {
 
 	blobMu sync.Mutex
 	blobs  map[string]*blobState // digest -> state
+
+	layoutMu sync.Mutex
+	layouts  map[string]*layoutIndex // OCI layout dir -> its images, read once per run
+}
+
+// layoutIndex is an OCI layout read once: every image manifest it names,
+// top level or inside nested indexes, by digest. Reading index.json again for
+// each of thousands of images sharing one layout made a run quadratic.
+type layoutIndex struct {
+	once   sync.Once
+	err    error
+	images map[v1.Hash]v1.Image
 }
 
 type blobState struct {
@@ -119,10 +131,11 @@ func Publish(ctx context.Context, md *Metadata, opts Options) (*Summary, error) 
 		opts.Progress = io.Discard
 	}
 	p := &publisher{
-		opts:  opts,
-		namer: manifests.Namer{Repo: opts.Repo, KeepDoubleUnderscore: opts.KeepDoubleUnderscore},
-		c:     opts.Client,
-		blobs: map[string]*blobState{},
+		opts:    opts,
+		namer:   manifests.Namer{Repo: opts.Repo, KeepDoubleUnderscore: opts.KeepDoubleUnderscore},
+		c:       opts.Client,
+		blobs:   map[string]*blobState{},
+		layouts: map[string]*layoutIndex{},
 	}
 	if _, err := p.c.ParseRepository(p.namer.IndexRepo("probe")); err != nil {
 		return nil, fmt.Errorf("publish: repository prefix %q: %w", opts.Repo, err)
@@ -396,7 +409,7 @@ func (p *publisher) source(ctx context.Context, im Image) (v1.Image, *name.Repos
 	var mountFrom *name.Repository
 	if im.OCILayout != "" {
 		if _, serr := os.Stat(im.OCILayout); serr == nil || im.Ref == "" {
-			img, err = imageFromLayout(im.OCILayout, h)
+			img, err = p.imageFromLayout(im.OCILayout, h)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -426,7 +439,28 @@ func (p *publisher) source(ctx context.Context, im Image) (v1.Image, *name.Repos
 
 // imageFromLayout finds manifest h in an OCI layout, looking inside nested
 // indexes too (BuildKit's oci exporter may wrap a platform image in one).
-func imageFromLayout(dir string, h v1.Hash) (v1.Image, error) {
+// Each layout directory is read once per run.
+func (p *publisher) imageFromLayout(dir string, h v1.Hash) (v1.Image, error) {
+	p.layoutMu.Lock()
+	li, ok := p.layouts[dir]
+	if !ok {
+		li = &layoutIndex{}
+		p.layouts[dir] = li
+	}
+	p.layoutMu.Unlock()
+	li.once.Do(func() { li.images, li.err = readLayout(dir) })
+	if li.err != nil {
+		return nil, li.err
+	}
+	img, ok := li.images[h]
+	if !ok {
+		return nil, fmt.Errorf("OCI layout %s: image manifest %s not found", dir, h)
+	}
+	return img, nil
+}
+
+// readLayout lists every image manifest of the OCI layout in dir.
+func readLayout(dir string) (map[v1.Hash]v1.Image, error) {
 	lp, err := layout.FromPath(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening OCI layout %s: %w", dir, err)
@@ -435,38 +469,43 @@ func imageFromLayout(dir string, h v1.Hash) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading OCI layout %s: %w", dir, err)
 	}
-	img, err := findImage(idx, h, 0)
-	if err != nil {
+	images := map[v1.Hash]v1.Image{}
+	if err := collectImages(idx, images, 0); err != nil {
 		return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
-	return img, nil
+	return images, nil
 }
 
-func findImage(idx v1.ImageIndex, h v1.Hash, depth int) (v1.Image, error) {
+func collectImages(idx v1.ImageIndex, into map[v1.Hash]v1.Image, depth int) error {
 	if depth > 4 {
-		return nil, errors.New("indexes nested too deeply")
+		return errors.New("indexes nested too deeply")
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, fmt.Errorf("reading index: %w", err)
+		return fmt.Errorf("reading index: %w", err)
 	}
 	for _, d := range im.Manifests {
-		if d.Digest == h && d.MediaType.IsImage() {
-			return idx.Image(h)
-		}
-	}
-	for _, d := range im.Manifests {
-		if d.MediaType.IsIndex() {
+		switch {
+		case d.MediaType.IsImage():
+			if _, ok := into[d.Digest]; ok {
+				continue
+			}
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return fmt.Errorf("reading image %s: %w", d.Digest, err)
+			}
+			into[d.Digest] = img
+		case d.MediaType.IsIndex():
 			child, err := idx.ImageIndex(d.Digest)
 			if err != nil {
-				return nil, fmt.Errorf("reading nested index %s: %w", d.Digest, err)
+				return fmt.Errorf("reading nested index %s: %w", d.Digest, err)
 			}
-			if img, err := findImage(child, h, depth+1); err == nil {
-				return img, nil
+			if err := collectImages(child, into, depth+1); err != nil {
+				return err
 			}
 		}
 	}
-	return nil, fmt.Errorf("image manifest %s not found", h)
+	return nil
 }
 
 // index copies each child manifest into the multi-arch repository, confirms
