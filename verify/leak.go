@@ -30,7 +30,8 @@ const SetupCommitEmail = "setup@swebench.config"
 
 // LeakDump is the raw history listing the wrapper writes.
 type LeakDump struct {
-	// BaseTime is `git show -s --format=%ct BASE` ("" if BASE is missing).
+	// BaseTime is BASE's committer time, `git show -s --format=%ct
+	// BASE^{commit}` ("" if BASE is missing).
 	BaseTime string
 	// Commits: `git log --all --reflog --format='%H %ct %ae'` lines.
 	Commits string
@@ -54,26 +55,31 @@ type LeakDump struct {
 // leakScript is the shell fragment (run in /testbed, $base and $out set)
 // writing the LeakDump files.
 func leakScript() string {
-	return `git show -s --format=%ct "$base" >"$out/leak_base" 2>>"$out/leak_err"
+	return `git show -s --format='%H %T %ct' "$base^{commit}" >"$out/leak_basecommit" 2>>"$out/leak_err"
 git log --all --reflog --format='%H %ct %ae' >"$out/leak_commits" 2>>"$out/leak_err"
 git for-each-ref --format='%(refname) %(objectname) %(*objectname) %(creatordate:unix)' >"$out/leak_refs" 2>>"$out/leak_err"
 git log -g --all --format='%H %gD' >"$out/leak_reflog" 2>>"$out/leak_err"
 git rev-list "$base..HEAD" >"$out/leak_ontop" 2>>"$out/leak_err"
 git show -s --format='%H %T %P' HEAD >"$out/leak_head" 2>>"$out/leak_err"
-git show -s --format='%H %T' "$base^{commit}" >"$out/leak_basecommit" 2>>"$out/leak_err"
 git status --porcelain >"$out/leak_status" 2>>"$out/leak_err"
 `
 }
 
 func leakDumpFrom(files map[string]string) LeakDump {
+	// One git call gives both base parts: "<commit> <tree> <committer
+	// time>" (one process less matters under QEMU, ~0.1 s each).
+	base, baseTime := files["leak_basecommit"], ""
+	if f := strings.Fields(base); len(f) == 3 {
+		base, baseTime = f[0]+" "+f[1]+"\n", f[2]+"\n"
+	}
 	return LeakDump{
-		BaseTime: files["leak_base"],
+		BaseTime: baseTime,
 		Commits:  files["leak_commits"],
 		Refs:     files["leak_refs"],
 		Reflog:   files["leak_reflog"],
 		OnTop:    files["leak_ontop"],
 		Head:     files["leak_head"],
-		Base:     files["leak_basecommit"],
+		Base:     base,
 		Status:   files["leak_status"],
 		Errors:   files["leak_err"],
 	}

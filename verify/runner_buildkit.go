@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/containerd/platforms"
@@ -13,6 +14,7 @@ import (
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/pb"
+	"golang.org/x/sync/errgroup"
 )
 
 // BuildKitEngine runs jobs as BuildKit solves: an exec on the instance image
@@ -70,14 +72,21 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	in := llb.Scratch()
+	// One file op making every input file: one snapshot, not one per file.
+	var fa *llb.FileAction
+	created := llb.WithCreatedTime(time.Unix(0, 0).UTC())
 	for _, n := range names {
 		mode := os.FileMode(0o644)
 		if n == fileRun {
 			mode = 0o755
 		}
-		in = in.File(llb.Mkfile("/"+n, mode, []byte(files[n]), llb.WithCreatedTime(time.Unix(0, 0).UTC())))
+		if fa == nil {
+			fa = llb.Mkfile("/"+n, mode, []byte(files[n]), created)
+		} else {
+			fa = fa.Mkfile("/"+n, mode, []byte(files[n]), created)
+		}
 	}
+	in := llb.Scratch().File(fa, llb.WithCustomName("[verify] inputs"))
 	run := image.Network(pb.NetMode_NONE).AddEnv("SWEBUILD_VERIFY_NONCE", job.Nonce).Run(
 		llb.Args([]string{"/bin/bash", inDir + "/" + fileRun}),
 		llb.AddMount(inDir, in, llb.Readonly),
@@ -101,16 +110,30 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 	if err != nil {
 		return nil, fmt.Errorf("running verification: listing outputs: %w", err)
 	}
+	// The outputs are read concurrently: each read is a round trip to the
+	// daemon.
 	outFiles := map[string]string{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
 	for _, st := range entries {
 		if st.IsDir() {
 			continue
 		}
-		b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: "/" + st.Path})
-		if err != nil {
-			return nil, fmt.Errorf("running verification: reading %s: %w", st.Path, err)
-		}
-		outFiles[st.Path] = string(b)
+		name := st.Path
+		g.Go(func() error {
+			b, err := ref.ReadFile(gctx, gateway.ReadRequest{Filename: "/" + name})
+			if err != nil {
+				return fmt.Errorf("running verification: reading %s: %w", name, err)
+			}
+			mu.Lock()
+			outFiles[name] = string(b)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	out, err := parseOutputs(job, outFiles)
 	if err != nil {

@@ -149,7 +149,7 @@ func TestReadSummaryErrors(t *testing.T) {
 
 func TestParseOutputs(t *testing.T) {
 	job := Job{Timeout: 10 * time.Second}
-	leak := map[string]string{"leak_base": "100\n"}
+	leak := map[string]string{"leak_basecommit": "aaaa bbbb 100\n", "infra_error": ""}
 	with := func(m map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range leak {
@@ -169,6 +169,11 @@ func TestParseOutputs(t *testing.T) {
 		{"no testbed", job, map[string]string{"infra_error": "cd: /testbed: No such file"}, func(t *testing.T, o *RunOutput) {
 			if !strings.Contains(o.InfraError, "/testbed") {
 				t.Errorf("infra error %q", o.InfraError)
+			}
+		}},
+		{"base commit line splits into commit+tree and time", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "0"}), func(t *testing.T, o *RunOutput) {
+			if o.InfraError != "" || o.Leak.Base != "aaaa bbbb\n" || o.Leak.BaseTime != "100\n" {
+				t.Errorf("infra error %q, leak base %q time %q", o.InfraError, o.Leak.Base, o.Leak.BaseTime)
 			}
 		}},
 		{"first command applies", job, with(map[string]string{"apply.1.rc": "0\n", "apply.1.out": "Applied patch x cleanly.", "test_rc": "1\n", "test_start": "5.0", "test_end": "7.5", "test_output.txt": "log"}), func(t *testing.T, o *RunOutput) {
