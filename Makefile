@@ -47,6 +47,7 @@ e2e: stack fixture
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+	scripts/bench-render.sh
 
 bench-build: build stack fixture test-deps
 	scripts/bench-build.sh
