@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"runtime"
 	"strconv"
+	"sync"
 )
 
 // LoadOptions configures Load.
@@ -102,30 +104,121 @@ func syntaxProblem(v *validator, file string, line, lineStart int, err error) {
 
 // loadJSONL reads one record per line; blank lines are skipped. A malformed
 // line is reported and reading goes on at the next line. data is decoded in
-// place, in one pass (no separate search for line ends).
+// place, in one pass (no separate search for line ends). A large file is cut
+// at line ends into one chunk per CPU, decoded concurrently; the records and
+// problems are then validated in file order, so the result is the same as
+// one sequential pass.
 func loadJSONL(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]Instance, error) {
+	return loadJSONLParts(ctx, file, data, start, opts, runtime.GOMAXPROCS(0))
+}
+
+// loadJSONLParts is loadJSONL with at most parts chunks.
+func loadJSONLParts(ctx context.Context, file string, data []byte, start int, opts LoadOptions, parts int) ([]Instance, error) {
+	bounds := jsonlChunks(data, start, parts)
+	// Lines before each chunk, counted before decoding: decoding in place
+	// writes unescaped strings (with their newlines) over the data.
+	linesBefore := make([]int, len(bounds)-1)
+	for i := 1; i < len(linesBefore); i++ {
+		linesBefore[i] = linesBefore[i-1] + bytes.Count(data[bounds[i-1]:bounds[i]], []byte{'\n'})
+	}
+	chunks := make([][]jsonlLine, len(bounds)-1)
+	errs := make([]error, len(chunks))
+	var wg sync.WaitGroup
+	for i := range chunks {
+		decodeChunk := func() {
+			chunks[i], errs[i] = decodeJSONLChunk(ctx, data[:bounds[i+1]], bounds[i])
+		}
+		if i == len(chunks)-1 {
+			decodeChunk() // the last chunk on this goroutine
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); decodeChunk() }()
+	}
+	wg.Wait()
+	lines := 0
 	v := newValidator(file, opts.Known, 0)
-	var r record
-	d := newDecoder(data, start)
+	for i, chunk := range chunks {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		for j := range chunk {
+			l := &chunk[j]
+			lines++
+			line := linesBefore[i] + l.line
+			if l.err != nil {
+				syntaxProblem(v, file, line, l.lineStart, l.err)
+				continue
+			}
+			ln := strconv.Itoa(line)
+			v.add(&l.rec, file+":"+ln, "line "+ln)
+		}
+	}
+	if lines == 0 {
+		v.fileProblem(file, "", "no records: the file has only blank lines")
+	}
+	return v.result()
+}
+
+// minChunk is the smallest JSONL chunk worth a goroutine.
+const minChunk = 1 << 20
+
+// jsonlChunks cuts data[start:] into at most n pieces ending at line ends
+// and returns their bounds: piece i is data[b[i]:b[i+1]].
+func jsonlChunks(data []byte, start, n int) []int {
+	bounds := []int{start}
+	size := len(data) - start
+	n = min(n, size/minChunk)
+	for i := 1; i < n; i++ {
+		target := start + size*i/n
+		if target <= bounds[len(bounds)-1] {
+			continue
+		}
+		nl := bytes.IndexByte(data[target:], '\n')
+		if nl < 0 {
+			break
+		}
+		bounds = append(bounds, target+nl+1)
+	}
+	if bounds[len(bounds)-1] != len(data) {
+		bounds = append(bounds, len(data))
+	}
+	return bounds
+}
+
+// jsonlLine is one non-blank line of a chunk: a decoded record or a syntax
+// error. line is 1-based within the chunk's first line.
+type jsonlLine struct {
+	rec       record
+	err       error
+	line      int
+	lineStart int
+}
+
+// decodeJSONLChunk decodes the lines of buf[start:] (start is the start of
+// the data, maybe after a byte order mark, or just after a newline). Strings
+// are kept in place inside that range only.
+func decodeJSONLChunk(ctx context.Context, buf []byte, start int) ([]jsonlLine, error) {
+	var out []jsonlLine
+	d := newDecoder(buf, start)
 	d.lineMode = true
-	records := 0
+	if start > 0 && buf[start-1] == '\n' {
+		d.lastNL = start - 1
+	}
 	for {
 		d.skipBlank()
-		if d.pos >= len(data) {
-			break
+		if d.pos >= len(buf) {
+			return out, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		records++
-		line, lineStart := 1+d.nl, d.lastNL+1
-		ln := strconv.Itoa(line)
+		l := jsonlLine{line: 1 + d.nl, lineStart: d.lastNL + 1}
 		var err error
-		if c := data[d.pos]; c != '{' {
+		if c := buf[d.pos]; c != '{' {
 			err = d.errorf(d.pos, "a JSONL line must hold one object, found %s", kindOf(c))
 		} else {
-			r.reset()
-			err = d.object(&r)
+			err = d.object(&l.rec)
 		}
 		if err == nil {
 			err = d.endOfLine()
@@ -133,16 +226,14 @@ func loadJSONL(ctx context.Context, file string, data []byte, start int, opts Lo
 		if err != nil {
 			var se *syntaxError
 			errors.As(err, &se)
-			syntaxProblem(v, file, line, lineStart, err)
+			l.rec = record{}
+			l.err = err
+			out = append(out, l)
 			d.skipLine(se.off)
 			continue
 		}
-		v.add(&r, file+":"+ln, "line "+ln)
+		out = append(out, l)
 	}
-	if records == 0 {
-		v.fileProblem(file, "", "no records: the file has only blank lines")
-	}
-	return v.result()
 }
 
 // loadArray reads a JSON array of records. A syntax error ends the read
