@@ -39,6 +39,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		contextDirs  []string
 		verifyGold   bool
 		verifyOpts   verifyBuildFlags
+		pub          publishFlags
 	)
 	g.register(fs)
 	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to build (x86-only instances never get linux/arm64)")
@@ -53,8 +54,10 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringArrayVar(&contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
 	fs.BoolVar(&verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	verifyOpts.register(fs)
+	pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
+	fs.IntVar(&pub.jobs, "publish-jobs", 8, "with --publish: instances published at once")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -80,6 +83,9 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if workers < 1 {
 		return usageErr("--workers %d: want at least 1", workers)
+	}
+	if pub.repo != "" && push == "" {
+		return usageErr("--publish needs --push: the images are published from the registry they were pushed to")
 	}
 	for _, b := range builders {
 		sp, err := builder.ParseBuilder(b)
@@ -159,6 +165,20 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err != nil {
 		problems = append(problems, err)
+	}
+	if pub.repo != "" && report != nil && ctx.Err() == nil {
+		// What was built and pushed is published even when other
+		// instances failed; with --verify, only verified images go.
+		pub.requireVerified = pub.requireVerified || verifyGold
+		md := report.Metadata()
+		mdPath := opts.MetadataFile
+		if mdPath == "" {
+			mdPath = filepath.Join(opts.RunDir, "metadata.json")
+		}
+		fmt.Fprintf(stdout, "\npublishing %d image(s) under %s\n", len(md.Images), pub.repo)
+		if perr := pub.publish(ctx, md, mdPath, stdout, stderr); perr != nil {
+			problems = append(problems, fmt.Errorf("publishing: %w", perr))
+		}
 	}
 	return errors.Join(problems...)
 }

@@ -15,6 +15,37 @@ import (
 	"github.com/swebuild/swebuild/registry"
 )
 
+// publishFlags are the options of a publish run, shared by `swebuild
+// publish` and `swebuild build --publish`.
+type publishFlags struct {
+	repo            string
+	ledgerPath      string
+	jobs            int
+	maxRPS          float64
+	concurrency     int
+	authEnv         string
+	insecure        bool
+	keepUU          bool
+	trustLedger     bool
+	requireVerified bool
+	debug           bool
+}
+
+// register adds the flags; repoFlag names the repository flag ("repo" for
+// publish, "publish" for build).
+func (f *publishFlags) register(fs *pflag.FlagSet, repoFlag, repoUsage string) {
+	fs.StringVar(&f.repo, repoFlag, "", repoUsage)
+	fs.StringVar(&f.ledgerPath, "ledger", "", "publish ledger file (JSON lines); default: publish-ledger.jsonl next to the metadata file")
+	fs.Float64Var(&f.maxRPS, "max-rps", -1, "request-rate limit (requests/s); default 50, unlimited for a loopback registry; 0 = unlimited")
+	fs.IntVar(&f.concurrency, "max-concurrent-requests", registry.DefaultConcurrency, "requests in flight at once")
+	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
+	fs.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to a non-loopback registry")
+	fs.BoolVar(&f.keepUU, "keep-double-underscore", false, "keep \"__\" in image names instead of upstream's \"_1776_\"")
+	fs.BoolVar(&f.trustLedger, "trust-ledger", false, "skip what the ledger records as pushed without asking the registry (default: one HEAD per ref)")
+	fs.BoolVar(&f.requireVerified, "require-verified", false, "refuse images whose verified field is not true")
+	fs.BoolVar(&f.debug, "debug", false, "log every registry request (method, path, status; never credentials)")
+}
+
 func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("publish", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,42 +57,20 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "Options:")
 		fs.PrintDefaults()
 	}
+	var f publishFlags
 	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON) listing the built images")
-	repo := fs.String("repo", "", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
-	ledgerPath := fs.String("ledger", "", "ledger file (JSON lines); default: publish-ledger.jsonl next to the metadata file")
-	jobs := fs.IntP("jobs", "j", 8, "instances published at once")
-	maxRPS := fs.Float64("max-rps", -1, "request-rate limit (requests/s); default 50, unlimited for a loopback registry; 0 = unlimited")
-	concurrency := fs.Int("max-concurrent-requests", registry.DefaultConcurrency, "requests in flight at once")
-	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
-	insecure := fs.Bool("insecure-registry", false, "allow plain HTTP to a non-loopback registry")
-	keepUU := fs.Bool("keep-double-underscore", false, "keep \"__\" in image names instead of upstream's \"_1776_\"")
-	trustLedger := fs.Bool("trust-ledger", false, "skip what the ledger records as pushed without asking the registry (default: one HEAD per ref)")
-	requireVerified := fs.Bool("require-verified", false, "refuse images whose verified field is not true")
-	debug := fs.Bool("debug", false, "log every registry request (method, path, status; never credentials)")
+	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
+	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return errUsage
 	}
-	if *metadataFile == "" || *repo == "" || fs.NArg() > 0 {
+	if *metadataFile == "" || f.repo == "" || fs.NArg() > 0 {
 		fs.Usage()
 		return errUsage
 	}
-	if *ledgerPath == "" {
-		*ledgerPath = filepath.Join(filepath.Dir(*metadataFile), "publish-ledger.jsonl")
-	}
-	host, _, _ := strings.Cut(*repo, "/")
-	rps := *maxRPS
-	switch {
-	case rps < 0 && registry.IsLoopback(host):
-		rps = -1 // unlimited
-	case rps < 0:
-		rps = registry.DefaultMaxRPS
-	case rps == 0:
-		rps = -1
-	}
-
 	md, mdErr := publish.ReadMetadata(*metadataFile)
 	if md == nil {
 		return mdErr
@@ -70,39 +79,65 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// Publish the valid entries, report the bad ones, fail at the end.
 		fmt.Fprintln(stderr, mdErr)
 	}
-	kc, err := registry.Keychain(*authEnv)
+	if err := f.publish(ctx, md, *metadataFile, stdout, stderr); err != nil {
+		return err
+	}
+	if mdErr != nil {
+		return errors.New("metadata file has invalid entries (see above)")
+	}
+	return nil
+}
+
+// publish pushes md's instance images and writes their indexes; metadataFile
+// locates the default ledger.
+func (f *publishFlags) publish(ctx context.Context, md *publish.Metadata, metadataFile string, stdout, stderr io.Writer) error {
+	ledgerPath := f.ledgerPath
+	if ledgerPath == "" {
+		ledgerPath = filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl")
+	}
+	host, _, _ := strings.Cut(f.repo, "/")
+	rps := f.maxRPS
+	switch {
+	case rps < 0 && registry.IsLoopback(host):
+		rps = -1 // unlimited
+	case rps < 0:
+		rps = registry.DefaultMaxRPS
+	case rps == 0:
+		rps = -1
+	}
+	kc, err := registry.Keychain(f.authEnv)
 	if err != nil {
 		return err
 	}
 	var logf func(string, ...any)
-	if *debug {
+	if f.debug {
 		logf = func(format string, a ...any) {
 			fmt.Fprintf(stderr, "debug: "+format+"\n", a...)
 		}
 	}
-	client, err := registry.New(registry.Options{MaxRPS: rps, Concurrency: *concurrency, Keychain: kc, Insecure: *insecure, Logf: logf})
+	client, err := registry.New(registry.Options{MaxRPS: rps, Concurrency: f.concurrency, Keychain: kc, Insecure: f.insecure, Logf: logf})
 	if err != nil {
 		return err
 	}
-	ledger, err := publish.OpenLedger(*ledgerPath)
+	ledger, err := publish.OpenLedger(ledgerPath)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	sum, err := publish.Publish(ctx, md, publish.Options{
-		Repo:                 *repo,
-		KeepDoubleUnderscore: *keepUU,
+		Repo:                 f.repo,
+		KeepDoubleUnderscore: f.keepUU,
 		Client:               client,
 		Ledger:               ledger,
-		Jobs:                 *jobs,
+		Jobs:                 f.jobs,
 		Version:              version,
-		RequireVerified:      *requireVerified,
-		TrustLedger:          *trustLedger,
+		RequireVerified:      f.requireVerified,
+		TrustLedger:          f.trustLedger,
 		Progress:             stdout,
 	})
 	cerr := ledger.Close()
 	if sum != nil {
-		fmt.Fprintf(stdout, "\n%sledger:    %s\nelapsed:   %s\n", sum.String(), *ledgerPath, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "\n%sledger:    %s\nelapsed:   %s\n", sum.String(), ledgerPath, time.Since(start).Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
@@ -110,11 +145,5 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := sum.Err(); err != nil {
 		return err
 	}
-	if cerr != nil {
-		return cerr
-	}
-	if mdErr != nil {
-		return errors.New("metadata file has invalid entries (see above)")
-	}
-	return nil
+	return cerr
 }

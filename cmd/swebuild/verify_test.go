@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/internal/stacktest"
+	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -282,9 +284,12 @@ func TestVerifyFixture(t *testing.T) {
 		t.Errorf("calc-2 is not broken but listed as a regression")
 	}
 
-	// 3. build --verify --push does not push the broken instances.
+	// 3. build --verify --push --publish does not push (or publish) the
+	// broken instances.
 	md2 := filepath.Join(tmp, "metadata-verify.json")
-	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--log-parser", "parse_log_pytest", "--platform", "linux/amd64")
+	pubRepo := f.reg + "/swebuild-test/verify-gate-pub"
+	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--log-parser", "parse_log_pytest", "--platform", "linux/amd64",
+		"--publish", pubRepo, "--ledger", filepath.Join(tmp, "ledger.jsonl"))
 	if err == nil {
 		t.Fatal("build --verify with broken gold patches succeeded")
 	}
@@ -318,4 +323,39 @@ func TestVerifyFixture(t *testing.T) {
 			t.Errorf("%s passed verification but was not pushed", id)
 		}
 	}
+	// --publish: per-arch image and multi-arch index for each verified
+	// instance, nothing for the broken ones.
+	namer := manifests.Namer{Repo: pubRepo}
+	for id, want := range map[string]bool{"fixture__calc-1": false, "fixture__textutil-1": false, "fixture__calc-2": true, "fixture__textutil-2": true, "fixture__textutil-3": true} {
+		for _, repo := range []string{namer.ArchRepo("x86_64", id), namer.IndexRepo(id)} {
+			if got := manifestExists(t, repo+":latest"); got != want {
+				t.Errorf("build --publish: %s:latest present = %v, want %v", repo, got, want)
+			}
+		}
+	}
+}
+
+// manifestExists HEADs ref (HOST/REPO:TAG) on a plain-HTTP registry.
+func manifestExists(t *testing.T, ref string) bool {
+	t.Helper()
+	host, rest, _ := strings.Cut(ref, "/")
+	repo, tag, _ := strings.Cut(rest, ":")
+	req, err := http.NewRequest(http.MethodHead, "http://"+host+"/v2/"+repo+"/manifests/"+tag, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true
+	case http.StatusNotFound:
+		return false
+	}
+	t.Fatalf("HEAD %s: %s", ref, resp.Status)
+	return false
 }
