@@ -125,26 +125,22 @@ func loadJSONLParts(ctx context.Context, file string, data []byte, start int, op
 	errs := make([]error, len(chunks))
 	var wg sync.WaitGroup
 	for i := range chunks {
-		decodeChunk := func() {
+		wg.Go(func() {
 			chunks[i], errs[i] = decodeJSONLChunk(ctx, data[:bounds[i+1]], bounds[i])
-		}
-		if i == len(chunks)-1 {
-			decodeChunk() // the last chunk on this goroutine
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); decodeChunk() }()
+		})
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the context was cancelled
+		}
+	}
 	lines := 0
 	v := newValidator(file, opts.Known, 0)
 	for i, chunk := range chunks {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
+		lines += len(chunk)
 		for j := range chunk {
 			l := &chunk[j]
-			lines++
 			line := linesBefore[i] + l.line
 			if l.err != nil {
 				syntaxProblem(v, file, line, l.lineStart, l.err)
@@ -187,7 +183,7 @@ func jsonlChunks(data []byte, start, n int) []int {
 }
 
 // jsonlLine is one non-blank line of a chunk: a decoded record or a syntax
-// error. line is 1-based within the chunk's first line.
+// error. line counts from 1 at the chunk's first line.
 type jsonlLine struct {
 	rec       record
 	err       error
