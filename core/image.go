@@ -1,0 +1,216 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// Kind says what an Image record is about.
+type Kind string
+
+// Record kinds: the three node kinds of the build graph, and the multi-arch
+// index publish writes per instance.
+const (
+	KindBase     Kind = "base"
+	KindEnv      Kind = "env"
+	KindInstance Kind = "instance"
+	KindIndex    Kind = "index"
+)
+
+// Status is what happened to an image.
+type Status string
+
+// Statuses. A builder writes built or failed; publish writes published or
+// failed.
+const (
+	StatusBuilt     Status = "built"
+	StatusPublished Status = "published"
+	StatusFailed    Status = "failed"
+)
+
+// Sizes are an image's measured sizes in bytes.
+type Sizes struct {
+	// Compressed is the sum of the layer blobs and the config as stored in
+	// a registry.
+	Compressed int64 `json:"compressed"`
+	// Uncompressed is the sum of the layers' uncompressed sizes, when known.
+	Uncompressed int64 `json:"uncompressed,omitempty"`
+}
+
+// Image is the one record of a built, verified or published image that
+// every stage reads and writes: the builder writes one per node and platform
+// (the metadata file), verify sets Verified, publish appends one per per-arch
+// image and per index (the ledger), ci merges them and sizes measures them.
+type Image struct {
+	Kind Kind `json:"kind"`
+	// InstanceID is the SWE-bench instance id (instance and index records).
+	InstanceID string `json:"instance_id,omitempty"`
+	// Key is the local image key a child Dockerfile names in FROM, e.g.
+	// "sweb.env.py.x86_64.0123abcd:latest" (base, env and instance records).
+	Key string `json:"key,omitempty"`
+	// Platform is the image's platform; empty for an index.
+	Platform Platform `json:"platform,omitempty"`
+	// Digest is the manifest (or index) digest.
+	Digest digest.Digest `json:"digest,omitempty"`
+	// MediaType and Size describe the manifest, so an index can be
+	// assembled from records alone.
+	MediaType string `json:"media_type,omitempty"`
+	Size      int64  `json:"size,omitempty"`
+	// Ref is a reference the image can be pulled by, pinned to Digest
+	// (REGISTRY/REPO@sha256:...). For a published record it is the
+	// published repository.
+	Ref string `json:"ref,omitempty"`
+	// Tags are the tags a published record was written under.
+	Tags []string `json:"tags,omitempty"`
+	// OCILayout is an OCI image layout directory holding the image.
+	OCILayout string `json:"oci_layout,omitempty"`
+	// SpecKey identifies the build inputs (spec, scripts, pins, patch).
+	SpecKey string `json:"spec_key,omitempty"`
+	// BaseCommit is the instance's base commit.
+	BaseCommit string `json:"base_commit,omitempty"`
+	// Dataset names the dataset the instance came from, with the revision
+	// it was read at when it came from a hub (NAME@REVISION:SPLIT).
+	Dataset string `json:"dataset,omitempty"`
+	// Verified is the gold verification verdict: true (the gold patch
+	// resolved the instance and the control did not), false, or absent
+	// (not verified).
+	Verified *bool `json:"verified,omitempty"`
+	// Sizes are the measured sizes, when measured.
+	Sizes *Sizes `json:"sizes,omitempty"`
+	// Status is built, published or failed; Error says why it failed.
+	Status Status `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Time is when the record was written (RFC 3339, UTC).
+	Time string `json:"time,omitempty"`
+}
+
+// ID identifies what a record is about: the last record with a given ID in a
+// file wins (see Latest).
+func (im Image) ID() string {
+	switch im.Kind {
+	case KindInstance:
+		return string(im.Kind) + " " + im.InstanceID + " " + string(im.Platform)
+	case KindIndex:
+		return string(im.Kind) + " " + im.InstanceID
+	default:
+		return string(im.Kind) + " " + im.Key + " " + string(im.Platform)
+	}
+}
+
+// OK reports whether the record is a success (built or published, no
+// error).
+func (im Image) OK() bool {
+	return (im.Status == StatusBuilt || im.Status == StatusPublished) && im.Error == ""
+}
+
+// IsVerified reports whether the gold verification passed.
+func (im Image) IsVerified() bool { return im.Verified != nil && *im.Verified }
+
+// Bool returns a pointer to b, for Image.Verified.
+func Bool(b bool) *bool { return &b }
+
+// Now is the time format of Image.Time.
+func Now(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// FieldError is a bad value in one record: the error names the field.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate checks a record before it is written and after it is read. The
+// error is a *FieldError naming the first bad field.
+func (im Image) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch im.Kind {
+	case KindBase, KindEnv, KindInstance, KindIndex:
+	case "":
+		return bad("kind", "required (base, env, instance or index)")
+	default:
+		return bad("kind", "%q is not base, env, instance or index", im.Kind)
+	}
+	switch im.Status {
+	case StatusBuilt, StatusPublished, StatusFailed:
+	case "":
+		return bad("status", "required (built, published or failed)")
+	default:
+		return bad("status", "%q is not built, published or failed", im.Status)
+	}
+	if (im.Kind == KindInstance || im.Kind == KindIndex) && im.InstanceID == "" {
+		return bad("instance_id", "required for %s records", im.Kind)
+	}
+	if (im.Kind == KindBase || im.Kind == KindEnv) && im.Key == "" {
+		return bad("key", "required for %s records", im.Kind)
+	}
+	if im.Kind == KindIndex {
+		if im.Platform != "" {
+			return bad("platform", "an index has no platform (got %q)", im.Platform)
+		}
+	} else if !im.Platform.Valid() {
+		return bad("platform", "%q is not linux/amd64 or linux/arm64", im.Platform)
+	}
+	if im.Digest != "" {
+		if err := im.Digest.Validate(); err != nil || im.Digest.Algorithm() != digest.SHA256 {
+			return bad("digest", "%q is not a sha256 digest", im.Digest)
+		}
+	}
+	if im.Ref != "" {
+		_, dg, ok := strings.Cut(im.Ref, "@")
+		if !ok || digest.Digest(dg) != im.Digest {
+			return bad("ref", "%q must be pinned to the record's digest %q", im.Ref, im.Digest)
+		}
+	}
+	if im.Size < 0 {
+		return bad("size", "%d is negative", im.Size)
+	}
+	if im.Time != "" {
+		if _, err := time.Parse(time.RFC3339Nano, im.Time); err != nil {
+			return bad("time", "%q is not an RFC 3339 time", im.Time)
+		}
+	}
+	switch im.Status {
+	case StatusFailed:
+		if im.Error == "" {
+			return bad("error", "required when status is failed")
+		}
+	case StatusBuilt, StatusPublished:
+		if im.Error != "" {
+			return bad("error", "must be empty when status is %s (got %q)", im.Status, im.Error)
+		}
+		if im.Digest == "" {
+			return bad("digest", "required when status is %s", im.Status)
+		}
+		if im.Status == StatusBuilt && im.Ref == "" && im.OCILayout == "" {
+			return bad("ref", "a built image needs a ref or an oci_layout")
+		}
+		if im.Status == StatusPublished && im.Ref == "" {
+			return bad("ref", "required when status is published")
+		}
+		if im.Kind == KindInstance && im.SpecKey == "" {
+			return bad("spec_key", "required for a %s instance image", im.Status)
+		}
+	}
+	return nil
+}
+
+// Latest returns the last record of each ID in recs, sorted by ID.
+func Latest(recs []Image) []Image {
+	last := make(map[string]int, len(recs))
+	for i, r := range recs {
+		last[r.ID()] = i
+	}
+	out := make([]Image, 0, len(last))
+	for _, i := range last {
+		out = append(out, recs[i])
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID() < out[b].ID() })
+	return out
+}
