@@ -74,6 +74,7 @@ const (
 	fFailToPass
 	fPassToPass
 	fEnvSetupCommit
+	fImageAssets
 	nFields
 )
 
@@ -90,6 +91,7 @@ var fieldNames = [nFields]string{
 	fFailToPass:       "FAIL_TO_PASS",
 	fPassToPass:       "PASS_TO_PASS",
 	fEnvSetupCommit:   "environment_setup_commit",
+	fImageAssets:      "image_assets",
 }
 
 // requiredFields are the fields without which upstream cannot generate or
@@ -124,6 +126,8 @@ func fieldIndex(key []byte) int {
 		return fPassToPass
 	case "environment_setup_commit":
 		return fEnvSetupCommit
+	case "image_assets":
+		return fImageAssets
 	}
 	return -1
 }
