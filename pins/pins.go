@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 )
 
 // Rule is one pin. Match/Change/Reason/Evidence are for people (`swebuild
@@ -243,7 +244,7 @@ func arm64EnvRule() Rule {
 			"dependency carries a linux-64 build string (e.g. python=3.9.20=he870216_1); repo.anaconda.com/pkgs/main/linux-aarch64 " +
 			"has no _libgcc_mutex and ships ld_impl_linux-aarch64",
 		apply: func(rec *spec.Recipe) bool {
-			if rec.Arch != spec.ArchARM64 || !rec.EnvYMLCached || rec.Profile != nil {
+			if rec.Platform != core.ARM64 || !rec.EnvYMLCached || rec.Profile != nil {
 				return false
 			}
 			yml, changed := TranslateEnvYMLForArm64(rec.EnvYML)

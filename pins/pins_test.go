@@ -12,6 +12,7 @@ import (
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 )
 
 // lineDiff returns the lines only in want (removed) and only in got (added),
@@ -86,8 +87,9 @@ func runRule(t *testing.T, id string, check checker) int {
 	sort.Strings(ids)
 	changed := 0
 	for _, iid := range ids {
-		for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
-			res, err := r.Render(context.Background(), recs[iid], arch)
+		for _, platform := range core.AllPlatforms() {
+			arch := platform.Arch()
+			res, err := r.Render(context.Background(), recs[iid], platform)
 			if err != nil {
 				t.Fatalf("%s %s: %v", iid, arch, err)
 			}
@@ -155,7 +157,7 @@ func TestRuleCondaChannelsOnlyChangesThatLine(t *testing.T) {
 
 func TestRuleArm64EnvYML(t *testing.T) {
 	n := runRule(t, IDArm64EnvYML, func(t *testing.T, id, arch, file string, d fileDiff) {
-		if arch != spec.ArchARM64 {
+		if arch != core.ArchARM64 {
 			t.Errorf("%s %s: %s changed on x86_64", id, arch, file)
 			return
 		}
@@ -220,7 +222,7 @@ func TestSphinxPygmentsSpecBuiltEnv(t *testing.T) {
 		{"3.5", []string{"pygments==2.19.1", "tox"}, []string{"tox", PygmentsPin}},
 		{"3.5", nil, []string{PygmentsPin}},
 	} {
-		rec, err := tables.NewRecipe("sphinx-doc__sphinx-0", "sphinx-doc/sphinx", tc.version, spec.ArchX86)
+		rec, err := tables.NewRecipe("sphinx-doc__sphinx-0", "sphinx-doc/sphinx", tc.version, core.AMD64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -40,7 +41,7 @@ func TestPlanVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &render.Renderer{Tables: tables}
-	p, err := Build(context.Background(), r, insts, []string{spec.PlatformAMD64, spec.PlatformARM64})
+	p, err := Build(context.Background(), r, insts, core.AllPlatforms())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,8 @@ func TestPlanVerified(t *testing.T) {
 		t.Fatalf("errors: %+v", p.Errors[0])
 	}
 	// Expected graph from the reference data.
-	for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+	for _, platform := range core.AllPlatforms() {
+		arch := platform.Arch()
 		wantEnv := map[string][]string{}
 		wantInst := map[string]string{}
 		var wantSkipped []string
@@ -61,7 +63,7 @@ func TestPlanVerified(t *testing.T) {
 			if err := json.Unmarshal(raw, &m); err != nil {
 				t.Fatal(err)
 			}
-			if arch == spec.ArchARM64 && m.InUseX86 {
+			if platform == core.ARM64 && m.InUseX86 {
 				wantSkipped = append(wantSkipped, inst.InstanceID)
 				continue
 			}
@@ -71,7 +73,7 @@ func TestPlanVerified(t *testing.T) {
 		sort.Strings(wantSkipped)
 		var pp *PlatformPlan
 		for i := range p.Platforms {
-			if p.Platforms[i].Platform == spec.PlatformOf(arch) {
+			if p.Platforms[i].Platform == platform {
 				pp = &p.Platforms[i]
 			}
 		}
@@ -122,7 +124,7 @@ func TestPlanVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"linux/arm64: 1 base", "86 x86-only instances have no linux/arm64 node", "x86-only (USE_X86, no linux/arm64 node): " + p.X86Only[0]} {
+	for _, want := range []string{"linux/arm64: 1 base", "86 x86-only instances have no linux/arm64 node", "x86-only by USE_X86 (no linux/arm64 node): " + p.X86Only[0]} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -137,7 +139,7 @@ func TestPlanErrorsKeepGoing(t *testing.T) {
 	insts[1].Version = "99.9"
 	insts[1].Source = "x.jsonl:2"
 	tables, _ := spec.Load()
-	p, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []string{spec.PlatformAMD64})
+	p, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []core.Platform{core.AMD64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestPlanErrorsKeepGoing(t *testing.T) {
 	if p.Platforms[0].Totals.Instance != 2 {
 		t.Errorf("totals %+v", p.Platforms[0].Totals)
 	}
-	if _, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []string{"linux/s390x"}); err == nil {
+	if _, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []core.Platform{"linux/s390x"}); err == nil {
 		t.Error("unknown platform accepted")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -119,20 +120,21 @@ func TestGoldenInstances(t *testing.T) {
 		t.Fatalf("only %d reference instances", len(ids))
 	}
 	n := 0
-	arches := []string{spec.ArchX86, spec.ArchARM64}
+	platforms := core.AllPlatforms()
 	for _, id := range ids {
-		m := readMeta(t, filepath.Join(refDir, id, arches[0], "meta.json"))
+		m := readMeta(t, filepath.Join(refDir, id, platforms[0].Arch(), "meta.json"))
 		inst := recs[m.Split][id]
 		if inst == nil {
 			t.Errorf("%s: record not found in split %s", id, m.Split)
 			continue
 		}
-		results, err := r.RenderArches(context.Background(), inst, arches)
+		results, err := r.RenderArches(context.Background(), inst, platforms)
 		if err != nil {
 			t.Errorf("%s: %v", id, err)
 			continue
 		}
-		for i, arch := range arches {
+		for i, p := range platforms {
+			arch := p.Arch()
 			dir := filepath.Join(refDir, id, arch)
 			m := readMeta(t, filepath.Join(dir, "meta.json"))
 			res := results[i]
@@ -143,7 +145,7 @@ func TestGoldenInstances(t *testing.T) {
 			compareFile(t, filepath.Join(dir, "setup_env.sh"), res.SetupEnv)
 			compareFile(t, filepath.Join(dir, "setup_repo.sh"), res.SetupRepo)
 			compareFile(t, filepath.Join(dir, "eval.sh"), res.Eval)
-			if got := EnvHashInput(res.EnvScriptList); got != m.EnvHashInput {
+			if got := EnvHashInput(res.EnvScriptList, res.DockerSpecs); got != m.EnvHashInput {
 				t.Errorf("%s %s: env hash input differs:\n%s", id, arch, firstDiff(m.EnvHashInput, got))
 			}
 			if res.BaseKey != m.BaseKey || res.EnvKey != m.EnvKey || res.InstanceKey != m.InstanceKey {
@@ -152,8 +154,8 @@ func TestGoldenInstances(t *testing.T) {
 			if got := RemoteInstanceKey("swebench", res.InstanceKey); got != m.RemoteKey {
 				t.Errorf("%s %s: remote key %q, want %q", id, arch, got, m.RemoteKey)
 			}
-			if res.Platform != m.Platform {
-				t.Errorf("%s %s: platform %q, want %q", id, arch, res.Platform, m.Platform)
+			if res.Platform.Dockerfile() != m.Platform {
+				t.Errorf("%s %s: platform %q, want %q", id, arch, res.Platform.Dockerfile(), m.Platform)
 			}
 		}
 	}
@@ -173,7 +175,8 @@ func TestGoldenPartial(t *testing.T) {
 		t.Fatalf("%d partial instances, want 165", len(ids))
 	}
 	for _, id := range ids {
-		for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+		for _, p := range core.AllPlatforms() {
+			arch := p.Arch()
 			dir := filepath.Join(refDir, id, arch)
 			m := readMeta(t, filepath.Join(dir, "meta.json"))
 			inst := recs[m.Split][id]
@@ -181,7 +184,7 @@ func TestGoldenPartial(t *testing.T) {
 				t.Errorf("%s: record not found in split %s", id, m.Split)
 				continue
 			}
-			rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, arch)
+			rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +197,7 @@ func TestGoldenPartial(t *testing.T) {
 			compareFile(t, filepath.Join(dir, "setup_repo.sh"), joinScript("set -euxo pipefail", repo))
 			compareFile(t, filepath.Join(dir, "eval.sh"), joinScript("set -uxo pipefail", eval))
 			// The whole render fails naming the URL upstream fetched first.
-			_, err = r.Render(context.Background(), inst, arch)
+			_, err = r.Render(context.Background(), inst, p)
 			if !errors.Is(err, ErrNeedsNetwork) {
 				t.Errorf("%s: Render error %v, want needs network", id, err)
 			} else if want := firstURL[id]; want == "" || !bytes.Contains([]byte(err.Error()), []byte(want)) {

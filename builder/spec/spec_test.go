@@ -4,11 +4,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
 )
 
 func readIDs(t *testing.T, path string) []string {
@@ -46,14 +49,16 @@ func TestPlatformsFullTestSplit(t *testing.T) {
 	}
 	arm, x86 := 0, 0
 	for _, id := range all {
-		ps := tables.Platforms(id)
+		// The full test split is Python: the decision is by id (USE_X86);
+		// the id-only form (no version) must agree.
+		ps := tables.PlatformsByID(nil)(id)
 		switch {
-		case len(ps) == 2 && ps[0] == spec.PlatformAMD64 && ps[1] == spec.PlatformARM64:
+		case len(ps) == 2 && ps[0] == core.AMD64 && ps[1] == core.ARM64:
 			arm++
 			if !wantArm[id] {
 				t.Errorf("%s: gets arm64, but is not in the arm64-native list", id)
 			}
-		case len(ps) == 1 && ps[0] == spec.PlatformAMD64:
+		case len(ps) == 1 && ps[0] == core.AMD64:
 			x86++
 			if !wantX86[id] {
 				t.Errorf("%s: x86-only, but not in the x86_64-only list", id)
@@ -73,20 +78,22 @@ func TestPlatformOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := tables.UseX86[0]
-	if !tables.X86Only(id) {
-		t.Fatalf("%s in USE_X86 but gets arm64", id)
+	inst := &dataset.Instance{InstanceID: id, Repo: spec.RepoFromID(id)}
+	if d := tables.Decide(inst); len(d.Platforms) != 1 || d.Rule != spec.RuleUseX86 {
+		t.Fatalf("%s in USE_X86 but decided %+v", id, d)
 	}
-	tables.OverridePlatforms(id, []string{spec.PlatformAMD64, spec.PlatformARM64})
-	if tables.X86Only(id) {
-		t.Errorf("override ignored for %s", id)
+	tables.OverridePlatforms(id, []core.Platform{core.ARM64, core.AMD64})
+	if d := tables.Decide(inst); !reflect.DeepEqual(d.Platforms, core.AllPlatforms()) || d.Rule != "" {
+		t.Errorf("override ignored for %s: %+v", id, d)
 	}
-	tables.OverridePlatforms("fixture__calc-1", []string{spec.PlatformAMD64})
-	if !tables.X86Only("fixture__calc-1") {
-		t.Error("x86-only override ignored")
+	calc := &dataset.Instance{InstanceID: "fixture__calc-1"}
+	tables.OverridePlatforms(calc.InstanceID, []core.Platform{core.AMD64})
+	if d := tables.Decide(calc); !tables.X86Only(calc) || d.Rule != spec.RuleOverride {
+		t.Errorf("x86-only override ignored: %+v", d)
 	}
 	// A fresh Load has no overrides.
 	t2, _ := spec.Load()
-	if !t2.X86Only(id) {
+	if !t2.X86Only(inst) {
 		t.Error("override leaked into another Tables")
 	}
 }
@@ -99,7 +106,7 @@ func TestLookupErrors(t *testing.T) {
 	if _, err := tables.Lookup("django/django", "3.0"); err != nil {
 		t.Error(err)
 	}
-	for _, tc := range [][2]string{{"nope/nope", "1.0"}, {"django/django", "0.0"}, {"redis/redis", "7.0"}} {
+	for _, tc := range [][2]string{{"nope/nope", "1.0"}, {"django/django", "0.0"}, {"redis/redis", "7.0"}, {"redis/redis", ""}} {
 		if _, err := tables.Lookup(tc[0], tc[1]); err == nil {
 			t.Errorf("Lookup(%s, %s) succeeded", tc[0], tc[1])
 		}
