@@ -1,10 +1,12 @@
 package spec_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,6 +159,74 @@ func TestEmbeddedMatchesReference(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join("data", "envcache", e.Name()))
 		if err != nil || string(a) != string(b) {
 			t.Errorf("data/envcache/%s is stale or missing", e.Name())
+		}
+	}
+}
+
+// TestX86RulesOverTables decides every non-Python repo-version of the
+// tables and compares with the rules' written conditions evaluated here on
+// the shared reference's specs-multilingual.json: node_version below 4
+// (Automattic/wp-calypso 0.8) and puppeteer's download (15 processing/p5.js
+// versions). Without a version (an id-only caller) a repo with any
+// x86-only version is x86-only.
+func TestX86RulesOverTables(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	raw, err := os.ReadFile(filepath.Join(shared, "upstream-v4.1.0-multilingual", "specs-multilingual.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Specs map[string]map[string]struct {
+			DockerSpecs map[string]any `json:"docker_specs"`
+			PreInstall  []string       `json:"pre_install"`
+			Install     []string       `json:"install"`
+			Build       []string       `json:"build"`
+		} `json:"MAP_REPO_VERSION_TO_SPECS"`
+		Ext map[string]string `json:"MAP_REPO_TO_EXT"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for repo, versions := range ref.Specs {
+		for v, s := range versions {
+			want := ""
+			if nv, ok := s.DockerSpecs["node_version"].(string); ok && ref.Ext[repo] == "js" {
+				if n, err := strconv.Atoi(strings.Split(nv, ".")[0]); err == nil && n < 4 {
+					want = spec.RuleNodeWithoutArm64
+				}
+			}
+			for _, c := range append(append(append([]string(nil), s.PreInstall...), s.Install...), s.Build...) {
+				if want == "" && strings.Contains(c, "node_modules/puppeteer/install.js") {
+					want = spec.RulePuppeteerChromium
+				}
+			}
+			d := tables.Decide(&dataset.Instance{InstanceID: "x__y-1", Repo: repo, Version: v})
+			if d.Rule != want || len(d.Platforms) != map[bool]int{true: 2, false: 1}[want == ""] {
+				t.Errorf("%s %s: decided %+v, want rule %q", repo, v, d, want)
+			}
+			if want != "" {
+				count[repo+" "+want]++
+			}
+		}
+	}
+	wantCount := map[string]int{"Automattic/wp-calypso " + spec.RuleNodeWithoutArm64: 1, "processing/p5.js " + spec.RulePuppeteerChromium: 15}
+	if !reflect.DeepEqual(count, wantCount) {
+		t.Errorf("x86-only repo-versions %v, want %v", count, wantCount)
+	}
+	byID := tables.PlatformsByID(nil)
+	for id, want := range map[string]int{"processing__p5.js-9999": 1, "Automattic__wp-calypso-1": 1, "vuejs__core-1": 2, "django__django-11099": 2, "django__django-10097": 1} {
+		if got := byID(id); len(got) != want {
+			t.Errorf("id-only %s: %v, want %d platform(s)", id, got, want)
+		}
+	}
+	for _, r := range spec.X86Rules() {
+		if r.ID == "" || r.Match == "" || r.Reason == "" || !strings.Contains(r.Evidence, "https://") {
+			t.Errorf("rule %+v lacks a field or an evidence URL", r)
 		}
 	}
 }
