@@ -85,17 +85,47 @@ func X86Rules() []X86Rule {
 	}
 }
 
-// platformPolicy holds the id-keyed parts of the decision.
+// platformPolicy holds the parts of the decision: the id-keyed ones, and
+// the X86Rules evaluated once per repo and version at Load (the tables are
+// read-only afterwards).
 type platformPolicy struct {
 	x86Only   map[string]bool
 	overrides map[string][]core.Platform
-	rules     []X86Rule
+	// byVersion[repo][version] is the first rule matching that spec;
+	// anyVersion[repo] the first rule matching any of the repo's versions.
+	byVersion  map[string]map[string]string
+	anyVersion map[string]string
 }
 
-func newPlatformPolicy(useX86 []string) platformPolicy {
-	p := platformPolicy{x86Only: make(map[string]bool, len(useX86)), overrides: map[string][]core.Platform{}, rules: X86Rules()}
-	for _, id := range useX86 {
+func newPlatformPolicy(t *Tables) platformPolicy {
+	p := platformPolicy{
+		x86Only:    make(map[string]bool, len(t.UseX86)),
+		overrides:  map[string][]core.Platform{},
+		byVersion:  map[string]map[string]string{},
+		anyVersion: map[string]string{},
+	}
+	for _, id := range t.UseX86 {
 		p.x86Only[id] = true
+	}
+	rules := X86Rules()
+	for _, repo := range sortedKeys(t.Specs) {
+		lang := t.RepoToExt[repo]
+		versions := t.Specs[repo]
+		for _, v := range sortedKeys(versions) {
+			s := versions[v]
+			for i := range rules {
+				if rules[i].applies(lang, &s) {
+					if p.byVersion[repo] == nil {
+						p.byVersion[repo] = map[string]string{}
+					}
+					p.byVersion[repo][v] = rules[i].ID
+					if p.anyVersion[repo] == "" {
+						p.anyVersion[repo] = rules[i].ID
+					}
+					break
+				}
+			}
+		}
 	}
 	return p
 }
@@ -151,32 +181,10 @@ func (t *Tables) x86Rule(inst *dataset.Instance) string {
 	if t.Profiles[inst.Repo] != nil {
 		return ""
 	}
-	lang := t.RepoToExt[inst.Repo]
-	if lang == "" {
-		return ""
+	if inst.Version == "" {
+		return t.platforms.anyVersion[inst.Repo]
 	}
-	versions := t.Specs[inst.Repo]
-	if inst.Version != "" {
-		s, ok := versions[inst.Version]
-		if !ok {
-			return ""
-		}
-		for i := range t.platforms.rules {
-			if t.platforms.rules[i].applies(lang, &s) {
-				return t.platforms.rules[i].ID
-			}
-		}
-		return ""
-	}
-	for _, v := range sortedKeys(versions) {
-		s := versions[v]
-		for i := range t.platforms.rules {
-			if t.platforms.rules[i].applies(lang, &s) {
-				return t.platforms.rules[i].ID
-			}
-		}
-	}
-	return ""
+	return t.platforms.byVersion[inst.Repo][inst.Version]
 }
 
 // Platforms returns the platforms inst is built for, amd64 first (Decide).

@@ -136,7 +136,7 @@ func Load() (*Tables, error) {
 	if err := json.Unmarshal(specsJSON, t); err != nil {
 		return nil, fmt.Errorf("decoding embedded spec tables: %w", err)
 	}
-	t.platforms = newPlatformPolicy(t.UseX86)
+	t.platforms = newPlatformPolicy(t)
 	t.envCache = envCache
 	return t, nil
 }
