@@ -18,8 +18,8 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -139,15 +139,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if images != "" {
 		imageFn = verify.ImagesFromRepo(images)
 	} else {
-		md, err := publish.ReadMetadata(metadataFile)
-		if md == nil {
+		recs, err := core.ReadFile(metadataFile)
+		if len(recs) == 0 && err != nil {
 			return fmt.Errorf("--metadata-file: %w", err)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
-			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid entries", metadataFile))
+			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid records", metadataFile))
 		}
-		imageFn = verify.ImagesFromMetadata(md, metadataFile)
+		imageFn = verify.ImagesFromRecords(recs, metadataFile)
 	}
 	targets, terrs := verify.Targets(ctx, r, insts, platforms, imageFn)
 	for _, e := range terrs {
