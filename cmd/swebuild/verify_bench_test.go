@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/verify"
@@ -98,7 +99,7 @@ func benchRunner(b *testing.B, workers int) (*verify.Runner, func()) {
 	}
 	return &verify.Runner{
 		Engine: &verify.BuildKitEngine{Client: c}, Workers: workers, Timeout: 10 * time.Minute,
-		RunDir: b.TempDir(), Grade: verify.GradeOptions{Parser: "parse_log_pytest"}, Progress: io.Discard,
+		RunDir: b.TempDir(), Grade: grading.GradeOptions{Parser: "parse_log_pytest"}, Progress: io.Discard,
 	}, func() { c.Close() }
 }
 

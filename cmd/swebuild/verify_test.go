@@ -15,6 +15,7 @@ import (
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/verify"
@@ -201,14 +202,14 @@ func TestVerifyFixture(t *testing.T) {
 				t.Fatal(err)
 			}
 			patch := insts[r.InstanceID].Patch
-			rep, err := verify.Grade(insts[r.InstanceID], string(log), &patch, verify.GradeOptions{Parser: "parse_log_pytest"})
+			rep, err := grading.Grade(insts[r.InstanceID], string(log), &patch, grading.GradeOptions{Parser: "parse_log_pytest"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(rep.JSON(), saved) {
 				t.Errorf("%s %s: report.json differs from grading test_output.txt:\n%s\nvs\n%s", r.InstanceID, r.Platform, saved, rep.JSON())
 			}
-			if !strings.Contains(string(log), verify.StartTestOutput) {
+			if !strings.Contains(string(log), grading.StartTestOutput) {
 				t.Errorf("%s %s: test_output.txt has no start marker", r.InstanceID, r.Platform)
 			}
 		case verify.ModeControl:
