@@ -85,49 +85,41 @@ func X86Rules() []X86Rule {
 	}
 }
 
-// platformPolicy holds the parts of the decision: the id-keyed ones, and
-// the X86Rules evaluated once per repo and version at Load (the tables are
-// read-only afterwards).
+// platformPolicy holds the id-keyed parts of the decision; the X86Rules
+// are evaluated per repo when its specs are decoded (Tables.repo).
 type platformPolicy struct {
 	x86Only   map[string]bool
 	overrides map[string][]core.Platform
-	// byVersion[repo][version] is the first rule matching that spec;
-	// anyVersion[repo] the first rule matching any of the repo's versions.
-	byVersion  map[string]map[string]string
-	anyVersion map[string]string
 }
 
 func newPlatformPolicy(t *Tables) platformPolicy {
-	p := platformPolicy{
-		x86Only:    make(map[string]bool, len(t.UseX86)),
-		overrides:  map[string][]core.Platform{},
-		byVersion:  map[string]map[string]string{},
-		anyVersion: map[string]string{},
-	}
+	p := platformPolicy{x86Only: make(map[string]bool, len(t.UseX86)), overrides: map[string][]core.Platform{}}
 	for _, id := range t.UseX86 {
 		p.x86Only[id] = true
 	}
+	return p
+}
+
+// evalRules returns, per version, the first X86Rule the spec meets, and the
+// first rule any version meets (versions in sorted order).
+func evalRules(lang string, versions map[string]Spec) (byVersion map[string]string, first string) {
 	rules := X86Rules()
-	for _, repo := range sortedKeys(t.Specs) {
-		lang := t.RepoToExt[repo]
-		versions := t.Specs[repo]
-		for _, v := range sortedKeys(versions) {
-			s := versions[v]
-			for i := range rules {
-				if rules[i].applies(lang, &s) {
-					if p.byVersion[repo] == nil {
-						p.byVersion[repo] = map[string]string{}
-					}
-					p.byVersion[repo][v] = rules[i].ID
-					if p.anyVersion[repo] == "" {
-						p.anyVersion[repo] = rules[i].ID
-					}
-					break
+	for _, v := range sortedKeys(versions) {
+		s := versions[v]
+		for i := range rules {
+			if rules[i].applies(lang, &s) {
+				if byVersion == nil {
+					byVersion = map[string]string{}
 				}
+				byVersion[v] = rules[i].ID
+				if first == "" {
+					first = rules[i].ID
+				}
+				break
 			}
 		}
 	}
-	return p
+	return byVersion, first
 }
 
 // Decision is which platforms an instance is built for and, when it gets
@@ -181,10 +173,14 @@ func (t *Tables) x86Rule(inst *dataset.Instance) string {
 	if t.Profiles[inst.Repo] != nil {
 		return ""
 	}
-	if inst.Version == "" {
-		return t.platforms.anyVersion[inst.Repo]
+	r, ok := t.repo(inst.Repo)
+	if !ok || r.err != nil {
+		return ""
 	}
-	return t.platforms.byVersion[inst.Repo][inst.Version]
+	if inst.Version == "" {
+		return r.anyRule
+	}
+	return r.rules[inst.Version]
 }
 
 // Platforms returns the platforms inst is built for, amd64 first (Decide).

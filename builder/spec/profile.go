@@ -90,7 +90,7 @@ func (t *Tables) LoadExtra(path string) error {
 	}
 	sort.Strings(repos)
 	for _, repo := range repos {
-		if _, ok := t.Specs[repo]; ok {
+		if _, ok := t.RepoToExt[repo]; ok {
 			return fmt.Errorf("%s: specs.%s: repo is already in the upstream table", path, repo)
 		}
 		for v, s := range x.Specs[repo] {

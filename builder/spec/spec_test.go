@@ -150,6 +150,18 @@ func TestEmbeddedMatchesReference(t *testing.T) {
 	if string(want) != string(got) {
 		t.Error("data/specs.json is stale: run go generate ./builder/spec")
 	}
+	gen, _ := os.ReadDir(filepath.Join(tmp, "specs"))
+	have, _ := os.ReadDir(filepath.Join("data", "specs"))
+	if len(gen) != 66 || len(have) != len(gen) {
+		t.Errorf("%d generated repo spec files, %d in data/specs; want 66", len(gen), len(have))
+	}
+	for _, e := range gen {
+		a, _ := os.ReadFile(filepath.Join(tmp, "specs", e.Name()))
+		b, err := os.ReadFile(filepath.Join("data", "specs", e.Name()))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("data/specs/%s is stale or missing: run go generate ./builder/spec", e.Name())
+		}
+	}
 	ents, _ := os.ReadDir(filepath.Join(tmp, "envcache"))
 	if len(ents) != 500 {
 		t.Errorf("%d generated env files", len(ents))
@@ -228,5 +240,35 @@ func TestX86RulesOverTables(t *testing.T) {
 		if r.ID == "" || r.Match == "" || r.Reason == "" || !strings.Contains(r.Evidence, "https://") {
 			t.Errorf("rule %+v lacks a field or an evidence URL", r)
 		}
+	}
+}
+
+// TestEveryRepoDecodes: the tables decode each repo lazily; every one of
+// them must decode and give every version (66 repos, 689 repo-versions in
+// v4.1.0: 20 Python with 300, 46 others with 389).
+func TestEveryRepoDecodes(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, versions, other := 0, 0, 0
+	for _, repo := range tables.Repos() {
+		vs, ok := tables.Versions(repo)
+		if !ok || len(vs) == 0 {
+			t.Errorf("%s: no versions", repo)
+		}
+		for _, v := range vs {
+			if _, err := tables.Lookup(repo, v); err != nil {
+				t.Errorf("%s %s: %v", repo, v, err)
+			}
+		}
+		repos++
+		versions += len(vs)
+		if tables.Language(repo) != spec.LangPython {
+			other += len(vs)
+		}
+	}
+	if repos != 66 || versions != 689 || other != 389 {
+		t.Errorf("%d repos, %d repo-versions (%d non-Python); want 66, 689, 389", repos, versions, other)
 	}
 }

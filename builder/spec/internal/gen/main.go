@@ -1,11 +1,13 @@
 // Command gen transcribes the upstream SWE-bench v4.1.0 tables that
 // builder/spec needs from the shared reference data into data/:
 //
-//   - data/specs.json: the spec tables of every language (Python from
+//   - data/specs.json: USE_X86, docker defaults, the languages of every repo,
+//     the Dockerfile templates of every language, heredoc delimiters, ...;
+//   - data/specs/<owner>__<name>.json: one repo's spec table (Python from
 //     upstream-v4.1.0/specs.json; C, Go, Java, JavaScript/TypeScript, PHP,
 //     Ruby and Rust from upstream-v4.1.0-multilingual/specs-multilingual.json,
-//     checked equal to specs.json's copy), USE_X86, docker defaults, the
-//     Dockerfile templates of every language, heredoc delimiters, ...;
+//     checked equal to specs.json's copy), decoded only when a record of
+//     that repo is rendered;
 //   - data/envcache/<instance_id>.yml: the bundled per-instance
 //     environment.yml files, recovered verbatim from the reference env script
 //     lists (meta.json env_script_list item 2 is "cat <<'EOF' > ...\n<yml>\nEOF").
@@ -74,7 +76,7 @@ type upstream struct {
 // tables is the schema of data/specs.json (read by builder/spec).
 type tables struct {
 	Source             string                                `json:"source"`
-	Specs              map[string]map[string]json.RawMessage `json:"specs"`
+	Specs              map[string]map[string]json.RawMessage `json:"-"`
 	ReqsPaths          map[string][]string                   `json:"reqs_paths"`
 	EnvYMLPaths        map[string][]string                   `json:"env_yml_paths"`
 	UseX86             []string                              `json:"use_x86"`
@@ -209,6 +211,9 @@ func run(shared, out string) error {
 	if err := os.WriteFile(filepath.Join(out, "specs.json"), buf.Bytes(), 0o644); err != nil {
 		return err
 	}
+	if err := writeRepoSpecs(filepath.Join(out, "specs"), t.Specs); err != nil {
+		return err
+	}
 	n, err := envCache(shared, t.HeredocEnv, filepath.Join(out, "envcache"))
 	if err != nil {
 		return err
@@ -218,6 +223,32 @@ func run(shared, out string) error {
 		langs[l]++
 	}
 	fmt.Printf("gen: %d repos %v, %d cached environment.yml files\n", len(t.Specs), langs, n)
+	return nil
+}
+
+// RepoFile is the file name of a repo's spec table under data/specs.
+func RepoFile(repo string) string { return strings.ReplaceAll(repo, "/", "__") + ".json" }
+
+// writeRepoSpecs replaces dir by one file per repo.
+func writeRepoSpecs(dir string, specs map[string]map[string]json.RawMessage) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for repo, versions := range specs {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(versions); err != nil {
+			return fmt.Errorf("encoding %s: %w", repo, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, RepoFile(repo)), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
