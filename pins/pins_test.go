@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
@@ -440,5 +442,59 @@ func TestArm64RulesOnlyTouchArm64(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPinnedDockerfilesParse parses, with BuildKit's own Dockerfile parser,
+// every arm64 Dockerfile the default pins change in the multilingual
+// reference and checks that it keeps upstream's instruction sequence (the
+// rules replace lines inside one RUN; they never add or drop an
+// instruction).
+func TestPinnedDockerfilesParse(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := Named("default")
+	r := &render.Renderer{Tables: tables, Pins: set}
+	ref := references(t)[1]
+	instructions := func(name, text string) []string {
+		res, err := parser.Parse(strings.NewReader(text))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out []string
+		for _, n := range res.AST.Children {
+			out = append(out, n.Value)
+		}
+		return out
+	}
+	checked := 0
+	for id, inst := range ref.recs {
+		res, err := r.Render(context.Background(), inst, core.ARM64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Pins) == 0 {
+			continue
+		}
+		for _, f := range []string{"Dockerfile.base", "Dockerfile.env"} {
+			want, err := os.ReadFile(filepath.Join(ref.dir, id, "arm64", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := renderedFile(res, f)
+			if got == string(want) {
+				continue
+			}
+			checked++
+			a, b := instructions(id+" upstream "+f, string(want)), instructions(id+" pinned "+f, got)
+			if strings.Join(a, " ") != strings.Join(b, " ") {
+				t.Errorf("%s %s: instructions %v, upstream %v", id, f, b, a)
+			}
+		}
+	}
+	if checked != 53+53+2*24 {
+		t.Errorf("checked %d pinned Dockerfiles, want 154 (53 JS base, 53 JS env, 24 Java base and env)", checked)
 	}
 }
