@@ -42,6 +42,36 @@ func BenchmarkRenderVerified(b *testing.B) {
 	}
 }
 
+// BenchmarkRenderMultilingual renders all of SWE-bench Multilingual (300)
+// and Multimodal (102) for both arches (804 renders) per iteration, in
+// memory, with no pins.
+func BenchmarkRenderMultilingual(b *testing.B) {
+	shared := spectest.SharedDir(b)
+	var insts []dataset.Instance
+	for _, split := range multilingualSplits {
+		got, err := spectest.ReadJSONL(filepath.Join(shared, "datasets", split+".jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		insts = append(insts, got...)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Renderer{Tables: tables}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range insts {
+			if _, err := r.RenderArches(ctx, &insts[i], core.AllPlatforms()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // BenchmarkWriteAllVerified renders and writes the 1,000 renders (7,000
 // files) per iteration, into $SWEBUILD_BENCH_OUT if set (e.g. a tmpfs), else
 // a temp dir.
