@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/distribution/reference"
 )
 
 func TestNames(t *testing.T) {
@@ -145,5 +147,52 @@ func TestCollisions(t *testing.T) {
 	}
 	if err := (Namer{}).CheckCollisions([]string{"a-1", "b-1", "a_1"}); err != nil {
 		t.Errorf("distinct names: %v", err)
+	}
+}
+
+// TestValidateIDMatchesReferenceGrammar holds ValidateID to the registry's
+// own parser, distribution/reference: every id of up to 6 characters over
+// letters of both cases, a digit and the three separators is valid exactly
+// when both of its image names (with and without "__" -> "_1776_") parse.
+func TestValidateIDMatchesReferenceGrammar(t *testing.T) {
+	alphabet := []byte("aB0._-")
+	n := 0
+	var walk func(prefix []byte)
+	walk = func(prefix []byte) {
+		if len(prefix) > 0 {
+			n++
+			id := string(prefix)
+			parses := true
+			for _, namer := range []Namer{{}, {KeepDoubleUnderscore: true}} {
+				if _, err := reference.WithName("sweb.eval.x86_64." + namer.NameID(id)); err != nil {
+					parses = false
+				}
+			}
+			if err := ValidateID(id); (err == nil) != parses {
+				t.Errorf("ValidateID(%q) = %v, reference grammar accepts: %v", id, err, parses)
+			}
+		}
+		if len(prefix) == 6 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(append(prefix, c))
+		}
+	}
+	walk(nil)
+	if n != 55986 {
+		t.Errorf("checked %d ids", n)
+	}
+}
+
+func BenchmarkValidateID(b *testing.B) {
+	ids := []string{"django__django-11099", "Psf__Requests-2317", "scikit-learn__scikit-learn-13142", "sphinx-doc__sphinx-8721"}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, id := range ids {
+			if err := ValidateID(id); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
