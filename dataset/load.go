@@ -86,11 +86,10 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// ErrHubDataset is returned (wrapped) for a HuggingFace dataset name such as
-// "princeton-nlp/SWE-bench_Verified": downloading needs the network, which
-// swebuild does not use for datasets. Download the split as JSONL or parquet
-// and pass the file.
-var ErrHubDataset = errors.New("HuggingFace dataset names are not supported offline")
+// ErrHubDataset is returned (wrapped) by Load for a HuggingFace dataset name
+// such as "princeton-nlp/SWE-bench_Verified" that is not a file: Load reads
+// files only; Open with a hub client downloads names.
+var ErrHubDataset = errors.New("a HuggingFace dataset name, not a file")
 
 // hubName matches "owner/name" without a file extension swebuild reads, and
 // upstream's short aliases.
@@ -111,19 +110,25 @@ func Load(ctx context.Context, path string, opts LoadOptions) ([]Instance, error
 // loadFile is Load of the file at path, naming it display in messages and
 // record sources.
 func loadFile(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
+	insts, err := loadOne(ctx, path, display, opts)
+	return checkNames(display, insts, err)
+}
+
+// loadOne is loadFile without the image-name collision check (Open checks
+// the records of all a split's files together).
+func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
 	opts.Limits = opts.Limits.withDefaults()
 	data, err := readFile(path, opts.Limits.MaxFileBytes)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) {
-			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w; download the split as JSONL or parquet and pass the file path", path, ErrHubDataset)
+		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) && !isFileName(path) {
+			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w", path, ErrHubDataset)
 		}
 		if errors.Is(err, ErrTooLarge) {
 			return nil, fmt.Errorf("dataset %s: %w", display, err)
 		}
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	insts, err := decode(ctx, display, data, opts)
-	return checkNames(display, insts, err)
+	return decode(ctx, display, data, opts)
 }
 
 // checkNames drops every record whose instance id gets the same image names

@@ -630,7 +630,7 @@ func TestCollisionKeepsFirst(t *testing.T) {
 func TestHubDatasetName(t *testing.T) {
 	for _, name := range []string{"princeton-nlp/SWE-bench_Verified", "SWE-bench/SWE-bench_Lite", "lite"} {
 		_, err := Load(context.Background(), name, LoadOptions{})
-		if !errors.Is(err, ErrHubDataset) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "JSONL or parquet") {
+		if !errors.Is(err, ErrHubDataset) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "no such file") {
 			t.Errorf("Load(%q) = %v, want ErrHubDataset naming it", name, err)
 		}
 	}
