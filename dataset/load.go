@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // LoadOptions configures Load.
@@ -132,9 +132,10 @@ func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]Ins
 }
 
 // checkNames drops every record whose instance id gets the same image names
-// as an earlier record's (manifests.Namer.Collisions: ids differing only in
-// case, or in "__" against "_1776_"; also one id in two files), reporting it
-// with both ids and where they are. err is the loader's error so far.
+// as an earlier record's (naming.Collisions, which manifests.Namer.Collisions
+// is: ids differing only in case, or in "__" against "_1776_"; also one id in
+// two files), reporting it with both ids and where they are. err is the
+// loader's error so far.
 func checkNames(file string, insts []Instance, err error) ([]Instance, error) {
 	var verr *ValidationError
 	if err != nil && !errors.As(err, &verr) {
@@ -144,7 +145,7 @@ func checkNames(file string, insts []Instance, err error) ([]Instance, error) {
 	for i := range insts {
 		ids[i] = insts[i].InstanceID
 	}
-	collisions := manifests.Namer{}.Collisions(ids)
+	collisions := naming.Collisions(ids, false)
 	if len(collisions) == 0 {
 		return insts, err
 	}

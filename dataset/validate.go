@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Problem is one thing wrong with the input: where (Source is "file:line",
@@ -295,18 +295,18 @@ func safeNameChar(c byte) bool {
 
 // CheckID returns why id cannot be used, or "" when it is fine. An id ends
 // up in file and directory names, shell scripts, image repository names and
-// tags, so it is checked for all of them at once: manifests.ValidateID, the
+// tags, so it is checked for all of them at once by naming.ValidateID, the
 // naming module's rule (only [A-Za-z0-9._-]; lower-cased, a path component of
 // the OCI distribution grammar once "__" becomes "_1776_", so no leading or
 // trailing '.', '_' or '-' and no two separators in a row other than "__" or
-// dashes; at most manifests.MaxNameIDLen bytes in that form, which also keeps
+// dashes; at most naming.MaxNameIDLen bytes in that form, which also keeps
 // it well under the 255-byte file-name limit).
 func CheckID(id string) string {
-	err := manifests.ValidateID(id)
+	err := naming.ValidateID(id)
 	if err == nil {
 		return ""
 	}
-	var ie *manifests.IDError
+	var ie *naming.IDError
 	if !errors.As(err, &ie) {
 		return err.Error()
 	}

@@ -122,7 +122,7 @@ func TestValidateID(t *testing.T) {
 func TestCollisions(t *testing.T) {
 	ids := []string{"a__x-1", "b-2", "A__X-1", "a_1776_x-1", "b-2", "c-3"}
 	got := Namer{}.Collisions(ids)
-	want := []Collision{{0, 2, "a_1776_x-1"}, {0, 3, "a_1776_x-1"}, {1, 4, "b-2"}}
+	want := []Collision{{First: 0, Second: 2, NameID: "a_1776_x-1"}, {First: 0, Second: 3, NameID: "a_1776_x-1"}, {First: 1, Second: 4, NameID: "b-2"}}
 	if len(got) != len(want) {
 		t.Fatalf("Collisions = %v, want %v", got, want)
 	}
@@ -133,7 +133,7 @@ func TestCollisions(t *testing.T) {
 	}
 	// Without the "__" mapping, only case still collides.
 	keep := Namer{KeepDoubleUnderscore: true}.Collisions(ids)
-	if len(keep) != 2 || keep[0] != (Collision{0, 2, "a__x-1"}) || keep[1].Second != 4 {
+	if len(keep) != 2 || keep[0] != (Collision{First: 0, Second: 2, NameID: "a__x-1"}) || keep[1].Second != 4 {
 		t.Errorf("KeepDoubleUnderscore collisions = %v", keep)
 	}
 	err := Namer{}.CheckCollisions(ids)
