@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -93,7 +94,7 @@ func (t *Tables) LoadExtra(path string) error {
 		if msg := dataset.CheckID(id); msg != "" {
 			return fmt.Errorf("%s: x86_only[%d]: instance id %s", path, i, msg)
 		}
-		t.OverridePlatforms(id, []string{PlatformAMD64})
+		t.OverridePlatforms(id, []core.Platform{core.AMD64})
 	}
 	return nil
 }
@@ -127,7 +128,7 @@ func (t *Tables) addProfile(g ProfileSpecs, path, where string) error {
 	}
 	sort.Strings(repos)
 	for _, repo := range repos {
-		if _, ok := t.Specs[repo]; ok {
+		if _, ok := t.RepoToExt[repo]; ok {
 			return fmt.Errorf("%s: %sspecs.%s: repo is already in the upstream table", path, where, repo)
 		}
 		if q, ok := t.Profiles[repo]; ok {

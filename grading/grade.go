@@ -1,0 +1,209 @@
+package grading
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/dataset"
+)
+
+// Log markers and bad codes, upstream's constants.
+const (
+	StartTestOutput = ">>>>> Start Test Output"
+	EndTestOutput   = ">>>>> End Test Output"
+	ApplyPatchFail  = ">>>>> Patch Apply Failed"
+	ResetFailed     = ">>>>> Reset Failed"
+	TestsError      = ">>>>> Tests Errored"
+	TestsTimeout    = ">>>>> Tests Timed Out"
+)
+
+// GradeOptions changes how a log is read.
+type GradeOptions struct {
+	// WholeLog parses the whole log and does not require the Start/End
+	// markers: what logs of harnesses older than the markers need (their
+	// stored reports were graded that way). The bad codes still make the
+	// log "not applied". Off means exactly upstream v4.1.0.
+	WholeLog bool
+	// Parser names the upstream parser function to use instead of the
+	// repository's (e.g. "parse_log_pytest" for a profile's repositories,
+	// which upstream's map does not list); "" means MAP_REPO_TO_PARSER.
+	Parser string
+}
+
+// LogResult is upstream's get_logs_eval result with the reason behind it.
+type LogResult struct {
+	// StatusMap is the parsed map; empty when Applied is false.
+	StatusMap *StatusMap
+	// Applied is get_logs_eval's second value: false when a bad code occurs
+	// in the log or a marker is missing.
+	Applied bool
+	// Reason says why Applied is false.
+	Reason string
+	// FellBack is true when the marked section parsed to nothing and the
+	// whole log was parsed instead (upstream's fallback).
+	FellBack bool
+}
+
+// badCode returns the first of upstream's bad codes found in log, in
+// upstream's order, or "".
+func badCode(log string) string {
+	for _, c := range [...]string{ApplyPatchFail, ResetFailed, TestsError, TestsTimeout} {
+		if strings.Contains(log, c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// EvalLog is upstream v4.1.0's get_logs_eval for a log of repo: universal
+// newlines; any bad code, or a missing marker, means not applied; otherwise
+// the text after the first start marker up to the next end marker is parsed,
+// and the whole log when that gives an empty map. Errors: repo has no parser
+// (ErrNoParser), the log is not UTF-8 (upstream's read() raises), or the
+// parser raises on the log (ErrUpstreamParserRaises).
+func EvalLog(repo string, log string, opts GradeOptions) (LogResult, error) {
+	name, parse := opts.parserFor(repo)
+	if parse == nil {
+		return LogResult{}, fmt.Errorf("grading log of %q: %w", repo, ErrNoParser)
+	}
+	if !utf8.ValidString(log) {
+		off := 0
+		for off < len(log) {
+			r, n := utf8.DecodeRuneInString(log[off:])
+			if r == utf8.RuneError && n == 1 {
+				break
+			}
+			off += n
+		}
+		return LogResult{}, fmt.Errorf("grading log of %q: byte %d is not valid UTF-8 (upstream cannot read the log)", repo, off)
+	}
+	log = NormalizeNewlines(log)
+	res := LogResult{StatusMap: NewStatusMap()}
+	if c := badCode(log); c != "" {
+		res.Reason = fmt.Sprintf("log contains %q", c)
+		return res, nil
+	}
+	section := log
+	if !opts.WholeLog {
+		start := strings.Index(log, StartTestOutput)
+		if start < 0 || !strings.Contains(log, EndTestOutput) {
+			res.Reason = fmt.Sprintf("log lacks %q or %q", StartTestOutput, EndTestOutput)
+			return res, nil
+		}
+		section = log[start+len(StartTestOutput):]
+		if end := strings.Index(section, EndTestOutput); end >= 0 {
+			section = section[:end]
+		}
+	}
+	res.Applied = true
+	if err := parse(section, res.StatusMap); err != nil {
+		return LogResult{}, fmt.Errorf("grading log of %q with %s: %w", repo, name, err)
+	}
+	if res.StatusMap.Len() == 0 && !opts.WholeLog {
+		res.FellBack = true
+		if err := parse(log, res.StatusMap); err != nil {
+			return LogResult{}, fmt.Errorf("grading whole log of %q with %s: %w", repo, name, err)
+		}
+	}
+	return res, nil
+}
+
+// failOnlyRepo is upstream's FAIL_ONLY_REPOS.
+func failOnlyRepo(repo string) bool {
+	switch repo {
+	case "chartjs/Chart.js", "markedjs/marked", "processing/p5.js":
+		return true
+	}
+	return false
+}
+
+// testPassed is upstream's test_passed: PASSED or XFAIL.
+func testPassed(sm *StatusMap, test string) bool {
+	st, ok := sm.Get(test)
+	return ok && (st == StatusPassed || st == StatusXFail)
+}
+
+// testFailed is upstream's test_failed: missing, FAILED or ERROR.
+func testFailed(sm *StatusMap, test string) bool {
+	st, ok := sm.Get(test)
+	return !ok || st == StatusFailed || st == StatusError
+}
+
+// EvalTestsReport is upstream's get_eval_tests_report (calculate_to_fail
+// off): each FAIL_TO_PASS / PASS_TO_PASS label lands in success (passed),
+// failure (failed or missing) or neither (SKIPPED and any other status), in
+// label order. failOnly selects upstream's FAIL_ONLY rule: failure iff the
+// status is FAILED.
+func EvalTestsReport(sm *StatusMap, failToPass, passToPass []string, failOnly bool) TestsStatus {
+	classify := func(labels []string) Bucket {
+		b := Bucket{Success: []string{}, Failure: []string{}}
+		for _, t := range labels {
+			if failOnly {
+				if st, ok := sm.Get(t); ok && st == StatusFailed {
+					b.Failure = append(b.Failure, t)
+				} else {
+					b.Success = append(b.Success, t)
+				}
+				continue
+			}
+			if testPassed(sm, t) {
+				b.Success = append(b.Success, t)
+			} else if testFailed(sm, t) {
+				b.Failure = append(b.Failure, t)
+			}
+		}
+		return b
+	}
+	return TestsStatus{
+		FailToPass: classify(failToPass),
+		PassToPass: classify(passToPass),
+		FailToFail: Bucket{Success: []string{}, Failure: []string{}},
+		PassToFail: Bucket{Success: []string{}, Failure: []string{}},
+	}
+}
+
+// ResolutionStatus is upstream's get_resolution_status: FULL when the
+// FAIL_TO_PASS and PASS_TO_PASS rates are both 1 (an empty bucket pair rates
+// 1), PARTIAL when FAIL_TO_PASS is strictly between 0 and 1 and
+// PASS_TO_PASS is 1, NO otherwise.
+func ResolutionStatus(ts TestsStatus) Resolution {
+	f2pOne := len(ts.FailToPass.Failure) == 0
+	f2pSome := len(ts.FailToPass.Success) > 0
+	p2pOne := len(ts.PassToPass.Failure) == 0
+	switch {
+	case f2pOne && p2pOne:
+		return ResolvedFull
+	case !f2pOne && f2pSome && p2pOne:
+		return ResolvedPartial
+	}
+	return ResolvedNo
+}
+
+// Grade is upstream v4.1.0's get_eval_report(test_spec, prediction, log,
+// include_tests_status=True) for inst: patch nil is a prediction whose
+// model_patch is None (patch_is_None, nothing graded); any other patch,
+// even empty, exists. The labels are inst.FailToPass and inst.PassToPass.
+// On error (see EvalLog) upstream produces no report at all.
+func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) (Report, error) {
+	r := Report{InstanceID: inst.InstanceID}
+	if patch == nil {
+		r.PatchIsNone = true
+		return r, nil
+	}
+	r.PatchExists = true
+	res, err := EvalLog(inst.Repo, log, opts)
+	if err != nil {
+		return Report{}, fmt.Errorf("grading %s: %w", inst.InstanceID, err)
+	}
+	if !res.Applied {
+		r.NotApplied = res.Reason
+		return r, nil
+	}
+	r.PatchSuccessfullyApplied = true
+	ts := EvalTestsReport(res.StatusMap, inst.FailToPass, inst.PassToPass, failOnlyRepo(inst.Repo))
+	r.Resolution = ResolutionStatus(ts)
+	r.Resolved = r.Resolution == ResolvedFull
+	r.TestsStatus = &ts
+	return r, nil
+}

@@ -1,0 +1,335 @@
+package grading
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// This file holds the small pieces of Python string semantics the upstream
+// log parsers rely on: universal-newline reading, str.isspace, str.split()
+// with no arguments, str.strip(), and the \d class of Python 3.11's re.
+
+// NormalizeNewlines does what Python's open(path).read() does to line ends
+// (universal newlines): "\r\n" and a lone "\r" both become "\n". The input is
+// returned unchanged (no copy) when it holds no "\r".
+func NormalizeNewlines(s string) string {
+	i := strings.IndexByte(s, '\r')
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i >= 0 {
+		b.WriteString(s[:i])
+		b.WriteByte('\n')
+		s = s[i+1:]
+		if len(s) > 0 && s[0] == '\n' {
+			s = s[1:]
+		}
+		i = strings.IndexByte(s, '\r')
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// asciiSpaceMask has bit c set for each ASCII character c for which
+// Python's str.isspace() is true: \t \n \v \f \r, the separators
+// \x1c-\x1f and the space.
+const asciiSpaceMask = 1<<'\t' | 1<<'\n' | 1<<'\v' | 1<<'\f' | 1<<'\r' |
+	1<<0x1c | 1<<0x1d | 1<<0x1e | 1<<0x1f | 1<<' '
+
+// isASCIISpace reports whether Python's str.isspace() is true for the ASCII
+// character c.
+func isASCIISpace(c byte) bool {
+	return c <= ' ' && (uint64(asciiSpaceMask)>>c)&1 == 1
+}
+
+// isPySpaceRune reports whether Python 3.11's str.isspace() (and re's \s for
+// str patterns) is true for r.
+func isPySpaceRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return isASCIISpace(byte(r))
+	}
+	switch {
+	case r == 0x85, r == 0xa0, r == 0x1680:
+		return true
+	case r >= 0x2000 && r <= 0x200a:
+		return true
+	case r == 0x2028, r == 0x2029, r == 0x202f, r == 0x205f, r == 0x3000:
+		return true
+	}
+	return false
+}
+
+// spaceAt reports whether a Python whitespace character starts at s[i] and
+// its length in bytes. Bytes that are not valid UTF-8 are never space (Python
+// would not have decoded them at all).
+func spaceAt(s string, i int) (bool, int) {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		return isASCIISpace(c), 1
+	}
+	// Every non-ASCII Python space starts with 0xC2, 0xE1, 0xE2 or 0xE3.
+	if c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xe3 {
+		return false, 1
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return isPySpaceRune(r), n
+}
+
+// spaceBefore reports whether a Python whitespace character ends at s[i-1]
+// and its length in bytes.
+func spaceBefore(s string, i int) (bool, int) {
+	if i <= 0 {
+		return false, 0
+	}
+	c := s[i-1]
+	if c < utf8.RuneSelf {
+		return isASCIISpace(c), 1
+	}
+	r, n := utf8.DecodeLastRuneInString(s[:i])
+	return isPySpaceRune(r), n
+}
+
+// pyStrip is Python's str.strip() with no arguments.
+func pyStrip(s string) string {
+	return pyRStrip(pyLStrip(s))
+}
+
+// pyLStrip is Python's str.lstrip() with no arguments.
+func pyLStrip(s string) string {
+	i := 0
+	for i < len(s) {
+		sp, n := spaceAt(s, i)
+		if !sp {
+			break
+		}
+		i += n
+	}
+	return s[i:]
+}
+
+// pyRStrip is Python's str.rstrip() with no arguments.
+func pyRStrip(s string) string {
+	j := len(s)
+	for j > 0 {
+		sp, n := spaceBefore(s, j)
+		if !sp {
+			break
+		}
+		j -= n
+	}
+	return s[:j]
+}
+
+// pySplit2 returns the first two fields of Python's str.split() (no
+// arguments: runs of whitespace separate, leading and trailing whitespace is
+// ignored) and how many fields exist, counting at most 2.
+func pySplit2(s string) (f0, f1 string, n int) {
+	i := 0
+	for k := 0; k < 2; k++ {
+		// skip whitespace
+		for i < len(s) {
+			if c := s[i]; c < utf8.RuneSelf {
+				if !isASCIISpace(c) {
+					break
+				}
+				i++
+				continue
+			}
+			sp, w := spaceAt(s, i)
+			if !sp {
+				break
+			}
+			i += w
+		}
+		if i >= len(s) {
+			return f0, f1, n
+		}
+		start := i
+		for i < len(s) {
+			if c := s[i]; c < utf8.RuneSelf {
+				if isASCIISpace(c) {
+					break
+				}
+				i++
+				continue
+			}
+			sp, w := spaceAt(s, i)
+			if sp {
+				break
+			}
+			i += w
+		}
+		if k == 0 {
+			f0 = s[start:i]
+		} else {
+			f1 = s[start:i]
+		}
+		n++
+	}
+	return f0, f1, n
+}
+
+// isPyDigit reports whether Python 3.11's re matches r with \d in a str
+// pattern: Unicode category Nd as of Unicode 14.0, the version Python 3.11
+// ships. Go's unicode.Nd follows a newer Unicode, so the ranges are kept here
+// as data.
+func isPyDigit(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= '0' && r <= '9'
+	}
+	switch {
+	case r >= 0x660 && r <= 0x669:
+		return true
+	case r >= 0x6F0 && r <= 0x6F9:
+		return true
+	case r >= 0x7C0 && r <= 0x7C9:
+		return true
+	case r >= 0x966 && r <= 0x96F:
+		return true
+	case r >= 0x9E6 && r <= 0x9EF:
+		return true
+	case r >= 0xA66 && r <= 0xA6F:
+		return true
+	case r >= 0xAE6 && r <= 0xAEF:
+		return true
+	case r >= 0xB66 && r <= 0xB6F:
+		return true
+	case r >= 0xBE6 && r <= 0xBEF:
+		return true
+	case r >= 0xC66 && r <= 0xC6F:
+		return true
+	case r >= 0xCE6 && r <= 0xCEF:
+		return true
+	case r >= 0xD66 && r <= 0xD6F:
+		return true
+	case r >= 0xDE6 && r <= 0xDEF:
+		return true
+	case r >= 0xE50 && r <= 0xE59:
+		return true
+	case r >= 0xED0 && r <= 0xED9:
+		return true
+	case r >= 0xF20 && r <= 0xF29:
+		return true
+	case r >= 0x1040 && r <= 0x1049:
+		return true
+	case r >= 0x1090 && r <= 0x1099:
+		return true
+	case r >= 0x17E0 && r <= 0x17E9:
+		return true
+	case r >= 0x1810 && r <= 0x1819:
+		return true
+	case r >= 0x1946 && r <= 0x194F:
+		return true
+	case r >= 0x19D0 && r <= 0x19D9:
+		return true
+	case r >= 0x1A80 && r <= 0x1A89:
+		return true
+	case r >= 0x1A90 && r <= 0x1A99:
+		return true
+	case r >= 0x1B50 && r <= 0x1B59:
+		return true
+	case r >= 0x1BB0 && r <= 0x1BB9:
+		return true
+	case r >= 0x1C40 && r <= 0x1C49:
+		return true
+	case r >= 0x1C50 && r <= 0x1C59:
+		return true
+	case r >= 0xA620 && r <= 0xA629:
+		return true
+	case r >= 0xA8D0 && r <= 0xA8D9:
+		return true
+	case r >= 0xA900 && r <= 0xA909:
+		return true
+	case r >= 0xA9D0 && r <= 0xA9D9:
+		return true
+	case r >= 0xA9F0 && r <= 0xA9F9:
+		return true
+	case r >= 0xAA50 && r <= 0xAA59:
+		return true
+	case r >= 0xABF0 && r <= 0xABF9:
+		return true
+	case r >= 0xFF10 && r <= 0xFF19:
+		return true
+	case r >= 0x104A0 && r <= 0x104A9:
+		return true
+	case r >= 0x10D30 && r <= 0x10D39:
+		return true
+	case r >= 0x11066 && r <= 0x1106F:
+		return true
+	case r >= 0x110F0 && r <= 0x110F9:
+		return true
+	case r >= 0x11136 && r <= 0x1113F:
+		return true
+	case r >= 0x111D0 && r <= 0x111D9:
+		return true
+	case r >= 0x112F0 && r <= 0x112F9:
+		return true
+	case r >= 0x11450 && r <= 0x11459:
+		return true
+	case r >= 0x114D0 && r <= 0x114D9:
+		return true
+	case r >= 0x11650 && r <= 0x11659:
+		return true
+	case r >= 0x116C0 && r <= 0x116C9:
+		return true
+	case r >= 0x11730 && r <= 0x11739:
+		return true
+	case r >= 0x118E0 && r <= 0x118E9:
+		return true
+	case r >= 0x11950 && r <= 0x11959:
+		return true
+	case r >= 0x11C50 && r <= 0x11C59:
+		return true
+	case r >= 0x11D50 && r <= 0x11D59:
+		return true
+	case r >= 0x11DA0 && r <= 0x11DA9:
+		return true
+	case r >= 0x16A60 && r <= 0x16A69:
+		return true
+	case r >= 0x16AC0 && r <= 0x16AC9:
+		return true
+	case r >= 0x16B50 && r <= 0x16B59:
+		return true
+	case r >= 0x1D7CE && r <= 0x1D7FF:
+		return true
+	case r >= 0x1E140 && r <= 0x1E149:
+		return true
+	case r >= 0x1E2F0 && r <= 0x1E2F9:
+		return true
+	case r >= 0x1E950 && r <= 0x1E959:
+		return true
+	case r >= 0x1FBF0 && r <= 0x1FBF9:
+		return true
+	}
+	return false
+}
+
+// lineIter walks s the way Python's s.split("\n") does: next returns each
+// item in turn, including a final empty item when s ends with "\n" and the
+// single empty item of an empty s; ok is false once all items were returned.
+type lineIter struct {
+	s    string
+	done bool
+}
+
+func (it *lineIter) next() (string, bool) {
+	if it.done {
+		return "", false
+	}
+	i := strings.IndexByte(it.s, '\n')
+	if i < 0 {
+		it.done = true
+		return it.s, true
+	}
+	line := it.s[:i]
+	it.s = it.s[i+1:]
+	return line, true
+}
+
+// decodeRune is utf8.DecodeRuneInString; invalid bytes give RuneError, which
+// is neither a Python space nor a digit.
+func decodeRune(s string) (rune, int) {
+	return utf8.DecodeRuneInString(s)
+}
