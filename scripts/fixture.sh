@@ -449,14 +449,28 @@ cmd_dataset() {
 	trap "rm -rf '$tmp'" EXIT
 	cmd_repos "$tmp/repos" 2>/dev/null
 	GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null LC_ALL=C \
-		"$py" - "$PROJECTS_DIR" "$tmp/repos" "$tmp/dataset.jsonl" <<'EOF'
+		"$py" - "$PROJECTS_DIR" "$tmp/repos" "$tmp/dataset.jsonl" "$tmp/runs" <<'EOF'
 # Builds SWE-bench-style records from each project's instances.json and the
 # replayed repositories: patch = non-test changes base..fix, test_patch = the
-# changes under tests/, both as `git diff` without index lines (as in SWE-bench).
-import json, os, re, subprocess, sys
+# changes under the project's test directory (tests/ unless test_dir says
+# otherwise), both as `git diff` without index lines (as in SWE-bench).
+#
+# Labels: a project either lists FAIL_TO_PASS / PASS_TO_PASS per instance
+# (checked by running the tests in internal/stacktest), or names a test
+# command in labels_from; then the labels are made here by running it on the
+# test patch's files in a checkout of base_commit with the test patch, then
+# again with the gold patch too: FAIL_TO_PASS = tests that pass only with the
+# gold patch, PASS_TO_PASS = tests that pass in both runs. Every test must pass
+# with the gold patch. Only the TAP log ("log": "tap") is read, by the rule of
+# upstream's parse_log_tap (a stripped line "ok N NAME" / "not ok N NAME").
+import json, os, re, shutil, subprocess, sys
 
-projects_dir, repos_dir, out = sys.argv[1:4]
+projects_dir, repos_dir, out, runs_dir = sys.argv[1:5]
 INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( [0-7]{6})?$")
+TAP = re.compile(r"^(ok|not ok) (\d+) (.+)$")
+
+def fail(msg):
+    sys.exit("fixture dataset: " + msg)
 
 def diff(repo, base, fix, *paths):
     text = subprocess.run(
@@ -474,6 +488,61 @@ def diff(repo, base, fix, *paths):
         lines.append(line)
     return "".join(lines)
 
+def patch_files(patch):
+    return [l[len("diff --git a/"):].split(" b/", 1)[0]
+            for l in patch.splitlines() if l.startswith("diff --git a/")]
+
+def tap_statuses(log, checkout, files):
+    """Test name -> "ok" / "not ok", in log order. A test runner's entry for a
+    whole file (node 18 reports one, named by the file's absolute path) is not
+    a test."""
+    whole_files = {"- " + os.path.join(checkout, f) for f in files} | {"- " + f for f in files}
+    st = {}
+    for line in log.split("\n"):
+        m = TAP.match(line.strip())
+        if m and m.group(3) not in whole_files:
+            st[m.group(3)] = m.group(1)
+    return st
+
+def run_tests(where, command, checkout, files):
+    st = {}
+    for f in files:  # one file at a time: the order of the log is fixed
+        env = dict(os.environ, NO_COLOR="1")
+        r = subprocess.run(command + [f], cwd=checkout, env=env, capture_output=True, text=True)
+        got = tap_statuses(r.stdout, checkout, [f])
+        if not got:
+            fail(f"{where}: {' '.join(command)} {f} reported no tests (exit {r.returncode}):\n{r.stdout}{r.stderr}")
+        st.update(got)
+    return st
+
+def make_labels(where, repo, base, patch, test_patch, labels_from, scratch):
+    if labels_from.get("log") != "tap":
+        fail(f"{where}: labels_from.log: want \"tap\"")
+    command = list(labels_from["command"])
+    if command[0] == "node" and os.environ.get("SWEBUILD_NODE"):
+        command[0] = os.environ["SWEBUILD_NODE"]
+    if shutil.which(command[0]) is None:
+        fail(f"{where}: labels_from.command: {command[0]} not found (apt-get install nodejs, or set SWEBUILD_NODE)")
+    checkout = os.path.join(scratch, "testbed")
+    subprocess.run(["git", "clone", "-q", repo, checkout], check=True)
+    subprocess.run(["git", "-C", checkout, "checkout", "-q", base], check=True)
+    files = patch_files(test_patch)
+    def apply(p):
+        subprocess.run(["git", "-C", checkout, "apply", "-"], input=p, text=True, check=True)
+    apply(test_patch)
+    before = run_tests(where + " (test patch)", command, checkout, files)
+    apply(patch)
+    after = run_tests(where + " (test patch and gold patch)", command, checkout, files)
+    failing = [t for t, s in after.items() if s != "ok"]
+    if failing:
+        fail(f"{where}: with the gold patch these tests fail: {failing}")
+    shutil.rmtree(checkout)
+    f2p = [t for t in after if before.get(t) != "ok"]
+    p2p = [t for t in after if before.get(t) == "ok"]
+    if not f2p:
+        fail(f"{where}: no test fails without the gold patch")
+    return f2p, p2p
+
 records = []
 for project in sorted(os.listdir(projects_dir)):
     spec_path = os.path.join(projects_dir, project, "instances.json")
@@ -482,6 +551,7 @@ for project in sorted(os.listdir(projects_dir)):
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     repo = os.path.join(repos_dir, project)
+    test_dir = spec.get("test_dir", "tests")
     commits = {}
     with open(os.path.join(repos_dir, project + ".commits"), encoding="utf-8") as f:
         for line in f:
@@ -489,15 +559,22 @@ for project in sorted(os.listdir(projects_dir)):
             commits[name] = sha
     def sha(name, where):
         if name not in commits:
-            sys.exit(f"{spec_path}: {where}: unknown commit {name!r}")
+            fail(f"{spec_path}: {where}: unknown commit {name!r}")
         return commits[name]
     for i, inst in enumerate(spec["instances"]):
-        where = f"instances[{i}]"
+        where = f"{spec_path}: instances[{i}]"
         base, fix = sha(inst["base"], where + ".base"), sha(inst["fix"], where + ".fix")
-        patch = diff(repo, base, fix, ".", ":(exclude)tests")
-        test_patch = diff(repo, base, fix, "tests")
+        patch = diff(repo, base, fix, ".", ":(exclude)" + test_dir)
+        test_patch = diff(repo, base, fix, test_dir)
         if not patch or not test_patch:
-            sys.exit(f"{spec_path}: {where}: empty patch or test_patch between {inst['base']} and {inst['fix']}")
+            fail(f"{where}: empty patch or test_patch between {inst['base']} and {inst['fix']}")
+        if "labels_from" in spec:
+            if "FAIL_TO_PASS" in inst or "PASS_TO_PASS" in inst:
+                fail(f"{where}: labels are made by running labels_from; do not list them")
+            f2p, p2p = make_labels(where, repo, base, patch, test_patch, spec["labels_from"],
+                                   os.path.join(runs_dir, f"{project}-{i}"))
+        else:
+            f2p, p2p = inst["FAIL_TO_PASS"], inst["PASS_TO_PASS"]
         records.append({
             "repo": spec["repo"],
             "instance_id": spec["repo"].replace("/", "__") + "-" + str(inst["number"]),
@@ -508,8 +585,8 @@ for project in sorted(os.listdir(projects_dir)):
             "hints_text": inst["hints_text"],
             "created_at": inst["created_at"],
             "version": spec["version"],
-            "FAIL_TO_PASS": json.dumps(inst["FAIL_TO_PASS"]),
-            "PASS_TO_PASS": json.dumps(inst["PASS_TO_PASS"]),
+            "FAIL_TO_PASS": json.dumps(f2p),
+            "PASS_TO_PASS": json.dumps(p2p),
             "environment_setup_commit": sha(spec["environment_setup_commit"], "environment_setup_commit"),
         })
 with open(out, "w", encoding="utf-8", newline="\n") as f:
