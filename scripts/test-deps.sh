@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # scripts/test-deps.sh — tools only the tests need, beyond the stack:
 # Debian's chromium (the sizes HTML screenshot test), shellcheck (actionlint
-# runs it on workflow scripts), jq and bc (scripts/bench-build.sh) and
+# runs it on workflow scripts), jq and bc (scripts/bench-build.sh), nodejs
+# (the fixture's JavaScript project: scripts/fixture.sh dataset makes its
+# labels by running its tests, internal/stacktest re-checks them) and
 # actionlint (a Go module, cached).
 # Idempotent; needs root for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=()
-for p in chromium shellcheck jq bc; do
+for p in chromium shellcheck jq bc nodejs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || pkgs+=("$p")
 done
 if [ "${#pkgs[@]}" -gt 0 ]; then
