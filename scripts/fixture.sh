@@ -349,11 +349,23 @@ cmd_rootfs() {
 	all) flavours=("${ROOTFS_FLAVOURS[@]}") ;;
 	*) rootfs_packages "$2" >/dev/null && flavours=("$2") ;;
 	esac
+	# One arch after the other would leave a core idle: unpacking is a
+	# dpkg-deb | tar pipe per package. The arches run side by side (each has
+	# its own .deb cache); the flavours of one arch share it, so they take
+	# turns.
+	local pids=() failed=0 p
 	for a in "${arches[@]}"; do
-		for f in "${flavours[@]}"; do
-			build_rootfs "$f" "$a"
-		done
+		(
+			for f in "${flavours[@]}"; do
+				build_rootfs "$f" "$a"
+			done
+		) &
+		pids+=($!)
 	done
+	for p in "${pids[@]}"; do
+		wait "$p" || failed=1
+	done
+	[ "$failed" -eq 0 ] || die "rootfs: a build failed (see above)"
 }
 
 # --- repositories ---------------------------------------------------------------
