@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -349,11 +350,11 @@ func TestPublishFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []publish.Record{
-		{Kind: publish.KindImage, InstanceID: "c__c-1", Platform: PlatformARM64, Ref: "reg/r/sweb.eval.arm64.c_1776_c-1:k-123", Digest: dC, SpecKey: "kc", Verified: &yes, Pushed: true},
-		{Kind: publish.KindIndex, InstanceID: "c__c-1", Ref: "reg/r/sweb.eval.c_1776_c-1:latest", Digest: dA, Pushed: true},
-		{Kind: publish.KindBlob, Ref: "reg/r", Digest: dB, Pushed: true},
-		{Kind: publish.KindImage, InstanceID: "d__d-1", Platform: PlatformAMD64, Ref: "reg/r/sweb.eval.x86_64.d_1776_d-1:k-1", Digest: dB, SpecKey: "kd", Verified: &yes, Pushed: false, Error: "push: 500"},
+	for _, rec := range []core.Image{
+		{Kind: core.KindInstance, InstanceID: "c__c-1", Platform: PlatformARM64, Ref: "reg/r/sweb.eval.arm64.c_1776_c-1@" + dC, Digest: dC, SpecKey: "kc", Verified: &yes, Status: core.StatusPublished},
+		{Kind: core.KindIndex, InstanceID: "c__c-1", Ref: "reg/r/sweb.eval.c_1776_c-1@" + dA, Digest: dA, Status: core.StatusPublished},
+		{Kind: core.KindBlob, Ref: "reg/r@" + dB, Digest: dB, Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "d__d-1", Platform: PlatformAMD64, Digest: dB, SpecKey: "kd", Verified: &yes, Status: core.StatusFailed, Error: "push: 500"},
 	} {
 		if err := l.Append(rec); err != nil {
 			t.Fatal(err)

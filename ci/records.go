@@ -78,7 +78,13 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = Result{InstanceID: raw.InstanceID, Platform: raw.Platform, Repository: raw.Repository, Digest: raw.Digest, Ref: raw.Ref, SpecKey: raw.SpecKey, Error: raw.Error, Size: raw.Size}
-	if (raw.Kind != "" && raw.Kind != "image") || (raw.Node != "" && raw.Node != "instance") || (raw.Mode != "" && raw.Mode != "gold") {
+	// A core.Image record (publish's ledger): kind "instance", a status of
+	// built/published/failed that says nothing about verification.
+	coreRecord := raw.Kind == "instance"
+	if coreRecord {
+		raw.Status = ""
+	}
+	if (raw.Kind != "" && raw.Kind != "image" && !coreRecord) || (raw.Node != "" && raw.Node != "instance") || (raw.Mode != "" && raw.Mode != "gold") {
 		r.other = true
 		return nil
 	}

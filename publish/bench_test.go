@@ -71,7 +71,7 @@ func BenchmarkNoopRerun2294x2(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sum, err := Publish(ctx, f.md, Options{Repo: repo, Client: c, Ledger: led, Jobs: jobs, Version: "bench", Progress: io.Discard})
+		sum, err := Publish(ctx, f.recs(), Options{Repo: repo, Client: c, Ledger: led, Jobs: jobs, Version: "bench", Progress: io.Discard})
 		if err != nil {
 			b.Fatal(err)
 		}

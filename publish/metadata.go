@@ -13,7 +13,9 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 )
 
@@ -250,4 +252,17 @@ func WriteMetadata(path string, md *Metadata) error {
 		return fmt.Errorf("writing metadata file: %w", err)
 	}
 	return nil
+}
+
+// CoreImages returns md's entries as core records, for Publish.
+func CoreImages(md *Metadata) []core.Image {
+	out := make([]core.Image, 0, len(md.Images))
+	for _, im := range md.Images {
+		out = append(out, core.Image{
+			Kind: core.Kind(im.NodeKind()), InstanceID: im.InstanceID, Platform: core.Platform(im.Platform),
+			Digest: digest.Digest(im.Digest), Ref: im.Ref, OCILayout: im.OCILayout, SpecKey: im.SpecKey,
+			BaseCommit: im.BaseCommit, Verified: im.Verified, Status: core.StatusBuilt,
+		})
+	}
+	return out
 }

@@ -1,16 +1,14 @@
 package sizes
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
-	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -20,10 +18,11 @@ import (
 //     every instance node with a "ref" (REPO@sha256:...) is measured there;
 //     an entry with only an OCI layout directory cannot be measured in a
 //     registry and is reported as an error;
-//   - a publish ledger (JSON lines of publish.Record): the last record of
-//     each per-arch image wins; pushed images are measured at their
-//     repository pinned to the recorded digest, images that were not
-//     pushed are reported missing (with the ledger's error).
+//   - a publish ledger (JSON lines of core.Image): the last record of
+//     each per-arch image (kind instance) wins; published images are
+//     measured at their repository pinned to the recorded digest, images
+//     that were not published are reported missing (with the ledger's
+//     error).
 //
 // The publish package validates metadata entries; its errors name the file,
 // line, entry and field. The ledger is read without modifying it.
@@ -80,58 +79,38 @@ func targetsFromMetadata(path string) ([]Target, error) {
 }
 
 func targetsFromLedger(path string, data []byte) ([]Target, error) {
-	last := map[string]publish.Record{}
+	recs, err := core.Decode(bytes.NewReader(data), path)
+	for _, e := range unjoin(err) {
+		var le *core.LineError
+		if errors.As(e, &le) && le.Torn {
+			continue // a torn last line: the writer was killed mid-record
+		}
+		return nil, e
+	}
+	last := map[string]core.Image{}
 	var order []string
-	r := bufio.NewReader(bytes.NewReader(data))
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		complete := len(line) > 0 && line[len(line)-1] == '\n'
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
-			var rec publish.Record
-			if jerr := json.Unmarshal(trimmed, &rec); jerr != nil {
-				if !complete {
-					break // a torn last line: the writer was killed mid-record
-				}
-				return nil, fmt.Errorf("%s:%d: parsing ledger record: %w", path, n, jerr)
-			}
-			if rec.Kind == "" {
-				return nil, fmt.Errorf("%s:%d: kind: missing (not a publish ledger or metadata file)", path, n)
-			}
-			if rec.Kind == publish.KindImage {
-				if rec.InstanceID == "" {
-					return nil, fmt.Errorf("%s:%d: instance_id: missing", path, n)
-				}
-				if _, err := manifests.ArchForPlatform(rec.Platform); err != nil {
-					return nil, fmt.Errorf("%s:%d: platform: %v", path, n, err)
-				}
-				k := rec.Key()
-				if _, ok := last[k]; !ok {
-					order = append(order, k)
-				}
-				last[k] = rec
-			}
+	for _, rec := range recs {
+		if rec.Kind != core.KindInstance {
+			continue
 		}
-		if errors.Is(err, io.EOF) {
-			break
+		k := rec.ID()
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
+		last[k] = rec
 	}
 	var out []Target
 	for _, k := range order {
 		rec := last[k]
-		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform}
+		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: string(rec.Platform)}
 		switch {
-		case !rec.Pushed:
+		case rec.Status != core.StatusPublished:
 			t.Missing = "not pushed according to the ledger"
 			if rec.Error != "" {
 				t.Missing += ": " + rec.Error
 			}
-		case rec.Ref == "" || rec.Digest == "":
-			t.Err = fmt.Sprintf("%s: ledger record of %s %s has no ref or digest", path, rec.InstanceID, rec.Platform)
 		default:
-			t.Ref = pinRef(rec.Ref, rec.Digest)
+			t.Ref = pinRef(rec.Ref, rec.Digest.String())
 		}
 		out = append(out, t)
 	}
@@ -140,6 +119,16 @@ func targetsFromLedger(path string, data []byte) ([]Target, error) {
 	}
 	sortTargets(out)
 	return out, nil
+}
+
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // pinRef replaces the tag or digest of ref by digest:

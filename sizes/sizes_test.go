@@ -15,8 +15,10 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -242,12 +244,12 @@ func TestLoadImageFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := []publish.Record{
-		{Kind: publish.KindBlob, Digest: d1, Ref: "h/r", Pushed: true},
-		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123", Digest: d1, Pushed: false, Error: "boom"},
-		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123", Digest: d1, Pushed: true},
-		{Kind: publish.KindImage, InstanceID: "b__b-2", Platform: "linux/arm64", Ref: "h:5000/ns/sweb.eval.arm64.b_1776_b-2:k-9", Digest: d2, Pushed: false, Error: "upload failed"},
-		{Kind: publish.KindIndex, InstanceID: "a__a-1", Ref: "h:5000/ns/sweb.eval.a_1776_a-1:k-1", Digest: d2, Pushed: true},
+	recs := []core.Image{
+		{Kind: core.KindBlob, Digest: digest.Digest(d1), Ref: "h/r@" + d1, Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: "linux/amd64", Digest: digest.Digest(d1), Status: core.StatusFailed, Error: "boom"},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1, Digest: digest.Digest(d1), SpecKey: "k1", Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "b__b-2", Platform: "linux/arm64", Digest: digest.Digest(d2), Status: core.StatusFailed, Error: "upload failed"},
+		{Kind: core.KindIndex, InstanceID: "a__a-1", Ref: "h:5000/ns/sweb.eval.a_1776_a-1@" + d2, Digest: digest.Digest(d2), Status: core.StatusPublished},
 	}
 	for _, r := range recs {
 		if err := l.Append(r); err != nil {
@@ -259,7 +261,7 @@ func TestLoadImageFile(t *testing.T) {
 	}
 	torn := filepath.Join(dir, "torn.jsonl")
 	b, _ := os.ReadFile(ledgerPath)
-	if err := os.WriteFile(torn, append(b, []byte(`{"kind":"image","instance_id":"z`)...), 0o644); err != nil {
+	if err := os.WriteFile(torn, append(b, []byte(`{"kind":"instance","instance_id":"z`)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	write := func(name, content string) string {
@@ -286,10 +288,10 @@ func TestLoadImageFile(t *testing.T) {
 		{"torn ledger", torn, "", ledgerWant},
 		{"bad metadata", write("badmd.json", "{\"images\": [\n  {\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n]}\n"),
 			"badmd.json:2: images[0].platform", nil},
-		{"bad ledger line", write("bad.jsonl", "{\"kind\":\"image\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: missing", nil},
-		{"not a ledger", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: kind: missing", nil},
-		{"bad platform", write("plat.jsonl", "{\"kind\":\"image\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\"}\n"), "plat.jsonl:1: platform", nil},
-		{"no images", write("none.jsonl", "{\"kind\":\"blob\",\"digest\":\"sha256:1\"}\n"), "no image records", nil},
+		{"bad ledger line", write("bad.jsonl", "{\"kind\":\"instance\",\"status\":\"failed\",\"error\":\"e\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: required", nil},
+		{"not a ledger", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: not a record", nil},
+		{"bad platform", write("plat.jsonl", "{\"kind\":\"instance\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\",\"status\":\"failed\",\"error\":\"e\"}\n"), "plat.jsonl:1: platform", nil},
+		{"no images", write("none.jsonl", "{\"kind\":\"blob\",\"digest\":\""+d1+"\",\"ref\":\"h/r@"+d1+"\",\"status\":\"published\"}\n"), "no image records", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
