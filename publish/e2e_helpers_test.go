@@ -27,7 +27,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 )
 
@@ -106,10 +108,10 @@ func stageFileLayerImage(t *testing.T, host, repo, id string, size int64) *bigFi
 		t.Fatalf("staging the %d MiB image: %v", size>>20, err)
 	}
 	yes := true
-	f := &fixture{dir: dir, md: &Metadata{Images: []Image{{
-		InstanceID: id, Node: NodeInstance, Platform: "linux/amd64", Arch: "x86_64",
-		Digest: dg.String(), Ref: ref.String(), SpecKey: "spec-" + id, Verified: &yes,
-	}}}, images: map[string]v1.Image{id + " linux/amd64": img}}
+	f := &fixture{dir: dir, built: []core.Image{{
+		Kind: core.KindInstance, InstanceID: id, Platform: core.AMD64, Status: core.StatusBuilt,
+		Digest: digest.Digest(dg.String()), Ref: ref.String(), SpecKey: "spec-" + id, Verified: &yes,
+	}}, images: map[string]v1.Image{id + " linux/amd64": img}}
 	return &bigFixture{fixture: f, layerDigest: fl.h.String()}
 }
 

@@ -308,9 +308,9 @@ func TestUnscopedCredentialsGoOnlyToTheRepoRegistry(t *testing.T) {
 	spy := startAuthSpy(t)
 	f := makeFixture(t, []string{"a__a-1", "b__b-2"}, map[string]bool{"a__a-1": true, "b__b-2": true}, 4096, 1)
 	// a__a-1 is "staged" on the spy; b__b-2 comes from the OCI layout.
-	for i := range f.md.Images {
-		if im := &f.md.Images[i]; im.InstanceID == "a__a-1" {
-			im.Ref, im.OCILayout = spy.host()+"/staging/build@"+im.Digest, ""
+	for i := range f.built {
+		if im := &f.built[i]; im.InstanceID == "a__a-1" {
+			im.Ref, im.OCILayout = spy.host()+"/staging/build@"+im.Digest.String(), ""
 		}
 	}
 	mdPath := f.writeMetadata(t)
@@ -424,8 +424,8 @@ func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 	if r.elapsed > limit {
 		t.Errorf("gave up after %v, budget allows %v", r.elapsed, limit)
 	}
-	if n := bytes.Count(r.out, []byte("FAILED  image ")); n != len(f.md.Images) {
-		t.Errorf("%d images reported failed, want %d", n, len(f.md.Images))
+	if n := bytes.Count(r.out, []byte("FAILED  image ")); n != len(f.built) {
+		t.Errorf("%d images reported failed, want %d", n, len(f.built))
 	}
 }
 
@@ -444,7 +444,7 @@ func TestStreamingAGiBLayerAcrossRegistriesWithBoundedRSS(t *testing.T) {
 	rss := map[int64]int64{}
 	for i, size := range []int64{16 << 20, 1 << 30} {
 		big := stageFileLayerImage(t, src.Host, "staging/big", "big__big-"+fmt.Sprint(i), size)
-		big.md.Images[0].Ref = strings.Replace(big.md.Images[0].Ref, src.Host, srcPx.Host, 1)
+		big.built[0].Ref = strings.Replace(big.built[0].Ref, src.Host, srcPx.Host, 1)
 		mdPath := big.writeMetadata(t)
 		for j, px := range []*faultproxy.Proxy{srcPx, dstPx} {
 			cfg := faultproxy.Uniform(int64(40+10*i+j), 0.20)
@@ -464,7 +464,7 @@ func TestStreamingAGiBLayerAcrossRegistriesWithBoundedRSS(t *testing.T) {
 		for _, p := range checkPublished(t, dst.Host, "release", big.fixture) {
 			t.Error(p)
 		}
-		if got := blobDigestAt(t, dst.Host, big.md.Images[0].InstanceID, big.layerDigest); got != big.layerDigest {
+		if got := blobDigestAt(t, dst.Host, big.built[0].InstanceID, big.layerDigest); got != big.layerDigest {
 			t.Errorf("release registry holds %s for the layer, want %s", got, big.layerDigest)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
@@ -38,7 +39,7 @@ import (
 // registries).
 type fixture struct {
 	dir     string
-	md      *Metadata
+	built   []core.Image     // the records Publish gets
 	blobs   map[string]int64 // unique blob digest -> size (layers and configs)
 	digests map[string]string
 	images  map[string]v1.Image // "id platform" -> image
@@ -52,14 +53,14 @@ func (f *fixture) uniqueBlobBytes() int64 {
 	return n
 }
 
-// recs is the fixture as Publish takes it.
-func (f *fixture) recs() []core.Image { return CoreImages(f.md) }
+// recs is a copy of the records, as Publish takes them.
+func (f *fixture) recs() []core.Image { return append([]core.Image(nil), f.built...) }
 
 func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize int64, instLayers int) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	var adds []mutate.IndexAddendum
-	f := &fixture{dir: dir, md: &Metadata{}, blobs: map[string]int64{}, digests: map[string]string{}, images: map[string]v1.Image{}}
+	f := &fixture{dir: dir, blobs: map[string]int64{}, digests: map[string]string{}, images: map[string]v1.Image{}}
 	base := map[string]v1.Layer{}
 	for _, plat := range []string{"linux/amd64", "linux/arm64"} {
 		l, err := random.Layer(layerSize, types.OCILayer)
@@ -119,10 +120,10 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 			p, _ := core.ParsePlatform(plat)
 			f.digests[id+" "+plat] = dg.String()
 			f.images[id+" "+plat] = img
-			f.md.Images = append(f.md.Images, Image{
-				InstanceID: id, Node: NodeInstance, Platform: plat, Arch: p.Arch(),
-				Digest: dg.String(), OCILayout: filepath.Join(dir, "oci"),
-				SpecKey: "spec-" + id + "-" + p.Arch(), BaseCommit: "0123456789abcdef", Verified: &yes,
+			f.built = append(f.built, core.Image{
+				Kind: core.KindInstance, InstanceID: id, Platform: p,
+				Digest: digest.Digest(dg.String()), OCILayout: filepath.Join(dir, "oci"),
+				SpecKey: "spec-" + id + "-" + p.Arch(), BaseCommit: "0123456789abcdef", Verified: &yes, Status: core.StatusBuilt,
 			})
 		}
 	}
@@ -140,14 +141,14 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 func (f *fixture) stage(t testing.TB, host, refHost, repo string) {
 	t.Helper()
 	todo := map[name.Reference]remote.Taggable{}
-	for i := range f.md.Images {
-		im := &f.md.Images[i]
-		ref, err := name.ParseReference(host + "/" + repo + "@" + im.Digest)
+	for i := range f.built {
+		im := &f.built[i]
+		ref, err := name.ParseReference(host + "/" + repo + "@" + im.Digest.String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		todo[ref] = f.images[im.InstanceID+" "+im.Platform]
-		im.Ref, im.OCILayout = refHost+"/"+repo+"@"+im.Digest, ""
+		todo[ref] = f.images[im.InstanceID+" "+im.Platform.String()]
+		im.Ref, im.OCILayout = refHost+"/"+repo+"@"+im.Digest.String(), ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -156,11 +157,12 @@ func (f *fixture) stage(t testing.TB, host, refHost, repo string) {
 	}
 }
 
-// writeMetadata writes the fixture's metadata file for the CLI.
+// writeMetadata writes the fixture's metadata file (JSON lines of
+// core.Image, as the builder writes it) for the CLI.
 func (f *fixture) writeMetadata(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(f.dir, "metadata.json")
-	if err := WriteMetadata(p, f.md); err != nil {
+	p := filepath.Join(f.dir, "metadata.jsonl")
+	if err := core.WriteFile(p, f.built); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -222,8 +224,8 @@ func sha(b []byte) string {
 func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 	t.Helper()
 	n := manifests.Namer{Repo: host + "/" + prefix}
-	byID := map[string][]Image{}
-	for _, im := range f.md.Images {
+	byID := map[string][]core.Image{}
+	for _, im := range f.built {
 		byID[im.InstanceID] = append(byID[im.InstanceID], im)
 	}
 	ids := make([]string, 0, len(byID))
@@ -249,7 +251,7 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 		}
 		want := map[string]string{}
 		for _, im := range imgs {
-			want[im.Platform] = im.Digest
+			want[im.Platform.String()] = im.Digest.String()
 		}
 		got := map[string]string{}
 		for _, d := range idx.Manifests {
@@ -269,13 +271,12 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 			}
 		}
 		for _, im := range imgs {
-			arch, _ := manifests.ArchForPlatform(im.Platform)
-			araw, err := skopeoRaw(t, n.ArchRepo(arch, id)+":latest")
+			araw, err := skopeoRaw(t, n.ArchRepo(im.Platform.Arch(), id)+":latest")
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}
-			if sha(araw) != im.Digest {
+			if sha(araw) != im.Digest.String() {
 				problems = append(problems, fmt.Sprintf("%s %s: per-arch latest is %s, built %s", id, im.Platform, sha(araw), im.Digest))
 			}
 		}
@@ -287,8 +288,8 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 // per image its per-arch repository and its index repository.
 func (f *fixture) blobPlacements() int {
 	n := 0
-	for _, im := range f.md.Images {
-		img := f.images[im.InstanceID+" "+im.Platform]
+	for _, im := range f.built {
+		img := f.images[im.InstanceID+" "+im.Platform.String()]
 		ls, _ := img.Layers()
 		n += 2 * (len(ls) + 1)
 	}

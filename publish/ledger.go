@@ -30,27 +30,37 @@ type Ledger struct {
 	log *core.Log
 	now func() time.Time
 
-	mu      sync.Mutex
-	last    map[string]core.Image
-	blobAt  map[digest.Digest][]string // blob digest -> repositories it was uploaded to
-	damaged []*core.LineError
+	mu       sync.Mutex
+	last     map[string]core.Image
+	blobAt   map[digest.Digest][]string // blob digest -> repositories it was uploaded to
+	damaged  []*core.LineError
+	migrated bool
 }
 
 // OpenLedger opens (creating it if needed) and locks the ledger at path. A
 // torn last line (a kill mid-write) is dropped; other damaged lines are
 // skipped and listed by Damaged: the refs they were about are checked
-// against the registry again, as if never published.
+// against the registry again, as if never published. A ledger in the older
+// format is converted first (Migrated).
 func OpenLedger(path string) (*Ledger, error) {
+	migrated, bad, err := migrateLegacy(path)
+	if err != nil {
+		return nil, fmt.Errorf("converting the publish ledger: %w", err)
+	}
 	log, recs, damaged, err := core.OpenLog(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the publish ledger: %w", err)
 	}
-	l := &Ledger{log: log, now: time.Now, last: map[string]core.Image{}, blobAt: map[digest.Digest][]string{}, damaged: damaged}
+	l := &Ledger{log: log, now: time.Now, last: map[string]core.Image{}, blobAt: map[digest.Digest][]string{}, damaged: append(bad, damaged...), migrated: migrated}
 	for _, r := range recs {
 		l.apply(r)
 	}
 	return l, nil
 }
+
+// Migrated reports whether OpenLedger converted a ledger of the older
+// format (the original is at Path()+".legacy").
+func (l *Ledger) Migrated() bool { return l.migrated }
 
 // Damaged returns the lines OpenLedger skipped.
 func (l *Ledger) Damaged() []*core.LineError { return l.damaged }

@@ -156,3 +156,50 @@ func TestLedgerWriteErrorsSurface(t *testing.T) {
 		t.Error("wrong error")
 	}
 }
+
+// A ledger of the older format ("kind":"image", "pushed") is converted to
+// core records on open, the original kept as .legacy: what it says was
+// pushed is known, blob uploads are mount sources, failures are failures.
+func TestOlderLedgerIsConverted(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ledger.jsonl")
+	old := `{"time":"2026-01-01T00:00:00Z","kind":"blob","ref":"h/r1","digest":"` + dgB.String() + `","pushed":false}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"a","platform":"linux/amd64","ref":"h/x:k-1","digest":"` + dgA.String() + `","size":42,"media_type":"application/vnd.oci.image.manifest.v1+json","spec_key":"k","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"b","platform":"linux/arm64","ref":"h/y:k-1","digest":"` + dgB.String() + `","spec_key":"k","pushed":false,"error":"push: 500"}
+{"time":"2026-01-01T00:00:00Z","kind":"index","instance_id":"a","ref":"h/i:k-2","digest":"` + dgB.String() + `","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"c","platform":"windows/amd64","ref":"h/z:k-1","digest":"` + dgA.String() + `","spec_key":"k","pushed":true}
+`
+	if err := os.WriteFile(p, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLedger(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.Migrated() {
+		t.Fatal("not converted")
+	}
+	if b, err := os.ReadFile(p + ".legacy"); err != nil || string(b) != old {
+		t.Errorf("original not kept: %v", err)
+	}
+	if d := l.Damaged(); len(d) != 1 || d[0].Line != 5 || d[0].Field != "platform" {
+		t.Errorf("damaged %v, want line 5's platform", d)
+	}
+	a, _ := l.Lookup(core.KindInstance, "a", core.AMD64)
+	if a.Status != core.StatusPublished || a.Ref != "h/x@"+dgA.String() || a.Size != 42 || a.Tags[0] != "k-1" {
+		t.Errorf("image a: %+v", a)
+	}
+	if b, _ := l.Lookup(core.KindInstance, "b", core.ARM64); b.Status != core.StatusFailed || b.Error != "push: 500" {
+		t.Errorf("image b: %+v", b)
+	}
+	if i, _ := l.Lookup(core.KindIndex, "a", ""); i.Status != core.StatusPublished || i.Digest != dgB {
+		t.Errorf("index a: %+v", i)
+	}
+	if got := l.BlobRepos(dgB); len(got) != 1 || got[0] != "h/r1" {
+		t.Errorf("blob repos %v", got)
+	}
+	recs, err := core.ReadFile(p)
+	if err != nil || len(recs) != 4 {
+		t.Errorf("the converted file reads as %d core records: %v", len(recs), err)
+	}
+}

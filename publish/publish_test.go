@@ -109,7 +109,7 @@ func TestCrossRegistryPublishUnderFaultsCompletesWithNoPartialIndex(t *testing.T
 		if err := sum.Err(); err != nil {
 			t.Fatalf("run %d: %v\n%s", run, err, sum)
 		}
-		if sum.IndexesPushed != len(fixtureIDs) || sum.ImagesPushed != len(f.md.Images) {
+		if sum.IndexesPushed != len(fixtureIDs) || sum.ImagesPushed != len(f.built) {
 			t.Errorf("run %d: summary %+v", run, sum)
 		}
 		if faultCount(src) == 0 || faultCount(dst) == 0 {
@@ -175,11 +175,11 @@ func TestCrossRegistryUploadsEqualUniqueBlobsAndNoopRerun(t *testing.T) {
 		t.Errorf("%d mounts, want %d (%d placements of %d unique blobs)", st.Requests[faultproxy.KindMountPost], want, f.blobPlacements(), len(f.blobs))
 	}
 
-	refs := len(f.md.Images) + len(fixtureIDs)
+	refs := len(f.built) + len(fixtureIDs)
 	r.dstPx.ResetStats()
 	r.srcPx.ResetStats()
 	sum = publishOnce(t, r.dstPx.Host, "bytes", f, ledger, 4)
-	if sum.Err() != nil || sum.ImagesSkipped != len(f.md.Images) || sum.IndexesSkipped != len(fixtureIDs) || sum.ImagesPushed+sum.IndexesPushed != 0 {
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.built) || sum.IndexesSkipped != len(fixtureIDs) || sum.ImagesPushed+sum.IndexesPushed != 0 {
 		t.Fatalf("no-op re-run did work: %+v", sum)
 	}
 	// One /v2/ ping for the registry, then one HEAD per ref; the source is
@@ -193,7 +193,7 @@ func TestCrossRegistryUploadsEqualUniqueBlobsAndNoopRerun(t *testing.T) {
 
 	r.dstPx.ResetStats()
 	sum = publishOnce(t, r.dstPx.Host, "bytes", f, ledger, 4, func(o *Options) { o.TrustLedger = true })
-	if sum.Err() != nil || sum.ImagesSkipped != len(f.md.Images) || sum.IndexesSkipped != len(fixtureIDs) {
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.built) || sum.IndexesSkipped != len(fixtureIDs) {
 		t.Fatalf("trusted re-run: %+v", sum)
 	}
 	if n := r.dstPx.Stats().Total(); n != 0 {
@@ -218,7 +218,7 @@ func TestChangedSpecKeyGetsNewTag(t *testing.T) {
 		t.Fatal(sum)
 	}
 	px.ResetStats()
-	f.md.Images[0].SpecKey += "-pinned"
+	f.built[0].SpecKey += "-pinned"
 	sum := publishOnce(t, px.Host, "spec", f, ledger, 1)
 	if sum.Err() != nil || sum.ImagesPushed != 1 || sum.ImagesSkipped != 1 || sum.IndexesPushed != 1 {
 		t.Fatalf("summary after spec change: %+v", sum)
@@ -231,9 +231,8 @@ func TestChangedSpecKeyGetsNewTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer led.Close()
-	p, _ := core.ParsePlatform(f.md.Images[0].Platform)
-	rec, _ := led.Lookup(core.KindInstance, "django__django-11099", p)
-	if rec.Status != core.StatusPublished || rec.SpecKey != f.md.Images[0].SpecKey || !strings.Contains(strings.Join(rec.Tags, ","), "k-") {
+	rec, _ := led.Lookup(core.KindInstance, "django__django-11099", f.built[0].Platform)
+	if rec.Status != core.StatusPublished || rec.SpecKey != f.built[0].SpecKey || !strings.Contains(strings.Join(rec.Tags, ","), "k-") {
 		t.Errorf("ledger record %+v", rec)
 	}
 }

@@ -37,6 +37,9 @@ func Run(ctx context.Context, images []core.Image, o RunOptions) (*Summary, erro
 		return nil, err
 	}
 	if w := o.Warnings; w != nil {
+		if ledger.Migrated() {
+			fmt.Fprintf(w, "note: %s was in the older ledger format; converted to image records (the original is %s.legacy)\n", ledger.Path(), ledger.Path())
+		}
 		for _, d := range ledger.Damaged() {
 			fmt.Fprintf(w, "warning: %v: line skipped; what it recorded is checked against the registry again\n", d)
 		}

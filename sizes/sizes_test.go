@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/opencontainers/go-digest"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
@@ -227,15 +227,16 @@ func TestLoadImageFile(t *testing.T) {
 	d1, d2 := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
 	yes := true
 
-	// A build metadata file written by publish's own writer.
-	md := &publish.Metadata{Images: []publish.Image{
-		{InstanceID: "b__b-2", Platform: "linux/arm64", Digest: d2, Ref: "h:5000/build/cache@" + d2, SpecKey: "k2", Verified: &yes},
-		{InstanceID: "a__a-1", Platform: "linux/amd64", Digest: d1, Ref: "h:5000/build/cache@" + d1, SpecKey: "k1"},
-		{Node: publish.NodeEnv, Platform: "linux/amd64", Digest: d1, Ref: "h:5000/build/cache@" + d1, SpecKey: "e"},
-		{InstanceID: "c__c-3", Platform: "linux/amd64", Digest: d1, OCILayout: "oci/c", SpecKey: "k3"},
-	}}
-	mdPath := filepath.Join(dir, "metadata.json")
-	if err := publish.WriteMetadata(mdPath, md); err != nil {
+	// A build metadata file written by the record codec.
+	md := []core.Image{
+		{Kind: core.KindInstance, InstanceID: "b__b-2", Platform: core.ARM64, Digest: digest.Digest(d2), Ref: "h:5000/build/cache@" + d2, SpecKey: "k2", Verified: &yes, Status: core.StatusBuilt},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Digest: digest.Digest(d1), Ref: "h:5000/build/cache@" + d1, SpecKey: "k1", Status: core.StatusBuilt},
+		{Kind: core.KindEnv, Key: "sweb.env.py.x86_64.e:latest", Platform: core.AMD64, Digest: digest.Digest(d1), Ref: "h:5000/build/cache@" + d1, SpecKey: "e", Status: core.StatusBuilt},
+		{Kind: core.KindInstance, InstanceID: "c__c-3", Platform: core.AMD64, Digest: digest.Digest(d1), OCILayout: "oci/c", SpecKey: "k3", Status: core.StatusBuilt},
+		{Kind: core.KindInstance, InstanceID: "d__d-4", Platform: core.AMD64, Status: core.StatusFailed, Error: "verify: gold patch failed"},
+	}
+	mdPath := filepath.Join(dir, "metadata.jsonl")
+	if err := core.WriteFile(mdPath, md); err != nil {
 		t.Fatal(err)
 	}
 	// A publish ledger written by publish's own ledger.
@@ -246,9 +247,9 @@ func TestLoadImageFile(t *testing.T) {
 	}
 	recs := []core.Image{
 		{Kind: core.KindBlob, Digest: digest.Digest(d1), Ref: "h/r@" + d1, Status: core.StatusPublished},
-		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: "linux/amd64", Digest: digest.Digest(d1), Status: core.StatusFailed, Error: "boom"},
-		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1, Digest: digest.Digest(d1), SpecKey: "k1", Status: core.StatusPublished},
-		{Kind: core.KindInstance, InstanceID: "b__b-2", Platform: "linux/arm64", Digest: digest.Digest(d2), Status: core.StatusFailed, Error: "upload failed"},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Digest: digest.Digest(d1), Status: core.StatusFailed, Error: "boom"},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1, Digest: digest.Digest(d1), SpecKey: "k1", Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "b__b-2", Platform: core.ARM64, Digest: digest.Digest(d2), Status: core.StatusFailed, Error: "upload failed"},
 		{Kind: core.KindIndex, InstanceID: "a__a-1", Ref: "h:5000/ns/sweb.eval.a_1776_a-1@" + d2, Digest: digest.Digest(d2), Status: core.StatusPublished},
 	}
 	for _, r := range recs {
@@ -271,9 +272,18 @@ func TestLoadImageFile(t *testing.T) {
 		}
 		return p
 	}
-	ledgerWant := []string{
-		"a__a-1 linux/amd64 ref=h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1,
-		"b__b-2 linux/arm64 missing=not pushed according to the ledger: upload failed",
+	// A ledger in the older format (before publish wrote core records).
+	legacy := write("legacy.jsonl", `{"time":"2026-01-01T00:00:00Z","kind":"blob","ref":"h/r","digest":"`+d1+`","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"a__a-1","platform":"linux/amd64","ref":"h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123","digest":"`+d1+`","pushed":false,"error":"boom"}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"a__a-1","platform":"linux/amd64","ref":"h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123","digest":"`+d1+`","spec_key":"k1","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"b__b-2","platform":"linux/arm64","ref":"h:5000/ns/sweb.eval.arm64.b_1776_b-2:k-9","digest":"`+d2+`","spec_key":"k2","pushed":false,"error":"upload failed"}
+{"time":"2026-01-01T00:00:00Z","kind":"index","instance_id":"a__a-1","ref":"h:5000/ns/sweb.eval.a_1776_a-1:k-1","digest":"`+d2+`","pushed":true}
+`)
+	ledgerWant := func(path string) []string {
+		return []string{
+			"a__a-1 linux/amd64 ref=h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1,
+			"b__b-2 linux/arm64 missing=failed according to " + path + ": upload failed",
+		}
 	}
 	tests := []struct {
 		name, path, err string
@@ -282,16 +292,18 @@ func TestLoadImageFile(t *testing.T) {
 		{"metadata", mdPath, "", []string{
 			"a__a-1 linux/amd64 ref=h:5000/build/cache@" + d1,
 			"b__b-2 linux/arm64 ref=h:5000/build/cache@" + d2,
-			"c__c-3 linux/amd64 err=" + mdPath + ": images[3]: no ref, only an OCI layout (" + filepath.Join(dir, "oci/c") + "): not in a registry",
+			"c__c-3 linux/amd64 err=" + mdPath + ": c__c-3 linux/amd64: no ref, not in a registry",
+			"d__d-4 linux/amd64 missing=failed according to " + mdPath + ": verify: gold patch failed",
 		}},
-		{"ledger", ledgerPath, "", ledgerWant},
-		{"torn ledger", torn, "", ledgerWant},
-		{"bad metadata", write("badmd.json", "{\"images\": [\n  {\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n]}\n"),
-			"badmd.json:2: images[0].platform", nil},
-		{"bad ledger line", write("bad.jsonl", "{\"kind\":\"instance\",\"status\":\"failed\",\"error\":\"e\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: required", nil},
-		{"not a ledger", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: not a record", nil},
-		{"bad platform", write("plat.jsonl", "{\"kind\":\"instance\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\",\"status\":\"failed\",\"error\":\"e\"}\n"), "plat.jsonl:1: platform", nil},
-		{"no images", write("none.jsonl", "{\"kind\":\"blob\",\"digest\":\""+d1+"\",\"ref\":\"h/r@"+d1+"\",\"status\":\"published\"}\n"), "no image records", nil},
+		{"ledger", ledgerPath, "", ledgerWant(ledgerPath)},
+		{"torn ledger", torn, "", ledgerWant(torn)},
+		{"older ledger format", legacy, "", ledgerWant(legacy)},
+		{"bad metadata", write("badmd.jsonl", "{\"kind\":\"instance\",\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"status\":\"built\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n"),
+			"badmd.jsonl:1: platform", nil},
+		{"bad record line", write("bad.jsonl", "{\"kind\":\"instance\",\"status\":\"built\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: required", nil},
+		{"not a record file", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: not a record", nil},
+		{"bad ledger platform", write("plat.jsonl", "{\"kind\":\"image\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\",\"pushed\":true}\n"), "plat.jsonl:1: platform", nil},
+		{"no images", write("none.jsonl", "{\"kind\":\"base\",\"key\":\"b\",\"platform\":\"linux/amd64\",\"status\":\"failed\",\"error\":\"x\"}\n"), "no instance images", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
