@@ -283,18 +283,26 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 	}
 }
 
+// admit refuses a record publish must not push: failed builds, unverified
+// images when only verified ones go, unknown platforms.
+func (p *publisher) admit(im core.Image) error {
+	switch {
+	case im.Status == core.StatusFailed:
+		return fmt.Errorf("not built: %s", im.Error)
+	case p.opts.RequireVerified && !im.IsVerified():
+		return errors.New("not verified: only images whose gold patch passed are published")
+	case !im.Platform.Valid():
+		return fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", im.Platform)
+	}
+	return nil
+}
+
 // image publishes one per-arch image; skipped reports that it was already
 // there (by the ledger, or by one HEAD of its content tag).
 func (p *publisher) image(ctx context.Context, id string, im core.Image) (published, bool, error) {
 	pub := published{child: manifests.Child{Platform: string(im.Platform), Digest: im.Digest.String(), SpecKey: im.SpecKey}}
-	if im.Status == core.StatusFailed {
-		return pub, false, fmt.Errorf("not built: %s", im.Error)
-	}
-	if p.opts.RequireVerified && !im.IsVerified() {
-		return pub, false, errors.New("not verified: only images whose gold patch passed are published")
-	}
-	if !im.Platform.Valid() {
-		return pub, false, fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", im.Platform)
+	if err := p.admit(im); err != nil {
+		return pub, false, err
 	}
 	repo, err := p.c.ParseRepository(p.namer.ArchRepo(im.Platform.Arch(), id))
 	if err != nil {
@@ -329,35 +337,46 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 		return pub, true, nil
 	}
 
-	src, mountFrom, err := p.source(ctx, im)
+	src, err := p.copyImage(ctx, repo, tag, im, &pub.child)
 	if err != nil {
 		return pub, false, err
 	}
-	raw, err := src.RawManifest()
-	if err != nil {
-		return pub, false, fmt.Errorf("reading the manifest: %w", err)
-	}
-	mt, err := src.MediaType()
-	if err != nil {
-		return pub, false, fmt.Errorf("reading the media type: %w", err)
-	}
-	pub.child.Size, pub.child.MediaType = int64(len(raw)), mt
-	if err := p.copyBlobs(ctx, repo, src, mountFrom); err != nil {
-		return pub, false, err
-	}
-	// latest first: the content tag is what a resumed run checks, so it
-	// goes last, when everything else is in place.
-	for _, t := range []string{manifests.LatestTag, tag} {
-		if err := p.c.Put(ctx, repo.Tag(t), src); err != nil {
-			return pub, false, err
-		}
-	}
-	result.Size, result.MediaType = pub.child.Size, string(mt)
+	result.Size, result.MediaType = pub.child.Size, string(pub.child.MediaType)
 	if err := p.record("recording the image", result); err != nil {
 		return pub, false, err
 	}
 	pub.src = src
 	return pub, false, nil
+}
+
+// copyImage copies the built image im into repo: its blobs, then its
+// manifest under latest and the content tag. It fills child's size and
+// media type and returns the source image.
+func (p *publisher) copyImage(ctx context.Context, repo name.Repository, tag string, im core.Image, child *manifests.Child) (v1.Image, error) {
+	src, mountFrom, err := p.source(ctx, im)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := src.RawManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	mt, err := src.MediaType()
+	if err != nil {
+		return nil, fmt.Errorf("reading the media type: %w", err)
+	}
+	child.Size, child.MediaType = int64(len(raw)), mt
+	if err := p.copyBlobs(ctx, repo, src, mountFrom); err != nil {
+		return nil, err
+	}
+	// latest first: the content tag is what a resumed run checks, so it
+	// goes last, when everything else is in place.
+	for _, t := range []string{manifests.LatestTag, tag} {
+		if err := p.c.Put(ctx, repo.Tag(t), src); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
 }
 
 // copyBlobs makes sure the config and every layer of img are in repo,

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -181,22 +182,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	onlyDialErrors := true
 	for attempt := 1; ; attempt++ {
 		resp, err := t.attempt(req, attempt)
-		if err == nil && !retryStatus(resp.StatusCode) {
-			return resp, nil
+		if !t.retryable(ctx, resp, err) {
+			return resp, err
 		}
-		var bodyErr *rereadError
-		if err != nil && (errors.As(err, &bodyErr) || !retryError(ctx, err)) {
-			return nil, err
-		}
-		if err == nil || !dialError(err) {
-			onlyDialErrors = false
-		}
-		giveUp := attempt >= t.budget.Attempts
-		var wait time.Duration
-		if !giveUp {
-			wait = t.budget.wait(attempt+1, resp, t.now())
-			giveUp = t.now().Add(wait).After(deadline)
-		}
+		onlyDialErrors = onlyDialErrors && err != nil && dialError(err)
+		wait, giveUp := t.nextWait(attempt, deadline, resp)
 		if giveUp {
 			if err == nil {
 				return resp, nil // the caller reads the registry's own error
@@ -207,16 +197,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, gerr
 		}
-		why := ""
-		if err != nil {
-			why = err.Error()
-		} else {
-			why = resp.Status
-			drain(resp)
-		}
-		if t.logf != nil {
-			t.logf("retry %s %s%s in %s (attempt %d of %d): %s", req.Method, req.URL.Host, req.URL.Path, wait.Round(time.Millisecond), attempt+1, t.budget.Attempts, why)
-		}
+		t.logRetry(req, attempt, wait, resp, err)
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -224,6 +205,39 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, errors.Join(ctx.Err(), err)
 		case <-timer.C:
 		}
+	}
+}
+
+// retryable reports whether an attempt's outcome is worth another one.
+func (t *retryTransport) retryable(ctx context.Context, resp *http.Response, err error) bool {
+	if err == nil {
+		return retryStatus(resp.StatusCode)
+	}
+	var bodyErr *rereadError
+	return !errors.As(err, &bodyErr) && retryError(ctx, err)
+}
+
+// next_ returns the wait before the attempt after attempt, or giveUp when
+// the budget has no room for it.
+func (t *retryTransport) nextWait(attempt int, deadline time.Time, resp *http.Response) (time.Duration, bool) {
+	if attempt >= t.budget.Attempts {
+		return 0, true
+	}
+	wait := t.budget.wait(attempt+1, resp, t.now())
+	return wait, t.now().Add(wait).After(deadline)
+}
+
+// logRetry logs a retry and drains the failed answer.
+func (t *retryTransport) logRetry(req *http.Request, attempt int, wait time.Duration, resp *http.Response, err error) {
+	why := ""
+	if err != nil {
+		why = err.Error()
+	} else {
+		why = resp.Status
+		drain(resp)
+	}
+	if t.logf != nil {
+		t.logf("retry %s %s%s in %s (attempt %d of %d): %s", req.Method, req.URL.Host, req.URL.Path, wait.Round(time.Millisecond), attempt+1, t.budget.Attempts, why)
 	}
 }
 
