@@ -19,9 +19,9 @@ func TestBuildNodesX86Only(t *testing.T) {
 	shared := spectest.SharedDir(t)
 	for _, platforms := range [][]string{{"linux/amd64", "linux/arm64"}, {"linux/arm64"}} {
 		g := genInputs{
-			dataset:   filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"),
-			instances: []string{"django__django-10097", "django__django-11099"},
-			pins:      "none",
+			datasetFlags: datasetFlags{dataset: filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"), cacheDir: t.TempDir()},
+			instances:    []string{"django__django-10097", "django__django-11099"},
+			pins:         "none",
 		}
 		var stderr bytes.Buffer
 		r, insts, err := g.load(context.Background(), &stderr)

@@ -14,7 +14,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -84,7 +83,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
 			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
 			"instances (USE_X86) get no arm64 job.", stderr)
-	datasetPath := fs.String("dataset", "", "dataset file (JSONL, JSON array or parquet) to take instance ids from")
+	var ds datasetFlags
+	ds.register(fs)
 	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
 	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
@@ -103,7 +103,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseCIFlags(fs, args); help || err != nil {
 		return err
 	}
-	if (*datasetPath == "") == (*idsPath == "") {
+	if (ds.dataset == "") == (*idsPath == "") {
 		fmt.Fprintln(stderr, "exactly one of --dataset and --ids is required")
 		fs.Usage()
 		return errUsage
@@ -122,10 +122,10 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	var ids []string
-	if *datasetPath != "" {
+	if ds.dataset != "" {
 		// Invalid records fail the plan: a nightly must not silently drop
 		// instances. Every problem is listed (file:line: field: message).
-		insts, err := dataset.Load(ctx, *datasetPath, dataset.LoadOptions{Known: tables})
+		insts, err := ds.open(ctx, tables, stderr)
 		if err != nil {
 			return err
 		}

@@ -17,21 +17,19 @@ import (
 	"github.com/swebuild/swebuild/pins"
 )
 
-// genInputs are the flags shared by render and plan.
+// genInputs are the flags shared by render, plan, build and verify.
 type genInputs struct {
-	dataset   string
+	datasetFlags
 	instances []string
 	pins      string
 	specs     string
-	offline   bool
 }
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.dataset, "dataset", "", "dataset file (JSONL, JSON array or parquet)")
+	g.datasetFlags.register(fs)
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
-	fs.BoolVar(&g.offline, "offline", false, "never download (instances needing requirements.txt / environment.yml fail naming the URL)")
 }
 
 // load reads the tables, the extra specs, the pins and the dataset. A
@@ -53,12 +51,12 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Rendere
 	if err != nil {
 		return nil, nil, fmt.Errorf("--pins: %w", err)
 	}
-	client, err := fetch.New(fetch.Options{Offline: g.offline})
+	client, err := g.fetchClient()
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up downloads: %w", err)
 	}
 	r := &render.Renderer{Tables: tables, Pins: set, Fetcher: fetchAdapter{client}}
-	insts, loadErr := dataset.Load(ctx, g.dataset, dataset.LoadOptions{Known: tables})
+	insts, loadErr := g.open(ctx, tables, stderr)
 	var verr *dataset.ValidationError
 	if loadErr != nil && !errors.As(loadErr, &verr) {
 		return nil, nil, loadErr
@@ -71,7 +69,7 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Rendere
 		return nil, nil, err
 	}
 	if verr != nil {
-		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.dataset, len(verr.Problems))
+		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.source, len(verr.Problems))
 	}
 	return r, insts, nil
 }
