@@ -166,12 +166,23 @@ func Publish(ctx context.Context, images []core.Image, opts Options) (*Summary, 
 	}
 	sort.Strings(ids)
 	p.sum.Instances = len(ids)
+	// Ids that would get the same image names are refused before anything
+	// is pushed: either would overwrite the other's images.
+	collides := map[string]string{}
+	for _, c := range p.namer.Collisions(ids) {
+		msg := p.namer.Describe(ids, c)
+		collides[ids[c.First]], collides[ids[c.Second]] = msg, msg
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Jobs)
 	for _, id := range ids {
 		if gctx.Err() != nil {
 			break
+		}
+		if msg, ok := collides[id]; ok {
+			p.refuse(id, byID[id], errors.New(msg))
+			continue
 		}
 		g.Go(func() error {
 			p.instance(gctx, id, byID[id])
@@ -202,6 +213,17 @@ func (p *publisher) fail(what string, err error) {
 	defer p.mu.Unlock()
 	p.sum.Failures = append(p.sum.Failures, fmt.Sprintf("%s: %v", what, err))
 	fmt.Fprintf(p.opts.Progress, "FAILED  %s: %v\n", what, err)
+}
+
+// refuse fails every image of an instance and its index without a request.
+func (p *publisher) refuse(id string, imgs []core.Image, err error) {
+	for _, im := range imgs {
+		p.count(func(s *Summary) { s.ImagesFailed++ })
+		p.fail(fmt.Sprintf("image %s %s", id, im.Platform), err)
+	}
+	p.count(func(s *Summary) { s.IndexesFailed++ })
+	rec := core.Image{Kind: core.KindIndex, InstanceID: id, Status: core.StatusFailed, Error: err.Error()}
+	p.fail("index "+id, errors.Join(err, p.record("recording the failure", rec)))
 }
 
 // record appends r to the ledger; a failed write is an error of its own.

@@ -196,3 +196,22 @@ func TestFailedAndNonInstanceRecords(t *testing.T) {
 		t.Errorf("summary %+v:\n%s", sum, progress)
 	}
 }
+
+// Ids that get the same image names (here "__" and "_1776_") are refused
+// before anything is pushed, naming both; the others are published.
+func TestCollidingIDsAreRefusedBeforeAnyPush(t *testing.T) {
+	dst := startMem(t)
+	f := makeFixture(t, []string{"a__a-1", "a_1776_a-1", "b__b-2"}, map[string]bool{"a__a-1": true, "a_1776_a-1": true, "b__b-2": true}, 1024, 1)
+	sum, progress := publishMem(t, dst.host()+"/names", f.recs())
+	if sum.ImagesFailed != 2 || sum.IndexesFailed != 2 || sum.IndexesPushed != 1 || sum.Err() == nil {
+		t.Errorf("summary %+v\n%s", sum, progress)
+	}
+	if !strings.Contains(progress, `instance ids "a_1776_a-1" and "a__a-1" get the same image names`) {
+		t.Errorf("no collision named:\n%s", progress)
+	}
+	for _, r := range dst.requests() {
+		if strings.Contains(r, "a_1776_a-1") {
+			t.Errorf("request for a colliding id: %s", r)
+		}
+	}
+}
