@@ -47,6 +47,8 @@ const (
 	// DefaultConcurrency is how many requests may await an answer from one
 	// registry host at once.
 	DefaultConcurrency = 8
+	// DefaultStallTimeout is how long a response body may send nothing.
+	DefaultStallTimeout = 2 * time.Minute
 )
 
 // Options configure a Client. Zero values take the defaults.
@@ -68,6 +70,10 @@ type Options struct {
 	InsecureRegistries []string
 	// Insecure allows plain HTTP to every registry.
 	Insecure bool
+	// StallTimeout cuts a response body that sends nothing for this long
+	// (a blob download from a registry that stopped mid-stream); 0 means
+	// DefaultStallTimeout, negative never.
+	StallTimeout time.Duration
 	// Logf, if set, receives debug lines (never credentials or headers).
 	Logf func(format string, args ...any)
 	// Base is the innermost transport; nil means a clone of
@@ -113,6 +119,9 @@ func New(opts Options) (*Client, error) {
 		opts.Concurrency = DefaultConcurrency
 	}
 	opts.Budget = opts.Budget.withDefaults()
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = DefaultStallTimeout
+	}
 	kc := opts.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
@@ -136,7 +145,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, keychain: kc, insecure: insecure, authed: map[string]*authEntry{}}
 	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
-	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf}
+	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
 	c.inner = newRetryTransport(lim, opts.Budget, opts.Logf)
 	return c, nil
 }

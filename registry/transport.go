@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -94,6 +95,7 @@ type limitTransport struct {
 	next   http.RoundTripper
 	limits *hostLimits
 	logf   func(format string, args ...any)
+	stall  time.Duration // a response body silent this long is cut
 }
 
 func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -114,6 +116,9 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
 	<-l.sem
+	if err == nil && t.stall > 0 {
+		resp.Body = newStallBody(resp.Body, t.stall)
+	}
 	if t.logf != nil {
 		if err != nil {
 			t.logf("http %s %s%s: %v", req.Method, req.URL.Host, req.URL.Path, err)
@@ -122,6 +127,48 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// StalledError is a response body that sent nothing for a while: its
+// connection is closed so the read fails instead of waiting for ever (the
+// request a blob is copied into then fails and is retried).
+type StalledError struct{ After time.Duration }
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("response body stalled: no data for %s", e.After)
+}
+
+// stallBody closes its body when no Read returned data for d.
+type stallBody struct {
+	rc      io.ReadCloser
+	d       time.Duration
+	timer   *time.Timer
+	stalled atomic.Bool
+}
+
+func newStallBody(rc io.ReadCloser, d time.Duration) *stallBody {
+	b := &stallBody{rc: rc, d: d}
+	b.timer = time.AfterFunc(d, func() {
+		b.stalled.Store(true)
+		_ = rc.Close()
+	})
+	return b
+}
+
+func (b *stallBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.d)
+	}
+	if err != nil && !errors.Is(err, io.EOF) && b.stalled.Load() {
+		return n, &StalledError{After: b.d}
+	}
+	return n, err
+}
+
+func (b *stallBody) Close() error {
+	b.timer.Stop()
+	return b.rc.Close()
 }
 
 // GaveUpError is a request that failed on every attempt its budget allowed.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -271,4 +272,48 @@ func (b *remoteBlob) Compressed() (io.ReadCloser, error) {
 		return nil, io.ErrUnexpectedEOF
 	}
 	return resp.Body, nil
+}
+
+// A source that stops sending in the middle of a blob: the read fails after
+// the stall timeout instead of hanging, the upload it fed is retried with
+// the blob fetched again, and it completes.
+func TestStalledSourceBodyIsCutAndTheCopyRetried(t *testing.T) {
+	g := newGenLayer(t, 4, 1<<20)
+	var gets atomic.Int32
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		w.Header().Set("Content-Length", "1048576")
+		rc := g.stream(nil)
+		if gets.Add(1) == 1 {
+			_, _ = io.CopyN(w, rc, 100<<10)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // stall until the client gives up
+			return
+		}
+		_, _ = io.Copy(w, rc)
+	}))
+	defer src.Close()
+	dst := httptest.NewServer(ggcrregistry.New())
+	defer dst.Close()
+	c, err := New(Options{Budget: testBudget, StallTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &remoteBlob{c: c, host: hostOf(src), repo: "staging/x", h: g.digest, size: g.size}
+	l, err := partial.CompressedToLayer(rl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Upload(context.Background(), mustRepo(t, c, hostOf(dst)+"/release/x"), l); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedDigest(t, hostOf(dst), "release/x", g.digest); got != g.digest.String() {
+		t.Errorf("stored %s", got)
+	}
+	if n := gets.Load(); n != 2 || time.Since(start) > 10*time.Second {
+		t.Errorf("%d GETs of the source in %v, want 2 (the stalled one, then the retry's)", n, time.Since(start))
+	}
 }
