@@ -304,6 +304,9 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 		}
 		r.Body = body
 	}
+	if req.Method == http.MethodPut && isUploadSession(req.URL) && req.URL.Query().Get("digest") != "" {
+		return t.retryCommit(req, r)
+	}
 	if req.Method != http.MethodPatch || !isUploadSession(req.URL) {
 		return t.next.RoundTrip(r)
 	}
@@ -315,6 +318,44 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 	r.URL = loc
 	r.Host = ""
 	return t.next.RoundTrip(r)
+}
+
+// retryCommit sends r, a blob upload's commit (PUT ...?digest=) again. When
+// the registry refuses it as a client error, the earlier attempt may have
+// committed the blob before its answer was lost (the session is then gone):
+// if the repository has the blob, the commit is answered as done.
+func (t *retryTransport) retryCommit(req, r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil || resp.StatusCode < 400 || resp.StatusCode >= 500 {
+		return resp, err
+	}
+	dg := req.URL.Query().Get("digest")
+	u := *req.URL
+	u.Path = u.Path[:strings.LastIndex(u.Path, "/blobs/uploads/")] + "/blobs/" + dg
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	head, herr := http.NewRequestWithContext(req.Context(), http.MethodHead, u.String(), nil)
+	if herr != nil {
+		return resp, nil
+	}
+	for _, h := range []string{"Authorization", "User-Agent"} {
+		if v := req.Header.Get(h); v != "" {
+			head.Header.Set(h, v)
+		}
+	}
+	hresp, herr := t.next.RoundTrip(head)
+	if herr != nil {
+		return resp, nil
+	}
+	drain(hresp)
+	if hresp.StatusCode != http.StatusOK {
+		return resp, nil
+	}
+	drain(resp)
+	hdr := http.Header{}
+	hdr.Set("Docker-Content-Digest", dg)
+	hdr.Set("Location", u.Path)
+	return &http.Response{Status: "201 Created", StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: hdr, Body: http.NoBody, Request: r}, nil
 }
 
 // rereadError is a failure to get a request body again (for a blob, to
