@@ -92,6 +92,18 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 			t.Fatalf("%s:%d: %v", path, n, err)
 		}
 		str := func(k string) string { s, _ := m[k].(string); return s }
+		var ia struct {
+			Raw json.RawMessage `json:"image_assets"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ia); err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		imageAssets := ""
+		if len(ia.Raw) > 0 && ia.Raw[0] == '"' {
+			imageAssets = str("image_assets")
+		} else if len(ia.Raw) > 0 && ia.Raw[0] == '{' {
+			imageAssets = string(ia.Raw)
+		}
 		list := func(k string) []string {
 			out := []string{}
 			switch v := m[k].(type) {
@@ -112,6 +124,7 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 			HintsText: str("hints_text"), CreatedAt: str("created_at"), Version: str("version"),
 			FailToPass: list("FAIL_TO_PASS"), PassToPass: list("PASS_TO_PASS"),
 			EnvironmentSetupCommit: str("environment_setup_commit"),
+			ImageAssets:            imageAssets,
 			Source:                 fmt.Sprintf("%s:%d", path, n),
 		})
 	}
@@ -722,6 +735,33 @@ func BenchmarkLoadVerifiedEncodingJSON(b *testing.B) {
 		}
 		if len(out) != 500 {
 			b.Fatal(len(out))
+		}
+	}
+}
+
+// TestImageAssets: image_assets is kept as JSON text whether the record
+// holds the object itself or a string holding it (Multimodal's encoding);
+// other types are ignored like any unknown field.
+func TestImageAssets(t *testing.T) {
+	obj := `{"test_patch": [{"path": "a/b.png", "url": "https://x/y.png"}], "patch": []}`
+	lines := []string{
+		rec("i-1", map[string]any{"image_assets": json.RawMessage(obj)}),
+		rec("i-2", map[string]any{"image_assets": obj}),
+		rec("i-3", map[string]any{}),
+	}
+	path := writeFile(t, "assets.jsonl", strings.Join(lines, "\n")+"\n")
+	got, err := Load(context.Background(), path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rec re-encodes the object compactly: record 1 holds that text.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(obj)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{compact.String(), obj, ""} {
+		if got[i].ImageAssets != want {
+			t.Errorf("record %d: image_assets %q, want %q", i+1, got[i].ImageAssets, want)
 		}
 	}
 }

@@ -77,6 +77,7 @@ const (
 	fFailToPass
 	fPassToPass
 	fEnvSetupCommit
+	fImageAssets
 	nFields
 )
 
@@ -93,6 +94,7 @@ var fieldNames = [nFields]string{
 	fFailToPass:       "FAIL_TO_PASS",
 	fPassToPass:       "PASS_TO_PASS",
 	fEnvSetupCommit:   "environment_setup_commit",
+	fImageAssets:      "image_assets",
 }
 
 // requiredFields are the fields without which upstream cannot generate or
@@ -127,6 +129,8 @@ func fieldIndex(key []byte) int {
 		return fPassToPass
 	case "environment_setup_commit":
 		return fEnvSetupCommit
+	case "image_assets":
+		return fImageAssets
 	}
 	return -1
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestBuildNodesX86Only plans a real x86-only instance (django__django-10097,
@@ -28,7 +29,11 @@ func TestBuildNodesX86Only(t *testing.T) {
 		if err != nil {
 			t.Fatalf("load: %v\n%s", err, stderr.String())
 		}
-		p, err := plan.Build(context.Background(), r, insts, platforms)
+		plats, err := core.ParsePlatforms(platforms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Build(context.Background(), r, insts, plats)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -122,11 +123,11 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	var ids []string
+	var insts []dataset.Instance
 	if ds.dataset != "" {
 		// Invalid records fail the plan: a nightly must not silently drop
 		// instances. Every problem is listed (file:line: field: message).
-		insts, err := ds.open(ctx, tables, stderr)
-		if err != nil {
+		if insts, err = ds.open(ctx, tables, stderr); err != nil {
 			return err
 		}
 		for _, in := range insts {
@@ -136,6 +137,16 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
+	// The platform decision (builder/spec) needs each record's repo and
+	// version; an --ids list gives only ids (see spec.Tables.PlatformsByID).
+	byID := tables.PlatformsByID(insts)
+	platformsFor := func(id string) []string {
+		var out []string
+		for _, p := range byID(id) {
+			out = append(out, p.String())
+		}
+		return out
+	}
 	var previous, existing map[ci.Key]core.Image
 	if *ledgerPath != "" {
 		recs, err := ci.ReadLedger(*ledgerPath)
@@ -147,7 +158,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *skipRepo != "" && !*force {
 		var want []ci.Key
 		for _, id := range ids {
-			for _, p := range tables.Platforms(id) {
+			for _, p := range platformsFor(id) {
 				want = append(want, ci.Key{InstanceID: id, Platform: p})
 			}
 		}
@@ -172,7 +183,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Platforms:    *platforms,
 		Shards:       *shards,
 		MaxJobs:      *maxJobs,
-		PlatformsFor: tables.Platforms,
+		PlatformsFor: platformsFor,
 		Runners:      runners,
 		Skip: func(id, p string) bool {
 			_, ok := existing[ci.Key{InstanceID: id, Platform: p}]

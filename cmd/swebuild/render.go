@@ -12,6 +12,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/fetch"
 	"github.com/swebuild/swebuild/pins"
@@ -91,33 +92,26 @@ func (a fetchAdapter) Fetch(ctx context.Context, url string) (string, bool, erro
 }
 
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
-// repeated or comma-separated.
-func parseArches(vals []string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
+// repeated or comma-separated, and returns the platforms in index order.
+func parseArches(vals []string) ([]core.Platform, error) {
+	var list []string
 	for _, v := range vals {
 		for _, a := range strings.Split(v, ",") {
 			a = strings.TrimSpace(a)
-			var list []string
 			if a == "all" {
-				list = []string{spec.ArchX86, spec.ArchARM64}
-			} else if arch, ok := spec.ArchOf(a); ok {
-				list = []string{arch}
-			} else {
+				list = append(list, core.AMD64.String(), core.ARM64.String())
+				continue
+			}
+			if _, err := core.ParsePlatform(a); err != nil {
 				return nil, fmt.Errorf("--arch %q: want x86_64, arm64 or all", a)
 			}
-			for _, x := range list {
-				if !seen[x] {
-					seen[x] = true
-					out = append(out, x)
-				}
-			}
+			list = append(list, a)
 		}
 	}
-	if len(out) == 0 {
+	if len(list) == 0 {
 		return nil, errors.New("--arch is required (x86_64, arm64 or all)")
 	}
-	return out, nil
+	return core.ParsePlatforms(list)
 }
 
 // writeAllLowGC runs r.WriteAll with the GC target lowered from the default
@@ -127,13 +121,13 @@ func parseArches(vals []string) ([]string, error) {
 // twice the dataset touches ~3,000 fresh pages, and each page fault costs
 // more than the extra GC cycles (measured on Verified: 3,100 -> 1,400 faults,
 // user+sys of the write phase 285 -> 245 ms, peak RSS -6 MB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, arches []string, out string, jobs int) (int, []*render.InstanceError) {
+func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {
 		defer debug.SetGCPercent(prev)
 	}
-	return r.WriteAll(ctx, insts, arches, out, jobs)
+	return r.WriteAll(ctx, insts, platforms, out, jobs)
 }
 
 // runRender implements `swebuild render`.
