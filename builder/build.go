@@ -339,7 +339,11 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		if !res.Started.IsZero() {
 			secs = fmt.Sprintf("%.1f", res.Elapsed.Seconds())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Key, n.Kind, n.Platform, mode, cached, secs, res.Status)
+		status := res.Status
+		if host := UnreachableHost(res.Err); host != "" && res.Status == StatusFailed {
+			status += ": cannot reach " + host
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Key, n.Kind, n.Platform, mode, cached, secs, status)
 		if res.Err != nil {
 			failures = append(failures, fmt.Sprintf("%s: %s: %v", n.ID(), res.Status, res.Err))
 			if res.LogPath != "" {

@@ -219,9 +219,14 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 				if err != nil {
 					return nil, err
 				}
-				st, err := parent.ref.ToState()
-				if err != nil {
-					return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+				// An image with no layers (FROM scratch and only
+				// metadata) has no ref: its children start from an
+				// empty directory.
+				st := emptyDir("[internal] swebuild empty image " + pk)
+				if parent.ref != nil {
+					if st, err = parent.ref.ToState(); err != nil {
+						return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+					}
 				}
 				def, err := st.Marshal(ctx, llb.Platform(p))
 				if err != nil {
@@ -259,9 +264,12 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		}
 		if s.verify != nil && n.Kind == KindInstance {
 			sv := done[n.Key]
-			st, err := sv.ref.ToState()
-			if err != nil {
-				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
+			st := emptyDir("[internal] swebuild empty image " + n.Key)
+			if sv.ref != nil {
+				var err error
+				if st, err = sv.ref.ToState(); err != nil {
+					return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
+				}
 			}
 			if sv.config != nil {
 				if st, err = st.WithImageConfig(sv.config); err != nil {
@@ -292,7 +300,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	out.Cached = tr.cached()
 	if err != nil {
-		return out, fmt.Errorf("node %s: %w", n.ID(), err)
+		return out, fmt.Errorf("node %s: %w", n.ID(), explain(err, tr))
 	}
 	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
 	if out.Digest == "" {
@@ -395,12 +403,25 @@ func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
 	}
 	switch len(parts) {
 	case 0:
-		return llb.Scratch(), nil
+		return emptyDir("[internal] swebuild empty context " + n.Key), nil
 	case 1:
 		return parts[0], nil
 	default:
 		return llb.Merge(parts, llb.WithCustomName("[internal] swebuild context "+n.Key)), nil
 	}
+}
+
+// emptyDir is an empty directory as an LLB state that marshals to a real
+// definition. llb.Scratch() marshals to a definition with no operations,
+// which BuildKit takes for a missing one: handed to the Dockerfile frontend
+// as its context it fails the solve with "failed to get frontend inputs:
+// invalid nil input definition to definition op" (a base image whose
+// Dockerfile copies nothing, as upstream's base does). A mkdir of "/" on
+// scratch is a no-op on an empty directory (BuildKit's file op ignores an
+// existing directory when no parents are asked for), so the state is the
+// same empty directory, with a stable cache key.
+func emptyDir(name string) llb.State {
+	return llb.Scratch().File(llb.Mkdir("/", 0o755, llb.WithCreatedTime(epoch())), llb.WithCustomName(name))
 }
 
 // cacheTag is the suffix a node adds to registry cache refs: each node
