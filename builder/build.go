@@ -13,37 +13,37 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 )
 
 // BuilderSpec names a BuildKit daemon, for one platform or (Platform "") for
 // every platform without its own builder.
 type BuilderSpec struct {
-	Platform string
+	Platform core.Platform
 	Addr     string
 }
 
-// ParseBuilder parses a --builder value: "ADDR" or "PLATFORM=ADDR", e.g.
+// ParseBuilder parses a builder value: "ADDR" or "PLATFORM=ADDR", e.g.
 // "unix:///run/swebuild/buildkitd.sock" or "linux/arm64=tcp://arm-host:1234".
 func ParseBuilder(v string) (BuilderSpec, error) {
 	if p, addr, ok := strings.Cut(v, "="); ok && !strings.Contains(p, "://") {
-		pl, err := parsePlatform(p)
+		pl, err := core.ParsePlatform(p)
 		if err != nil {
-			return BuilderSpec{}, fmt.Errorf("--builder %q: %w", v, err)
+			return BuilderSpec{}, fmt.Errorf("builder %q: %w", v, err)
 		}
 		if addr == "" {
-			return BuilderSpec{}, fmt.Errorf("--builder %q: empty address", v)
+			return BuilderSpec{}, fmt.Errorf("builder %q: empty address", v)
 		}
-		return BuilderSpec{Platform: platforms.Format(pl), Addr: addr}, nil
+		return BuilderSpec{Platform: pl, Addr: addr}, nil
 	}
 	if v == "" {
-		return BuilderSpec{}, errors.New("--builder: empty address")
+		return BuilderSpec{}, errors.New("builder: empty address")
 	}
 	return BuilderSpec{Addr: v}, nil
 }
@@ -80,8 +80,7 @@ func ParseCacheOption(v string) (bkclient.CacheOptionsEntry, error) {
 
 // Options configure Build.
 type Options struct {
-	// Builders are the BuildKit daemons; empty means $BUILDKIT_HOST for every
-	// platform.
+	// Builders are the BuildKit daemons (at least one).
 	Builders []BuilderSpec
 	// Workers is the number of solves running at once (default 2).
 	Workers int
@@ -149,15 +148,15 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		opts.Progress = "auto"
 	case "auto", "tty", "plain", "rawjson", "quiet":
 	default:
-		return nil, fmt.Errorf("--progress %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
+		return nil, fmt.Errorf("progress mode %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
 	}
 	if opts.Push != "" {
 		named, err := reference.ParseNormalizedNamed(opts.Push)
 		if err != nil {
-			return nil, fmt.Errorf("--push %q: %w", opts.Push, err)
+			return nil, fmt.Errorf("push repository %q: %w", opts.Push, err)
 		}
 		if _, tagged := named.(reference.NamedTagged); tagged {
-			return nil, fmt.Errorf("--push %q: give a repository without a tag (images are pushed by digest)", opts.Push)
+			return nil, fmt.Errorf("push repository %q: give a repository without a tag (images are pushed by digest)", opts.Push)
 		}
 		if isLocalRegistry(reference.Domain(named)) {
 			opts.Insecure = true
@@ -168,7 +167,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[string]*remote{}, verify: opts.Verify}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -227,11 +226,7 @@ func isLocalRegistry(host string) bool {
 // connectAll dials every builder once and fills solver's platform map.
 func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*remote, error) {
 	if len(specs) == 0 {
-		addr := os.Getenv("BUILDKIT_HOST")
-		if addr == "" {
-			return nil, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
-		}
-		specs = []BuilderSpec{{Addr: addr}}
+		return nil, errors.New("no BuildKit builder given")
 	}
 	byAddr := map[string]*remote{}
 	var remotes []*remote
@@ -251,13 +246,13 @@ func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*
 		}
 		if sp.Platform == "" {
 			if solver.fallback != nil && solver.fallback != r {
-				return remotes, fmt.Errorf("--builder %s: only one builder may be given without a platform", sp.Addr)
+				return remotes, fmt.Errorf("builder %s: only one builder may be given without a platform", sp.Addr)
 			}
 			solver.fallback = r
 			continue
 		}
 		if old := solver.byPlatform[sp.Platform]; old != nil && old != r {
-			return remotes, fmt.Errorf("--builder %s=%s: %s already has builder %s", sp.Platform, sp.Addr, sp.Platform, old.addr)
+			return remotes, fmt.Errorf("builder %s=%s: %s already has builder %s", sp.Platform, sp.Addr, sp.Platform, old.addr)
 		}
 		solver.byPlatform[sp.Platform] = r
 	}
@@ -268,7 +263,7 @@ func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*
 // characters unsafe in file names replaced.
 func logName(n *Node) string {
 	r := strings.NewReplacer("/", "_", ":", "_", "@", "_", " ", "_")
-	return r.Replace(n.Key) + "." + archOf(n.Platform) + ".log"
+	return r.Replace(n.Key) + "." + n.Platform.Arch() + ".log"
 }
 
 // Metadata describes every node built (done) as publish metadata entries.
@@ -287,8 +282,8 @@ func (r *Report) Metadata() *publish.Metadata {
 		md.Images = append(md.Images, publish.Image{
 			InstanceID: n.InstanceID,
 			Node:       n.Kind,
-			Platform:   n.Platform,
-			Arch:       archOf(n.Platform),
+			Platform:   n.Platform.String(),
+			Arch:       n.Platform.Arch(),
 			Digest:     res.Outcome.Digest,
 			Ref:        res.Outcome.Ref,
 			SpecKey:    specKey,

@@ -19,8 +19,9 @@ import (
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/pb"
-	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tonistiigi/fsutil"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // How parents reach their children
@@ -57,10 +58,16 @@ const sharedKey = "swebuild"
 
 // remote is one BuildKit daemon.
 type remote struct {
-	addr      string
-	c         *bkclient.Client
-	native    ocispecs.Platform   // first platform of the first worker
-	platforms []ocispecs.Platform // every platform of every worker
+	addr string
+	c    *bkclient.Client
+	// native is the platform of the first worker, when it is one swebuild
+	// builds for ("" otherwise: every node is then emulated).
+	native core.Platform
+	// platforms are the platforms swebuild builds for that some worker
+	// runs, natively or under emulation.
+	platforms []core.Platform
+	// workers lists every platform of every worker, for messages.
+	workers []string
 }
 
 // connect dials addr and reads its workers' platforms.
@@ -78,32 +85,35 @@ func connect(ctx context.Context, addr string) (*remote, error) {
 	}
 	r := &remote{addr: addr, c: c}
 	for _, w := range ws {
-		for _, p := range w.Platforms {
-			r.platforms = append(r.platforms, platforms.Normalize(p))
+		for _, wp := range w.Platforms {
+			// BuildKit's API speaks OCI platforms; they become
+			// core.Platform here, once.
+			s := platforms.Format(platforms.Normalize(wp))
+			r.workers = append(r.workers, s)
+			p, err := core.ParsePlatform(s)
+			if err != nil {
+				continue // a platform swebuild does not build for, e.g. linux/amd64/v2
+			}
+			if len(r.workers) == 1 { // the first worker's first platform is its native one
+				r.native = p
+			}
+			if !slices.Contains(r.platforms, p) {
+				r.platforms = append(r.platforms, p)
+			}
 		}
 	}
-	if len(r.platforms) == 0 {
+	if len(r.workers) == 0 {
 		c.Close()
 		return nil, fmt.Errorf("BuildKit at %s has no worker platforms", addr)
 	}
-	r.native = r.platforms[0]
 	return r, nil
-}
-
-func (r *remote) supports(p ocispecs.Platform) bool {
-	for _, q := range r.platforms {
-		if samePlatform(p, q) {
-			return true
-		}
-	}
-	return false
 }
 
 // bkSolver builds nodes on BuildKit daemons, one per platform.
 type bkSolver struct {
-	byPlatform map[string]*remote // normalized platform -> remote
-	fallback   *remote            // for other platforms; may be nil
-	push       string             // repository to push by digest to; "" = none
+	byPlatform map[core.Platform]*remote
+	fallback   *remote // for other platforms; may be nil
+	push       string  // repository to push by digest to; "" = none
 	insecure   bool
 	cacheFrom  []bkclient.CacheOptionsEntry
 	cacheTo    []bkclient.CacheOptionsEntry
@@ -111,45 +121,35 @@ type bkSolver struct {
 	verify     VerifyFunc
 }
 
-func (s *bkSolver) remoteFor(p ocispecs.Platform) (*remote, error) {
-	r := s.byPlatform[platforms.Format(p)]
+func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
+	r := s.byPlatform[p]
 	if r == nil {
 		r = s.fallback
 	}
 	if r == nil {
-		return nil, fmt.Errorf("no builder for %s (use --builder %s=ADDR)", platforms.Format(p), platforms.Format(p))
+		return nil, fmt.Errorf("no builder for %s", p)
 	}
-	if !r.supports(p) {
-		return nil, fmt.Errorf("builder %s cannot build %s (its workers run %s; is binfmt/QEMU set up?)", r.addr, platforms.Format(p), formatPlatforms(r.platforms))
+	if !slices.Contains(r.platforms, p) {
+		return nil, fmt.Errorf("builder %s cannot build %s (its workers run %s; is binfmt/QEMU set up?)", r.addr, p, strings.Join(r.workers, ","))
 	}
 	return r, nil
-}
-
-func formatPlatforms(ps []ocispecs.Platform) string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, platforms.Format(p))
-	}
-	return strings.Join(out, ",")
 }
 
 // Solve builds job.Node (re-solving its ancestors from cache) and exports it.
 func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	n := job.Node
-	p, err := parsePlatform(n.Platform)
-	if err != nil {
-		return Outcome{}, err
-	}
+	p := n.Platform
 	r, err := s.remoteFor(p)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
-	out := Outcome{Builder: r.addr, Native: samePlatform(p, r.native)}
+	out := Outcome{Builder: r.addr, Native: p == r.native}
 	mode := "emulated"
 	if out.Native {
 		mode = "native"
 	}
-	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker native platform %s)\n\n", n.ID(), n.Kind, r.addr, mode, platforms.Format(r.native))
+	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker platforms %s)\n\n", n.ID(), n.Kind, r.addr, mode, strings.Join(r.workers, ","))
+	ocip := p.OCI() // BuildKit's own platform type, for LLB
 
 	chain := append(slices.Clone(job.Ancestors), n)
 	mounts := map[string]fsutil.FS{}
@@ -195,16 +195,16 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		for i, c := range chain {
 			inputs := map[string]*pb.Definition{}
 			attrs := map[string]string{
-				"platform": platforms.Format(p),
+				"platform": p.String(),
 				"filename": "Dockerfile",
 			}
-			ctxDef, err := contexts[i].Marshal(ctx, llb.Platform(p))
+			ctxDef, err := contexts[i].Marshal(ctx, llb.Platform(ocip))
 			if err != nil {
 				return nil, fmt.Errorf("marshaling context of %s: %w", c.ID(), err)
 			}
 			inputs["context"] = ctxDef.ToPB()
 			df := llb.Scratch().File(llb.Mkfile("/Dockerfile", 0o644, c.Dockerfile, llb.WithCreatedTime(epoch())), llb.WithCustomName("[internal] swebuild dockerfile "+c.Key))
-			dfDef, err := df.Marshal(ctx, llb.Platform(p))
+			dfDef, err := df.Marshal(ctx, llb.Platform(ocip))
 			if err != nil {
 				return nil, fmt.Errorf("marshaling Dockerfile of %s: %w", c.ID(), err)
 			}
@@ -228,7 +228,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 						return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
 					}
 				}
-				def, err := st.Marshal(ctx, llb.Platform(p))
+				def, err := st.Marshal(ctx, llb.Platform(ocip))
 				if err != nil {
 					return nil, fmt.Errorf("marshaling parent %s of %s: %w", pk, c.ID(), err)
 				}
@@ -257,7 +257,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 			}
 			cfg := res.Metadata[exptypes.ExporterImageConfigKey]
 			if cfg == nil {
-				cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+platforms.Format(p)]
+				cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+p.String()]
 			}
 			done[c.Key] = solved{ref: ref, config: cfg}
 			last = res
@@ -281,8 +281,8 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
 			}
 			st = st.WithValue(contextFilesKey{}, fp)
-			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, platforms.Format(p))
-			if err := s.verify(ctx, gc, n.InstanceID, platforms.Format(p), st); err != nil {
+			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, p)
+			if err := s.verify(ctx, gc, n.InstanceID, p.String(), st); err != nil {
 				return nil, fmt.Errorf("not exported: %w", err)
 			}
 			ok := true

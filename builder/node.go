@@ -17,9 +17,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
-	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Node kinds.
@@ -36,8 +36,8 @@ type Node struct {
 	Key string
 	// Kind is base, env or instance.
 	Kind string
-	// Platform is the OCI platform, linux/amd64 or linux/arm64.
-	Platform string
+	// Platform is linux/amd64 or linux/arm64.
+	Platform core.Platform
 	// InstanceID is set on instance nodes.
 	InstanceID string
 	// BaseCommit is the instance's base commit (instance nodes; optional).
@@ -64,40 +64,10 @@ type Node struct {
 }
 
 // ID is the node's unique identity: key and platform.
-func (n *Node) ID() string { return n.Key + "@" + n.Platform }
+func (n *Node) ID() string { return n.Key + "@" + n.Platform.String() }
 
-// Arch is the upstream arch name of the node's platform: x86_64 or arm64
-// (other architectures are returned as their OCI name).
-func (n *Node) Arch() string { return archOf(n.Platform) }
-
-func archOf(platform string) string {
-	p, err := platforms.Parse(platform)
-	if err != nil {
-		return ""
-	}
-	switch p.Architecture {
-	case "amd64":
-		return "x86_64"
-	default:
-		return p.Architecture
-	}
-}
-
-// parsePlatform parses and normalizes an OCI platform string.
-func parsePlatform(s string) (ocispecs.Platform, error) {
-	p, err := platforms.Parse(s)
-	if err != nil {
-		return ocispecs.Platform{}, fmt.Errorf("parsing platform %q: %w", s, err)
-	}
-	return platforms.Normalize(p), nil
-}
-
-// samePlatform reports whether two normalized platforms are the same OS,
-// architecture and variant (arm64 and arm64/v8 are the same).
-func samePlatform(a, b ocispecs.Platform) bool {
-	a, b = platforms.Normalize(a), platforms.Normalize(b)
-	return a.OS == b.OS && a.Architecture == b.Architecture && a.Variant == b.Variant
-}
+// Arch is the upstream arch name of the node's platform: x86_64 or arm64.
+func (n *Node) Arch() string { return n.Platform.Arch() }
 
 // contextName is the name under which the Dockerfile frontend looks up a named
 // context for a FROM of key: the familiar reference with ":latest" removed
@@ -121,12 +91,11 @@ func validateNode(n *Node) error {
 	default:
 		return fmt.Errorf("node %s: kind: %q is not base, env or instance", n.ID(), n.Kind)
 	}
-	p, err := parsePlatform(n.Platform)
-	if err != nil {
-		return fmt.Errorf("node %s: platform: %w", n.ID(), err)
+	if !n.Platform.Valid() {
+		return fmt.Errorf("node %s: platform: %q is not linux/amd64 or linux/arm64", n.ID(), n.Platform)
 	}
-	if n.X86Only && p.Architecture != "amd64" {
-		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, p.Architecture)
+	if n.X86Only && n.Platform != core.AMD64 {
+		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, n.Platform.Arch())
 	}
 	if len(n.Dockerfile) == 0 {
 		return fmt.Errorf("node %s: dockerfile: empty", n.ID())
@@ -182,7 +151,7 @@ func inputKeys(nodes []*Node) map[string]string {
 		}
 		h := sha256.New()
 		field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
-		field(n.Platform)
+		field(n.Platform.String())
 		field(string(n.Dockerfile))
 		names := make([]string, 0, len(n.Context))
 		for name := range n.Context {
@@ -206,7 +175,7 @@ func inputKeys(nodes []*Node) map[string]string {
 		}
 		for _, pk := range n.Parents {
 			field(pk)
-			if p, ok := byID[pk+"@"+n.Platform]; ok && depth < len(nodes) {
+			if p, ok := byID[pk+"@"+n.Platform.String()]; ok && depth < len(nodes) {
 				field(key(p, depth+1))
 			}
 		}

@@ -98,7 +98,7 @@ func (s *scheduler) run(ctx context.Context) []Result {
 			continue
 		}
 		for _, pk := range node.Parents {
-			j, ok := index[pk+"@"+node.Platform]
+			j, ok := index[pk+"@"+node.Platform.String()]
 			if !ok {
 				results[i].Status = StatusFailed
 				results[i].Err = fmt.Errorf("node %s: parent %s is not in the build graph for %s", node.ID(), pk, node.Platform)
@@ -239,7 +239,7 @@ func ancestors(nodes []*Node, index map[string]int, i int) []*Node {
 	var visit func(j int)
 	visit = func(j int) {
 		for _, pk := range nodes[j].Parents {
-			k, ok := index[pk+"@"+nodes[j].Platform]
+			k, ok := index[pk+"@"+nodes[j].Platform.String()]
 			if !ok || seen[k] {
 				continue
 			}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // fakeSolver records calls and fails the keys listed in fail. It checks that
@@ -50,7 +52,7 @@ func (f *fakeSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	return Outcome{Digest: "sha256:" + job.Node.Key}, nil
 }
 
-func node(key, kind, platform string, parents ...string) *Node {
+func node(key, kind string, platform core.Platform, parents ...string) *Node {
 	return &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
 }
 
@@ -58,7 +60,7 @@ func node(key, kind, platform string, parents ...string) *Node {
 // x86-only so it has no arm64 node.
 func fixtureGraph() []*Node {
 	var nodes []*Node
-	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+	for _, p := range core.AllPlatforms() {
 		nodes = append(nodes, node("base", KindBase, p))
 		nodes = append(nodes, node("env.a", KindEnv, p, "base"))
 		nodes = append(nodes, node("inst.a1", KindInstance, p, "env.a"), node("inst.a2", KindInstance, p, "env.a"))

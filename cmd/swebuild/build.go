@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -87,10 +88,15 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if pub.repo != "" && push == "" {
 		return usageErr("--publish needs --push: the images are published from the registry they were pushed to")
 	}
+	switch progress {
+	case "auto", "tty", "plain", "rawjson", "quiet":
+	default:
+		return usageErr("--progress %q: want auto, tty, plain, rawjson or quiet", progress)
+	}
 	for _, b := range builders {
 		sp, err := builder.ParseBuilder(b)
 		if err != nil {
-			return usageErr("%v", err)
+			return usageErr("--builder: %v", err)
 		}
 		opts.Builders = append(opts.Builders, sp)
 	}
@@ -153,6 +159,13 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opts.Verify = verified.hook
 		problems = append(problems, verified.problems...)
 	}
+	if len(opts.Builders) == 0 {
+		addr := os.Getenv("BUILDKIT_HOST")
+		if addr == "" {
+			return errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+		}
+		opts.Builders = []builder.BuilderSpec{{Addr: addr}}
+	}
 	fmt.Fprintf(stderr, "swebuild build: %d nodes; logs in %s\n", len(nodes), opts.RunDir)
 	report, err := builder.Build(ctx, nodes, opts)
 	if report != nil {
@@ -200,10 +213,14 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 	for _, pp := range p.Platforms {
 		for _, pn := range pp.Nodes {
 			b := pn.Build
+			pl, err := core.ParsePlatform(pn.Platform)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %w", pn.Key, err)
+			}
 			n := &builder.Node{
 				Key:        pn.Key,
 				Kind:       string(pn.Kind),
-				Platform:   pn.Platform,
+				Platform:   pl,
 				Dockerfile: b.Dockerfile,
 				Context:    b.Files,
 				X86Only:    len(pn.Instances) > 0,

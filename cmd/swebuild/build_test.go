@@ -51,7 +51,7 @@ func TestBuildNodesX86Only(t *testing.T) {
 		}
 		for _, n := range nodes {
 			for _, pk := range n.Parents {
-				if !byID[pk+"@"+n.Platform] {
+				if !byID[pk+"@"+n.Platform.String()] {
 					t.Errorf("%s: parent %s not among the nodes", n.ID(), pk)
 				}
 			}
@@ -91,7 +91,7 @@ func TestBuildCLIErrors(t *testing.T) {
 		{args: []string{"--dataset", ds, "--publish", "127.0.0.1:5000/x"}, wantUsage: true, want: "--publish needs --push"},
 		{args: []string{"--instance", "x"}, wantUsage: true, want: "--dataset is required"},
 		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir()}, want: "no builder"},
-		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir(), "--progress", "fancy"}, want: `--progress "fancy"`},
+		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir(), "--progress", "fancy"}, wantUsage: true, want: `--progress "fancy"`},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
