@@ -97,6 +97,12 @@ func validateNode(n *Node) error {
 	if n.X86Only && n.Platform != core.AMD64 {
 		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, n.Platform.Arch())
 	}
+	if n.Kind == KindInstance && n.InstanceID == "" {
+		return fmt.Errorf("node %s: instance id: empty (an instance node builds exactly one instance)", n.ID())
+	}
+	if n.Kind != KindInstance && n.InstanceID != "" {
+		return fmt.Errorf("node %s: instance id: %q set on a %s node", n.ID(), n.InstanceID, n.Kind)
+	}
 	if len(n.Dockerfile) == 0 {
 		return fmt.Errorf("node %s: dockerfile: empty", n.ID())
 	}

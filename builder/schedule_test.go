@@ -53,7 +53,11 @@ func (f *fakeSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 }
 
 func node(key, kind string, platform core.Platform, parents ...string) *Node {
-	return &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
+	n := &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
+	if kind == KindInstance {
+		n.InstanceID = key
+	}
+	return n
 }
 
 // fixtureGraph: one base per platform, two envs, four instances; env.b is
@@ -122,7 +126,7 @@ func TestSchedulerStatuses(t *testing.T) {
 				node("base", KindBase, "linux/amd64"),
 				node("env", KindEnv, "linux/amd64", "nobase"),
 				node("inst", KindInstance, "linux/amd64", "env"),
-				{Key: "x86inst", Kind: KindInstance, Platform: "linux/arm64", X86Only: true, Dockerfile: []byte("FROM scratch")},
+				{Key: "x86inst", Kind: KindInstance, InstanceID: "x86inst", Platform: "linux/arm64", X86Only: true, Dockerfile: []byte("FROM scratch")},
 			},
 			workers: 4,
 			want: map[string]string{
@@ -132,6 +136,38 @@ func TestSchedulerStatuses(t *testing.T) {
 			wantErr: map[string]string{
 				"env@linux/amd64":     "parent nobase is not in the build graph",
 				"x86inst@linux/arm64": "x86-only",
+			},
+		},
+		{
+			// Two records whose ids differ only in case get one key
+			// (keys lower-case the id): neither may write it. Ids that
+			// differ only in case under different keys would get one
+			// published name: neither is built either.
+			name: "instances claiming one image name",
+			nodes: []*Node{
+				node("base", KindBase, "linux/amd64"),
+				node("env", KindEnv, "linux/amd64", "base"),
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.C-1", Kind: KindInstance, InstanceID: "C-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: "linux/arm64", Dockerfile: []byte("FROM scratch")},
+				node("inst", KindInstance, "linux/amd64", "env"),
+				{Key: "noid", Kind: KindInstance, Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "envwithid", Kind: KindEnv, InstanceID: "x", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+			},
+			workers: 2,
+			want: map[string]string{
+				"base@linux/amd64": "done", "env@linux/amd64": "done", "inst@linux/amd64": "done",
+				"sweb.eval.x86_64.a__b-1:latest@linux/amd64": "failed",
+				"k.c-1@linux/amd64": "failed", "k.C-1@linux/amd64": "failed", "k.c-1@linux/arm64": "done",
+				"noid@linux/amd64": "failed", "envwithid@linux/amd64": "failed",
+			},
+			wantErr: map[string]string{
+				"sweb.eval.x86_64.a__b-1:latest@linux/amd64": `instances "A__b-1" and "a__b-1" would write one image name (sweb.eval.x86_64.a__b-1:latest on linux/amd64)`,
+				"k.C-1@linux/amd64": `instances "C-1" and "c-1" would write one image name (k.C-1, k.c-1 on linux/amd64)`,
+				"noid@linux/amd64":      "instance id: empty",
+				"envwithid@linux/amd64": `instance id: "x" set on a env node`,
 			},
 		},
 		{
@@ -282,3 +318,23 @@ func (f solverFunc) Solve(ctx context.Context, job Job) (Outcome, error) { retur
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// Both instances of a colliding pair fail, neither reaches the solver, and
+// the error names both ids.
+func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
+	nodes := []*Node{
+		node("base", KindBase, "linux/amd64"),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+	}
+	f := &fakeSolver{fail: map[string]bool{}, done: map[string]bool{}}
+	results := (&scheduler{nodes: nodes, solver: f, workers: 2}).run(context.Background())
+	for _, r := range results[1:] {
+		if r.Status != StatusFailed || r.Err == nil || !strings.Contains(r.Err.Error(), `"A__b-1" and "a__b-1"`) {
+			t.Errorf("%s (%s): %s %v", r.Node.ID(), r.Node.InstanceID, r.Status, r.Err)
+		}
+	}
+	if !slices.Equal(f.order, []string{"base@linux/amd64"}) {
+		t.Errorf("solved %v, want only the base", f.order)
+	}
+}

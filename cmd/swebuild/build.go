@@ -233,10 +233,6 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 			if pn.Parent != "" {
 				n.Parents = []string{pn.Parent}
 			}
-			if pn.Kind == render.KindInstance && len(pn.Instances) == 1 {
-				n.InstanceID = pn.Instances[0]
-				n.BaseCommit = commits[n.InstanceID]
-			}
 			for _, name := range b.External {
 				path, err := findContextFile(name, contextDirs)
 				if err != nil {
@@ -247,7 +243,18 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 				}
 				n.ContextFiles[name] = path
 			}
-			nodes = append(nodes, n)
+			if pn.Kind != render.KindInstance {
+				nodes = append(nodes, n)
+				continue
+			}
+			// One node per instance: when two instances share one
+			// image key (ids differing only in case), the builder
+			// sees both and builds neither.
+			for _, id := range pn.Instances {
+				c := *n
+				c.InstanceID, c.BaseCommit = id, commits[id]
+				nodes = append(nodes, &c)
+			}
 		}
 	}
 	return nodes, nil
