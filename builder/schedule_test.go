@@ -160,14 +160,14 @@ func TestSchedulerStatuses(t *testing.T) {
 			want: map[string]string{
 				"base@linux/amd64": "done", "env@linux/amd64": "done", "inst@linux/amd64": "done",
 				"sweb.eval.x86_64.a__b-1:latest@linux/amd64": "failed",
-				"k.c-1@linux/amd64": "failed", "k.C-1@linux/amd64": "failed", "k.c-1@linux/arm64": "done",
+				"k.c-1@linux/amd64":                          "failed", "k.C-1@linux/amd64": "failed", "k.c-1@linux/arm64": "done",
 				"noid@linux/amd64": "failed", "envwithid@linux/amd64": "failed",
 			},
 			wantErr: map[string]string{
 				"sweb.eval.x86_64.a__b-1:latest@linux/amd64": `instances "A__b-1" and "a__b-1" would write one image name (sweb.eval.x86_64.a__b-1:latest on linux/amd64)`,
-				"k.C-1@linux/amd64": `instances "C-1" and "c-1" would write one image name (k.C-1, k.c-1 on linux/amd64)`,
-				"noid@linux/amd64":      "instance id: empty",
-				"envwithid@linux/amd64": `instance id: "x" set on a env node`,
+				"k.C-1@linux/amd64":                          `instances "C-1" and "c-1" would write one image name (k.C-1, k.c-1 on linux/amd64)`,
+				"noid@linux/amd64":                           "instance id: empty",
+				"envwithid@linux/amd64":                      `instance id: "x" set on a env node`,
 			},
 		},
 		{
