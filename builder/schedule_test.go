@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -336,5 +337,45 @@ func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
 	}
 	if !slices.Equal(f.order, []string{"base@linux/amd64"}) {
 		t.Errorf("solved %v, want only the base", f.order)
+	}
+}
+
+// What the metadata file gets after a build with colliding and id-less
+// instance nodes: every record reads back through the codec, none has an
+// empty instance id, and no two built records share an image name.
+func TestClaimsLeaveNoBadRecords(t *testing.T) {
+	nodes := []*Node{
+		node("sweb.base.py.x86_64:latest", KindBase, "linux/amd64"),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.noid:latest", Kind: KindInstance, Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+	}
+	// The fake solver's digests are not real ones: the base fails too.
+	f := &fakeSolver{fail: map[string]bool{"sweb.base.py.x86_64:latest": true}, done: map[string]bool{}}
+	r := &Report{Results: (&scheduler{nodes: nodes, solver: f, workers: 2}).run(context.Background())}
+	if r.Failed() != 4 {
+		t.Errorf("%d failed, want 4", r.Failed())
+	}
+	path := filepath.Join(t.TempDir(), "md.jsonl")
+	if err := core.WriteFile(path, r.Records()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := core.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, rec := range recs {
+		if rec.Kind != core.KindInstance {
+			continue
+		}
+		if rec.InstanceID == "" || rec.OK() {
+			t.Errorf("instance record %+v", rec)
+		}
+		ids = append(ids, rec.InstanceID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"A__b-1", "a__b-1"}) {
+		t.Errorf("instance records for %v, want the two colliding ids, failed", ids)
 	}
 }

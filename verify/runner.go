@@ -18,6 +18,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 )
 
 // Run modes (Result.Mode); a predictions run uses the model's name.
@@ -62,7 +63,7 @@ type Runner struct {
 	// eval.sh, run_instance.log, test_output.txt and report.json.
 	RunDir string
 	// Grade are the grading options (e.g. Parser for a profile's repos).
-	Grade GradeOptions
+	Grade grading.GradeOptions
 	// Progress receives one line per finished run; nil: none.
 	Progress io.Writer
 	// Cache, when set, makes BuilderHook skip an image whose build
@@ -408,7 +409,7 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 	}
 	gopts := r.Grade
 	gopts.Parser = r.parser(t)
-	rep, err := Grade(inst, graded, patch, gopts)
+	rep, err := grading.Grade(inst, graded, patch, gopts)
 	if err != nil {
 		return fail(FailureInfra, "%v", err)
 	}
@@ -420,7 +421,7 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 	if ts := rep.TestsStatus; ts != nil {
 		a.F2P = Counts{Passed: len(ts.FailToPass.Success), Total: len(inst.FailToPass)}
 		a.P2P = Counts{Passed: len(ts.PassToPass.Success), Total: len(inst.PassToPass)}
-		for _, b := range []Bucket{ts.FailToPass, ts.PassToPass} {
+		for _, b := range []grading.Bucket{ts.FailToPass, ts.PassToPass} {
 			for _, s := range b.Success {
 				a.Labels[s] = "pass"
 			}
@@ -476,7 +477,7 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 		}
 		fmt.Fprintf(&b, "Failed to apply patch to container: %s\n", at.Cmd)
 		if i == len(out.Attempts)-1 {
-			fmt.Fprintf(&b, "%s:\n%s\n", ApplyPatchFail, at.Output)
+			fmt.Fprintf(&b, "%s:\n%s\n", grading.ApplyPatchFail, at.Output)
 		}
 	}
 	if !out.Applied {
@@ -487,7 +488,7 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 		fmt.Fprintf(&b, "Test runtime: %.2f seconds (whole in-container script %.2f seconds)\n", out.TestSeconds, out.InContainerSeconds)
 		fmt.Fprintf(&b, "eval.sh exit code: %d\n", out.TestExit)
 		if out.TimedOut {
-			fmt.Fprintf(&b, "%s after %d seconds\n", TestsTimeout, int64(job.Timeout/time.Second))
+			fmt.Fprintf(&b, "%s after %d seconds\n", grading.TestsTimeout, int64(job.Timeout/time.Second))
 		}
 		fmt.Fprintf(&b, "Git diff after:\n%s\n", strings.TrimSpace(out.DiffAfter))
 		if strings.TrimSpace(out.DiffAfter) != strings.TrimSpace(out.DiffBefore) {
