@@ -105,6 +105,12 @@ type Options struct {
 	// lines): built nodes with their digest and pushed ref, failed and
 	// skipped nodes with the error.
 	MetadataFile string
+	// Images binds image keys to existing images, as `docker buildx build
+	// --build-context NAME=docker-image://REF` does: a node whose key is
+	// bound is not built, and its children build FROM the image (a
+	// reference BuildKit pulls for the child's platform, e.g.
+	// REGISTRY/REPO@sha256:...). Keys match with or without ":latest".
+	Images map[string]string
 	// Verify, when set, is called for every instance node right after its
 	// image is solved, inside the node's build session and before the image
 	// is exported or pushed; an error fails the node, so a failed instance
@@ -121,6 +127,8 @@ type VerifyFunc func(ctx context.Context, gc gateway.Client, instanceID, platfor
 // Report is the result of Build: one Result per node, in the order given.
 type Report struct {
 	Results []Result
+	// given are the bound images (Options.Images) by context name.
+	given map[string]string
 }
 
 // Failed counts the nodes that failed or were skipped.
@@ -163,12 +171,25 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 			opts.Insecure = true
 		}
 	}
+	given, err := givenImages(opts.Images)
+	if err != nil {
+		return nil, err
+	}
+	if len(given) > 0 {
+		var kept []*Node
+		for _, n := range nodes {
+			if _, ok := givenRef(given, n.Key); !ok {
+				kept = append(kept, n)
+			}
+		}
+		nodes = kept
+	}
 	logDir := filepath.Join(opts.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -186,6 +207,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	solver.progress = hub
 	s := &scheduler{
 		nodes:   nodes,
+		given:   given,
 		solver:  solver,
 		workers: opts.Workers,
 		openLog: func(n *Node) (io.WriteCloser, string, error) {
@@ -197,7 +219,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	if s.workers <= 0 {
 		s.workers = 2
 	}
-	report := &Report{Results: s.run(ctx)}
+	report := &Report{Results: s.run(ctx), given: given}
 	hub.close()
 
 	var errs []error
@@ -272,7 +294,7 @@ func logName(n *Node) string {
 // failed and skipped nodes with their error.
 func (r *Report) Records() []core.Image {
 	out := []core.Image{}
-	keys := inputKeys(r.nodes())
+	keys := inputKeys(r.nodes(), r.given)
 	for _, res := range r.sorted() {
 		n := res.Node
 		if n.Kind == KindInstance && n.InstanceID == "" {

@@ -343,11 +343,11 @@ func TestInputKeysFollowParents(t *testing.T) {
 			{Key: "env", Kind: KindEnv, Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base"), Context: map[string][]byte{"s.sh": []byte("x")}},
 		}
 	}
-	k1, k2 := inputKeys(mk("FROM scratch")), inputKeys(mk("FROM scratch\nENV A=1"))
+	k1, k2 := inputKeys(mk("FROM scratch"), nil), inputKeys(mk("FROM scratch\nENV A=1"), nil)
 	if k1["env@linux/amd64"] == k2["env@linux/amd64"] {
 		t.Error("changing the parent's Dockerfile did not change the child's key")
 	}
-	if k1["env@linux/amd64"] != inputKeys(mk("FROM scratch"))["env@linux/amd64"] {
+	if k1["env@linux/amd64"] != inputKeys(mk("FROM scratch"), nil)["env@linux/amd64"] {
 		t.Error("input keys are not deterministic")
 	}
 }

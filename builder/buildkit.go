@@ -119,6 +119,7 @@ type bkSolver struct {
 	cacheTo    []bkclient.CacheOptionsEntry
 	progress   *progressHub
 	verify     VerifyFunc
+	given      map[string]string // bound images by context name (Options.Images)
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -210,15 +211,21 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 			}
 			inputs["dockerfile"] = dfDef.ToPB()
 			for j, pk := range c.Parents {
+				cn, err := contextName(pk)
+				if err != nil {
+					return nil, err
+				}
+				if ref, ok := givenRef(s.given, pk); ok {
+					// The frontend resolves and pulls it for the
+					// platform, as for buildx --build-context.
+					attrs["context:"+cn] = "docker-image://" + ref
+					continue
+				}
 				parent, ok := done[pk]
 				if !ok {
 					return nil, fmt.Errorf("parent %s of %s was not solved first", pk, c.ID())
 				}
 				name := fmt.Sprintf("parent%d", j)
-				cn, err := contextName(pk)
-				if err != nil {
-					return nil, err
-				}
 				// An image with no layers (FROM scratch and only
 				// metadata) has no ref: its children start from an
 				// empty directory.

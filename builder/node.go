@@ -80,6 +80,35 @@ func contextName(key string) (string, error) {
 	return strings.TrimSuffix(reference.FamiliarString(named), ":latest"), nil
 }
 
+// givenImages checks Options.Images and keys it by context name.
+func givenImages(images map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(images))
+	for key, ref := range images {
+		cn, err := contextName(key)
+		if err != nil {
+			return nil, fmt.Errorf("bound image: %w", err)
+		}
+		if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+			return nil, fmt.Errorf("image bound to %s: %q is not an image reference: %w", key, ref, err)
+		}
+		out[cn] = ref
+	}
+	return out, nil
+}
+
+// givenRef returns the image bound to key, if any.
+func givenRef(given map[string]string, key string) (string, bool) {
+	if len(given) == 0 {
+		return "", false
+	}
+	cn, err := contextName(key)
+	if err != nil {
+		return "", false
+	}
+	ref, ok := given[cn]
+	return ref, ok
+}
+
 // validateNode checks a node's fields before anything is built; the error
 // names the node and the field.
 func validateNode(n *Node) error {
@@ -143,8 +172,9 @@ func checkContextName(name string) error {
 // inputKeys derives, for every node, a key of its build inputs: platform,
 // Dockerfile, in-memory context (names and bytes), context files (names,
 // sizes and modification times, so a 200 MB tarball is not read) and the
-// keys of its parents. Equal keys mean BuildKit would see the same inputs.
-func inputKeys(nodes []*Node) map[string]string {
+// keys of its parents, or the image bound to a parent (given). Equal keys
+// mean BuildKit would see the same inputs.
+func inputKeys(nodes []*Node, given map[string]string) map[string]string {
 	byID := make(map[string]*Node, len(nodes))
 	for _, n := range nodes {
 		byID[n.ID()] = n
@@ -181,6 +211,10 @@ func inputKeys(nodes []*Node) map[string]string {
 		}
 		for _, pk := range n.Parents {
 			field(pk)
+			if ref, ok := givenRef(given, pk); ok {
+				field("image " + ref)
+				continue
+			}
 			if p, ok := byID[pk+"@"+n.Platform.String()]; ok && depth < len(nodes) {
 				field(key(p, depth+1))
 			}

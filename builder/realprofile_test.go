@@ -387,3 +387,72 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 		wantNetworkFailure(t, got[n.ID()], "load metadata for "+fromImage(t, n.Dockerfile), "registry-1.docker.io")
 	}
 }
+
+// TestBuildFromGivenImage binds a parent key to an image in the registry
+// (Options.Images, build --build-context): the bound node is not built and
+// its child builds FROM the image, on both platforms.
+func TestBuildFromGivenImage(t *testing.T) {
+	host := stackEnv(t, "BUILDKIT_HOST")
+	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	salt := time.Now().UTC().Format(time.RFC3339Nano)
+	repo := reg + "/swebuild-test/given"
+
+	var parents, children []*Node
+	for _, p := range core.AllPlatforms() {
+		key := "swebuild-test.given.base." + p.Arch() + ":latest"
+		parents = append(parents, &Node{Key: key, Kind: KindBase, Platform: p,
+			Dockerfile: []byte("FROM scratch\nCOPY base.txt /\n"), Context: map[string][]byte{"base.txt": []byte(salt + p.Arch())}})
+		children = append(children, &Node{Key: "swebuild-test.given.env." + p.Arch() + ":latest", Kind: KindEnv, Platform: p,
+			Parents: []string{key}, Dockerfile: []byte("FROM --platform=" + p.Dockerfile() + " " + key + "\nCOPY env.txt /\n"),
+			Context: map[string][]byte{"env.txt": []byte(salt)}})
+	}
+	opts := Options{Builders: []BuilderSpec{{Addr: host}}, Workers: 2, RunDir: t.TempDir(), Progress: "quiet", Push: repo}
+	rep, err := Build(ctx, parents, opts)
+	if err != nil {
+		t.Fatalf("building the parents: %v", err)
+	}
+	opts.Images = map[string]string{}
+	for _, res := range rep.Results {
+		// Bound without ":latest", as a user may write it.
+		opts.Images[strings.TrimSuffix(res.Node.Key, ":latest")] = res.Outcome.Ref
+	}
+	opts.RunDir = t.TempDir()
+	// The parents are passed again: bound, they are not rebuilt.
+	rep, err = Build(ctx, append(slices.Clone(parents), children...), opts)
+	if rep == nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	_ = rep.WriteSummary(&sb)
+	t.Logf("\n%s", sb.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(children) {
+		t.Fatalf("%d results, want only the %d children", len(rep.Results), len(children))
+	}
+	for _, res := range rep.Results {
+		var got []string
+		for _, f := range imageFiles(t, res.Outcome.Ref) {
+			got = append(got, strings.TrimSuffix(f, "/"))
+		}
+		slices.Sort(got)
+		if want := []string{"base.txt", "env.txt"}; !slices.Equal(got, want) {
+			t.Errorf("%s: files %v, want %v", res.Node.ID(), got, want)
+		}
+	}
+	recs := rep.Records()
+	keys := inputKeys(children, nil)
+	for _, rec := range recs {
+		if rec.SpecKey == keys[rec.Key+"@"+rec.Platform.String()] {
+			t.Errorf("%s: spec key does not depend on the bound image", rec.Key)
+		}
+	}
+
+	opts.Images = map[string]string{"Not A Key": "x"}
+	if _, err := Build(ctx, children, opts); err == nil || !strings.Contains(err.Error(), "not an image reference") {
+		t.Errorf("a bad binding: %v", err)
+	}
+}

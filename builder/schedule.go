@@ -57,7 +57,10 @@ type Result struct {
 
 // scheduler runs Solver calls over the node graph.
 type scheduler struct {
-	nodes   []*Node
+	nodes []*Node
+	// given are images bound to parent keys (Options.Images): a parent
+	// that is given is not waited for.
+	given   map[string]string
 	solver  Solver
 	workers int
 	// openLog opens the log for a node; nil means io.Discard. The returned
@@ -107,6 +110,9 @@ func (s *scheduler) run(ctx context.Context) []Result {
 			continue
 		}
 		for _, pk := range node.Parents {
+			if _, ok := givenRef(s.given, pk); ok {
+				continue
+			}
 			j, ok := index[pk+"@"+node.Platform.String()]
 			if !ok {
 				results[i].Status = StatusFailed

@@ -38,6 +38,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metadataFile string
 		runDir       string
 		contextDirs  []string
+		buildCtxs    []string
 		verifyGold   bool
 		verifyOpts   verifyBuildFlags
 		pub          publishFlags
@@ -53,6 +54,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&metadataFile, "metadata-file", "", "write the digest of every image per platform to this JSON file")
 	fs.StringVar(&runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
+	fs.StringArrayVar(&buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; repeatable")
 	fs.BoolVar(&verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	verifyOpts.register(fs)
 	pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
@@ -99,6 +101,17 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageErr("--builder: %v", err)
 		}
 		opts.Builders = append(opts.Builders, sp)
+	}
+	for _, v := range buildCtxs {
+		key, src, ok := strings.Cut(v, "=")
+		ref, isImage := strings.CutPrefix(src, "docker-image://")
+		if !ok || key == "" || !isImage || ref == "" {
+			return usageErr("--build-context %q: want KEY=docker-image://REF", v)
+		}
+		if opts.Images == nil {
+			opts.Images = map[string]string{}
+		}
+		opts.Images[key] = ref
 	}
 	for _, v := range cacheFrom {
 		e, err := builder.ParseCacheOption(v)
