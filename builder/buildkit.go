@@ -42,6 +42,15 @@ import (
 // registry even when not publishing), and an oci-layout:// context needs every
 // parent exported to the client and streamed back in.
 //
+// A parent bound to an existing image (Options.Images) is not solved: the
+// child's frontend gets context:<parent>=docker-image://<ref> and pulls it
+// for the child's platform itself.
+//
+// A context or parent that is empty (upstream's base Dockerfiles copy
+// nothing; an image FROM scratch with only metadata has no layers) is still
+// handed over as a real definition (emptyDir): BuildKit rejects a definition
+// with no operations as a nil input.
+//
 // Contexts hold only what the Dockerfile copies: in-memory files become LLB
 // mkfile operations (fixed mode and timestamp, so the same bytes give the same
 // cache key and layer), and files on disk are sent from their directory by a
