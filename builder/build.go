@@ -176,13 +176,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if len(given) > 0 {
-		var kept []*Node
-		for _, n := range nodes {
-			if _, ok := givenRef(given, n.Key); !ok {
-				kept = append(kept, n)
-			}
-		}
-		nodes = kept
+		nodes = withoutGiven(nodes, given)
 	}
 	logDir := filepath.Join(opts.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {

@@ -109,6 +109,45 @@ func givenRef(given map[string]string, key string) (string, bool) {
 	return ref, ok
 }
 
+// withoutGiven drops the nodes bound to given images, then the nodes that
+// were built only for them: a base or env whose children are all gone (a
+// base under a bound env is not needed).
+func withoutGiven(nodes []*Node, given map[string]string) []*Node {
+	gone := map[string]bool{} // node IDs
+	for _, n := range nodes {
+		if _, ok := givenRef(given, n.Key); ok {
+			gone[n.ID()] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		children := map[string]int{} // parent node ID -> children left
+		hadChildren := map[string]bool{}
+		for _, n := range nodes {
+			for _, pk := range n.Parents {
+				id := pk + "@" + n.Platform.String()
+				hadChildren[id] = true
+				if !gone[n.ID()] {
+					children[id]++
+				}
+			}
+		}
+		for _, n := range nodes {
+			if !gone[n.ID()] && n.Kind != KindInstance && hadChildren[n.ID()] && children[n.ID()] == 0 {
+				gone[n.ID()] = true
+				changed = true
+			}
+		}
+	}
+	var kept []*Node
+	for _, n := range nodes {
+		if !gone[n.ID()] {
+			kept = append(kept, n)
+		}
+	}
+	return kept
+}
+
 // validateNode checks a node's fields before anything is built; the error
 // names the node and the field.
 func validateNode(n *Node) error {

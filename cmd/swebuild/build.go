@@ -179,7 +179,11 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		opts.Builders = []builder.BuilderSpec{{Addr: addr}}
 	}
-	fmt.Fprintf(stderr, "swebuild build: %d nodes; logs in %s\n", len(nodes), opts.RunDir)
+	given := ""
+	if len(opts.Images) > 0 {
+		given = " (less those given with --build-context, and the parents only they needed)"
+	}
+	fmt.Fprintf(stderr, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, opts.RunDir)
 	report, err := builder.Build(ctx, nodes, opts)
 	if report != nil {
 		if werr := report.WriteSummary(stdout); werr != nil {
