@@ -158,13 +158,13 @@ func rendered(shared, split, id string) realNodes {
 		if rec == nil {
 			t.Fatalf("%s is not in %s", id, split)
 		}
-		res, err := (&render.Renderer{Tables: tables, Pins: set}).Render(context.Background(), rec, p.Arch())
+		res, err := (&render.Renderer{Tables: tables, Pins: set}).Render(context.Background(), rec, p)
 		if err != nil {
 			t.Fatalf("rendering %s for %s: %v", id, p.Arch(), err)
 		}
 		var out [3]*Node
 		for i, rn := range res.Nodes() {
-			if rn.Platform != p.String() || len(rn.External) > 0 {
+			if rn.Platform != p || len(rn.External) > 0 {
 				t.Fatalf("rendered %s node for %s: platform %s, external files %v", rn.Kind, p, rn.Platform, rn.External)
 			}
 			out[i] = &Node{Key: rn.Key, Kind: string(rn.Kind), Platform: p, Dockerfile: rn.Dockerfile, Context: rn.Files}

@@ -484,7 +484,7 @@ func TestTotalsAndComparison(t *testing.T) {
 	src.manifests["r/b.x86_64.p__q-2"] = Manifest{Digest: "sha256:n2", Config: cfg, Layers: []Blob{base, env, i2}}
 	src.manifests["r/b.x86_64.p__q-3"] = Manifest{Digest: "sha256:n3", Config: cfg, Layers: []Blob{env}}
 
-	ids := []Instance{{"p__q-1", "p/q"}, {"p__q-2", "p/q"}, {"p__q-3", "p/q"}, {"z__z-1", "z/z"}}
+	ids := []Instance{{"p__q-1", "p/q", ""}, {"p__q-2", "p/q", ""}, {"p__q-3", "p/q", ""}, {"z__z-1", "z/z", ""}}
 	specA, _ := ParseSet("r/a.{arch}.{id_1776}")
 	specB, _ := ParseSet("r/b.{arch}.{id}")
 	ctx := context.Background()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
 )
@@ -24,11 +23,11 @@ type ImageFunc func(instanceID, platform string) (string, error)
 func ImagesFromRepo(repo string) ImageFunc {
 	n := manifests.Namer{Repo: repo}
 	return func(id, platform string) (string, error) {
-		arch, ok := spec.ArchOf(platform)
-		if !ok {
+		p, err := core.ParsePlatform(platform)
+		if err != nil {
 			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
 		}
-		return n.ArchRepo(arch, id) + ":" + manifests.LatestTag, nil
+		return n.ArchRepo(p.Arch(), id) + ":" + manifests.LatestTag, nil
 	}
 }
 
@@ -68,12 +67,12 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 	}
 	for i := range insts {
 		inst := insts[i]
-		for _, p := range r.Tables.Platforms(inst.InstanceID) {
+		for _, cp := range r.Tables.Platforms(&inst) {
+			p := cp.String()
 			if len(wanted) > 0 && !wanted[p] {
 				continue
 			}
-			arch, _ := spec.ArchOf(p)
-			res, err := r.Render(ctx, &inst, arch)
+			res, err := r.Render(ctx, &inst, cp)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
 				continue

@@ -84,7 +84,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
 			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
 			"instances (USE_X86) get no arm64 job.", stderr)
-	datasetPath := fs.String("dataset", "", "dataset file (JSONL, JSON array or parquet) to take instance ids from")
+	var ds datasetFlags
+	ds.register(fs)
 	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
 	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
@@ -103,7 +104,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseCIFlags(fs, args); help || err != nil {
 		return err
 	}
-	if (*datasetPath == "") == (*idsPath == "") {
+	if (ds.dataset == "") == (*idsPath == "") {
 		fmt.Fprintln(stderr, "exactly one of --dataset and --ids is required")
 		fs.Usage()
 		return errUsage
@@ -122,11 +123,11 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	var ids []string
-	if *datasetPath != "" {
+	var insts []dataset.Instance
+	if ds.dataset != "" {
 		// Invalid records fail the plan: a nightly must not silently drop
 		// instances. Every problem is listed (file:line: field: message).
-		insts, err := dataset.Load(ctx, *datasetPath, dataset.LoadOptions{Known: tables})
-		if err != nil {
+		if insts, err = ds.open(ctx, tables, stderr); err != nil {
 			return err
 		}
 		for _, in := range insts {
@@ -136,6 +137,16 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
+	// The platform decision (builder/spec) needs each record's repo and
+	// version; an --ids list gives only ids (see spec.Tables.PlatformsByID).
+	byID := tables.PlatformsByID(insts)
+	platformsFor := func(id string) []string {
+		var out []string
+		for _, p := range byID(id) {
+			out = append(out, p.String())
+		}
+		return out
+	}
 	var previous, existing map[ci.Key]core.Image
 	if *ledgerPath != "" {
 		recs, err := ci.ReadLedger(*ledgerPath)
@@ -147,7 +158,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *skipRepo != "" && !*force {
 		var want []ci.Key
 		for _, id := range ids {
-			for _, p := range tables.Platforms(id) {
+			for _, p := range platformsFor(id) {
 				want = append(want, ci.Key{InstanceID: id, Platform: p})
 			}
 		}
@@ -168,7 +179,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Platforms:    *platforms,
 		Shards:       *shards,
 		MaxJobs:      *maxJobs,
-		PlatformsFor: tables.Platforms,
+		PlatformsFor: platformsFor,
 		Runners:      runners,
 		Skip: func(id, p string) bool {
 			_, ok := existing[ci.Key{InstanceID: id, Platform: p}]

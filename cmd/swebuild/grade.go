@@ -22,11 +22,12 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	var (
-		datasetPath, instanceID, logPath, patchPath string
-		parser                                      string
-		gold, wholeLog, statusMap, noPatch          bool
+		ds                                 datasetFlags
+		instanceID, logPath, patchPath     string
+		parser                             string
+		gold, wholeLog, statusMap, noPatch bool
 	)
-	fs.StringVar(&datasetPath, "dataset", "", "dataset file (JSONL, JSON array or parquet) holding the instance and its FAIL_TO_PASS/PASS_TO_PASS labels")
+	ds.register(fs)
 	fs.StringVar(&instanceID, "instance", "", "instance id to grade")
 	fs.StringVar(&logPath, "log", "", "test log to grade (test_output.txt)")
 	fs.StringVar(&patchPath, "patch", "", "the evaluated patch (its content is not graded; it only has to exist)")
@@ -54,7 +55,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr("unexpected arguments: " + strings.Join(fs.Args(), " "))
 	}
 	var missing []string
-	for _, f := range []struct{ name, val string }{{"--dataset", datasetPath}, {"--instance", instanceID}, {"--log", logPath}} {
+	for _, f := range []struct{ name, val string }{{"--dataset", ds.dataset}, {"--instance", instanceID}, {"--log", logPath}} {
 		if f.val == "" {
 			missing = append(missing, f.name)
 		}
@@ -72,7 +73,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr("--patch, --gold and --no-patch exclude each other")
 	}
 
-	inst, err := findInstance(ctx, datasetPath, instanceID, stderr)
+	inst, err := findInstance(ctx, &ds, instanceID, stderr)
 	if err != nil {
 		return err
 	}
@@ -135,8 +136,9 @@ func writeOut(w io.Writer, b []byte) error {
 // findInstance loads the dataset and returns the record of id. Problems in
 // other records are printed as warnings; a problem in the record itself is
 // the error.
-func findInstance(ctx context.Context, path, id string, stderr io.Writer) (dataset.Instance, error) {
-	insts, err := dataset.Load(ctx, path, dataset.LoadOptions{})
+func findInstance(ctx context.Context, ds *datasetFlags, id string, stderr io.Writer) (dataset.Instance, error) {
+	insts, err := ds.open(ctx, nil, stderr)
+	path := ds.source.String()
 	var verr *dataset.ValidationError
 	if err != nil && !errors.As(err, &verr) {
 		return dataset.Instance{}, err

@@ -128,7 +128,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 	n := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, p := range []string{spec.PlatformAMD64, spec.PlatformARM64} {
+		for _, p := range []string{core.AMD64.String(), core.ARM64.String()} {
 			sum, err := r.Verify(context.Background(), byPlatform[p], true, false, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -147,11 +147,11 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 				}
 			}
 		}
-		n += len(byPlatform[spec.PlatformAMD64])
+		n += len(byPlatform[core.AMD64.String()])
 	}
 	b.StopTimer()
-	for _, p := range []string{spec.PlatformAMD64, spec.PlatformARM64} {
-		arch, _ := spec.ArchOf(p)
+	for _, cp := range core.AllPlatforms() {
+		p, arch := cp.String(), cp.Arch()
 		a := sums[p]
 		b.ReportMetric(a.wall/float64(n), arch+"-wall-s/inst")
 		b.ReportMetric(a.test/float64(n), arch+"-test-s/inst")
@@ -162,7 +162,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 		b.ReportMetric((a.inside-a.test)/float64(n), arch+"-in-container-overhead-s/inst")
 		b.ReportMetric((a.wall-a.inside)/float64(n), arch+"-outside-overhead-s/inst")
 	}
-	x, y := sums[spec.PlatformAMD64], sums[spec.PlatformARM64]
+	x, y := sums[core.AMD64.String()], sums[core.ARM64.String()]
 	b.ReportMetric(y.wall/x.wall, "arm64/amd64-wall")
 	b.ReportMetric(y.test/x.test, "arm64/amd64-test")
 }
@@ -172,7 +172,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 func BenchmarkVerifyWorkers(b *testing.B) {
 	var amd []verify.Target
 	for _, t := range benchTargets(b) {
-		if t.Platform == spec.PlatformAMD64 {
+		if t.Platform == core.AMD64.String() {
 			amd = append(amd, t)
 		}
 	}
