@@ -353,15 +353,17 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 	}
 }
 
-// TestOtherLanguageBasesFailAtFirstNetworkAccess builds upstream's base of
-// one real instance per non-Python language (SWE-bench Multilingual), for
-// both platforms: each solve must be accepted and fail pulling its image
-// from docker.io.
+// TestOtherLanguageBasesFailAtFirstNetworkAccess builds the base of one
+// real instance per non-Python language (SWE-bench Multilingual), from
+// upstream's own files and as swebuild renders it from its tables (default
+// pins), for both platforms: each solve must be accepted and fail pulling
+// its image from docker.io.
 func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 	host := stackEnv(t, "BUILDKIT_HOST")
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	const split = "SWE-bench_Multilingual/test"
 	ids := map[string]string{ // language -> instance
 		"c":    "fmtlib__fmt-2310",
 		"go":   "caddyserver__caddy-4774",
@@ -371,20 +373,32 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 		"rb":   "faker-ruby__faker-2970",
 		"rs":   "astral-sh__ruff-15330",
 	}
-	var nodes []*Node
-	for _, lang := range slices.Sorted(maps.Keys(ids)) {
-		dir := filepath.Join(shared, "upstream-v4.1.0-multilingual", "instances", ids[lang])
-		for _, p := range core.AllPlatforms() {
-			base, _, _ := fromUpstream(dir)(t, p)
-			if !strings.Contains(base.Key, "."+lang+".") {
-				t.Fatalf("%s: base key %s is not a %s base", ids[lang], base.Key, lang)
-			}
-			nodes = append(nodes, base)
-		}
+	profiles := []struct {
+		name  string
+		nodes func(id string) realNodes
+	}{
+		{"upstream files, pins none", func(id string) realNodes {
+			return fromUpstream(filepath.Join(shared, "upstream-v4.1.0-multilingual", "instances", id))
+		}},
+		{"rendered, default pins", func(id string) realNodes { return rendered(shared, split, id) }},
 	}
-	got := buildAll(t, ctx, host, nodes)
-	for _, n := range nodes {
-		wantNetworkFailure(t, got[n.ID()], "load metadata for "+fromImage(t, n.Dockerfile), "registry-1.docker.io")
+	for _, prof := range profiles {
+		t.Run(prof.name, func(t *testing.T) {
+			var nodes []*Node
+			for _, lang := range slices.Sorted(maps.Keys(ids)) {
+				for _, p := range core.AllPlatforms() {
+					base, _, _ := prof.nodes(ids[lang])(t, p)
+					if !strings.Contains(base.Key, "."+lang+".") {
+						t.Fatalf("%s: base key %s is not a %s base", ids[lang], base.Key, lang)
+					}
+					nodes = append(nodes, base)
+				}
+			}
+			got := buildAll(t, ctx, host, nodes)
+			for _, n := range nodes {
+				wantNetworkFailure(t, got[n.ID()], "load metadata for "+fromImage(t, n.Dockerfile), "registry-1.docker.io")
+			}
+		})
 	}
 }
 
