@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -60,13 +61,13 @@ type Remote struct {
 }
 
 // NewRemote returns a Remote with swebuild's registry credentials
-// (registry.Keychain: env SWEBUILD_REGISTRY_AUTH, then the Docker config and
-// its helpers). A nil transport means a go-retryablehttp transport that
+// (registry.Keychain: env SWEBUILD_REGISTRY_AUTH, scoped REGISTRY=USER:PASSWORD
+// entries only, then the Docker config and its helpers). A nil transport means a go-retryablehttp transport that
 // retries connection errors, 429 and 5xx with backoff, honouring
 // Retry-After; ggcr's own retry is then turned off so a request is not
 // retried twice over.
 func NewRemote(rt http.RoundTripper) (*Remote, error) {
-	kc, err := registry.Keychain(registry.DefaultAuthEnv)
+	kc, err := registry.Keychain(os.Getenv(registry.DefaultAuthEnv), "")
 	if err != nil {
 		return nil, fmt.Errorf("registry credentials: %w", err)
 	}

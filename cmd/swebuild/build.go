@@ -37,6 +37,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metadataFile string
 		runDir       string
 		contextDirs  []string
+		buildCtxs    []string
 		verifyGold   bool
 		verifyOpts   verifyBuildFlags
 		pub          publishFlags
@@ -52,6 +53,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&metadataFile, "metadata-file", "", "write the digest of every image per platform to this JSON file")
 	fs.StringVar(&runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
+	fs.StringArrayVar(&buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; repeatable")
 	fs.BoolVar(&verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	verifyOpts.register(fs)
 	pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
@@ -95,12 +97,28 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if pub.repo != "" && push == "" {
 		return usageErr("--publish needs --push: the images are published from the registry they were pushed to")
 	}
+	switch progress {
+	case "auto", "tty", "plain", "rawjson", "quiet":
+	default:
+		return usageErr("--progress %q: want auto, tty, plain, rawjson or quiet", progress)
+	}
 	for _, b := range builders {
 		sp, err := builder.ParseBuilder(b)
 		if err != nil {
-			return usageErr("%v", err)
+			return usageErr("--builder: %v", err)
 		}
 		opts.Builders = append(opts.Builders, sp)
+	}
+	for _, v := range buildCtxs {
+		key, src, ok := strings.Cut(v, "=")
+		ref, isImage := strings.CutPrefix(src, "docker-image://")
+		if !ok || key == "" || !isImage || ref == "" {
+			return usageErr("--build-context %q: want KEY=docker-image://REF", v)
+		}
+		if opts.Images == nil {
+			opts.Images = map[string]string{}
+		}
+		opts.Images[key] = ref
 	}
 	for _, v := range cacheFrom {
 		e, err := builder.ParseCacheOption(v)
@@ -161,7 +179,18 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opts.Verify = verified.hook
 		problems = append(problems, verified.problems...)
 	}
-	fmt.Fprintf(stderr, "swebuild build: %d nodes; logs in %s\n", len(nodes), opts.RunDir)
+	if len(opts.Builders) == 0 {
+		addr := os.Getenv("BUILDKIT_HOST")
+		if addr == "" {
+			return errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+		}
+		opts.Builders = []builder.BuilderSpec{{Addr: addr}}
+	}
+	given := ""
+	if len(opts.Images) > 0 {
+		given = " (less those given with --build-context, and the parents only they needed)"
+	}
+	fmt.Fprintf(stderr, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, opts.RunDir)
 	report, err := builder.Build(ctx, nodes, opts)
 	if report != nil {
 		if werr := report.WriteSummary(stdout); werr != nil {
@@ -211,7 +240,7 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 			n := &builder.Node{
 				Key:        pn.Key,
 				Kind:       string(pn.Kind),
-				Platform:   pn.Platform.String(),
+				Platform:   pn.Platform,
 				Dockerfile: b.Dockerfile,
 				Context:    b.Files,
 				X86Only:    len(pn.Instances) > 0,
@@ -224,10 +253,6 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 			if pn.Parent != "" {
 				n.Parents = []string{pn.Parent}
 			}
-			if pn.Kind == render.KindInstance && len(pn.Instances) == 1 {
-				n.InstanceID = pn.Instances[0]
-				n.BaseCommit = commits[n.InstanceID]
-			}
 			for _, name := range b.External {
 				path, err := findContextFile(name, contextDirs)
 				if err != nil {
@@ -238,7 +263,18 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 				}
 				n.ContextFiles[name] = path
 			}
-			nodes = append(nodes, n)
+			if pn.Kind != render.KindInstance {
+				nodes = append(nodes, n)
+				continue
+			}
+			// One node per instance: when two instances share one
+			// image key (ids differing only in case), the builder
+			// sees both and builds neither.
+			for _, id := range pn.Instances {
+				c := *n
+				c.InstanceID, c.BaseCommit = id, commits[id]
+				nodes = append(nodes, &c)
+			}
 		}
 	}
 	return nodes, nil

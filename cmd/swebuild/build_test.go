@@ -56,7 +56,7 @@ func TestBuildNodesX86Only(t *testing.T) {
 		}
 		for _, n := range nodes {
 			for _, pk := range n.Parents {
-				if !byID[pk+"@"+n.Platform] {
+				if !byID[pk+"@"+n.Platform.String()] {
 					t.Errorf("%s: parent %s not among the nodes", n.ID(), pk)
 				}
 			}
@@ -93,10 +93,11 @@ func TestBuildCLIErrors(t *testing.T) {
 		{args: []string{"--dataset", ds, "--builder", "linux/amd64="}, wantUsage: true, want: "empty address"},
 		{args: []string{"--dataset", ds, "--cache-to", "mode=max"}, wantUsage: true, want: "type= is required"},
 		{args: []string{"--dataset", ds, "--workers", "0"}, wantUsage: true, want: "--workers 0"},
+		{args: []string{"--dataset", ds, "--build-context", "sweb.base.py.x86_64=oci-layout:///x"}, wantUsage: true, want: "want KEY=docker-image://REF"},
 		{args: []string{"--dataset", ds, "--publish", "127.0.0.1:5000/x"}, wantUsage: true, want: "--publish needs --push"},
 		{args: []string{"--instance", "x"}, wantUsage: true, want: "--dataset is required"},
 		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir()}, want: "no builder"},
-		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir(), "--progress", "fancy"}, want: `--progress "fancy"`},
+		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir(), "--progress", "fancy"}, wantUsage: true, want: `--progress "fancy"`},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer

@@ -60,7 +60,7 @@ func TestRootfsContents(t *testing.T) {
 	const pyc = "./usr/lib/python3/dist-packages/_pytest/__pycache__/main.cpython-311.pyc"
 	for _, flavour := range rootfsFlavours {
 		for _, arch := range rootfsArches {
-			name := RootfsTarName(flavour, arch)
+			name := RootfsFlavourTarName(flavour, arch)
 			t.Run(name, func(t *testing.T) {
 				want := map[string]bool{"./etc/passwd": true, "./etc/group": true, "./etc/shadow": true,
 					"./etc/ld.so.cache": true, "./var/lib/dpkg/status": true, "./etc/timezone": true, pyc: true}

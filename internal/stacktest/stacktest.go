@@ -84,9 +84,13 @@ var (
 	rootfsFlavours = []string{"py", "js"}
 )
 
-// RootfsTarName is the file name of the rootfs tarball of a flavour ("py",
-// "js") for a TARGETARCH, as scripts/fixture.sh names it.
-func RootfsTarName(flavour, arch string) string {
+// RootfsTarName is the file name of the Python flavour's rootfs tarball (bash,
+// git, python3 with pytest) for a TARGETARCH.
+func RootfsTarName(arch string) string { return RootfsFlavourTarName("py", arch) }
+
+// RootfsFlavourTarName is the file name of the rootfs tarball of a flavour
+// ("py", "js") for a TARGETARCH, as scripts/fixture.sh names it.
+func RootfsFlavourTarName(flavour, arch string) string {
 	if flavour == "py" {
 		return "rootfs-" + arch + ".tar"
 	}
@@ -105,7 +109,7 @@ func Rootfs(t testing.TB) string {
 	dir := filepath.Join(cache, "rootfs")
 	for _, flavour := range rootfsFlavours {
 		for _, arch := range rootfsArches {
-			p := filepath.Join(dir, RootfsTarName(flavour, arch))
+			p := filepath.Join(dir, RootfsFlavourTarName(flavour, arch))
 			if _, err := os.Stat(p); err != nil {
 				missing(t, "fixture rootfs %s: %v (build it with scripts/fixture.sh rootfs)", p, err)
 				return dir
