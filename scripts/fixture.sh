@@ -173,8 +173,10 @@ unpack_rootfs() {
 		done
 	EOF
 	chmod +x "$work/link-debs"
+	# usr-is-merged by name: the merged-/usr hook records a placeholder of it
+	# that would otherwise satisfy init-system-helpers' dependency.
 	local pkgs
-	pkgs=$(rootfs_packages "$flavour")
+	pkgs=usr-is-merged,$(rootfs_packages "$flavour")
 	# The system PATH: mmdebstrap's helpers must not meet a pyenv or other
 	# interpreter shims first.
 	PATH=/usr/sbin:/usr/bin:/sbin:/bin FIXTURE_PACKAGES_OUT=$work/packages FIXTURE_DEB_CACHE=$cache \
@@ -228,10 +230,15 @@ configure_rootfs() {
 	chmod 0644 "$r/etc/passwd" "$r/etc/group"
 	chmod 0640 "$r/etc/shadow" "$r/etc/gshadow"
 	chgrp 42 "$r/etc/shadow" "$r/etc/gshadow" # shadow
-	# libc-bin: the name service switch; base-files: the first-install defaults.
+	# libc-bin: the name service switch; base-files and readline-common: the
+	# first-install defaults; login and libpam-modules: empty files.
 	cp -p "$r/usr/share/libc-bin/nsswitch.conf" "$r/etc/nsswitch.conf"
-	for f in dot.profile:root/.profile dot.bashrc:root/.bashrc profile:etc/profile motd:etc/motd; do
-		[ -e "$r/${f#*:}" ] || cp -p "$r/usr/share/base-files/${f%%:*}" "$r/${f#*:}"
+	for f in base-files/dot.profile:root/.profile base-files/dot.bashrc:root/.bashrc \
+		base-files/profile:etc/profile base-files/motd:etc/motd readline/inputrc:etc/inputrc; do
+		[ -e "$r/${f#*:}" ] || [ ! -e "$r/usr/share/${f%%:*}" ] || cp -p "$r/usr/share/${f%%:*}" "$r/${f#*:}"
+	done
+	for f in etc/environment etc/subuid etc/subgid; do
+		[ -e "$r/$f" ] || : >"$r/$f"
 	done
 	[ -e "$r/etc/dpkg/origins/default" ] || ln -s debian "$r/etc/dpkg/origins/default"
 	mkdir -p "$r/mnt" "$r/srv" "$r/opt" "$r/etc/opt" "$r/var/opt" "$r/media" "$r/var/mail" \
@@ -260,6 +267,11 @@ configure_rootfs() {
 	[ -e "$r/usr/bin/more" ] && "${alt[@]}" /usr/bin/pager pager /usr/bin/more 50
 	[ -e "$r/usr/sbin/rmt-tar" ] && "${alt[@]}" /usr/sbin/rmt rmt /usr/sbin/rmt-tar 50
 	write_dpkg_status "$r" "$work/packages" "$debs"
+	# python3.X-minimal: the site directory for local installs.
+	for f in "$r"/usr/lib/python3.*/; do
+		f=${f%/}
+		[ -d "$f" ] && mkdir -p "$r/usr/local/lib/${f##*/}/dist-packages"
+	done
 	compile_python "$r"
 	# libc-bin's trigger: the dynamic loader cache over the multiarch library
 	# directories (/etc/ld.so.conf.d). The host's ldconfig does not read
@@ -268,8 +280,10 @@ configure_rootfs() {
 }
 
 # write_dpkg_status ROOT LIST DEBS: dpkg's database says the unpacked packages
-# are installed (their control fields, in name order), so dpkg -l and apt see
-# them. Their file lists are not recorded (dpkg -L knows no files).
+# are installed (their control fields, in name order; this replaces the
+# placeholder usr-is-merged of mmdebstrap's merged-/usr hook with the real
+# one), so dpkg -l and apt see them. Their file lists are not recorded (dpkg -L
+# knows no files).
 write_dpkg_status() {
 	local r=$1 list=$2 debs=$3 name version arch deb
 	while read -r name version arch; do
@@ -618,7 +632,7 @@ repos) shift; cmd_repos "$@" ;;
 commits) shift; cmd_commits "$@" ;;
 dataset) shift; cmd_dataset "$@" ;;
 *)
-	echo "usage: $0 rootfs [amd64|arm64|all] | repos DIR | dataset [OUT] | commits DIR" >&2
+	echo "usage: $0 rootfs [amd64|arm64|all] [py|js|all] | repos DIR | dataset [OUT] | commits DIR" >&2
 	exit 2
 	;;
 esac

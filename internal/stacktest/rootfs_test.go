@@ -101,10 +101,13 @@ func TestRootfsContents(t *testing.T) {
 				}
 				status := string(file("./var/lib/dpkg/status"))
 				toolchain := map[string][]string{"py": {"python3", "python3-venv", "python3-pytest", "git", "patch"}, "js": {"nodejs", "git", "patch"}}[flavour]
-				for _, pkg := range append([]string{"base-files", "libc6", "bash"}, toolchain...) {
+				for _, pkg := range append([]string{"base-files", "libc6", "bash", "usr-is-merged"}, toolchain...) {
 					if !strings.Contains(status, "Package: "+pkg+"\nStatus: install ok installed\n") {
 						t.Errorf("dpkg status does not list %s as installed", pkg)
 					}
+				}
+				if strings.Contains(status, "mmdebstrap") {
+					t.Errorf("dpkg status still holds mmdebstrap's placeholder usr-is-merged")
 				}
 				if flavour == "py" {
 					// PEP 552 header: magic, then flags 0b11 = hash-based, checked.
