@@ -101,10 +101,6 @@ type Options struct {
 	ProgressOut io.Writer
 	// RunDir receives one log file per node under logs/ (required).
 	RunDir string
-	// MetadataFile, when set, receives one core.Image record per node (JSON
-	// lines): built nodes with their digest and pushed ref, failed and
-	// skipped nodes with the error.
-	MetadataFile string
 	// Images binds image keys to existing images, as `docker buildx build
 	// --build-context NAME=docker-image://REF` does: a node whose key is
 	// bound is not built, and its children build FROM the image (a
@@ -217,11 +213,6 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	hub.close()
 
 	var errs []error
-	if opts.MetadataFile != "" {
-		if err := core.WriteFile(opts.MetadataFile, report.Records()); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if n := report.Failed(); n > 0 {
 		errs = append(errs, fmt.Errorf("%d of %d nodes failed", n, len(report.Results)))
 	}

@@ -98,8 +98,7 @@ func TestBuildKitGraph(t *testing.T) {
 	plats := core.AllPlatforms()
 	salt := time.Now().Format(time.RFC3339Nano) // a cold first run
 	nodes := tinyGraph(t, plats, salt)
-	opts := Options{Builders: []BuilderSpec{{Addr: host}}, Workers: 3, RunDir: t.TempDir(), Progress: "quiet",
-		MetadataFile: filepath.Join(t.TempDir(), "metadata.json")}
+	opts := Options{Builders: []BuilderSpec{{Addr: host}}, Workers: 3, RunDir: t.TempDir(), Progress: "quiet"}
 	if reg != "" {
 		opts.Push = reg + "/swebuild-test/build"
 	}

@@ -281,6 +281,33 @@ func (c *Client) Image(ctx context.Context, ref name.Reference) (v1.Image, error
 	return img, nil
 }
 
+// Get fetches the manifest or index ref names with one GET.
+func (c *Client) Get(ctx context.Context, ref name.Reference) (*remote.Descriptor, error) {
+	e, err := c.registryEntry(ctx, ref.Context())
+	if err != nil {
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
+	}
+	d, err := remote.Get(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
+	}
+	return d, nil
+}
+
+// Layer returns the blob d names, fetched lazily: Compressed opens one
+// streamed GET.
+func (c *Client) Layer(ctx context.Context, d name.Digest) (v1.Layer, error) {
+	e, err := c.registryEntry(ctx, d.Context())
+	if err != nil {
+		return nil, fmt.Errorf("opening blob %s: %w", d, err)
+	}
+	l, err := remote.Layer(d, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, fmt.Errorf("opening blob %s: %w", d, err)
+	}
+	return l, nil
+}
+
 // Upload makes sure blob l is in repo with go-containerregistry's pusher:
 // a HEAD by digest, then, for a *remote.MountableLayer naming a repository
 // of the same registry, a cross-repository mount, and only when neither

@@ -89,12 +89,12 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// publish pushes the instance images of recs and writes their indexes;
-// metadataFile locates the default ledger.
-func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
-	ledgerPath := f.ledgerPath
-	if ledgerPath == "" {
-		ledgerPath = filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl")
+// options turns the flags into a publish run's options; ledgerPath is used
+// when --ledger is not given (empty: the pipeline's default). The
+// credentials variable is read here, once.
+func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (publish.RunOptions, error) {
+	if f.ledgerPath != "" {
+		ledgerPath = f.ledgerPath
 	}
 	rps := f.maxRPS
 	switch {
@@ -105,11 +105,11 @@ func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataF
 	}
 	dest, err := registry.RegistryOf(f.repo)
 	if err != nil {
-		return fmt.Errorf("repository prefix: %w", err)
+		return publish.RunOptions{}, fmt.Errorf("repository prefix: %w", err)
 	}
 	kc, err := registry.Keychain(os.Getenv(f.authEnv), dest)
 	if err != nil {
-		return fmt.Errorf("$%s: %w", f.authEnv, err)
+		return publish.RunOptions{}, fmt.Errorf("$%s: %w", f.authEnv, err)
 	}
 	var logf func(string, ...any)
 	if f.debug {
@@ -117,8 +117,7 @@ func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataF
 			fmt.Fprintf(stderr, "debug: "+format+"\n", a...)
 		}
 	}
-	start := time.Now()
-	sum, err := publish.Run(ctx, recs, publish.RunOptions{
+	return publish.RunOptions{
 		Options: publish.Options{
 			Repo:                 f.repo,
 			KeepDoubleUnderscore: f.keepUU,
@@ -131,9 +130,20 @@ func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataF
 		LedgerPath: ledgerPath,
 		Registry:   registry.Options{MaxRPS: rps, Concurrency: f.concurrency, Keychain: kc, InsecureRegistries: f.insecure, Logf: logf},
 		Warnings:   stderr,
-	})
+	}, nil
+}
+
+// publish pushes the instance images of recs and writes their indexes;
+// metadataFile locates the default ledger.
+func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
+	opts, err := f.options(filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl"), stdout, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	sum, err := publish.Run(ctx, recs, opts)
 	if sum != nil {
-		fmt.Fprintf(stdout, "\n%sledger:    %s\nelapsed:   %s\n", sum.String(), ledgerPath, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "\n%sledger:    %s\nelapsed:   %s\n", sum.String(), opts.LedgerPath, time.Since(start).Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
