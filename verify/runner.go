@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,13 +19,19 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
-// Run modes (Result.Mode); a predictions run uses the model's name.
+// Run modes (Result.Mode).
 const (
-	ModeGold    = "gold"
+	// ModeGold runs the dataset record's gold patch.
+	ModeGold = "gold"
+	// ModeControl runs no patch at all: the tests must fail.
 	ModeControl = "control"
+	// ModePredictions runs a predictions file's patch; Result.Model is
+	// the file's model_name_or_path.
+	ModePredictions = "predictions"
 )
 
 // Target is one instance image to verify on one platform.
@@ -58,8 +66,11 @@ type Runner struct {
 	// Repeat runs each (instance, platform, mode) this many times (default 1)
 	// and flags tests whose results differ.
 	Repeat int
-	// RunDir receives <mode>/<instance>/<arch>[/run-<k>]/ with patch.diff,
-	// eval.sh, run_instance.log, test_output.txt and report.json.
+	// RunDir receives gold/, control/ and predictions/<model>/, each
+	// holding <instance>/<arch>[/run-<k>]/ with patch.diff, eval.sh,
+	// run_instance.log, test_output.txt and report.json. Model names and
+	// instance ids are data, not paths: each becomes one path element
+	// inside RunDir (PathName).
 	RunDir string
 	// Grade are the grading options (e.g. Parser for a profile's repos).
 	Grade GradeOptions
@@ -80,10 +91,11 @@ type Runner struct {
 	mu sync.Mutex
 }
 
-// runSpec is one (target, mode) to run Repeat times.
+// runSpec is one (target, mode, model) to run Repeat times.
 type runSpec struct {
 	t         Target
 	mode      string
+	model     string
 	patch     *string
 	skipApply bool
 }
@@ -108,7 +120,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 			specs = append(specs, runSpec{t: t, mode: ModeGold, patch: &p})
 		}
 		if pr, ok := preds[t.Instance.InstanceID]; ok {
-			specs = append(specs, runSpec{t: t, mode: pr.Model, patch: pr.Patch})
+			specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
 		}
 		if control {
 			empty := ""
@@ -128,8 +140,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				s := specs[j.s]
-				attempts[j.s][j.k] = r.runOne(ctx, s.t, s.mode, s.patch, s.skipApply, j.k+1, repeat, nil)
+				attempts[j.s][j.k] = r.runOne(ctx, specs[j.s], j.k+1, repeat, nil)
 			}
 		}()
 	}
@@ -144,7 +155,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	wg.Wait()
 	sum := &Summary{}
 	for i, s := range specs {
-		sum.Results = append(sum.Results, aggregate(s.t, s.mode, attempts[i]))
+		sum.Results = append(sum.Results, aggregate(s.t, s.mode, s.model, attempts[i]))
 	}
 	sum.link()
 	return sum, nil
@@ -187,8 +198,8 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 		if r.hookEngine != nil {
 			engine = r.hookEngine(gc, image)
 		}
-		a := r.runOne(ctx, t, ModeGold, &p, false, 1, 1, engine)
-		res := aggregate(t, ModeGold, []Attempt{a})
+		a := r.runOne(ctx, runSpec{t: t, mode: ModeGold, patch: &p}, 1, 1, engine)
+		res := aggregate(t, ModeGold, "", []Attempt{a})
 		r.mu.Lock()
 		sum.Results = append(sum.Results, res)
 		r.mu.Unlock()
@@ -243,8 +254,8 @@ func (r *Runner) cached(t Target, key string) (Result, bool) {
 		Resolved: true, F2P: rec.F2P, P2P: rec.P2P, TestSeconds: rec.TestSeconds,
 		Dir: rec.Dir, Cached: true, CacheKey: key, Runs: []Attempt{},
 	}
-	dir := r.runDir(t, ModeGold, 1, 1)
-	if b, err := json.MarshalIndent(rec, "", "  "); err == nil && os.MkdirAll(dir, 0o755) == nil {
+	dir, derr := r.runDir(t, ModeGold, "", 1, 1)
+	if b, err := json.MarshalIndent(rec, "", "  "); err == nil && derr == nil && os.MkdirAll(dir, 0o755) == nil {
 		if os.WriteFile(filepath.Join(dir, "cached.json"), append(b, '\n'), 0o644) == nil {
 			res.Dir = dir
 		}
@@ -300,36 +311,88 @@ func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	return RunInGateway(ctx, g.gc, g.image, job)
 }
 
-// runDir is where one attempt's files go.
-func (r *Runner) runDir(t Target, mode string, k, repeat int) string {
-	arch := archName(t.Platform)
-	d := filepath.Join(r.RunDir, safeName(mode), safeName(t.Instance.InstanceID), arch)
+// runDir is where one attempt's files go: always inside RunDir, whatever the
+// instance id and model name hold.
+func (r *Runner) runDir(t Target, mode, model string, k, repeat int) (string, error) {
+	arch, err := archName(t.Platform)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	switch mode {
+	case ModeGold, ModeControl:
+		parts = []string{mode}
+	case ModePredictions:
+		parts = []string{ModePredictions, PathName(model)}
+	default:
+		return "", fmt.Errorf("unknown run mode %q", mode)
+	}
+	parts = append(parts, PathName(t.Instance.InstanceID), arch)
 	if repeat > 1 {
-		d = filepath.Join(d, "run-"+strconv.Itoa(k))
+		parts = append(parts, "run-"+strconv.Itoa(k))
 	}
-	return d
+	rel := filepath.Join(parts...)
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("run directory %q would not be inside the run directory", rel)
+	}
+	return filepath.Join(r.RunDir, rel), nil
 }
 
-func safeName(s string) string {
-	return strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(s)
+// PathName maps s (a model name, an instance id: data) to one path element
+// that stays where it is joined: s itself when it is a plain name (letters,
+// digits, '.', '_', '-'; not starting with '.'; at most 100 bytes), else a
+// readable slug of it followed by '+' and 12 hex digits of its SHA-256.
+// Plain names never contain '+', so a slug never equals a plain name, and
+// two different strings get two different elements.
+func PathName(s string) string {
+	if plainName(s) {
+		return s
+	}
+	slug := []byte(s)
+	for i, c := range slug {
+		if !plainByte(c) || (i == 0 && c == '.') {
+			slug[i] = '_'
+		}
+	}
+	if len(slug) > 64 {
+		slug = slug[:64]
+	}
+	sum := sha256.Sum256([]byte(s))
+	return string(slug) + "+" + hex.EncodeToString(sum[:6])
 }
 
-func archName(platform string) string {
-	switch platform {
-	case "linux/amd64":
-		return "x86_64"
-	case "linux/arm64", "linux/arm64/v8":
-		return "arm64"
+func plainName(s string) bool {
+	if s == "" || len(s) > 100 || s[0] == '.' {
+		return false
 	}
-	return safeName(platform)
+	for i := 0; i < len(s); i++ {
+		if !plainByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// archName is the upstream arch name of a platform, for run directories.
+func archName(p string) (string, error) {
+	pl, err := core.ParsePlatform(p)
+	if err != nil {
+		return "", err
+	}
+	return pl.Arch(), nil
 }
 
 // runOne runs one attempt with engine (r.Engine when nil), writes its files
 // and grades it. Seconds is the wall time of all of it: container run,
 // files, grading.
-func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
+func (r *Runner) runOne(ctx context.Context, s runSpec, k, repeat int, engine Engine) Attempt {
+	t, mode := s.t, s.label()
 	begin := time.Now()
-	a := r.attempt(ctx, t, mode, patch, skipApply, k, repeat, engine)
+	a := r.attempt(ctx, s, k, repeat, engine)
 	a.Seconds = time.Since(begin).Seconds()
 	verdict := "resolved"
 	if !a.Resolved {
@@ -345,17 +408,31 @@ func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *strin
 	return a
 }
 
-func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
+// label names the run in progress lines: gold, control, or the model.
+func (s runSpec) label() string {
+	if s.mode == ModePredictions {
+		return fmt.Sprintf("model %q", s.model)
+	}
+	return s.mode
+}
+
+func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine Engine) Attempt {
 	if engine == nil {
 		engine = r.Engine
 	}
+	t, mode, patch, skipApply := s.t, s.mode, s.patch, s.skipApply
 	inst := t.Instance
-	a := Attempt{Run: k, Dir: r.runDir(t, mode, k, repeat)}
+	a := Attempt{Run: k}
 	fail := func(class, format string, args ...any) Attempt {
 		a.Failure = class
 		a.Error = fmt.Sprintf(format, args...)
 		return a
 	}
+	dir, err := r.runDir(t, s.mode, s.model, k, repeat)
+	if err != nil {
+		return fail(FailureInfra, "%v", err)
+	}
+	a.Dir = dir
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
 		return fail(FailureInfra, "creating %s: %v", a.Dir, err)
 	}
@@ -376,7 +453,7 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 	job := Job{
 		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: skipApply,
 		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout,
-		Nonce: fmt.Sprintf("%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, k, time.Now().UnixNano()),
+		Nonce: fmt.Sprintf("%s/%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, PathName(s.model), k, time.Now().UnixNano()),
 	}
 	out, err := engine.Run(ctx, job)
 	if err != nil {

@@ -53,12 +53,14 @@ type Attempt struct {
 	Labels map[string]string `json:"-"`
 }
 
-// Result is one (instance, platform, mode) over its repeats.
+// Result is one (instance, platform, mode, model) over its repeats.
 type Result struct {
 	InstanceID string `json:"instance_id"`
 	Platform   string `json:"platform"`
-	// Mode is gold, control or a model's name.
+	// Mode is gold, control or predictions.
 	Mode string `json:"mode"`
+	// Model is a predictions run's model_name_or_path, as the file has it.
+	Model string `json:"model,omitempty"`
 	// Resolved: every run resolved.
 	Resolved bool   `json:"resolved"`
 	F2P      Counts `json:"fail_to_pass"`
@@ -87,7 +89,16 @@ type Result struct {
 }
 
 // Key identifies a result across summaries.
-func (r Result) Key() string { return r.InstanceID + "@" + r.Platform + "#" + r.Mode }
+func (r Result) Key() string {
+	k := r.InstanceID + "@" + r.Platform + "#" + r.Mode
+	if r.Mode == ModePredictions {
+		k += "#" + r.Model
+	}
+	return k
+}
+
+// Label names the patch a result ran: gold, control, or the model (quoted).
+func (r Result) Label() string { return runSpec{mode: r.Mode, model: r.Model}.label() }
 
 // OK reports whether the result is what verification wants: a gold run
 // resolved with a clean history and tests that discriminate; a control run
@@ -131,9 +142,9 @@ func (r Result) Why() string {
 	return strings.Join(parts, "; ")
 }
 
-// aggregate folds the attempts of one (target, mode).
-func aggregate(t Target, mode string, runs []Attempt) Result {
-	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Runs: runs, Resolved: len(runs) > 0}
+// aggregate folds the attempts of one (target, mode, model).
+func aggregate(t Target, mode, model string, runs []Attempt) Result {
+	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Runs: runs, Resolved: len(runs) > 0}
 	if len(runs) > 0 {
 		res.F2P, res.P2P, res.Dir, res.Leak = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak
 	}
@@ -229,6 +240,7 @@ type Regression struct {
 	InstanceID string `json:"instance_id"`
 	Platform   string `json:"platform"`
 	Mode       string `json:"mode"`
+	Model      string `json:"model,omitempty"`
 	Now        string `json:"now"`
 }
 
@@ -250,7 +262,7 @@ func (s *Summary) Regressions(base *Summary) []Regression {
 		if !ok || !b.Resolved || r.Resolved {
 			continue
 		}
-		out = append(out, Regression{InstanceID: r.InstanceID, Platform: r.Platform, Mode: r.Mode, Now: r.Why()})
+		out = append(out, Regression{InstanceID: r.InstanceID, Platform: r.Platform, Mode: r.Mode, Model: r.Model, Now: r.Why()})
 	}
 	return out
 }
@@ -297,6 +309,17 @@ func ReadSummary(path string) (*Summary, error) {
 		if r.InstanceID == "" || r.Platform == "" || r.Mode == "" {
 			return nil, fmt.Errorf("reading summary %s: results[%d]: instance_id, platform and mode are required", path, i)
 		}
+		switch r.Mode {
+		case ModeGold, ModeControl:
+		case ModePredictions:
+			if r.Model == "" {
+				return nil, fmt.Errorf("reading summary %s: results[%d]: model is required for a predictions result", path, i)
+			}
+		default:
+			// Summaries before the predictions mode had the model's
+			// name as the mode.
+			s.Results[i].Mode, s.Results[i].Model = ModePredictions, r.Mode
+		}
 	}
 	return &s, nil
 }
@@ -305,7 +328,7 @@ func ReadSummary(path string) (*Summary, error) {
 // result, then the failures with their reasons.
 func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 	for _, r := range regressions {
-		fmt.Fprintf(w, "REGRESSION %s %s %s: resolved in the baseline, now: %s\n", r.InstanceID, r.Platform, r.Mode, r.Now)
+		fmt.Fprintf(w, "REGRESSION %s %s %s: resolved in the baseline, now: %s\n", r.InstanceID, r.Platform, runSpec{mode: r.Mode, model: r.Model}.label(), r.Now)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tPLATFORM\tMODE\tRESOLVED\tF2P\tP2P\tSECONDS\tTEST_SECONDS\tRUNS\tRESULT")
@@ -321,7 +344,7 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 		} else if r.Cached {
 			verdict = "ok (cached)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Mode, r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Label(), r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing summary: %w", err)
@@ -329,7 +352,7 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 	failed := s.Failed()
 	fmt.Fprintf(w, "%d results: %d ok, %d failed\n", len(s.Results), len(s.Results)-len(failed), len(failed))
 	for _, r := range failed {
-		if _, err := fmt.Fprintf(w, "%s %s %s: %s (logs: %s)\n", r.InstanceID, r.Platform, r.Mode, r.Why(), r.Dir); err != nil {
+		if _, err := fmt.Fprintf(w, "%s %s %s: %s (logs: %s)\n", r.InstanceID, r.Platform, r.Label(), r.Why(), r.Dir); err != nil {
 			return fmt.Errorf("writing summary: %w", err)
 		}
 	}

@@ -41,11 +41,11 @@ func TestAggregate(t *testing.T) {
 		{"control unresolved", ModeControl, []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
 		{"control resolved", ModeControl, []Attempt{attempt(true, "", pass)}, true, "", nil, false},
 		{"control infra", ModeControl, []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
-		{"model unresolved is a result", "my-model", []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
-		{"model infra", "my-model", []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
+		{"model unresolved is a result", ModePredictions, []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
+		{"model infra", ModePredictions, []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := aggregate(target("x__y-1", "linux/amd64"), tc.mode, tc.runs)
+			r := aggregate(target("x__y-1", "linux/amd64"), tc.mode, "my-model", tc.runs)
 			if r.Resolved != tc.wantResolved || r.Failure != tc.wantFailure || !reflect.DeepEqual(r.FlakyTests, tc.wantFlaky) || r.OK() != tc.wantOK {
 				t.Errorf("got resolved=%v failure=%q flaky=%v ok=%v, want %v %q %v %v", r.Resolved, r.Failure, r.FlakyTests, r.OK(), tc.wantResolved, tc.wantFailure, tc.wantFlaky, tc.wantOK)
 			}
@@ -59,7 +59,7 @@ func TestAggregate(t *testing.T) {
 func TestAggregateLeak(t *testing.T) {
 	a := attempt(true, "", nil)
 	a.Leak = &LeakReport{Commits: []string{"abc"}}
-	r := aggregate(target("x__y-1", "linux/amd64"), ModeGold, []Attempt{a})
+	r := aggregate(target("x__y-1", "linux/amd64"), ModeGold, "", []Attempt{a})
 	if r.OK() || r.Failure != FailureLeak || !strings.Contains(r.Why(), "newer commit") {
 		t.Fatalf("resolved with a leak: ok=%v failure=%q why=%q", r.OK(), r.Failure, r.Why())
 	}
@@ -67,11 +67,11 @@ func TestAggregateLeak(t *testing.T) {
 
 func TestLinkControl(t *testing.T) {
 	s := &Summary{Results: []Result{
-		aggregate(target("a", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
-		aggregate(target("a", "linux/amd64"), ModeControl, []Attempt{attempt(false, FailureTests, nil)}),
-		aggregate(target("b", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
-		aggregate(target("b", "linux/amd64"), ModeControl, []Attempt{attempt(true, "", nil)}),
-		aggregate(target("c", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", "linux/amd64"), ModeControl, "", []Attempt{attempt(false, FailureTests, nil)}),
+		aggregate(target("b", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("b", "linux/amd64"), ModeControl, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("c", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
 	}}
 	s.link()
 	if d := s.Results[0].Discriminates; d == nil || !*d || !s.Results[0].OK() {
@@ -94,7 +94,7 @@ func TestRegressionsAndRoundTrip(t *testing.T) {
 		if !resolved {
 			f = FailureTests
 		}
-		return aggregate(target(id, platform), mode, []Attempt{attempt(resolved, f, nil)})
+		return aggregate(target(id, platform), mode, "", []Attempt{attempt(resolved, f, nil)})
 	}
 	base := &Summary{Results: []Result{
 		res("a", "linux/amd64", ModeGold, true),
