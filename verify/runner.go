@@ -338,6 +338,25 @@ func (r *Runner) runDir(t Target, mode, model string, k, repeat int) (string, er
 	return filepath.Join(r.RunDir, rel), nil
 }
 
+// NewRunDir makes a new, empty run directory under parent named after the
+// time now (verify-YYYYMMDD-HHMMSS-<random>) and returns its path: two runs
+// started in the same second still get two directories (os.MkdirTemp picks
+// the suffix and creates the directory atomically).
+func NewRunDir(parent string, now time.Time) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	d, err := os.MkdirTemp(parent, "verify-"+now.UTC().Format("20060102-150405")+"-*")
+	if err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	// MkdirTemp makes it 0700; logs are for whoever may read the parent.
+	if err := os.Chmod(d, 0o755); err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	return d, nil
+}
+
 // PathName maps s (a model name, an instance id: data) to one path element
 // that stays where it is joined: s itself when it is a plain name (letters,
 // digits, '.', '_', '-'; not starting with '.'; at most 100 bytes), else a

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swebuild/swebuild/dataset"
 )
@@ -135,6 +136,28 @@ func TestPathName(t *testing.T) {
 	for _, plain := range []string{"gold", "a_b", "sweb.eval.x86_64.django__django-11099", strings.Repeat("x", 100)} {
 		if got := PathName(plain); got != plain {
 			t.Errorf("PathName(%q) = %q, want it unchanged", plain, got)
+		}
+	}
+}
+
+func TestNewRunDir(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "runs")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, err := NewRunDir(parent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRunDir(parent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two runs in the same second share %s", a)
+	}
+	for _, d := range []string{a, b} {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() || st.Mode().Perm() != 0o755 || filepath.Dir(d) != parent || !strings.HasPrefix(filepath.Base(d), "verify-20260102-030405-") {
+			t.Errorf("%s: %v %v", d, st.Mode(), err)
 		}
 	}
 }

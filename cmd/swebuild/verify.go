@@ -60,7 +60,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
 	fs.IntVar(&repeat, "repeat", 1, "run every instance N times and flag tests whose results differ")
 	fs.StringVar(&baseline, "baseline", "", "earlier summary JSON: exit non-zero on any regression (resolved -> unresolved), listed first")
-	fs.StringVar(&runDir, "run-dir", "", "directory for per-run logs and report.json (default runs/verify-<UTC time>)")
+	fs.StringVar(&runDir, "run-dir", "", "directory for per-run logs and report.json (default: a new runs/verify-<UTC time>-<random>)")
 	fs.StringVar(&summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
 	fs.StringVar(&format, "format", "table", "summary on stdout: table or json")
 	fs.StringVar(&logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
@@ -108,13 +108,6 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("--baseline: %w", err)
 		}
 	}
-	if runDir == "" {
-		runDir = filepath.Join("runs", "verify-"+time.Now().UTC().Format("20060102-150405"))
-	}
-	if summaryFile == "" {
-		summaryFile = filepath.Join(runDir, "summary.json")
-	}
-
 	var problems []error
 	r, insts, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
@@ -169,6 +162,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("connecting to BuildKit at %s: %w", addr, err)
 	}
 	defer c.Close()
+	if runDir == "" {
+		if runDir, err = verify.NewRunDir("runs", time.Now()); err != nil {
+			return errors.Join(append(problems, err)...)
+		}
+	}
+	if summaryFile == "" {
+		summaryFile = filepath.Join(runDir, "summary.json")
+	}
 	runner := &verify.Runner{
 		Engine:   &verify.BuildKitEngine{Client: c},
 		Workers:  workers,
