@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,8 @@ type bkSolver struct {
 	cacheTo    []bkclient.CacheOptionsEntry
 	progress   *progressHub
 	verify     VerifyFunc
+	// verifyMounts are added to an instance node's session with verify.
+	verifyMounts map[string]fsutil.FS
 }
 
 func (s *bkSolver) remoteFor(p ocispecs.Platform) (*remote, error) {
@@ -162,6 +165,9 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		contexts[i] = st
 	}
 
+	if s.verify != nil && n.Kind == KindInstance {
+		maps.Copy(mounts, s.verifyMounts)
+	}
 	so := bkclient.SolveOpt{
 		LocalMounts:  mounts,
 		SharedKey:    sharedKey,

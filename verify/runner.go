@@ -17,6 +17,7 @@ import (
 
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
@@ -84,11 +85,30 @@ type Runner struct {
 	// its result; successes are still recorded.
 	Reverify bool
 
+	// MaxOutput bounds each run's test output (Job.MaxOutput; default
+	// DefaultMaxOutput): a longer one is kept as its first and last halves
+	// and graded from them (Attempt.Truncated says so).
+	MaxOutput int64
+
 	// hookEngine, when set (unit tests), replaces the gateway engine
 	// BuilderHook runs the gold patch with.
 	hookEngine func(gc gateway.Client, image llb.State) Engine
 
-	mu sync.Mutex
+	mu         sync.Mutex
+	inputsOnce sync.Once
+	inputs     *InputFS
+}
+
+// InputMounts are the local mounts the build session BuilderHook's function
+// runs in must have (builder.Options.VerifyMounts): InputsMount, through
+// which each run's input files go.
+func (r *Runner) InputMounts() map[string]fsutil.FS {
+	return map[string]fsutil.FS{InputsMount: r.inputFS()}
+}
+
+func (r *Runner) inputFS() *InputFS {
+	r.inputsOnce.Do(func() { r.inputs = NewInputFS() })
+	return r.inputs
 }
 
 // runSpec is one (target, mode, model) to run Repeat times.
@@ -162,9 +182,9 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 }
 
 // BuilderHook returns the function the builder calls for every instance
-// image it has solved, inside the node's build session and before the image
-// is exported or pushed: it runs the gold patch on image (which must carry
-// the image config) and returns an error when the instance is not resolved
+// image it has solved, inside the node's build session (which must have
+// InputMounts) and before the image is exported or pushed: it runs the gold
+// patch on image (which must carry the image config) and returns an error when the instance is not resolved
 // on that platform (so the builder does not push it). targets are looked up
 // by instance id and platform; an instance image without a target fails.
 // Each call's result is added to sum (safe for concurrent calls).
@@ -194,7 +214,7 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 			}
 		}
 		p := t.Instance.Patch
-		var engine Engine = gatewayEngine{gc: gc, image: image}
+		var engine Engine = gatewayEngine{gc: gc, image: image, inputs: r.inputFS()}
 		if r.hookEngine != nil {
 			engine = r.hookEngine(gc, image)
 		}
@@ -301,14 +321,16 @@ func (r *Runner) parser(t Target) string {
 	return t.Parser
 }
 
-// gatewayEngine runs a job on an image inside a running gateway session.
+// gatewayEngine runs a job on an image inside a running gateway session
+// whose InputsMount is inputs.
 type gatewayEngine struct {
-	gc    gateway.Client
-	image llb.State
+	gc     gateway.Client
+	image  llb.State
+	inputs *InputFS
 }
 
 func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
-	return RunInGateway(ctx, g.gc, g.image, job)
+	return RunInGateway(ctx, g.gc, g.image, job, g.inputs)
 }
 
 // runDir is where one attempt's files go: always inside RunDir, whatever the
@@ -471,7 +493,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	timeout := r.timeout()
 	job := Job{
 		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: skipApply,
-		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout,
+		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout, MaxOutput: r.MaxOutput,
 		Nonce: fmt.Sprintf("%s/%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, PathName(s.model), k, time.Now().UnixNano()),
 	}
 	out, err := engine.Run(ctx, job)
@@ -528,15 +550,47 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		a.F2P = Counts{Total: len(inst.FailToPass)}
 		a.P2P = Counts{Total: len(inst.PassToPass)}
 	}
+	var missing []string
+	if out.TestOutputOmitted > 0 {
+		a.Truncated = &Truncation{Size: out.TestOutputSize, Omitted: out.TestOutputOmitted}
+		if missing, err = unlabelled(inst, graded, gopts); err != nil {
+			return fail(FailureInfra, "%v", err)
+		}
+	}
 	switch {
 	case !out.Applied:
 		a.Failure = FailurePatch
 	case out.TimedOut:
 		a.Failure = FailureTimeout
+	case len(missing) > 0:
+		// Upstream grades the whole output; what it would say about
+		// tests whose lines were in the part left out is unknown.
+		a.Resolved = false
+		a.Failure = FailureTruncated
+		a.Error = fmt.Sprintf("the test output was %d bytes, more than the %d-byte limit: %d were left out, and %d labelled test(s) have no result in the part kept (%s), so the run cannot be graded as upstream would grade the whole output",
+			out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted, len(missing), listSome(missing, 3))
 	case !rep.Resolved:
 		a.Failure = FailureTests
 	}
 	return a
+}
+
+// unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
+// grading log finds no result for.
+func unlabelled(inst dataset.Instance, log string, opts GradeOptions) ([]string, error) {
+	lr, err := EvalLog(inst.Repo, log, opts)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, list := range [][]string{inst.FailToPass, inst.PassToPass} {
+		for _, name := range list {
+			if _, ok := lr.StatusMap.Get(name); !ok {
+				missing = append(missing, name)
+			}
+		}
+	}
+	return missing, nil
 }
 
 func (r *Runner) progress(format string, args ...any) {
@@ -582,6 +636,9 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 	if out.TestRan {
 		fmt.Fprintf(&b, "Test runtime: %.2f seconds (whole in-container script %.2f seconds)\n", out.TestSeconds, out.InContainerSeconds)
 		fmt.Fprintf(&b, "eval.sh exit code: %d\n", out.TestExit)
+		if out.TestOutputOmitted > 0 {
+			fmt.Fprintf(&b, "Test output: %d bytes, more than the %d-byte limit: kept its head and tail, left %d bytes out (test_output.txt says where)\n", out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted)
+		}
 		if out.TimedOut {
 			fmt.Fprintf(&b, "%s after %d seconds\n", TestsTimeout, int64(job.Timeout/time.Second))
 		}

@@ -24,7 +24,18 @@ const (
 	// FailureNotDiscriminating: the control run (no patch) resolves, so the
 	// instance's tests do not tell a fix from no fix.
 	FailureNotDiscriminating = "tests_do_not_discriminate"
+	// FailureTruncated: the test output was longer than the limit, and
+	// labelled tests have no result in the head and tail kept, so the run
+	// cannot be graded as upstream grades the whole output.
+	FailureTruncated = "output_truncated"
 )
+
+// Truncation says a run's test output was longer than the limit: Size bytes,
+// of which Omitted were left out between the head and the tail kept.
+type Truncation struct {
+	Size    int64 `json:"size"`
+	Omitted int64 `json:"omitted"`
+}
 
 // Counts are labelled tests that passed, of all labelled.
 type Counts struct {
@@ -48,7 +59,10 @@ type Attempt struct {
 	Failure            string      `json:"failure,omitempty"`
 	Error              string      `json:"error,omitempty"`
 	Leak               *LeakReport `json:"leak,omitempty"`
-	Dir                string      `json:"dir"`
+	// Truncated: the test output was cut to its head and tail, and graded
+	// from them.
+	Truncated *Truncation `json:"truncated,omitempty"`
+	Dir       string      `json:"dir"`
 	// Labels maps each labelled test to pass or fail.
 	Labels map[string]string `json:"-"`
 }
@@ -76,6 +90,8 @@ type Result struct {
 	// FlakyTests are the labelled tests whose result differed between runs.
 	FlakyTests []string    `json:"flaky_tests,omitempty"`
 	Leak       *LeakReport `json:"leak,omitempty"`
+	// Truncated is the first run's whose test output was cut.
+	Truncated *Truncation `json:"truncated,omitempty"`
 	// Discriminates (gold and predictions, when a control ran): the control
 	// run of the same instance and platform came out unresolved.
 	Discriminates *bool     `json:"discriminates,omitempty"`
@@ -111,7 +127,7 @@ func (r Result) OK() bool {
 	case ModeControl:
 		return !r.Resolved && (r.Failure == FailureTests || r.Failure == FailureTimeout)
 	default:
-		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak
+		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak && r.Failure != FailureTruncated
 	}
 }
 
@@ -159,6 +175,9 @@ func aggregate(t Target, mode, model string, runs []Attempt) Result {
 		}
 		if a.Leak.Leaked() && !res.Leak.Leaked() {
 			res.Leak = a.Leak
+		}
+		if a.Truncated != nil && res.Truncated == nil {
+			res.Truncated = a.Truncated
 		}
 	}
 	// Flaky tests: a label whose result differs between runs, and runs
@@ -343,6 +362,8 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 			verdict = "ok (" + r.Failure + ")"
 		} else if r.Cached {
 			verdict = "ok (cached)"
+		} else if r.Truncated != nil {
+			verdict = "ok (graded from the head and tail of a long output)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Label(), r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
 	}

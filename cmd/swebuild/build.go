@@ -151,6 +151,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageErr("%v", err)
 		}
 		opts.Verify = verified.hook
+		opts.VerifyMounts = verified.mounts
 		problems = append(problems, verified.problems...)
 	}
 	fmt.Fprintf(stderr, "swebuild build: %d nodes; logs in %s\n", len(nodes), opts.RunDir)

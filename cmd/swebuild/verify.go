@@ -14,6 +14,7 @@ import (
 
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/spf13/pflag"
+	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/render"
@@ -224,6 +225,7 @@ func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 // verifyBuild is the gold check of `swebuild build --verify`.
 type verifyBuild struct {
 	hook     builder.VerifyFunc
+	mounts   map[string]fsutil.FS
 	sum      *verify.Summary
 	dir      string
 	problems []error
@@ -259,6 +261,7 @@ func (v *verifyBuildFlags) hook(ctx context.Context, r *render.Renderer, insts [
 		Reverify: v.reverify,
 	}
 	vb.hook = runner.BuilderHook(targets, vb.sum)
+	vb.mounts = runner.InputMounts()
 	return vb, nil
 }
 
