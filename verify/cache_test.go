@@ -242,7 +242,7 @@ func TestBuilderHookCache(t *testing.T) {
 		h := r.BuilderHook([]Target{target}, sum)
 		var errs []error
 		for _, im := range images {
-			errs = append(errs, h(ctx, nil, inst.InstanceID, target.Platform, im))
+			errs = append(errs, h(ctx, nil, inst.InstanceID, string(target.Platform), im))
 		}
 		return sum, eng.count(), errs
 	}

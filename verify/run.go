@@ -35,6 +35,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Upstream's log lines (harness/constants and run_evaluation.py).
@@ -65,7 +67,7 @@ type Job struct {
 	// are handed the image another way (the builder hook) ignore it.
 	Image string
 	// Platform is the OCI platform to run, linux/amd64 or linux/arm64.
-	Platform string
+	Platform core.Platform
 	// Patch is written to /tmp/patch.diff and applied.
 	Patch string
 	// SkipApply runs the tests without applying anything (the empty-patch

@@ -39,7 +39,7 @@ const (
 type Target struct {
 	Instance dataset.Instance
 	// Platform is linux/amd64 or linux/arm64.
-	Platform string
+	Platform core.Platform
 	// Image is a pullable reference of the instance image for Platform.
 	Image string
 	// EvalScript is the instance's eval.sh for that platform.
@@ -191,10 +191,14 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
 	byKey := map[string]Target{}
 	for _, t := range targets {
-		byKey[t.Instance.InstanceID+"@"+t.Platform] = t
+		byKey[t.Instance.InstanceID+"@"+string(t.Platform)] = t
 	}
 	return func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
-		t, ok := byKey[instanceID+"@"+platform]
+		pl, err := core.ParsePlatform(platform)
+		if err != nil {
+			return fmt.Errorf("verify: %s: %w", instanceID, err)
+		}
+		t, ok := byKey[instanceID+"@"+string(pl)]
 		if !ok {
 			return fmt.Errorf("verify: no dataset record or eval.sh for %s on %s", instanceID, platform)
 		}
@@ -205,7 +209,7 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 			if key == "" {
 				r.progress("%s %s %s: not looked up in the verification cache: %s", instanceID, platform, ModeGold, why)
 			} else if r.Reverify {
-				r.progress("%s %s %s: --reverify: not looked up in the verification cache", instanceID, platform, ModeGold)
+				r.progress("%s %s %s: reverifying: not looked up in the verification cache", instanceID, platform, ModeGold)
 			} else if res, ok := r.cached(t, key); ok {
 				r.mu.Lock()
 				sum.Results = append(sum.Results, res)
@@ -336,10 +340,10 @@ func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 // runDir is where one attempt's files go: always inside RunDir, whatever the
 // instance id and model name hold.
 func (r *Runner) runDir(t Target, mode, model string, k, repeat int) (string, error) {
-	arch, err := archName(t.Platform)
-	if err != nil {
-		return "", err
+	if !t.Platform.Valid() {
+		return "", fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", t.Platform)
 	}
+	arch := t.Platform.Arch()
 	var parts []string
 	switch mode {
 	case ModeGold, ModeControl:
@@ -416,15 +420,6 @@ func plainName(s string) bool {
 
 func plainByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
-}
-
-// archName is the upstream arch name of a platform, for run directories.
-func archName(p string) (string, error) {
-	pl, err := core.ParsePlatform(p)
-	if err != nil {
-		return "", err
-	}
-	return pl.Arch(), nil
 }
 
 // runOne runs one attempt with engine (r.Engine when nil), writes its files

@@ -18,8 +18,6 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 	"github.com/tonistiigi/fsutil"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/swebuild/swebuild/core"
 )
 
 // BuildKitEngine runs jobs as BuildKit solves: an exec on the instance image
@@ -37,15 +35,15 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	if job.Image == "" {
 		return nil, errors.New("running verification: no image reference")
 	}
-	p, err := core.ParsePlatform(job.Platform)
-	if err != nil {
-		return nil, fmt.Errorf("running verification: %w", err)
+	p := job.Platform
+	if !p.Valid() {
+		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
 	}
 	inputs := NewInputFS()
 	var out *RunOutput
 	start := time.Now()
 	so := bkclient.SolveOpt{LocalMounts: map[string]fsutil.FS{InputsMount: inputs}}
-	_, err = e.Client.Build(ctx, so, "swebuild-verify", func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+	_, err := e.Client.Build(ctx, so, "swebuild-verify", func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		img := llb.Image(job.Image, llb.Platform(p.OCI()), llb.WithMetaResolver(gc), llb.WithCustomName("[verify] "+job.Image))
 		o, err := RunInGateway(ctx, gc, img, job, inputs)
 		if err != nil {
@@ -72,9 +70,9 @@ var runIDs atomic.Uint64
 // time of this call.
 func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job Job, inputs *InputFS) (*RunOutput, error) {
 	start := time.Now()
-	p, err := core.ParsePlatform(job.Platform)
-	if err != nil {
-		return nil, fmt.Errorf("running verification: %w", err)
+	p := job.Platform
+	if !p.Valid() {
+		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
 	}
 	if inputs == nil {
 		return nil, errors.New("running verification: no input file system for the session")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publish"
@@ -72,7 +73,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
 				continue
 			}
-			t := Target{Instance: inst, Platform: p, EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
+			t := Target{Instance: inst, Platform: core.Platform(p), EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
 			if images != nil {
 				ref, err := images(inst.InstanceID, p)
 				if err != nil {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Failure classes (Result.Failure).
@@ -69,8 +72,8 @@ type Attempt struct {
 
 // Result is one (instance, platform, mode, model) over its repeats.
 type Result struct {
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
 	// Mode is gold, control or predictions.
 	Mode string `json:"mode"`
 	// Model is a predictions run's model_name_or_path, as the file has it.
@@ -106,7 +109,7 @@ type Result struct {
 
 // Key identifies a result across summaries.
 func (r Result) Key() string {
-	k := r.InstanceID + "@" + r.Platform + "#" + r.Mode
+	k := r.InstanceID + "@" + string(r.Platform) + "#" + r.Mode
 	if r.Mode == ModePredictions {
 		k += "#" + r.Model
 	}
@@ -227,11 +230,11 @@ func (s *Summary) link() {
 	control := map[string]Result{}
 	for _, r := range s.Results {
 		if r.Mode == ModeControl {
-			control[r.InstanceID+"@"+r.Platform] = r
+			control[r.InstanceID+"@"+string(r.Platform)] = r
 		}
 	}
 	for i, r := range s.Results {
-		c, ok := control[r.InstanceID+"@"+r.Platform]
+		c, ok := control[r.InstanceID+"@"+string(r.Platform)]
 		if r.Mode == ModeControl || !ok || c.Failure == FailureInfra {
 			continue
 		}
@@ -256,11 +259,11 @@ func (s *Summary) Failed() []Result {
 
 // Regression is a result that was resolved in the baseline and is not now.
 type Regression struct {
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
-	Mode       string `json:"mode"`
-	Model      string `json:"model,omitempty"`
-	Now        string `json:"now"`
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	Mode       string        `json:"mode"`
+	Model      string        `json:"model,omitempty"`
+	Now        string        `json:"now"`
 }
 
 // Regressions compares s with an earlier summary: every gold or predictions
@@ -314,11 +317,29 @@ func (s *Summary) WriteFile(path string) error {
 	return nil
 }
 
+// maxSummaryBytes bounds what ReadSummary reads: a summary of every
+// instance of SWE-bench's test split on both platforms in three modes is a
+// few tens of MiB.
+const maxSummaryBytes = 512 << 20
+
 // ReadSummary reads a summary written by WriteFile.
 func ReadSummary(path string) (*Summary, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading summary: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(io.LimitReader(f, maxSummaryBytes+1))
+	// A device or binary file fails on its first byte, not after the limit.
+	if first, line, err := firstByte(br); err == nil && first != '{' {
+		return nil, fmt.Errorf("reading summary %s:%d: not a summary: starts with byte %#02x, want a JSON object", path, line, first)
+	}
+	b, err := io.ReadAll(br)
+	if err != nil {
+		return nil, fmt.Errorf("reading summary %s: %w", path, err)
+	}
+	if len(b) > maxSummaryBytes {
+		return nil, fmt.Errorf("reading summary %s: larger than the %d-byte limit of a summary", path, maxSummaryBytes)
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -328,6 +349,11 @@ func ReadSummary(path string) (*Summary, error) {
 		if r.InstanceID == "" || r.Platform == "" || r.Mode == "" {
 			return nil, fmt.Errorf("reading summary %s: results[%d]: instance_id, platform and mode are required", path, i)
 		}
+		p, err := core.ParsePlatform(string(r.Platform))
+		if err != nil {
+			return nil, fmt.Errorf("reading summary %s: results[%d]: platform: %w", path, i, err)
+		}
+		s.Results[i].Platform = p
 		switch r.Mode {
 		case ModeGold, ModeControl:
 		case ModePredictions:

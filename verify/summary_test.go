@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
 func target(id, platform string) Target {
-	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: platform}
+	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: core.Platform(platform)}
 }
 
 func attempt(resolved bool, failure string, labels map[string]string) Attempt {
@@ -252,5 +253,48 @@ func TestReadPredictions(t *testing.T) {
 	ps, err = ReadPredictions(bad)
 	if err == nil || !strings.Contains(err.Error(), bad+":2: instance_id") || !strings.Contains(err.Error(), bad+":3: instance_id: a appears twice") || len(ps) != 1 {
 		t.Fatalf("bad: %v %+v", err, ps)
+	}
+}
+
+// TestReadSummaryModes: a summary written before the predictions mode (the
+// model's name as the mode) reads as a predictions result of that model;
+// platforms are read in any spelling core accepts and checked.
+func TestReadSummaryModes(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte(`{"results":[{"instance_id":"a","platform":"linux/arm64/v8","mode":"my/model","resolved":true},{"instance_id":"a","platform":"linux/amd64","mode":"gold","resolved":true}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Mode != ModePredictions || r.Model != "my/model" || r.Platform != "linux/arm64" || r.Key() != "a@linux/arm64#predictions#my/model" {
+		t.Errorf("old predictions result read as %+v", r)
+	}
+	if r := s.Results[1]; r.Mode != ModeGold || r.Model != "" {
+		t.Errorf("gold result read as %+v", r)
+	}
+	now := &Summary{Results: []Result{aggregate(target("a", "linux/arm64"), ModePredictions, "my/model", []Attempt{attempt(false, FailureTests, nil)})}}
+	if reg := now.Regressions(s); len(reg) != 1 || reg[0].Model != "my/model" {
+		t.Errorf("regressions against the old summary: %+v", reg)
+	}
+	for name, content := range map[string]string{
+		"s390x.json":   `{"results":[{"instance_id":"a","platform":"linux/s390x","mode":"gold"}]}`,
+		"nomodel.json": `{"results":[{"instance_id":"a","platform":"linux/amd64","mode":"predictions"}]}`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p+": results[0]") {
+			t.Errorf("%s: error %v, want one naming the file and entry", name, err)
+		}
+	}
+}
+
+func TestReadSummaryNotJSON(t *testing.T) {
+	if _, err := ReadSummary("/dev/zero"); err == nil || !strings.Contains(err.Error(), "/dev/zero:1: not a summary") {
+		t.Errorf("/dev/zero: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
@@ -55,7 +55,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
 	fs.StringVar(&images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
 	fs.StringVar(&metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
-	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	fs.StringSliceVar(&platforms, "platform", []string{string(core.AMD64), string(core.ARM64)}, "platforms to verify (x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
 	fs.IntVarP(&workers, "workers", "j", 2, "runs at once")
 	fs.DurationVar(&timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
@@ -97,10 +97,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case logParser != "" && !slices.Contains(verify.ParserNames(), logParser):
 		return usageErr("--log-parser %q: want one of %s", logParser, strings.Join(verify.ParserNames(), ", "))
 	}
-	for _, p := range platforms {
-		if _, ok := spec.ArchOf(p); !ok {
-			return usageErr("--platform %q: want linux/amd64 or linux/arm64", p)
-		}
+	plats, err := core.ParsePlatforms(platforms)
+	if err != nil {
+		return usageErr("--platform: %v", err)
+	}
+	platforms = platforms[:0]
+	for _, p := range plats {
+		platforms = append(platforms, string(p))
 	}
 	var base *verify.Summary
 	if baseline != "" {
@@ -126,7 +129,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		preds, err = verify.ReadPredictions(predictions)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
-			problems = append(problems, fmt.Errorf("--predictions %s: %d usable prediction(s); the rest are bad", predictions, len(preds)))
+			problems = append(problems, fmt.Errorf("--predictions %s: %d usable prediction(s); see the errors above", predictions, len(preds)))
 		}
 	}
 	var imageFn verify.ImageFunc
