@@ -15,6 +15,7 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 )
 
 func TestCacheKeyInputs(t *testing.T) {
@@ -211,7 +212,7 @@ func (f *fakeEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	}
 	return &RunOutput{
 		Applied: true, TestRan: true, TestSeconds: 1,
-		TestOutput: StartTestOutput + "\n" + status + " tests/test_a.py::test_fix\nPASSED tests/test_a.py::test_old\n" + EndTestOutput + "\n",
+		TestOutput: grading.StartTestOutput + "\n" + status + " tests/test_a.py::test_fix\nPASSED tests/test_a.py::test_old\n" + grading.EndTestOutput + "\n",
 		Leak:       LeakDump{BaseTime: "100", Head: "abc tree1\n", Base: "abc tree1\n"},
 	}, nil
 }

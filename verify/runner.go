@@ -22,6 +22,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 )
 
 // Run modes (Result.Mode).
@@ -74,7 +75,7 @@ type Runner struct {
 	// inside RunDir (PathName).
 	RunDir string
 	// Grade are the grading options (e.g. Parser for a profile's repos).
-	Grade GradeOptions
+	Grade grading.GradeOptions
 	// Progress receives one line per finished run; nil: none.
 	Progress io.Writer
 	// Cache, when set, makes BuilderHook skip an image whose build
@@ -521,7 +522,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	}
 	gopts := r.Grade
 	gopts.Parser = r.parser(t)
-	rep, err := Grade(inst, graded, patch, gopts)
+	rep, err := grading.Grade(inst, graded, patch, gopts)
 	if err != nil {
 		return fail(FailureInfra, "%v", err)
 	}
@@ -533,7 +534,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	if ts := rep.TestsStatus; ts != nil {
 		a.F2P = Counts{Passed: len(ts.FailToPass.Success), Total: len(inst.FailToPass)}
 		a.P2P = Counts{Passed: len(ts.PassToPass.Success), Total: len(inst.PassToPass)}
-		for _, b := range []Bucket{ts.FailToPass, ts.PassToPass} {
+		for _, b := range []grading.Bucket{ts.FailToPass, ts.PassToPass} {
 			for _, s := range b.Success {
 				a.Labels[s] = "pass"
 			}
@@ -572,8 +573,8 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 
 // unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
 // grading log finds no result for.
-func unlabelled(inst dataset.Instance, log string, opts GradeOptions) ([]string, error) {
-	lr, err := EvalLog(inst.Repo, log, opts)
+func unlabelled(inst dataset.Instance, log string, opts grading.GradeOptions) ([]string, error) {
+	lr, err := grading.EvalLog(inst.Repo, log, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +622,7 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 		}
 		fmt.Fprintf(&b, "Failed to apply patch to container: %s\n", at.Cmd)
 		if i == len(out.Attempts)-1 {
-			fmt.Fprintf(&b, "%s:\n%s\n", ApplyPatchFail, at.Output)
+			fmt.Fprintf(&b, "%s:\n%s\n", grading.ApplyPatchFail, at.Output)
 		}
 	}
 	if !out.Applied {
@@ -635,7 +636,7 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 			fmt.Fprintf(&b, "Test output: %d bytes, more than the %d-byte limit: kept its head and tail, left %d bytes out (test_output.txt says where)\n", out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted)
 		}
 		if out.TimedOut {
-			fmt.Fprintf(&b, "%s after %d seconds\n", TestsTimeout, int64(job.Timeout/time.Second))
+			fmt.Fprintf(&b, "%s after %d seconds\n", grading.TestsTimeout, int64(job.Timeout/time.Second))
 		}
 		fmt.Fprintf(&b, "Git diff after:\n%s\n", strings.TrimSpace(out.DiffAfter))
 		if strings.TrimSpace(out.DiffAfter) != strings.TrimSpace(out.DiffBefore) {

@@ -20,6 +20,7 @@ import (
 	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
@@ -158,7 +159,7 @@ func TestRunLargeInputs(t *testing.T) {
 		patch.WriteString("+" + line + "\n")
 	}
 	eval := "#!/bin/bash\n# " + strings.Repeat("c", 17<<20) + "\n" +
-		"echo '" + StartTestOutput + "'\nwc -c </testbed/big.txt\nwc -c </eval.sh\necho '" + EndTestOutput + "'\n"
+		"echo '" + grading.StartTestOutput + "'\nwc -c </testbed/big.txt\nwc -c </eval.sh\necho '" + grading.EndTestOutput + "'\n"
 	job := testJob(t, image, eval)
 	job.Patch = patch.String()
 	out, err := (&BuildKitEngine{Client: c}).Run(context.Background(), job)
@@ -168,7 +169,7 @@ func TestRunLargeInputs(t *testing.T) {
 	if out.InfraError != "" || !out.Applied || !out.TestRan {
 		t.Fatalf("run: %+v", out)
 	}
-	want := fmt.Sprintf("%s\n%d\n%d\n%s\n", StartTestOutput, bigLines*64, len(eval), EndTestOutput)
+	want := fmt.Sprintf("%s\n%d\n%d\n%s\n", grading.StartTestOutput, bigLines*64, len(eval), grading.EndTestOutput)
 	if out.TestOutput != want {
 		t.Errorf("the patch or eval.sh did not arrive whole: output %q, want %q", out.TestOutput, want)
 	}
@@ -178,10 +179,10 @@ func TestRunLargeInputs(t *testing.T) {
 func TestRunLargeOutput(t *testing.T) {
 	c, image := testImage(t)
 	out, err := (&BuildKitEngine{Client: c}).Run(context.Background(), testJob(t, image, `#!/bin/bash
-echo '`+StartTestOutput+`'
+echo '`+grading.StartTestOutput+`'
 python3 -c 'import sys
 for i in range(20 * 16384): sys.stdout.write("%063d\n" % i)'
-echo '`+EndTestOutput+`'
+echo '`+grading.EndTestOutput+`'
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -190,11 +191,11 @@ echo '`+EndTestOutput+`'
 		t.Fatalf("run: %+v", out)
 	}
 	var want strings.Builder
-	want.WriteString(StartTestOutput + "\n")
+	want.WriteString(grading.StartTestOutput + "\n")
 	for i := range 20 * 16384 {
 		fmt.Fprintf(&want, "%063d\n", i)
 	}
-	want.WriteString(EndTestOutput + "\n")
+	want.WriteString(grading.EndTestOutput + "\n")
 	if out.TestOutput != want.String() {
 		t.Errorf("20 MiB output: %d bytes back, want %d; ends %q", len(out.TestOutput), want.Len(), out.TestOutput[max(0, len(out.TestOutput)-100):])
 	}
@@ -208,21 +209,21 @@ func TestRunLongOutput(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	job := testJob(t, image, `#!/bin/bash
-echo '`+StartTestOutput+`'
+echo '`+grading.StartTestOutput+`'
 python3 -c 'import sys
 for i in range(70 * 16384): sys.stdout.write("%063d\n" % i)'
 echo 'last line'
-echo '`+EndTestOutput+`'
+echo '`+grading.EndTestOutput+`'
 `)
 	out, err := (&BuildKitEngine{Client: c}).Run(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := int64(len(StartTestOutput)+1) + 70*16384*64 + int64(len("last line\n")+len(EndTestOutput)+1)
+	total := int64(len(grading.StartTestOutput)+1) + 70*16384*64 + int64(len("last line\n")+len(grading.EndTestOutput)+1)
 	if out.TestOutputSize != total || out.TestOutputOmitted <= 0 || out.TestOutputOmitted < total-DefaultMaxOutput {
 		t.Errorf("70 MiB output: size %d (want %d), %d left out", out.TestOutputSize, total, out.TestOutputOmitted)
 	}
-	if !strings.HasPrefix(out.TestOutput, StartTestOutput+"\n"+fmt.Sprintf("%063d\n", 0)) || !strings.HasSuffix(out.TestOutput, "last line\n"+EndTestOutput+"\n") ||
+	if !strings.HasPrefix(out.TestOutput, grading.StartTestOutput+"\n"+fmt.Sprintf("%063d\n", 0)) || !strings.HasSuffix(out.TestOutput, "last line\n"+grading.EndTestOutput+"\n") ||
 		!strings.Contains(out.TestOutput, fmt.Sprintf("[swebuild verify: %d bytes of output left out here", out.TestOutputOmitted)) {
 		t.Errorf("70 MiB output: no head, tail or note: %d bytes back", len(out.TestOutput))
 	}
@@ -261,7 +262,7 @@ func TestRunnerGradesTruncatedOutput(t *testing.T) {
 for i in range(3 * 16384): sys.stdout.write("%063d\n" % i)'
 `
 	eval := func(middle, end string) string {
-		return "#!/bin/bash\necho '" + StartTestOutput + "'\n" + fill + middle + fill + end + "echo '" + EndTestOutput + "'\n"
+		return "#!/bin/bash\necho '" + grading.StartTestOutput + "'\n" + fill + middle + fill + end + "echo '" + grading.EndTestOutput + "'\n"
 	}
 	inst := dataset.Instance{Repo: "fixture/calc", InstanceID: "fixture__trunc-1", BaseCommit: "HEAD",
 		Patch:      "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n",

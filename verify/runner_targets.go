@@ -9,7 +9,6 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
-	"github.com/swebuild/swebuild/publish"
 )
 
 // ImageFunc returns the image reference of an instance on a platform.
@@ -28,25 +27,26 @@ func ImagesFromRepo(repo string) ImageFunc {
 	}
 }
 
-// ImagesFromMetadata looks images up in a builder metadata file (instance
-// nodes with a pushed Ref).
-func ImagesFromMetadata(md *publish.Metadata, file string) ImageFunc {
-	refs := map[string]string{}
-	for _, im := range md.Images {
-		if im.NodeKind() != publish.NodeInstance {
-			continue
+// ImagesFromRecords looks images up in build records (a metadata file):
+// built instance images with a pushed Ref.
+func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
+	byKey := map[string]core.Image{}
+	for _, im := range recs {
+		if im.Kind == core.KindInstance {
+			byKey[im.InstanceID+"@"+im.Platform.String()] = im
 		}
-		refs[im.InstanceID+"@"+im.Platform] = im.Ref
 	}
 	return func(id, platform string) (string, error) {
-		ref, ok := refs[id+"@"+platform]
-		if !ok {
+		im, ok := byKey[id+"@"+platform]
+		switch {
+		case !ok:
 			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
-		}
-		if ref == "" {
+		case im.Status == core.StatusFailed:
+			return "", fmt.Errorf("%s: the %s image of %s failed to build: %s", file, platform, id, im.Error)
+		case im.Ref == "":
 			return "", fmt.Errorf("%s: the %s image of %s was not pushed (no ref); verify runs images from a registry", file, platform, id)
 		}
-		return ref, nil
+		return im.Ref, nil
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 )
 
 // patchEngine stands in for BuildKit in unit tests of the runner: the
@@ -26,7 +27,7 @@ func (patchEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	return &RunOutput{
 		Applied: true, TestRan: true, TestSeconds: 1,
 		Attempts:   []ApplyAttempt{{Cmd: gitApplyCmds[0]}},
-		TestOutput: StartTestOutput + "\n" + status + " tests/test_a.py::test_fix\n" + EndTestOutput + "\n",
+		TestOutput: grading.StartTestOutput + "\n" + status + " tests/test_a.py::test_fix\n" + grading.EndTestOutput + "\n",
 		Leak:       LeakDump{BaseTime: "100", Head: "abc tree1\n", Base: "abc tree1\n"},
 	}, nil
 }

@@ -171,13 +171,13 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// What was built and pushed is published even when other
 		// instances failed; with --verify, only verified images go.
 		pub.requireVerified = pub.requireVerified || verifyGold
-		md := report.Metadata()
+		recs := report.Records()
 		mdPath := opts.MetadataFile
 		if mdPath == "" {
-			mdPath = filepath.Join(opts.RunDir, "metadata.json")
+			mdPath = filepath.Join(opts.RunDir, "metadata.jsonl")
 		}
-		fmt.Fprintf(stdout, "\npublishing %d image(s) under %s\n", len(md.Images), pub.repo)
-		if perr := pub.publish(ctx, md, mdPath, stdout, stderr); perr != nil {
+		fmt.Fprintf(stdout, "\npublishing %d record(s) under %s\n", len(recs), pub.repo)
+		if perr := pub.publish(ctx, recs, mdPath, stdout, stderr); perr != nil {
 			problems = append(problems, fmt.Errorf("publishing: %w", perr))
 		}
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -136,9 +136,9 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	var previous, existing map[ci.Key]ci.Result
+	var previous, existing map[ci.Key]core.Image
 	if *ledgerPath != "" {
-		recs, err := readLedgerIfExists(*ledgerPath)
+		recs, err := ci.ReadLedger(*ledgerPath)
 		if err != nil {
 			return err
 		}
@@ -217,14 +217,6 @@ func appendGitHubOutput(path, lines string) error {
 	return nil
 }
 
-// readLedgerIfExists reads a publish ledger; a missing file is an empty one.
-func readLedgerIfExists(path string) ([]ci.Result, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	return ci.ReadResults([]string{path})
-}
-
 func parseRunners(flags []string) (map[string]ci.Runner, error) {
 	runners := ci.DefaultRunners()
 	for _, f := range flags {
@@ -279,7 +271,7 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 			"the publish metadata of the instances to index (for `swebuild publish`), and exits 1\n"+
 			"when anything regressed or failed unless --fail-on-regression=false.", stderr)
 	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
-	results := fs.StringArray("results", nil, "shard build metadata file or directory (repeatable)")
+	results := fs.StringArray("results", nil, "shard build records: a metadata file, or a directory whose *.jsonl files are read (repeatable)")
 	out := fs.String("out", "merge.json", "merge report (JSON)")
 	publishOut := fs.String("publish-metadata", "", "write the metadata file for `swebuild publish` (instances to index)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when an instance regressed or failed")
@@ -296,12 +288,12 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var recs []ci.Result
+	var recs []core.Image
 	var readErr error
 	if len(*results) > 0 {
 		// Bad lines are reported and the rest merged: their images count as
 		// missing, so the run still fails.
-		recs, readErr = ci.ReadResults(*results)
+		recs, readErr = ci.ReadRecords(*results)
 		if readErr != nil {
 			fmt.Fprintln(stderr, readErr)
 		}
@@ -311,8 +303,8 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *publishOut != "" {
-		md, err := rep.PublishMetadata()
-		if werr := publish.WriteMetadata(*publishOut, md); werr != nil {
+		pub, err := rep.PublishRecords()
+		if werr := core.WriteFile(*publishOut, pub); werr != nil {
 			return werr
 		}
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/verify"
+	"github.com/swebuild/swebuild/grading"
 )
 
 // runGrade implements `swebuild grade`: grade one test log exactly as
@@ -97,10 +97,10 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		log = string(b)
 	}
-	opts := verify.GradeOptions{WholeLog: wholeLog, Parser: parser}
+	opts := grading.GradeOptions{WholeLog: wholeLog, Parser: parser}
 
 	if statusMap {
-		res, err := verify.EvalLog(inst.Repo, log, opts)
+		res, err := grading.EvalLog(inst.Repo, log, opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", logPath, err)
 		}
@@ -111,13 +111,13 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return writeOut(stdout, res.StatusMap.JSON())
 	}
-	rep, err := verify.Grade(inst, log, patch, opts)
+	rep, err := grading.Grade(inst, log, patch, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", logPath, err)
 	}
 	if rep.NotApplied != "" {
 		hint := ""
-		if !wholeLog && !strings.Contains(log, verify.StartTestOutput) {
+		if !wholeLog && !strings.Contains(log, grading.StartTestOutput) {
 			hint = " (a log from a harness older than the markers needs --whole-log)"
 		}
 		fmt.Fprintf(stderr, "swebuild grade: %s: not applied for upstream v4.1.0: %s%s\n", logPath, rep.NotApplied, hint)

@@ -20,7 +20,7 @@ import (
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -94,8 +94,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErr("--timeout %s: want a positive duration", timeout)
 	case format != "table" && format != "json":
 		return usageErr("--format %q: want table or json", format)
-	case logParser != "" && !slices.Contains(verify.ParserNames(), logParser):
-		return usageErr("--log-parser %q: want one of %s", logParser, strings.Join(verify.ParserNames(), ", "))
+	case logParser != "" && !slices.Contains(grading.ParserNames(), logParser):
+		return usageErr("--log-parser %q: want one of %s", logParser, strings.Join(grading.ParserNames(), ", "))
 	}
 	plats, err := core.ParsePlatforms(platforms)
 	if err != nil {
@@ -136,15 +136,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if images != "" {
 		imageFn = verify.ImagesFromRepo(images)
 	} else {
-		md, err := publish.ReadMetadata(metadataFile)
-		if md == nil {
+		recs, err := core.ReadFile(metadataFile)
+		if len(recs) == 0 && err != nil {
 			return fmt.Errorf("--metadata-file: %w", err)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
-			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid entries", metadataFile))
+			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid records", metadataFile))
 		}
-		imageFn = verify.ImagesFromMetadata(md, metadataFile)
+		imageFn = verify.ImagesFromRecords(recs, metadataFile)
 	}
 	targets, terrs := verify.Targets(ctx, r, insts, platforms, imageFn)
 	for _, e := range terrs {
@@ -180,7 +180,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Timeout:  timeout,
 		Repeat:   repeat,
 		RunDir:   runDir,
-		Grade:    verify.GradeOptions{Parser: logParser},
+		Grade:    grading.GradeOptions{Parser: logParser},
 		Progress: stderr,
 	}
 	fmt.Fprintf(stderr, "swebuild verify: %d instance image(s); logs in %s\n", len(targets), runDir)
@@ -240,8 +240,8 @@ func (v *verifyBuildFlags) hook(ctx context.Context, r *render.Renderer, insts [
 	if v.timeout <= 0 {
 		return nil, fmt.Errorf("--verify-timeout %s: want a positive duration", v.timeout)
 	}
-	if v.logParser != "" && !slices.Contains(verify.ParserNames(), v.logParser) {
-		return nil, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(verify.ParserNames(), ", "))
+	if v.logParser != "" && !slices.Contains(grading.ParserNames(), v.logParser) {
+		return nil, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
 	}
 	vb := &verifyBuild{sum: &verify.Summary{}, dir: filepath.Join(runDir, "verify")}
 	targets, errs := verify.Targets(ctx, r, insts, platforms, nil)
@@ -258,7 +258,7 @@ func (v *verifyBuildFlags) hook(ctx context.Context, r *render.Renderer, insts [
 	runner := &verify.Runner{
 		Timeout:  v.timeout,
 		RunDir:   vb.dir,
-		Grade:    verify.GradeOptions{Parser: v.logParser},
+		Grade:    grading.GradeOptions{Parser: v.logParser},
 		Progress: stderr,
 		Cache:    &verify.Cache{Dir: cacheDir},
 		Reverify: v.reverify,

@@ -16,9 +16,9 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/pins"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -49,7 +49,7 @@ func benchTargets(b *testing.B) []verify.Target {
 				return
 			}
 		}
-		md := filepath.Join(os.TempDir(), fmt.Sprintf("swebuild-verify-bench-%d.json", os.Getpid()))
+		md := filepath.Join(os.TempDir(), fmt.Sprintf("swebuild-verify-bench-%d.jsonl", os.Getpid()))
 		defer os.Remove(md)
 		if _, err := f.build(b, ctx, f.dataset, f.reg+"/swebuild-test/verify", md); err != nil {
 			benchOnce.err = err
@@ -74,12 +74,12 @@ func benchTargets(b *testing.B) []verify.Target {
 			benchOnce.err = err
 			return
 		}
-		m, err := publish.ReadMetadata(md)
+		m, err := core.ReadFile(md)
 		if err != nil {
 			benchOnce.err = err
 			return
 		}
-		ts, errs := verify.Targets(ctx, &render.Renderer{Tables: tables, Pins: set}, insts, nil, verify.ImagesFromMetadata(m, md))
+		ts, errs := verify.Targets(ctx, &render.Renderer{Tables: tables, Pins: set}, insts, nil, verify.ImagesFromRecords(m, md))
 		if len(errs) > 0 {
 			benchOnce.err = errs[0]
 			return
@@ -99,7 +99,7 @@ func benchRunner(b *testing.B, workers int) (*verify.Runner, func()) {
 	}
 	return &verify.Runner{
 		Engine: &verify.BuildKitEngine{Client: c}, Workers: workers, Timeout: 10 * time.Minute,
-		RunDir: b.TempDir(), Grade: verify.GradeOptions{Parser: "parse_log_pytest"}, Progress: io.Discard,
+		RunDir: b.TempDir(), Grade: grading.GradeOptions{Parser: "parse_log_pytest"}, Progress: io.Discard,
 	}, func() { c.Close() }
 }
 

@@ -1,4 +1,4 @@
-package verify
+package grading
 
 // parserFor is the parser of repo, or the one opts.Parser names.
 func (o GradeOptions) parserFor(repo string) (string, parseFunc) {

@@ -1,4 +1,4 @@
-package verify
+package grading
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 // Seed corpora live in testdata/fuzz/<FuzzName>/: line-aligned chunks cut
 // from the real logs of ../shared/swebench-reference/eval-logs. Run e.g.
 //
-//	go test ./verify -run '^$' -fuzz '^FuzzParseDjango$' -fuzztime 60s
+//	go test ./grading -run '^$' -fuzz '^FuzzParseDjango$' -fuzztime 60s
 //
 // Properties: no panic; the only errors are upstream's own exceptions;
 // universal newlines (the same log with CRLF or lone CR line ends parses the

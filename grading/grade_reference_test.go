@@ -1,4 +1,4 @@
-package verify
+package grading
 
 import (
 	"bytes"

@@ -1,7 +1,8 @@
-// Package verify grades SWE-bench evaluation logs the way upstream SWE-bench
-// v4.1.0 does (log parsers, get_logs_eval, get_eval_report, report.json) and
-// runs gold patches in containers (the run half, in other files).
-package verify
+// Package grading grades SWE-bench evaluation logs the way upstream SWE-bench
+// v4.1.0 does: the log parsers, get_logs_eval, get_eval_report and
+// report.json. Everything here is a pure function of its inputs; running a
+// patch in a container is package verify's job, which calls this one.
+package grading
 
 import (
 	"errors"
