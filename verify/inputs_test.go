@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -97,5 +98,36 @@ func TestJoinHeadTail(t *testing.T) {
 				t.Error("the note looks like an upstream marker")
 			}
 		})
+	}
+}
+
+// TestOutputNames: every file the wrapper writes is one readOutputs reads,
+// and nothing else is.
+func TestOutputNames(t *testing.T) {
+	script := wrapperScript()
+	var names []string
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`\$out/([a-z][A-Za-z0-9_.$]*)`),
+		regexp.MustCompile(`(?m)^\s*now ([a-z_]+)`),
+		regexp.MustCompile(`(?m)^\s*capped ([A-Za-z0-9_.$]+)`),
+	} {
+		for _, m := range re.FindAllStringSubmatch(script, -1) {
+			if !strings.HasPrefix(m[1], "$") {
+				names = append(names, strings.ReplaceAll(m[1], "$i", "1"))
+			}
+		}
+	}
+	if len(names) < 20 {
+		t.Fatalf("found only %d output names in the wrapper: %q", len(names), names)
+	}
+	for _, n := range names {
+		if !wrapperOutput(n) && !cappedOutput(n) {
+			t.Errorf("the wrapper writes %s, readOutputs does not read it", n)
+		}
+	}
+	for _, n := range []string{"junk", "apply.x.rc", "test_output.txt.tail", "diff_after.size", "leakage"} {
+		if wrapperOutput(n) || cappedOutput(n) {
+			t.Errorf("%s would be read", n)
+		}
 	}
 }
