@@ -185,10 +185,11 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 // BuilderHook returns the function the builder calls for every instance
 // image it has solved, inside the node's build session (which must have
 // InputMounts) and before the image is exported or pushed: it runs the gold
-// patch on image (which must carry the image config) and returns an error when the instance is not resolved
-// on that platform (so the builder does not push it). targets are looked up
-// by instance id and platform; an instance image without a target fails.
-// Each call's result is added to sum (safe for concurrent calls).
+// patch on image (which must carry the image config) and returns an error
+// when the instance is not resolved on that platform (so the builder does
+// not push it). targets are looked up by instance id and platform; an
+// instance image without a target fails. Each call's result is added to sum
+// (safe for concurrent calls).
 func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
 	byKey := map[string]Target{}
 	for _, t := range targets {

@@ -19,49 +19,56 @@ import (
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
-var testImageOnce struct {
-	sync.Once
-	ref string
-	err error
+var testImages struct {
+	sync.Mutex
+	refs map[core.Platform]string
 }
 
-// testImage returns a BuildKit client and a pushed linux/amd64 image: the
-// fixture's Debian rootfs (bash, git, python3) with a repository at /testbed
-// holding one commit of a.txt ("one\n"). Its base commit is HEAD.
+// testImage returns a BuildKit client and a pushed linux/amd64 test image
+// (testImageFor).
 func testImage(t *testing.T) (*bkclient.Client, string) {
+	return testImageFor(t, core.AMD64)
+}
+
+// testImageFor returns a BuildKit client and a pushed image for p: the
+// fixture's Debian rootfs (bash, git, python3, coreutils) with a repository
+// at /testbed holding one commit of a.txt ("one\n"). Its base commit is
+// HEAD.
+func testImageFor(t *testing.T, p core.Platform) (*bkclient.Client, string) {
 	t.Helper()
 	st := stacktest.Require(t)
-	cache, err := stacktest.CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootfs := filepath.Join(cache, "rootfs")
-	if _, err := os.Stat(filepath.Join(rootfs, stacktest.RootfsTarName("amd64"))); err != nil {
-		rootfs = stacktest.Rootfs(t) // skips, or fails under CI
-	}
+	rootfs := stacktest.Rootfs(t)
 	ctx := context.Background()
 	c, err := bkclient.New(ctx, st.BuildkitHost)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	testImageOnce.Do(func() {
-		testImageOnce.ref, testImageOnce.err = buildTestImage(ctx, c, rootfs, st.Registry+"/swebuild-test/verify-runner")
-	})
-	if testImageOnce.err != nil {
-		t.Fatal(testImageOnce.err)
+	testImages.Lock()
+	defer testImages.Unlock()
+	if ref, ok := testImages.refs[p]; ok {
+		return c, ref
 	}
-	return c, testImageOnce.ref
+	ref, err := buildTestImage(ctx, c, rootfs, p, st.Registry+"/swebuild-test/verify-runner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testImages.refs == nil {
+		testImages.refs = map[core.Platform]string{}
+	}
+	testImages.refs[p] = ref
+	return c, ref
 }
 
-func buildTestImage(ctx context.Context, c *bkclient.Client, rootfs, repo string) (string, error) {
-	tar := stacktest.RootfsTarName("amd64")
-	src := llb.Local("rootfs", llb.IncludePatterns([]string{tar}), llb.SharedKeyHint("swebuild-verify-test-rootfs"))
+func buildTestImage(ctx context.Context, c *bkclient.Client, rootfs string, p core.Platform, repo string) (string, error) {
+	tar := stacktest.RootfsTarName(p.GOARCH())
+	src := llb.Local("rootfs", llb.IncludePatterns([]string{tar}), llb.SharedKeyHint("swebuild-verify-test-rootfs-"+p.GOARCH()))
 	img := llb.Scratch().File(llb.Copy(src, tar, "/", &llb.CopyInfo{AttemptUnpack: true})).
 		AddEnv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin").
 		Run(llb.Args([]string{"/bin/sh", "-c", `set -e
@@ -69,7 +76,7 @@ git init -q /testbed && cd /testbed
 printf 'one\n' >a.txt && git add a.txt
 GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z git -c user.name=t -c user.email=t@t commit -q -m base`}),
 			llb.Network(llb.NetModeNone)).Root()
-	def, err := img.Marshal(ctx, llb.LinuxAmd64)
+	def, err := img.Marshal(ctx, llb.Platform(p.OCI()))
 	if err != nil {
 		return "", err
 	}
@@ -84,7 +91,7 @@ GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z git
 		}}},
 	}, nil)
 	if err != nil {
-		return "", fmt.Errorf("building the test image: %w", err)
+		return "", fmt.Errorf("building the %s test image: %w", p, err)
 	}
 	return repo + "@" + resp.ExporterResponse[exptypes.ExporterImageDigestKey], nil
 }
@@ -203,53 +210,55 @@ echo '`+grading.EndTestOutput+`'
 
 // TestRunLongOutput: a 70 MiB test output comes back as its head and tail
 // with the count of what was left out, and leaves no big file in BuildKit's
-// cache.
+// cache, natively and under QEMU.
 func TestRunLongOutput(t *testing.T) {
-	c, image := testImage(t)
-	ctx := context.Background()
-	start := time.Now()
-	job := testJob(t, image, `#!/bin/bash
-echo '`+grading.StartTestOutput+`'
-python3 -c 'import sys
-for i in range(70 * 16384): sys.stdout.write("%063d\n" % i)'
-echo 'last line'
-echo '`+grading.EndTestOutput+`'
-`)
-	out, err := (&BuildKitEngine{Client: c}).Run(ctx, job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := int64(len(grading.StartTestOutput)+1) + 70*16384*64 + int64(len("last line\n")+len(grading.EndTestOutput)+1)
-	if out.TestOutputSize != total || out.TestOutputOmitted <= 0 || out.TestOutputOmitted < total-DefaultMaxOutput {
-		t.Errorf("70 MiB output: size %d (want %d), %d left out", out.TestOutputSize, total, out.TestOutputOmitted)
-	}
-	if !strings.HasPrefix(out.TestOutput, grading.StartTestOutput+"\n"+fmt.Sprintf("%063d\n", 0)) || !strings.HasSuffix(out.TestOutput, "last line\n"+grading.EndTestOutput+"\n") ||
-		!strings.Contains(out.TestOutput, fmt.Sprintf("[swebuild verify: %d bytes of output left out here", out.TestOutputOmitted)) {
-		t.Errorf("70 MiB output: no head, tail or note: %d bytes back", len(out.TestOutput))
-	}
-	if n := int64(len(out.TestOutput)); n > DefaultMaxOutput+200 {
-		t.Errorf("70 MiB output: %d bytes back, more than the %d kept", n, DefaultMaxOutput)
-	}
+	for _, p := range core.AllPlatforms() {
+		t.Run(p.Arch(), func(t *testing.T) {
+			c, image := testImageFor(t, p)
+			ctx := context.Background()
+			start := time.Now()
+			const size = 70 << 20
+			line := fmt.Sprintf("%063d", 0)
+			job := testJob(t, image, "#!/bin/bash\necho '"+grading.StartTestOutput+"'\nyes "+line+" | head -c "+fmt.Sprint(size)+"\necho 'last line'\necho '"+grading.EndTestOutput+"'\n")
+			job.Platform = p
+			out, err := (&BuildKitEngine{Client: c}).Run(ctx, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := int64(len(grading.StartTestOutput)+1) + size + int64(len("last line\n")+len(grading.EndTestOutput)+1)
+			if out.TestOutputSize != total || out.TestOutputOmitted <= 0 || out.TestOutputOmitted < total-DefaultMaxOutput {
+				t.Errorf("70 MiB output: size %d (want %d), %d left out", out.TestOutputSize, total, out.TestOutputOmitted)
+			}
+			if !strings.HasPrefix(out.TestOutput, grading.StartTestOutput+"\n"+line+"\n") || !strings.HasSuffix(out.TestOutput, line+"\nlast line\n"+grading.EndTestOutput+"\n") ||
+				!strings.Contains(out.TestOutput, fmt.Sprintf("[swebuild verify: %d bytes of output left out here", out.TestOutputOmitted)) {
+				t.Errorf("70 MiB output: no head, tail or note: %d bytes back", len(out.TestOutput))
+			}
+			if n := int64(len(out.TestOutput)); n > DefaultMaxOutput+200 {
+				t.Errorf("70 MiB output: %d bytes back, more than the %d kept", n, DefaultMaxOutput)
+			}
 
-	// No big output left in BuildKit's cache: the output mounts of the
-	// runs above hold at most the kept head and tail.
-	du, err := c.DiskUsage(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := 0
-	for _, r := range du {
-		if r.CreatedAt.Before(start) || !strings.Contains(r.Description, outDir) {
-			continue
-		}
-		seen++
-		t.Logf("cache record %s %q: %d bytes", r.ID, r.Description, r.Size)
-		if r.Size > DefaultMaxOutput+(8<<20) {
-			t.Errorf("cache record %s (%s) holds %d bytes", r.ID, r.Description, r.Size)
-		}
-	}
-	if seen == 0 {
-		t.Errorf("no cache record of an output mount found since %s: the check looked at nothing", start)
+			// No big output left in BuildKit's cache: the output mount
+			// of the run holds at most the kept head and tail (cut in the
+			// container, which also shows /proc/self/fdinfo works there).
+			du, err := c.DiskUsage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for _, r := range du {
+				if r.CreatedAt.Before(start) || !strings.Contains(r.Description, outDir) {
+					continue
+				}
+				seen++
+				t.Logf("cache record %s %q: %d bytes", r.ID, r.Description, r.Size)
+				if r.Size > DefaultMaxOutput+(8<<20) {
+					t.Errorf("cache record %s (%s) holds %d bytes", r.ID, r.Description, r.Size)
+				}
+			}
+			if seen == 0 {
+				t.Errorf("no cache record of an output mount found since %s: the check looked at nothing", start)
+			}
+		})
 	}
 }
 
