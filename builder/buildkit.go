@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,8 @@ type bkSolver struct {
 	progress   *progressHub
 	verify     VerifyFunc
 	given      map[string]string // bound images by context name (Options.Images)
+	// verifyMounts are added to an instance node's session with verify.
+	verifyMounts map[string]fsutil.FS
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -172,6 +175,9 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		contexts[i] = st
 	}
 
+	if s.verify != nil && n.Kind == KindInstance {
+		maps.Copy(mounts, s.verifyMounts)
+	}
 	so := bkclient.SolveOpt{
 		LocalMounts:  mounts,
 		SharedKey:    sharedKey,
