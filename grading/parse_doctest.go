@@ -233,6 +233,12 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 			if root != nil && cur == nil {
 				return nil, errors.New("junk after document element")
 			}
+			if err := checkAttrSeparation(doc[before:after]); err != nil {
+				return nil, err
+			}
+			if err := checkCharRefs(doc[before:after]); err != nil {
+				return nil, err
+			}
 			n := &xmlNode{tagStart: before, tagEnd: after, parent: cur}
 			if err := n.bind(t); err != nil {
 				return nil, err
@@ -255,6 +261,11 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 			stack = stack[:len(stack)-1]
 			cur = cur.parent
 		case xml.CharData:
+			if raw := doc[before:after]; !strings.HasPrefix(raw, "<![CDATA[") {
+				if err := checkCharRefs(raw); err != nil {
+					return nil, err
+				}
+			}
 			if cur == nil && strings.Trim(string(t), " \t\r\n") != "" {
 				return nil, errors.New("junk after document element")
 			}
@@ -262,9 +273,15 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 			if strings.Contains(string(t), "--") || strings.HasSuffix(string(t), "-") {
 				return nil, errors.New(`"--" inside a comment`)
 			}
+			if err := checkXMLChars(string(t)); err != nil {
+				return nil, err
+			}
 		case xml.ProcInst:
 			if strings.EqualFold(t.Target, "xml") {
 				return nil, errors.New("XML declaration not at the start of the document")
+			}
+			if err := checkXMLChars(string(t.Inst)); err != nil {
+				return nil, err
 			}
 		case xml.Directive:
 			return nil, errors.New("declaration inside the document")
@@ -276,6 +293,63 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 	return root, nil
 }
 
+// checkAttrSeparation checks what Go's decoder lets pass in a start tag:
+// every attribute value must be followed by whitespace, "/" or ">"
+// (`a="1"b="2"` is not well-formed).
+func checkAttrSeparation(tag string) error {
+	for i := 0; i < len(tag); i++ {
+		q := tag[i]
+		if q != '"' && q != '\'' {
+			continue
+		}
+		k := strings.IndexByte(tag[i+1:], q)
+		if k < 0 {
+			return nil
+		}
+		i += 1 + k
+		if i+1 < len(tag) && strings.IndexByte(" \t\n\r/>", tag[i+1]) < 0 {
+			return fmt.Errorf("no whitespace after attribute value at %q", tag[i:])
+		}
+	}
+	return nil
+}
+
+// checkXMLChars checks that s holds only XML characters (Go checks text and
+// attribute values, not comments and processing instructions).
+func checkXMLChars(s string) error {
+	for _, r := range s {
+		if !(r == 0x09 || r == 0x0a || r == 0x0d || r >= 0x20 && r <= 0xd7ff ||
+			r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff) {
+			return fmt.Errorf("illegal character %U", r)
+		}
+	}
+	return nil
+}
+
+// checkCharRefs checks the character references of raw text or a raw
+// start tag: Go turns a reference to a surrogate (&#xD800;) into U+FFFD,
+// expat rejects it ("reference to invalid character number").
+func checkCharRefs(raw string) error {
+	for {
+		i := strings.Index(raw, "&#")
+		if i < 0 {
+			return nil
+		}
+		raw = raw[i+2:]
+		j := strings.IndexByte(raw, ';')
+		if j < 0 {
+			return nil
+		}
+		digits, base := raw[:j], 10
+		if strings.HasPrefix(digits, "x") {
+			digits, base = digits[1:], 16
+		}
+		if v, err := strconv.ParseUint(digits, base, 32); err == nil && v >= 0xd800 && v <= 0xdfff {
+			return fmt.Errorf("reference to invalid character number &#%s;", raw[:j])
+		}
+	}
+}
+
 // bind resolves the element's and its attributes' namespace prefixes (the
 // element's own xmlns declarations included) and checks for duplicates.
 func (n *xmlNode) bind(t xml.StartElement) error {
@@ -285,21 +359,40 @@ func (n *xmlNode) bind(t xml.StartElement) error {
 			n.namespaces[k] = v
 		}
 	}
+	// Go keeps a name with a leading or trailing ":" as a local name;
+	// expat with namespace processing rejects it.
+	if strings.Contains(t.Name.Local, ":") {
+		return fmt.Errorf("invalid element name %q", qname(t.Name))
+	}
 	seen := map[xml.Name]bool{}
 	for _, a := range t.Attr {
+		if strings.Contains(a.Name.Local, ":") {
+			return fmt.Errorf("invalid attribute name %q", qname(a.Name))
+		}
 		if seen[a.Name] {
 			return fmt.Errorf("duplicate attribute %s", qname(a.Name))
 		}
 		seen[a.Name] = true
 		switch {
 		case a.Name.Space == "xmlns":
-			if a.Value == "" {
+			switch {
+			case a.Value == "":
 				return fmt.Errorf("prefix %s bound to an empty namespace", a.Name.Local)
+			case a.Name.Local == "xml" && a.Value != xmlNamespace,
+				a.Name.Local == "xmlns",
+				a.Name.Local != "xml" && (a.Value == xmlNamespace || a.Value == xmlnsNamespace):
+				return fmt.Errorf("reserved prefix or namespace in xmlns:%s=%q", a.Name.Local, a.Value)
 			}
 			n.namespaces[a.Name.Local] = a.Value
 		case a.Name.Space == "" && a.Name.Local == "xmlns":
+			if a.Value == xmlNamespace || a.Value == xmlnsNamespace {
+				return fmt.Errorf("reserved namespace in xmlns=%q", a.Value)
+			}
 			n.namespaces[""] = a.Value
 		}
+	}
+	if t.Name.Space == "xmlns" {
+		return fmt.Errorf("reserved prefix xmlns on element %s", qname(t.Name))
 	}
 	ns, err := n.resolve(t.Name.Space, true)
 	if err != nil {
@@ -337,7 +430,7 @@ func (n *xmlNode) resolve(prefix string, element bool) (string, error) {
 		}
 		return "", nil
 	case prefix == "xml":
-		return "http://www.w3.org/XML/1998/namespace", nil
+		return xmlNamespace, nil
 	}
 	uri, ok := n.namespaces[prefix]
 	if !ok {
@@ -345,6 +438,12 @@ func (n *xmlNode) resolve(prefix string, element bool) (string, error) {
 	}
 	return uri, nil
 }
+
+// The namespaces the "xml" and "xmlns" prefixes are bound to.
+const (
+	xmlNamespace   = "http://www.w3.org/XML/1998/namespace"
+	xmlnsNamespace = "http://www.w3.org/2000/xmlns/"
+)
 
 func qname(n xml.Name) string {
 	if n.Space == "" {
