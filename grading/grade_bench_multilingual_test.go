@@ -98,7 +98,7 @@ func BenchmarkGradeHugeLog(b *testing.B) {
 // XML blocks, many unclosed tags, numbered lines with no ":" for 1000
 // characters).
 func BenchmarkParseMultilingual(b *testing.B) {
-	type source struct{ parser, id, text string }
+	type source struct{ parser, id, text, label string }
 	var sources []source
 	seen := map[string]int{}
 	for _, l := range readMultilingualLogs(b) {
@@ -115,16 +115,19 @@ func BenchmarkParseMultilingual(b *testing.B) {
 			continue
 		}
 		seen[name] = len(sources)
-		sources = append(sources, source{l.ref.Parser, l.ref.InstanceID, sec})
+		sources = append(sources, source{l.ref.Parser, l.ref.InstanceID, sec, ""})
 	}
 	sources = append(sources,
-		source{"parse_log_p5js", "", "<div>\n  1) a\n     b:\n</div>\n<span>x</span> <p>"},
-		source{"parse_log_p5js", "", "  1) " + strings.Repeat("x", 990) + "\n"},
+		source{"parse_log_p5js", "", "<div>\n  1) a\n     b:\n</div>\n<span>x</span> <p>", "xml-blocks"},
+		source{"parse_log_p5js", "", "  1) " + strings.Repeat("x", 990) + "\n", "no-colon"},
 	)
 	for _, s := range sources {
 		name := strings.TrimPrefix(s.parser, "parse_log_")
-		if s.id != "" && strings.Contains(s.parser, "jekyll") || strings.Contains(s.parser, "immutable") {
+		if strings.Contains(s.parser, "jekyll") || strings.Contains(s.parser, "immutable") {
 			name += "-" + s.id[strings.LastIndexByte(s.id, '-')+1:]
+		}
+		if s.label != "" {
+			name += "-" + s.label
 		}
 		for _, n := range []int{1 << 20, 10 << 20} {
 			b.Run(name+"/"+itoa(n>>20)+"MB", func(b *testing.B) {

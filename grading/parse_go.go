@@ -4,25 +4,33 @@ import "strings"
 
 // parseGotest is upstream's parse_log_gotest (go.py): re.match of
 // ^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$ on each stripped line, so indented
-// subtest lines count with their full "Parent/sub" name.
+// subtest lines count with their full "Parent/sub" name. Matched by hand:
+// the greedy name runs to the last " (" that leaves a character before the
+// final ")". BenchmarkParseMultilingual/gotest/10MB: 123 ms of CPU with
+// Go's regexp, 13 ms by hand.
 func parseGotest(log string, sm *StatusMap) error {
-	re := pyRegexp(`^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$`)
 	return forEachLine(log, func(line string) error {
 		line = pyStrip(line)
-		if !strings.HasPrefix(line, "--- ") {
+		if !strings.HasPrefix(line, "--- ") || !strings.HasSuffix(line, ")") {
 			return nil
 		}
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			return nil
-		}
-		switch m[1] {
-		case "PASS":
-			sm.set(m[2], StatusPassed)
-		case "FAIL":
-			sm.set(m[2], StatusFailed)
+		var status string
+		switch {
+		case strings.HasPrefix(line, "--- PASS: "):
+			status = StatusPassed
+		case strings.HasPrefix(line, "--- FAIL: "):
+			status = StatusFailed
+		case strings.HasPrefix(line, "--- SKIP: "):
+			status = StatusSkipped
 		default:
-			sm.set(m[2], StatusSkipped)
+			return nil
+		}
+		rest := line[len("--- PASS: ") : len(line)-1]
+		for k := strings.LastIndex(rest, " ("); k >= 1; k = strings.LastIndex(rest[:k], " (") {
+			if k+2 < len(rest) {
+				sm.set(rest[:k], status)
+				break
+			}
 		}
 		return nil
 	})

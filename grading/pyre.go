@@ -98,3 +98,95 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 	}
 	return false
 }
+
+// skipSpaces returns the index after the run of Python whitespace starting
+// at s[i].
+func skipSpaces(s string, i int) int {
+	for i < len(s) {
+		sp, n := spaceAt(s, i)
+		if !sp {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// skipDigits returns the index after the run of Python \d characters
+// starting at s[i].
+func skipDigits(s string, i int) int {
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < '0' || c > '9' {
+				break
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !isPyDigit(r) {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// isDurationTail reports whether s[p:] is all of \s\(\d+\s*m?s\) (the
+// optional duration of parse_log_jest and parse_log_redis).
+func isDurationTail(s string, p int) bool {
+	sp, n := spaceAt(s, p)
+	if !sp {
+		return false
+	}
+	i := p + n
+	if i >= len(s) || s[i] != '(' {
+		return false
+	}
+	j := skipDigits(s, i+1)
+	if j == i+1 {
+		return false
+	}
+	j = skipSpaces(s, j)
+	switch {
+	case strings.HasPrefix(s[j:], "ms"):
+		j += 2
+	case strings.HasPrefix(s[j:], "s"):
+		j++
+	default:
+		return false
+	}
+	return s[j:] == ")"
+}
+
+// trimDuration is group 1 of (.+?)(?:\s\((\d+\s*m?s)\))?$ on a non-empty
+// rest: the lazy group stops where the optional duration can take the rest
+// of the line. The duration holds one "(", so it can only start just before
+// the last "(".
+func trimDuration(rest string) string {
+	k := strings.LastIndexByte(rest, '(')
+	if k <= 0 {
+		return rest
+	}
+	if sp, n := spaceBefore(rest, k); sp && k-n >= 1 && isDurationTail(rest, k-n) {
+		return rest[:k-n]
+	}
+	return rest
+}
+
+// markThenRest matches mark + \s + (.+) at the start of a stripped line
+// and returns the text after the one whitespace character.
+func markThenRest(line, mark string) (string, bool) {
+	if !strings.HasPrefix(line, mark) {
+		return "", false
+	}
+	rest := line[len(mark):]
+	if rest == "" {
+		return "", false
+	}
+	sp, n := spaceAt(rest, 0)
+	if !sp || n == len(rest) {
+		return "", false
+	}
+	return rest[n:], true
+}
