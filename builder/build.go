@@ -18,8 +18,9 @@ import (
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/opencontainers/go-digest"
 
-	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/core"
 )
 
 // BuilderSpec names a BuildKit daemon, for one platform or (Platform "") for
@@ -102,8 +103,9 @@ type Options struct {
 	ProgressOut io.Writer
 	// RunDir receives one log file per node under logs/ (required).
 	RunDir string
-	// MetadataFile, when set, receives the publish.Metadata JSON of every
-	// node built.
+	// MetadataFile, when set, receives one core.Image record per node (JSON
+	// lines): built nodes with their digest and pushed ref, failed and
+	// skipped nodes with the error.
 	MetadataFile string
 	// Verify, when set, is called for every instance node right after its
 	// image is solved, inside the node's build session and before the image
@@ -202,7 +204,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 
 	var errs []error
 	if opts.MetadataFile != "" {
-		if err := publish.WriteMetadata(opts.MetadataFile, report.Metadata()); err != nil {
+		if err := core.WriteFile(opts.MetadataFile, report.Records()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -271,32 +273,42 @@ func logName(n *Node) string {
 	return r.Replace(n.Key) + "." + archOf(n.Platform) + ".log"
 }
 
-// Metadata describes every node built (done) as publish metadata entries.
-func (r *Report) Metadata() *publish.Metadata {
-	md := &publish.Metadata{Images: []publish.Image{}}
+// Records describes every node as a core.Image record, in summary order:
+// built nodes with their digest, pushed ref, spec key and verify verdict;
+// failed and skipped nodes with their error.
+func (r *Report) Records() []core.Image {
+	out := []core.Image{}
 	keys := inputKeys(r.nodes())
 	for _, res := range r.sorted() {
-		if res.Status != StatusDone {
-			continue
-		}
 		n := res.Node
 		specKey := n.SpecKey
 		if specKey == "" {
 			specKey = keys[n.ID()]
 		}
-		md.Images = append(md.Images, publish.Image{
+		im := core.Image{
+			Kind:       core.Kind(n.Kind),
 			InstanceID: n.InstanceID,
-			Node:       n.Kind,
-			Platform:   n.Platform,
-			Arch:       archOf(n.Platform),
-			Digest:     res.Outcome.Digest,
-			Ref:        res.Outcome.Ref,
+			Key:        n.Key,
+			Platform:   core.Platform(n.Platform),
 			SpecKey:    specKey,
 			BaseCommit: n.BaseCommit,
-			Verified:   res.Outcome.Verified,
-		})
+			Status:     core.StatusBuilt,
+		}
+		if res.Status == StatusDone {
+			im.Digest = digest.Digest(res.Outcome.Digest)
+			im.Ref = res.Outcome.Ref
+			im.Verified = res.Outcome.Verified
+		} else {
+			im.Status = core.StatusFailed
+			im.Error = res.Status
+			if res.Err != nil {
+				im.Error = res.Status + ": " + res.Err.Error()
+			}
+			im.Verified = res.Outcome.Verified
+		}
+		out = append(out, im)
 	}
-	return md
+	return out
 }
 
 // sorted returns the results ordered by kind (base, env, instance), key and

@@ -15,7 +15,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 	"github.com/tonistiigi/fsutil"
 
-	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/core"
 )
 
 func TestParseBuilder(t *testing.T) {
@@ -282,35 +282,42 @@ func TestRelabelKeepsGraphApart(t *testing.T) {
 	}
 }
 
-// TestReportMetadataReadsBackInPublish checks the metadata file against the
-// publish package's own reader and validation (the contract).
-func TestReportMetadataReadsBackInPublish(t *testing.T) {
+// TestReportRecordsReadBack checks the metadata file the builder writes
+// against the one record codec every reader uses (core.ReadFile).
+func TestReportRecordsReadBack(t *testing.T) {
 	dg := "sha256:" + strings.Repeat("ab", 32)
 	base := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: "linux/amd64", Dockerfile: []byte("FROM scratch")}
 	inst := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: "linux/amd64", InstanceID: "a__b-1", BaseCommit: "c0ffee",
 		Parents: []string{base.Key}, Dockerfile: []byte("FROM sweb.base.py.x86_64:latest")}
 	instArm := &Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: KindInstance, Platform: "linux/arm64", InstanceID: "a__b-1", Dockerfile: []byte("FROM x")}
 	r := &Report{Results: []Result{
-		{Node: inst, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg}},
+		{Node: inst, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg, Verified: core.Bool(true)}},
 		{Node: base, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg}},
 		{Node: instArm, Status: StatusFailed, Err: errors.New("boom")},
 	}}
-	path := filepath.Join(t.TempDir(), "md.json")
-	if err := publish.WriteMetadata(path, r.Metadata()); err != nil {
+	path := filepath.Join(t.TempDir(), "md.jsonl")
+	if err := core.WriteFile(path, r.Records()); err != nil {
 		t.Fatal(err)
 	}
-	md, err := publish.ReadMetadata(path)
+	recs, err := core.ReadFile(path)
 	if err != nil {
-		t.Fatalf("publish rejects builder metadata: %v", err)
+		t.Fatalf("the codec rejects builder records: %v", err)
 	}
-	if len(md.Images) != 2 {
-		t.Fatalf("%d images, want 2 (failed nodes are left out)", len(md.Images))
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3 (one per node, failed ones too)", len(recs))
 	}
-	if md.Images[0].Node != "base" || md.Images[1].InstanceID != "a__b-1" || md.Images[1].Arch != "x86_64" || md.Images[1].BaseCommit != "c0ffee" {
-		t.Errorf("entries %+v", md.Images)
+	b, arm, amd := recs[0], recs[1], recs[2]
+	if b.Kind != core.KindBase || b.Key != base.Key || b.Status != core.StatusBuilt || b.Digest.String() != dg {
+		t.Errorf("base record %+v", b)
 	}
-	if md.Images[0].SpecKey == md.Images[1].SpecKey || !strings.HasPrefix(md.Images[1].SpecKey, "sha256:") {
-		t.Errorf("spec keys %q %q: want distinct derived keys", md.Images[0].SpecKey, md.Images[1].SpecKey)
+	if arm.Status != core.StatusFailed || !strings.Contains(arm.Error, "boom") || arm.Platform != core.ARM64 || arm.Digest != "" {
+		t.Errorf("failed record %+v", arm)
+	}
+	if amd.InstanceID != "a__b-1" || amd.Platform != core.AMD64 || amd.BaseCommit != "c0ffee" || !amd.IsVerified() || amd.Ref != "127.0.0.1:5000/b@"+dg {
+		t.Errorf("instance record %+v", amd)
+	}
+	if b.SpecKey == amd.SpecKey || !strings.HasPrefix(amd.SpecKey, "sha256:") {
+		t.Errorf("spec keys %q %q: want distinct derived keys", b.SpecKey, amd.SpecKey)
 	}
 	var sb strings.Builder
 	if err := r.WriteSummary(&sb); err != nil {

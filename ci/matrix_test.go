@@ -363,7 +363,15 @@ func TestBuildMatrixSpecPlatforms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, shards := range []int{1, 3, 64, 128, 300} {
-		m, err := BuildMatrix(all, MatrixOptions{Platforms: bothPlatforms, Shards: shards, PlatformsFor: tables.Platforms})
+		byID := tables.PlatformsByID(nil)
+		platformsFor := func(id string) []string {
+			var out []string
+			for _, p := range byID(id) {
+				out = append(out, p.String())
+			}
+			return out
+		}
+		m, err := BuildMatrix(all, MatrixOptions{Platforms: bothPlatforms, Shards: shards, PlatformsFor: platformsFor})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/swebuild/swebuild/publish"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Instance statuses after a merge.
@@ -23,18 +25,14 @@ const (
 	StatusFailed = "failed"
 )
 
-// Image is one platform image of a merged instance.
+// Image is one platform image of a merged instance: its record (the
+// shard's, or for a reused image one made from the plan) and where it came
+// from. An image that cannot go into the index has status failed and says
+// why in its error.
 type Image struct {
-	Platform   string `json:"platform"`
-	Source     string `json:"source"` // "built" or "existing"
-	Repository string `json:"repository,omitempty"`
-	Digest     string `json:"digest,omitempty"`
-	Ref        string `json:"ref,omitempty"`
-	SpecKey    string `json:"spec_key,omitempty"`
-	Verified   bool   `json:"verified"`
-	Error      string `json:"error,omitempty"`
-	Shard      string `json:"shard,omitempty"`
-	Size       int64  `json:"size,omitempty"`
+	core.Image
+	Source string `json:"source"` // "built" or "existing"
+	Shard  string `json:"shard,omitempty"`
 }
 
 // Outcome is the merge decision for one instance.
@@ -70,13 +68,13 @@ type MergeReport struct {
 func (r MergeReport) Failed() bool { return r.Counts.Regressed+r.Counts.Failed > 0 }
 
 // Merge decides, per planned instance, what to index and what regressed.
-// An instance is indexed only when every one of its images is verified; an
-// instance with any failed or missing image keeps its previous index (if
-// any) and is reported as regressed (some image was verified before) or
-// failed. Several records about one image (metadata entry, verify summary)
-// are combined (see Combine).
-func Merge(plan Plan, results []Result) MergeReport {
-	latest := Combine(results)
+// An instance is indexed only when every one of its images is usable
+// (built, pushed and verified); an instance with any failed or missing image
+// keeps its previous index (if any) and is reported as regressed (some image
+// was verified before) or failed. When several records name one image (a
+// shard re-run), the last one wins.
+func Merge(plan Plan, results []core.Image) MergeReport {
+	latest := Latest(results)
 	planned := map[Key]bool{}
 	rep := MergeReport{Platforms: plan.Platforms, Shards: plan.Counts, Outcomes: make([]Outcome, 0, len(plan.Instances))}
 	for _, in := range plan.Instances {
@@ -86,26 +84,29 @@ func Merge(plan Plan, results []Result) MergeReport {
 			k := Key{in.InstanceID, t.Platform}
 			planned[k] = true
 			if t.Action == ActionExisting {
-				o.Images = append(o.Images, Image{Platform: t.Platform, Source: "existing", Repository: t.Repository, Digest: t.Digest, SpecKey: t.SpecKey, Verified: true})
+				o.Images = append(o.Images, Image{Source: "existing", Image: core.Image{
+					Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: core.Platform(t.Platform),
+					Digest: digest.Digest(t.Digest), Ref: t.Repository + "@" + t.Digest, SpecKey: t.SpecKey,
+					Verified: core.Bool(true), Status: core.StatusPublished,
+				}})
 				continue
 			}
-			img := Image{Platform: t.Platform, Source: "built", Shard: t.Shard}
+			img := Image{Source: "built", Shard: t.Shard}
 			r, ok := latest[k]
 			switch {
 			case !ok:
-				img.Error = fmt.Sprintf("no result from shard %s", t.Shard)
+				img.Image = core.Image{Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: core.Platform(t.Platform),
+					Status: core.StatusFailed, Error: fmt.Sprintf("no result from shard %s", t.Shard)}
 			default:
-				img.Repository, img.Digest, img.Verified, img.Error, img.Size = r.Repository, r.Digest, r.Verified, r.Error, r.Size
-				img.Ref, img.SpecKey = r.Ref, r.SpecKey
-				if img.Error == "" && !r.Verified {
-					img.Error = "gold patch did not verify"
+				img.Image = r
+				if r.OK() && !r.IsVerified() {
+					img.Status, img.Error = core.StatusFailed, "gold patch did not verify"
 				}
-				if img.Error == "" && r.Digest == "" {
-					img.Error = "verified but no digest was pushed"
+				if r.OK() && r.Ref == "" {
+					img.Status, img.Error = core.StatusFailed, "verified but not pushed"
 				}
 			}
-			if img.Error != "" {
-				img.Verified = false
+			if !Usable(img.Image) || img.Ref == "" {
 				bad++
 				regressed = regressed || t.PreviouslyVerified
 			} else {
@@ -131,76 +132,41 @@ func Merge(plan Plan, results []Result) MergeReport {
 		rep.Outcomes = append(rep.Outcomes, o)
 	}
 	for _, r := range results {
-		if !planned[Key{r.InstanceID, r.Platform}] {
-			rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("%s %s %s", r.Source, r.InstanceID, r.Platform))
+		if r.Kind == core.KindInstance && !planned[KeyOf(r)] {
+			rep.Unexpected = append(rep.Unexpected, fmt.Sprintf("%s %s", r.InstanceID, r.Platform))
 		}
 	}
 	sort.Strings(rep.Unexpected)
 	return rep
 }
 
-// IndexImages returns the images of every instance to index, in instance
-// order, as records for publishing: one line per (instance, platform).
-func (r MergeReport) IndexImages() []Result {
-	var out []Result
+// PublishRecords returns the records that make `swebuild publish` write the
+// index of every instance to index: one per platform image, built now or
+// reused, each pinned by digest and verified. Images without a spec key are
+// errors: publish would refuse them.
+func (r MergeReport) PublishRecords() ([]core.Image, error) {
+	out := []core.Image{}
+	var errs []string
 	for _, o := range r.Outcomes {
 		if !o.Index() {
 			continue
 		}
 		for _, img := range o.Images {
-			out = append(out, Result{InstanceID: o.InstanceID, Platform: img.Platform, Repository: img.Repository, Digest: img.Digest, Ref: img.Ref, SpecKey: img.SpecKey, Verified: true, Size: img.Size})
-		}
-	}
-	return out
-}
-
-// LedgerUpdates returns the records this run adds to the ledger: every image
-// built now, verified or not, so the ledger's last word on an image is
-// always the latest attempt (a failed image is retried next night).
-func (r MergeReport) LedgerUpdates() []Result {
-	var out []Result
-	for _, o := range r.Outcomes {
-		for _, img := range o.Images {
-			if img.Source != "built" {
+			if img.SpecKey == "" {
+				errs = append(errs, fmt.Sprintf("%s %s: no spec_key", o.InstanceID, img.Platform))
 				continue
 			}
-			out = append(out, Result{InstanceID: o.InstanceID, Platform: img.Platform, Repository: img.Repository, Digest: img.Digest, Ref: img.Ref, SpecKey: img.SpecKey, Verified: img.Verified && img.Error == "", Error: img.Error, Size: img.Size})
+			out = append(out, core.Image{
+				Kind: core.KindInstance, InstanceID: o.InstanceID, Platform: img.Platform, Digest: img.Digest,
+				Ref: img.Ref, SpecKey: img.SpecKey, BaseCommit: img.BaseCommit, Dataset: img.Dataset,
+				Verified: core.Bool(true), Status: core.StatusBuilt,
+			})
 		}
-	}
-	return out
-}
-
-// PublishMetadata returns the build metadata file (publish's contract) that
-// makes `swebuild publish` write the index of every instance to index: one
-// entry per platform image, built now or reused, each pinned by digest.
-// Images without a spec key or a pullable reference are errors: publish
-// would refuse them.
-func (r MergeReport) PublishMetadata() (*publish.Metadata, error) {
-	md := &publish.Metadata{Images: []publish.Image{}}
-	var errs []string
-	for _, img := range r.IndexImages() {
-		ref := img.Ref
-		if ref == "" || !strings.HasSuffix(ref, "@"+img.Digest) {
-			if img.Repository == "" {
-				errs = append(errs, fmt.Sprintf("%s %s: no repository to pull %s from", img.InstanceID, img.Platform, img.Digest))
-				continue
-			}
-			ref = img.Repository + "@" + img.Digest
-		}
-		if img.SpecKey == "" {
-			errs = append(errs, fmt.Sprintf("%s %s: no spec_key", img.InstanceID, img.Platform))
-			continue
-		}
-		verified := true
-		md.Images = append(md.Images, publish.Image{
-			InstanceID: img.InstanceID, Node: publish.NodeInstance, Platform: img.Platform,
-			Digest: img.Digest, Ref: ref, SpecKey: img.SpecKey, Verified: &verified,
-		})
 	}
 	if len(errs) > 0 {
-		return md, fmt.Errorf("building publish metadata:\n  %s", strings.Join(errs, "\n  "))
+		return out, fmt.Errorf("building publish records:\n  %s", strings.Join(errs, "\n  "))
 	}
-	return md, nil
+	return out, nil
 }
 
 // WriteReport writes the merge report as indented JSON.

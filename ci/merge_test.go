@@ -6,9 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -58,93 +62,73 @@ func TestReadIDList(t *testing.T) {
 	}
 }
 
-func TestReadResults(t *testing.T) {
+// rec is an instance record: built and verified when digest is set, with a
+// ref in repository reg/r.
+func rec(id, platform, dg string, verified bool) core.Image {
+	im := core.Image{Kind: core.KindInstance, InstanceID: id, Platform: core.Platform(platform), SpecKey: "k-" + id, Status: core.StatusBuilt}
+	if dg != "" {
+		im.Digest, im.Ref, im.Verified = digest.Digest(dg), "reg/r@"+dg, core.Bool(verified)
+	}
+	return im
+}
+
+func failed(id, platform, msg string) core.Image {
+	return core.Image{Kind: core.KindInstance, InstanceID: id, Platform: core.Platform(platform), Status: core.StatusFailed, Error: msg}
+}
+
+// TestReadRecords reads a shard directory the way shards lay it out
+// (meta/<id>.jsonl build records, other artefacts beside them) and reports
+// every bad line of every file with file, line and field.
+func TestReadRecords(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "s/amd64-0/results.jsonl",
-		`{"instance_id":"a","platform":"linux/amd64","digest":"`+dA+`","verified":true}`+"\n"+
-			`{"id":"b","arch":"x86_64","image":"reg/x:latest@`+dB+`","status":"failed"}`+"\n")
-	writeFile(t, dir, "s/arm64-0/results.json", `[{"instance_id":"a","arch":"arm64","digest":"`+dC+`","status":"verified"}]`)
-	got, err := ReadResults([]string{filepath.Join(dir, "s")})
+	var a, b bytes.Buffer
+	base := core.Image{Kind: core.KindBase, Key: "sweb.base.py.x86_64:latest", Platform: core.AMD64, Digest: dA, Ref: "r/c@" + dA, Status: core.StatusBuilt}
+	if err := core.Encode(&a, []core.Image{base, rec("x__x-1", PlatformAMD64, dB, true)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := core.Encode(&b, []core.Image{failed("y__y-1", PlatformARM64, "verify: gold patch failed")}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "amd64-0/meta/x__x-1.jsonl", a.String())
+	writeFile(t, dir, "arm64-0/meta/y__y-1.jsonl", b.String())
+	writeFile(t, dir, "amd64-0/runs/x__x-1/verify/summary.json", `{"results": []}`)
+	got, err := ReadRecords([]string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Result{
-		{InstanceID: "a", Platform: PlatformAMD64, Digest: dA, Verified: true},
-		{InstanceID: "b", Platform: PlatformAMD64, Repository: "reg/x", Digest: dB, Error: "status failed"},
-		{InstanceID: "a", Platform: PlatformARM64, Digest: dC, Verified: true},
+	latest := Latest(got)
+	if len(got) != 3 || len(latest) != 2 {
+		t.Fatalf("got %d records, %d instance images: %+v", len(got), len(latest), got)
 	}
-	for i := range got {
-		got[i].Source, got[i].verdict = "", false
+	if x := latest[Key{"x__x-1", PlatformAMD64}]; !Usable(x) || Repository(x) != "reg/r" {
+		t.Errorf("x: %+v", x)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got  %+v\nwant %+v", got, want)
+	if y := latest[Key{"y__y-1", PlatformARM64}]; Usable(y) || y.Error != "verify: gold patch failed" {
+		t.Errorf("y: %+v", y)
 	}
 
-	bad := writeFile(t, dir, "bad.jsonl", `{"instance_id":"a","platform":"linux/amd64"}`+"\n"+`{"platform":"linux/amd64"}`+"\n"+`{"instance_id":"c","arch":"s390x"}`+"\n"+`{"instance_id":"d","platform":"linux/amd64","digest":"md5:1"}`+"\n")
-	_, err = ReadResults([]string{bad})
-	for _, want := range []string{"bad.jsonl:2: instance_id: missing", `bad.jsonl:3: unknown arch "s390x"`, `bad.jsonl:4: digest: "md5:1"`} {
+	bad := writeFile(t, dir, "bad.jsonl", `{"kind":"instance","platform":"linux/amd64","status":"built"}`+"\n"+
+		`{"kind":"instance","instance_id":"c","platform":"s390x","status":"built"}`+"\n"+
+		`{"instance_id":"d","arch":"x86_64"}`+"\n")
+	bad2 := writeFile(t, dir, "bad2.jsonl", `{"kind":"instance","instance_id":"e","platform":"linux/amd64","status":"built","digest":"md5:1"}`+"\n")
+	_, err = ReadRecords([]string{bad, bad2})
+	for _, want := range []string{"bad.jsonl:1: instance_id: required", `bad.jsonl:2: platform: "s390x"`, `bad.jsonl:3: not a record: json: unknown field "arch"`, `bad2.jsonl:1: digest: "md5:1"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to contain %q", err, want)
 		}
 	}
 }
 
-// TestReadShardDirectory reads a shard's output as `swebuild build --verify`
-// lays it out (shape taken from a real run): a metadata file without the
-// instance (not exported: verification failed), the verify summary with a
-// gold and a control result, and other JSON artefacts to skip.
-func TestReadShardDirectory(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, dir, "amd64-0/meta/x__x-1.json", `{
-  "images": [
-    {"instance_id": "", "node": "base", "platform": "linux/amd64", "arch": "x86_64", "digest": "`+dA+`", "ref": "r/c@`+dA+`", "spec_key": "sha256:1", "verified": null}
-  ]
-}`)
-	writeFile(t, dir, "amd64-0/meta/y__y-1.json", `{"images": [
-    {"instance_id": "y__y-1", "node": "instance", "platform": "linux/amd64", "digest": "`+dB+`", "ref": "r/c@`+dB+`", "spec_key": "sha256:2", "verified": null}]}`)
-	writeFile(t, dir, "amd64-0/runs/x__x-1/verify/summary.json", `{
-  "results": [
-    {"instance_id": "x__x-1", "platform": "linux/amd64", "mode": "gold", "resolved": false,
-     "failure": "infrastructure_error", "error": "grading x__x-1: no log parser for repository"},
-    {"instance_id": "x__x-1", "platform": "linux/amd64", "mode": "empty", "resolved": false}
-  ]
-}`)
-	writeFile(t, dir, "amd64-0/runs/y__y-1/verify/summary.json", `{"results": [{"instance_id": "y__y-1", "platform": "linux/amd64", "mode": "gold", "resolved": true}]}`)
-	writeFile(t, dir, "amd64-0/runs/x__x-1/other.json", "{\n  \"foo\": 1\n}\n")
-	rs, err := ReadResults([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := Combine(rs)
-	x, y := got[Key{"x__x-1", PlatformAMD64}], got[Key{"y__y-1", PlatformAMD64}]
-	if len(got) != 2 || x.OK() || x.Error != "gold infrastructure_error: grading x__x-1: no log parser for repository" {
-		t.Errorf("x: %+v (of %d)", x, len(got))
-	}
-	if !y.OK() || y.Digest != dB || y.SpecKey != "sha256:2" {
-		t.Errorf("y: %+v", y)
-	}
-	// metadata says verified, the gold run says not: not verified.
-	both := Combine([]Result{
-		{InstanceID: "z", Platform: PlatformAMD64, Digest: dA, Verified: true},
-		{InstanceID: "z", Platform: PlatformAMD64, verdict: true, Verified: false},
-	})
-	if both[Key{"z", PlatformAMD64}].OK() {
-		t.Error("a failed verdict was overridden by a verified one")
-	}
-	// a file named explicitly must parse
-	if _, err := ReadResults([]string{filepath.Join(dir, "amd64-0/runs/x__x-1/other.json")}); err == nil {
-		t.Error("an explicit non-record file read without error")
-	}
-}
-
 func TestFindExisting(t *testing.T) {
-	ledger := Latest([]Result{
-		{InstanceID: "a", Platform: PlatformAMD64, Digest: dA, Verified: true},
-		{InstanceID: "a", Platform: PlatformARM64, Digest: dB, Verified: true},
-		{InstanceID: "b", Platform: PlatformAMD64, Digest: dC, Verified: true},
-		{InstanceID: "b", Platform: PlatformAMD64, Digest: dA, Verified: false, Error: "gold patch did not verify"}, // latest: failed
-		{InstanceID: "c", Platform: PlatformAMD64, Repository: "other/repo", Digest: dC, Verified: true},
-		{InstanceID: "d", Platform: PlatformAMD64, Digest: dB, Verified: true}, // digest gone from the registry
+	other := rec("c", PlatformAMD64, dC, true)
+	other.Ref = "other/repo@" + dC
+	ledger := Latest([]core.Image{
+		rec("a", PlatformAMD64, dA, true),
+		rec("a", PlatformARM64, dB, true),
+		rec("b", PlatformAMD64, dC, true),
+		failed("b", PlatformAMD64, "gold patch did not verify"), // latest: failed
+		other,
+		rec("d", PlatformAMD64, dB, true), // digest gone from the registry
 	})
 	chk := NewMapChecker("reg/r@"+dA, "reg/r@"+dB, "other/repo@"+dC)
 	want := []Key{{"a", PlatformAMD64}, {"a", PlatformARM64}, {"b", PlatformAMD64}, {"c", PlatformAMD64}, {"e", PlatformAMD64}}
@@ -156,27 +140,39 @@ func TestFindExisting(t *testing.T) {
 	if !reflect.DeepEqual(sortedKeys(got), wantKeys) {
 		t.Errorf("existing %v, want %v", sortedKeys(got), wantKeys)
 	}
-	if got[Key{"c", PlatformAMD64}].Repository != "other/repo" {
-		t.Errorf("ledger repository not kept: %+v", got[Key{"c", PlatformAMD64}])
+	if r := Repository(got[Key{"c", PlatformAMD64}]); r != "other/repo" {
+		t.Errorf("ledger repository not kept: %q", r)
 	}
 	if chk.Calls() != 3 {
-		t.Errorf("%d registry lookups, want 3 (only verified ledger entries are checked)", chk.Calls())
+		t.Errorf("%d registry lookups, want 3 (only verified ledger records are checked)", chk.Calls())
 	}
-	if _, err := FindExisting(context.Background(), ledger, want, "", chk, 1); err == nil {
+	noRepo := rec("a", PlatformAMD64, dA, true)
+	noRepo.Ref = ""
+	noRepo.OCILayout = "oci"
+	if _, err := FindExisting(context.Background(), Latest([]core.Image{noRepo}), want, "", chk, 1); err == nil {
 		t.Error("no repository anywhere: want an error")
 	}
 }
 
+// published is what publish appends to the ledger for the records it
+// publishes.
+func published(recs []core.Image) []core.Image {
+	out := make([]core.Image, len(recs))
+	for i, r := range recs {
+		r.Status = core.StatusPublished
+		out[i] = r
+	}
+	return out
+}
+
 func TestMerge(t *testing.T) {
 	ids := []string{"a__a-1", "b__b-1", "c__c-1", "d__d-1", "e__e-1"}
-	existing := map[Key]Result{
-		{"a__a-1", PlatformAMD64}: {InstanceID: "a__a-1", Platform: PlatformAMD64, Repository: "reg/r", Digest: dA, Verified: true},
-		{"a__a-1", PlatformARM64}: {InstanceID: "a__a-1", Platform: PlatformARM64, Repository: "reg/r", Digest: dB, Verified: true},
-		{"b__b-1", PlatformARM64}: {InstanceID: "b__b-1", Platform: PlatformARM64, Repository: "reg/r", Digest: dB, Verified: true},
-	}
-	previous := Latest([]Result{
-		{InstanceID: "c__c-1", Platform: PlatformAMD64, Digest: dC, Verified: true},
+	existing := Latest([]core.Image{
+		rec("a__a-1", PlatformAMD64, dA, true),
+		rec("a__a-1", PlatformARM64, dB, true),
+		rec("b__b-1", PlatformARM64, dB, true),
 	})
+	previous := Latest([]core.Image{rec("c__c-1", PlatformAMD64, dC, true)})
 	skip := func(id, p string) bool { _, ok := existing[Key{id, p}]; return ok }
 	m, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: skip})
 	if err != nil {
@@ -191,15 +187,17 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := []Result{
-		{InstanceID: "b__b-1", Platform: PlatformAMD64, Repository: "reg/r", Digest: dA, Verified: true},
-		{InstanceID: "c__c-1", Platform: PlatformAMD64, Repository: "reg/r", Digest: dA, Verified: false},
-		{InstanceID: "c__c-1", Platform: PlatformARM64, Repository: "reg/r", Digest: dB, Verified: true},
-		{InstanceID: "d__d-1", Platform: PlatformAMD64, Repository: "reg/r", Digest: dA, Verified: true},
-		{InstanceID: "d__d-1", Platform: PlatformARM64, Error: "build: exit code 1"},
-		{InstanceID: "e__e-1", Platform: PlatformAMD64, Repository: "reg/r", Digest: dC, Verified: true},
+	notPushed := rec("e__e-1", PlatformAMD64, dC, true)
+	notPushed.Ref = ""
+	results := []core.Image{
+		rec("b__b-1", PlatformAMD64, dA, true),
+		rec("c__c-1", PlatformAMD64, dA, false),
+		rec("c__c-1", PlatformARM64, dB, true),
+		rec("d__d-1", PlatformAMD64, dA, true),
+		failed("d__d-1", PlatformARM64, "build: exit code 1"),
+		notPushed,
 		// e on arm64 never reported (shard died)
-		{InstanceID: "zzz", Platform: PlatformAMD64, Digest: dA, Verified: true, Source: "x.jsonl:9"},
+		rec("zzz", PlatformAMD64, dA, true),
 	}
 	rep := Merge(plan, results)
 	status := map[string]string{}
@@ -219,34 +217,42 @@ func TestMerge(t *testing.T) {
 	if !rep.Failed() {
 		t.Error("Failed() = false with a regression")
 	}
-	if len(rep.Unexpected) != 1 || !strings.HasPrefix(rep.Unexpected[0], "x.jsonl:9 zzz") {
+	if len(rep.Unexpected) != 1 || rep.Unexpected[0] != "zzz linux/amd64" {
 		t.Errorf("unexpected %v", rep.Unexpected)
 	}
-	// b's index: the new amd64 build and the arm64 image already in the registry.
-	wantIdx := []Result{
-		{InstanceID: "b__b-1", Platform: PlatformAMD64, Repository: "reg/r", Digest: dA, Verified: true},
-		{InstanceID: "b__b-1", Platform: PlatformARM64, Repository: "reg/r", Digest: dB, Verified: true},
-	}
-	if got := rep.IndexImages(); !reflect.DeepEqual(got, wantIdx) {
-		t.Errorf("index images %+v\nwant %+v", got, wantIdx)
-	}
 	var errs []string
-	for _, r := range rep.LedgerUpdates() {
-		if !r.OK() {
-			errs = append(errs, r.InstanceID+" "+r.Platform+": "+r.Error)
+	for _, o := range rep.Outcomes {
+		for _, img := range o.Images {
+			if img.Error != "" {
+				errs = append(errs, o.InstanceID+" "+img.Platform.String()+": "+img.Error)
+			}
 		}
 	}
 	wantErrs := []string{
 		"c__c-1 linux/amd64: gold patch did not verify",
 		"d__d-1 linux/arm64: build: exit code 1",
+		"e__e-1 linux/amd64: verified but not pushed",
 		"e__e-1 linux/arm64: no result from shard arm64-1",
 	}
 	if !reflect.DeepEqual(errs, wantErrs) {
-		t.Errorf("ledger failures %q, want %q", errs, wantErrs)
+		t.Errorf("failures %q, want %q", errs, wantErrs)
+	}
+	// b's index: the new amd64 build and the arm64 image already in the registry.
+	pub, err := rep.PublishRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range pub {
+		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref)
+	}
+	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA, "b__b-1 linux/arm64 reg/r@" + dB}; !reflect.DeepEqual(got, want) {
+		t.Errorf("publish records %q, want %q", got, want)
 	}
 
-	// The second run: everything verified is in the ledger and the registry.
-	ledger := Latest(append(rep.LedgerUpdates(), existing[Key{"a__a-1", PlatformAMD64}], existing[Key{"a__a-1", PlatformARM64}], existing[Key{"b__b-1", PlatformARM64}]))
+	// The second run: the ledger holds what was there and what publish
+	// published (b); everything else is built again.
+	ledger := Latest(append(published(pub), existing[Key{"a__a-1", PlatformAMD64}], existing[Key{"a__a-1", PlatformARM64}]))
 	var want []Key
 	for _, id := range ids {
 		for _, p := range bothPlatforms {
@@ -268,9 +274,10 @@ func TestMerge(t *testing.T) {
 			rebuilt = append(rebuilt, id+" "+j.Platform)
 		}
 	}
-	wantRebuilt := []string{"c__c-1 linux/amd64", "d__d-1 linux/arm64", "e__e-1 linux/arm64"}
+	sort.Strings(rebuilt)
+	wantRebuilt := []string{"c__c-1 linux/amd64", "c__c-1 linux/arm64", "d__d-1 linux/amd64", "d__d-1 linux/arm64", "e__e-1 linux/amd64", "e__e-1 linux/arm64"}
 	if !reflect.DeepEqual(rebuilt, wantRebuilt) {
-		t.Errorf("second run rebuilds %q, want only the failures %q", rebuilt, wantRebuilt)
+		t.Errorf("second run rebuilds %q, want every instance not indexed %q", rebuilt, wantRebuilt)
 	}
 }
 
@@ -280,9 +287,9 @@ func TestSummary(t *testing.T) {
 		Counts:    MergeCounts{Instances: 3, Indexed: 1, Regressed: 1, Failed: 1},
 		Shards:    []PlatformCount{{Platform: PlatformAMD64, Wanted: 3, ToBuild: 3, Shards: 1}},
 		Outcomes: []Outcome{
-			{InstanceID: "a__a-1", Status: StatusIndexed, Images: []Image{{Platform: PlatformAMD64, Source: "built", Digest: dA, Verified: true}}},
-			{InstanceID: "b__b-1", Status: StatusFailed, Images: []Image{{Platform: PlatformAMD64, Source: "built", Shard: "amd64-0", Error: "build failed | exit 1\nsee log"}}},
-			{InstanceID: "c__c-1", Status: StatusRegressed, Images: []Image{{Platform: PlatformAMD64, Source: "built", Shard: "amd64-0", Error: "gold patch did not verify"}}},
+			{InstanceID: "a__a-1", Status: StatusIndexed, Images: []Image{{Source: "built", Image: rec("a__a-1", PlatformAMD64, dA, true)}}},
+			{InstanceID: "b__b-1", Status: StatusFailed, Images: []Image{{Source: "built", Shard: "amd64-0", Image: failed("b__b-1", PlatformAMD64, "build failed | exit 1\nsee log")}}},
+			{InstanceID: "c__c-1", Status: StatusRegressed, Images: []Image{{Source: "built", Shard: "amd64-0", Image: failed("c__c-1", PlatformAMD64, "gold patch did not verify")}}},
 		},
 	}
 	var buf bytes.Buffer
@@ -320,103 +327,38 @@ func TestSummary(t *testing.T) {
 	}
 }
 
-// TestPublishFormats reads files written by publish's own writers (the
-// builder's metadata file and publish's ledger) and feeds the merge result
-// back through publish.ReadMetadata's validation.
-func TestPublishFormats(t *testing.T) {
+// TestLegacyLedger reads a ledger written by publish's own ledger writer in
+// its older format (publish.Record lines), as a nightly finds it.
+func TestLegacyLedger(t *testing.T) {
 	dir := t.TempDir()
-	yes, no := true, false
-	md := &publish.Metadata{Images: []publish.Image{
-		{InstanceID: "a__a-1", Node: publish.NodeEnv, Platform: PlatformAMD64, Digest: dC, Ref: "reg/cache@" + dC, SpecKey: "env"},
-		{InstanceID: "a__a-1", Platform: PlatformAMD64, Digest: dA, Ref: "reg/cache@" + dA, SpecKey: "ka", Verified: &yes},
-		{InstanceID: "b__b-1", Platform: PlatformAMD64, Digest: dB, Ref: "reg/cache@" + dB, SpecKey: "kb", Verified: &no},
-	}}
-	if err := os.MkdirAll(filepath.Join(dir, "shard"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := publish.WriteMetadata(filepath.Join(dir, "shard", "metadata.json"), md); err != nil {
-		t.Fatal(err)
-	}
-	results, err := ReadResults([]string{filepath.Join(dir, "shard")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(results) != 2 || results[0].SpecKey != "ka" || results[0].Repository != "reg/cache" || !results[0].Verified || results[1].Verified {
-		t.Fatalf("metadata read as %+v", results)
-	}
-
+	yes := true
 	l, err := publish.OpenLedger(filepath.Join(dir, "ledger.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []publish.Record{
+	for _, r := range []publish.Record{
 		{Kind: publish.KindImage, InstanceID: "c__c-1", Platform: PlatformARM64, Ref: "reg/r/sweb.eval.arm64.c_1776_c-1:k-123", Digest: dC, SpecKey: "kc", Verified: &yes, Pushed: true},
 		{Kind: publish.KindIndex, InstanceID: "c__c-1", Ref: "reg/r/sweb.eval.c_1776_c-1:latest", Digest: dA, Pushed: true},
 		{Kind: publish.KindBlob, Ref: "reg/r", Digest: dB, Pushed: true},
 		{Kind: publish.KindImage, InstanceID: "d__d-1", Platform: PlatformAMD64, Ref: "reg/r/sweb.eval.x86_64.d_1776_d-1:k-1", Digest: dB, SpecKey: "kd", Verified: &yes, Pushed: false, Error: "push: 500"},
 	} {
-		if err := l.Append(rec); err != nil {
+		if err := l.Append(r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ledgerRecs, err := ReadResults([]string{filepath.Join(dir, "ledger.jsonl")})
+	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger := Latest(ledgerRecs)
-	if len(ledger) != 2 {
+	ledger := Latest(recs)
+	c, d := ledger[Key{"c__c-1", PlatformARM64}], ledger[Key{"d__d-1", PlatformAMD64}]
+	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}
-	chk := NewMapChecker("reg/r/sweb.eval.arm64.c_1776_c-1@"+dC, "reg/r/sweb.eval.x86_64.d_1776_d-1@"+dB)
-	want := []Key{{"c__c-1", PlatformARM64}, {"d__d-1", PlatformAMD64}}
-	existing, err := FindExisting(context.Background(), ledger, want, "", chk, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := sortedKeys(existing); !reflect.DeepEqual(got, want[:1]) {
-		t.Errorf("existing %v, want only c on arm64 (d was never pushed)", got)
-	}
-
-	m, err := BuildMatrix([]string{"a__a-1", "b__b-1", "c__c-1"}, MatrixOptions{
-		Platforms: bothPlatforms, Shards: 1,
-		PlatformsFor: func(id string) []string {
-			if id == "c__c-1" {
-				return bothPlatforms
-			}
-			return []string{PlatformAMD64}
-		},
-		Skip: func(id, p string) bool { _, ok := existing[Key{id, p}]; return ok },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	results = append(results, Result{InstanceID: "c__c-1", Platform: PlatformAMD64, Digest: dA, Ref: "reg/cache@" + dA, SpecKey: "kc64", Verified: true})
-	rep := Merge(NewPlan(m, existing, ledger, "reg/r", bothPlatforms), results)
-	out, err := rep.PublishMetadata()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "index.json")
-	if err := publish.WriteMetadata(path, out); err != nil {
-		t.Fatal(err)
-	}
-	back, err := publish.ReadMetadata(path)
-	if err != nil {
-		t.Fatalf("publish refuses the merged metadata: %v", err)
-	}
-	var got []string
-	for _, im := range back.Images {
-		got = append(got, im.InstanceID+" "+im.Platform+" "+im.Ref+" "+im.SpecKey)
-	}
-	wantImgs := []string{
-		"a__a-1 linux/amd64 reg/cache@" + dA + " ka",
-		"c__c-1 linux/amd64 reg/cache@" + dA + " kc64",
-		"c__c-1 linux/arm64 reg/r/sweb.eval.arm64.c_1776_c-1@" + dC + " kc",
-	}
-	if !reflect.DeepEqual(got, wantImgs) {
-		t.Errorf("publish metadata\n%q\nwant\n%q", got, wantImgs)
+	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl")); err != nil || len(recs) != 0 {
+		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }

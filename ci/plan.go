@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Target actions in a Plan.
@@ -47,12 +49,12 @@ type Target struct {
 // NewPlan records the matrix's build targets and the existing images.
 // previous is the ledger (latest entry per image), used to tell regressions
 // from new failures.
-func NewPlan(m Matrix, existing, previous map[Key]Result, repository string, platforms []string) Plan {
+func NewPlan(m Matrix, existing, previous map[Key]core.Image, repository string, platforms []string) Plan {
 	byID := map[string][]Target{}
 	for _, j := range m.Include {
 		for _, id := range j.ids {
 			t := Target{Platform: j.Platform, Action: ActionBuild, Shard: j.Name}
-			if p, ok := previous[Key{id, j.Platform}]; ok && p.OK() {
+			if p, ok := previous[Key{id, j.Platform}]; ok && Usable(p) {
 				t.PreviouslyVerified = true
 			}
 			byID[id] = append(byID[id], t)
@@ -62,7 +64,7 @@ func NewPlan(m Matrix, existing, previous map[Key]Result, repository string, pla
 		r := existing[k]
 		byID[k.InstanceID] = append(byID[k.InstanceID], Target{
 			Platform: k.Platform, Action: ActionExisting,
-			Repository: r.Repository, Digest: r.Digest, SpecKey: r.SpecKey, PreviouslyVerified: true,
+			Repository: Repository(r), Digest: r.Digest.String(), SpecKey: r.SpecKey, PreviouslyVerified: true,
 		})
 	}
 	ids := make([]string, 0, len(byID))

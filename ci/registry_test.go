@@ -67,7 +67,7 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadResults([]string{lpath})
+	recs, err := ReadLedger(lpath)
 	if err != nil {
 		t.Fatal(err)
 	}

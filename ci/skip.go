@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -23,33 +24,38 @@ type DigestChecker interface {
 // A registry error other than "not found" is returned: a run should not
 // rebuild thousands of images because the registry hiccuped.
 //
-// repository is used for ledger entries that do not name their own.
-func FindExisting(ctx context.Context, ledger map[Key]Result, want []Key, repository string, chk DigestChecker, parallel int) (map[Key]Result, error) {
+// repository is used for ledger records that do not name their own.
+func FindExisting(ctx context.Context, ledger map[Key]core.Image, want []Key, repository string, chk DigestChecker, parallel int) (map[Key]core.Image, error) {
 	if parallel < 1 {
 		parallel = 1
 	}
-	var candidates []Result
+	type candidate struct {
+		rec  core.Image
+		repo string
+	}
+	var candidates []candidate
 	for _, k := range want {
 		r, ok := ledger[k]
-		if !ok || !r.OK() {
+		if !ok || !Usable(r) {
 			continue
 		}
-		if r.Repository == "" {
-			r.Repository = repository
+		repo := Repository(r)
+		if repo == "" {
+			repo = repository
 		}
-		if r.Repository == "" {
-			return nil, fmt.Errorf("ledger %s: %s %s has no repository and none was given", r.Source, r.InstanceID, r.Platform)
+		if repo == "" {
+			return nil, fmt.Errorf("ledger: %s %s has no repository and none was given", r.InstanceID, r.Platform)
 		}
-		candidates = append(candidates, r)
+		candidates = append(candidates, candidate{r, repo})
 	}
 	found := make([]bool, len(candidates))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
-	for i, r := range candidates {
+	for i, c := range candidates {
 		g.Go(func() error {
-			ok, err := chk.HasDigest(gctx, r.Repository, r.Digest)
+			ok, err := chk.HasDigest(gctx, c.repo, c.rec.Digest.String())
 			if err != nil {
-				return fmt.Errorf("checking %s@%s (%s %s): %w", r.Repository, r.Digest, r.InstanceID, r.Platform, err)
+				return fmt.Errorf("checking %s@%s (%s %s): %w", c.repo, c.rec.Digest, c.rec.InstanceID, c.rec.Platform, err)
 			}
 			found[i] = ok
 			return nil
@@ -58,10 +64,14 @@ func FindExisting(ctx context.Context, ledger map[Key]Result, want []Key, reposi
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	out := map[Key]Result{}
-	for i, r := range candidates {
+	out := map[Key]core.Image{}
+	for i, c := range candidates {
 		if found[i] {
-			out[Key{r.InstanceID, r.Platform}] = r
+			r := c.rec
+			if r.Ref == "" || Repository(r) != c.repo {
+				r.Ref = c.repo + "@" + r.Digest.String()
+			}
+			out[KeyOf(r)] = r
 		}
 	}
 	return out, nil
@@ -128,7 +138,7 @@ func (m *MapChecker) Calls() int {
 	return m.calls
 }
 
-func sortedKeys(m map[Key]Result) []Key {
+func sortedKeys(m map[Key]core.Image) []Key {
 	out := make([]Key, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -92,7 +92,7 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 			}
 			var imgs []string
 			for _, img := range o.Images {
-				imgs = append(imgs, fmt.Sprintf("%s `%s` (%s)", img.Platform, shortDigest(img.Digest), img.Source))
+				imgs = append(imgs, fmt.Sprintf("%s `%s` (%s)", img.Platform, shortDigest(img.Digest.String()), img.Source))
 			}
 			fmt.Fprintf(bw, "| `%s` | %s |\n", o.InstanceID, strings.Join(imgs, "<br>"))
 		}

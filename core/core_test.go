@@ -116,7 +116,7 @@ func TestValidate(t *testing.T) {
 		{"md5 digest", func(im *Image) { im.Digest = "md5:00"; im.Ref = "r/x@md5:00" }, "digest"},
 		{"ref not pinned", func(im *Image) { im.Ref = "r/x:latest" }, "ref"},
 		{"ref other digest", func(im *Image) { im.Ref = "r/x@sha256:" + strings.Repeat("2", 64) }, "ref"},
-		{"built without ref or layout", func(im *Image) { im.Ref = "" }, "ref"},
+		{"built, not pushed", func(im *Image) { im.Ref = "" }, ""},
 		{"built with layout only", func(im *Image) { im.Ref = ""; im.OCILayout = "oci/x" }, ""},
 		{"built without digest", func(im *Image) { im.Digest = ""; im.Ref = "" }, "digest"},
 		{"built without spec key", func(im *Image) { im.SpecKey = "" }, "spec_key"},

@@ -188,9 +188,6 @@ func (im Image) Validate() error {
 		if im.Digest == "" {
 			return bad("digest", "required when status is %s", im.Status)
 		}
-		if im.Status == StatusBuilt && im.Ref == "" && im.OCILayout == "" {
-			return bad("ref", "a built image needs a ref or an oci_layout")
-		}
 		if im.Status == StatusPublished && im.Ref == "" {
 			return bad("ref", "required when status is published")
 		}

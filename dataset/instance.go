@@ -19,7 +19,8 @@
 //     (verify) needs it. Optional here; verify must check it is non-empty.
 //
 // problem_statement, hints_text and created_at are optional and unchecked
-// beyond their type. Any other field (eval_script, image, log_parser, ...)
+// beyond their type; image_assets (Multimodal: a JSON object or a string
+// holding one) is kept as JSON text for rendering, unchecked. Any other field (eval_script, image, log_parser, ...)
 // is ignored.
 package dataset
 
@@ -39,6 +40,10 @@ type Instance struct {
 	FailToPass             []string `json:"FAIL_TO_PASS"`
 	PassToPass             []string `json:"PASS_TO_PASS"`
 	EnvironmentSetupCommit string   `json:"environment_setup_commit"`
+	// ImageAssets is the record's image_assets (SWE-bench Multimodal) as
+	// JSON text: the object itself, or the content of the string holding
+	// it. Upstream's JavaScript eval.sh downloads its "test_patch" entries.
+	ImageAssets string `json:"image_assets,omitempty"`
 
 	// Source locates the record for error messages: "file:line" (JSONL,
 	// JSON array element) or "file:row N" (parquet, N counted from 0 as

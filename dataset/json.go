@@ -620,6 +620,16 @@ func (d *decoder) fieldValue(r *record, f int) error {
 		}
 		setList(r, f, list)
 		return nil
+	case fImageAssets:
+		if c == '{' {
+			// Kept as the object's JSON text (decoded when rendering).
+			start := d.pos
+			if err := d.skipValue(1); err != nil {
+				return err
+			}
+			setString(r, f, keepString(d.keepBytes(d.buf[start:d.pos])))
+			return nil
+		}
 	case fVersion, fCreatedAt:
 		if c == '-' || '0' <= c && c <= '9' {
 			// A number keeps its literal text: 3.0 -> "3.0".
@@ -695,6 +705,8 @@ func setString(r *record, f int, s string) {
 		in.Version = s
 	case fEnvSetupCommit:
 		in.EnvironmentSetupCommit = s
+	case fImageAssets:
+		in.ImageAssets = s
 	}
 	r.present[f] = true
 }

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // LoadOptions configures Load.
@@ -18,13 +20,76 @@ type LoadOptions struct {
 	// it does not know is invalid. Leave nil for datasets whose repos are
 	// outside the table (Multilingual, Multimodal).
 	Known Known
+	// Limits bound what a file may make the loader read and hold; zero
+	// fields take the defaults.
+	Limits Limits
 }
 
-// ErrHubDataset is returned (wrapped) for a HuggingFace dataset name such as
-// "princeton-nlp/SWE-bench_Verified": downloading needs the network, which
-// swebuild does not use for datasets. Download the split as JSONL or parquet
-// and pass the file.
-var ErrHubDataset = errors.New("HuggingFace dataset names are not supported offline")
+// Limits bound the input a dataset may make swebuild read and hold, so that
+// a wrong path (/dev/zero, a disk image) or a hostile file gives an error
+// instead of exhausting memory. The defaults are far above real datasets:
+// the full SWE-bench test split is 2,294 records, Verified (500 records) is
+// 9.5 MB of JSONL, and the largest record of every split in the shared
+// reference data (Verified, Lite, dev, Multilingual, Multimodal, whose
+// records carry image URLs, not images) is 296 KB.
+type Limits struct {
+	// MaxFileBytes caps a dataset file, and the decoded records of a
+	// parquet file. Default DefaultMaxFileBytes.
+	MaxFileBytes int64
+	// MaxRecordBytes caps one record: a JSONL line, a JSON array element,
+	// the values of a parquet row. Default DefaultMaxRecordBytes.
+	MaxRecordBytes int64
+	// MaxRows caps the rows of a parquet file, read from its footer before
+	// any row. Default DefaultMaxRows.
+	MaxRows int64
+}
+
+// Default limits (see Limits).
+const (
+	// DefaultMaxFileBytes, 1 GiB: 100 times Verified, over 20 times the
+	// full test split at Verified's 19 KB a record; the loader holds the
+	// file in memory once (records point into it).
+	DefaultMaxFileBytes = 1 << 30
+	// DefaultMaxRecordBytes, 16 MiB: 55 times the largest real record, and
+	// the size of the largest message a BuildKit client sends by default,
+	// which a record's patches (written into eval.sh) must fit in anyway.
+	DefaultMaxRecordBytes = 16 << 20
+	// DefaultMaxRows, 1,000,000: over 400 times the full test split.
+	DefaultMaxRows = 1_000_000
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if l.MaxRecordBytes <= 0 {
+		l.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if l.MaxRows <= 0 {
+		l.MaxRows = DefaultMaxRows
+	}
+	return l
+}
+
+// ErrTooLarge is wrapped by the error for a dataset file over
+// Limits.MaxFileBytes.
+var ErrTooLarge = errors.New("over the size limit")
+
+// sizeString shows a byte count, with binary units for round sizes.
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// ErrHubDataset is returned (wrapped) by Load for a HuggingFace dataset name
+// such as "princeton-nlp/SWE-bench_Verified" that is not a file: Load reads
+// files only; Open with a hub client downloads names.
+var ErrHubDataset = errors.New("a HuggingFace dataset name, not a file")
 
 // hubName matches "owner/name" without a file extension swebuild reads, and
 // upstream's short aliases.
@@ -39,19 +104,78 @@ var hubName = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Z
 // records are returned even then. Other errors (unreadable file, cancelled
 // context) return no records.
 func Load(ctx context.Context, path string, opts LoadOptions) ([]Instance, error) {
-	data, err := readFile(path)
+	return loadFile(ctx, path, path, opts)
+}
+
+// loadFile is Load of the file at path, naming it display in messages and
+// record sources.
+func loadFile(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
+	insts, err := loadOne(ctx, path, display, opts)
+	return checkNames(display, insts, err)
+}
+
+// loadOne is loadFile without the image-name collision check (Open checks
+// the records of all a split's files together).
+func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
+	opts.Limits = opts.Limits.withDefaults()
+	data, err := readFile(path, opts.Limits.MaxFileBytes)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) {
-			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w; download the split as JSONL or parquet and pass the file path", path, ErrHubDataset)
+		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) && !isFileName(path) {
+			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w", path, ErrHubDataset)
+		}
+		if errors.Is(err, ErrTooLarge) {
+			return nil, fmt.Errorf("dataset %s: %w", display, err)
 		}
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	return decode(ctx, path, data, opts)
+	return decode(ctx, display, data, opts)
+}
+
+// checkNames drops every record whose instance id gets the same image names
+// as an earlier record's (naming.Collisions, which manifests.Namer.Collisions
+// is: ids differing only in case, or in "__" against "_1776_"; also one id in
+// two files), reporting it with both ids and where they are. err is the
+// loader's error so far.
+func checkNames(file string, insts []Instance, err error) ([]Instance, error) {
+	var verr *ValidationError
+	if err != nil && !errors.As(err, &verr) {
+		return insts, err
+	}
+	ids := make([]string, len(insts))
+	for i := range insts {
+		ids[i] = insts[i].InstanceID
+	}
+	collisions := naming.Collisions(ids, false)
+	if len(collisions) == 0 {
+		return insts, err
+	}
+	if verr == nil {
+		verr = &ValidationError{File: file}
+	}
+	drop := make(map[int]bool, len(collisions))
+	for _, c := range collisions {
+		a, b := &insts[c.First], &insts[c.Second]
+		msg := fmt.Sprintf("%s (this record) and %s (%s) get the same image names, sweb.eval.%s and sweb.eval.<arch>.%s; the record at %s is kept",
+			quoteShort(b.InstanceID), quoteShort(a.InstanceID), a.Source, c.NameID, c.NameID, a.Source)
+		if a.InstanceID == b.InstanceID {
+			msg = fmt.Sprintf("%s is a duplicate of %s", quoteShort(b.InstanceID), a.Source)
+		}
+		verr.Problems = append(verr.Problems, Problem{Source: b.Source, Field: fieldNames[fInstanceID], Msg: msg, InstanceID: b.InstanceID})
+		drop[c.Second] = true
+	}
+	kept := insts[:0:0]
+	for i := range insts {
+		if !drop[i] {
+			kept = append(kept, insts[i])
+		}
+	}
+	return kept, verr
 }
 
 // decode parses data read from the file named name. It decodes in place:
 // data belongs to decode, and the instances' strings share its memory.
 func decode(ctx context.Context, name string, data []byte, opts LoadOptions) ([]Instance, error) {
+	opts.Limits = opts.Limits.withDefaults()
 	display := name
 	if bytes.HasPrefix(data, []byte("PAR1")) {
 		return loadParquet(ctx, display, data, opts)
@@ -114,6 +238,7 @@ func loadJSONL(ctx context.Context, file string, data []byte, start int, opts Lo
 
 // loadJSONLParts is loadJSONL with at most parts chunks.
 func loadJSONLParts(ctx context.Context, file string, data []byte, start int, opts LoadOptions, parts int) ([]Instance, error) {
+	opts.Limits = opts.Limits.withDefaults()
 	bounds := jsonlChunks(data, start, parts)
 	// Lines before each chunk, counted before decoding: decoding in place
 	// writes unescaped strings (with their newlines) over the data.
@@ -126,7 +251,7 @@ func loadJSONLParts(ctx context.Context, file string, data []byte, start int, op
 	var wg sync.WaitGroup
 	for i := range chunks {
 		wg.Go(func() {
-			chunks[i], errs[i] = decodeJSONLChunk(ctx, data[:bounds[i+1]], bounds[i])
+			chunks[i], errs[i] = decodeJSONLChunk(ctx, data[:bounds[i+1]], bounds[i], opts.Limits.MaxRecordBytes)
 		})
 	}
 	wg.Wait()
@@ -147,6 +272,10 @@ func loadJSONLParts(ctx context.Context, file string, data []byte, start int, op
 				continue
 			}
 			ln := strconv.Itoa(line)
+			if l.size > opts.Limits.MaxRecordBytes {
+				v.fileProblem(file+":"+ln, "", recordTooLarge(l.size, opts.Limits.MaxRecordBytes))
+				continue
+			}
 			v.add(&l.rec, file+":"+ln, "line "+ln)
 		}
 	}
@@ -189,12 +318,18 @@ type jsonlLine struct {
 	err       error
 	line      int
 	lineStart int
+	size      int64 // bytes of the line; its record is dropped when over the limit
+}
+
+// recordTooLarge is the problem of a record over Limits.MaxRecordBytes.
+func recordTooLarge(size, limit int64) string {
+	return fmt.Sprintf("the record is %d bytes, over the limit of %s a record", size, sizeString(limit))
 }
 
 // decodeJSONLChunk decodes the lines of buf[start:] (start is the start of
 // the data, maybe after a byte order mark, or just after a newline). Strings
 // are kept in place inside that range only.
-func decodeJSONLChunk(ctx context.Context, buf []byte, start int) ([]jsonlLine, error) {
+func decodeJSONLChunk(ctx context.Context, buf []byte, start int, maxRecord int64) ([]jsonlLine, error) {
 	var out []jsonlLine
 	d := newDecoder(buf, start)
 	d.lineMode = true
@@ -210,6 +345,7 @@ func decodeJSONLChunk(ctx context.Context, buf []byte, start int) ([]jsonlLine, 
 			return nil, err
 		}
 		l := jsonlLine{line: 1 + d.nl, lineStart: d.lastNL + 1}
+		begin := d.pos
 		var err error
 		if c := buf[d.pos]; c != '{' {
 			err = d.errorf(d.pos, "a JSONL line must hold one object, found %s", kindOf(c))
@@ -227,6 +363,9 @@ func decodeJSONLChunk(ctx context.Context, buf []byte, start int) ([]jsonlLine, 
 			out = append(out, l)
 			d.skipLine(se.off)
 			continue
+		}
+		if l.size = int64(d.pos - begin); l.size > maxRecord {
+			l.rec = record{} // its strings may be huge: let them go
 		}
 		out = append(out, l)
 	}
@@ -265,10 +404,15 @@ func loadArray(ctx context.Context, file string, data []byte, start int, opts Lo
 				v.fileProblem(source, "", fmt.Sprintf("array element %d is %s, want an object", count-1, kindOf(c)))
 			} else {
 				r.reset()
+				begin := d.pos
 				if err := d.object(&r); err != nil {
 					return fail(err)
 				}
-				v.add(&r, source, "line "+ln)
+				if size := int64(d.pos - begin); size > opts.Limits.MaxRecordBytes {
+					v.fileProblem(source, "", recordTooLarge(size, opts.Limits.MaxRecordBytes))
+				} else {
+					v.add(&r, source, "line "+ln)
+				}
 			}
 			switch d.peek() {
 			case ',':

@@ -92,6 +92,18 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 			t.Fatalf("%s:%d: %v", path, n, err)
 		}
 		str := func(k string) string { s, _ := m[k].(string); return s }
+		var ia struct {
+			Raw json.RawMessage `json:"image_assets"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ia); err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		imageAssets := ""
+		if len(ia.Raw) > 0 && ia.Raw[0] == '"' {
+			imageAssets = str("image_assets")
+		} else if len(ia.Raw) > 0 && ia.Raw[0] == '{' {
+			imageAssets = string(ia.Raw)
+		}
 		list := func(k string) []string {
 			out := []string{}
 			switch v := m[k].(type) {
@@ -112,6 +124,7 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 			HintsText: str("hints_text"), CreatedAt: str("created_at"), Version: str("version"),
 			FailToPass: list("FAIL_TO_PASS"), PassToPass: list("PASS_TO_PASS"),
 			EnvironmentSetupCommit: str("environment_setup_commit"),
+			ImageAssets:            imageAssets,
 			Source:                 fmt.Sprintf("%s:%d", path, n),
 		})
 	}
@@ -237,6 +250,7 @@ func TestBadInput(t *testing.T) {
 		file  string // file name; ".json" makes a JSON array of lines
 		lines []string
 		known Known
+		lim   Limits
 		want  []string // substrings of the single problem (file name and line are checked too)
 		loc   string   // "file:line" prefix the problem must start with, default bad.jsonl:2
 		field string   // field the problem must name ("" when it is not about one field)
@@ -301,6 +315,32 @@ func TestBadInput(t *testing.T) {
 			field: "instance_id", want: []string{"starts with '-'"}},
 		{name: "id leading dot", lines: []string{good, rec(".hidden", nil)},
 			field: "instance_id", want: []string{"starts with '.'"}},
+		// Ids the naming module cannot turn into image names (issue 12, row
+		// 12): they used to pass here and fail at render or publish.
+		{name: "id ending in dash", lines: []string{good, rec("acme__widget-", nil)},
+			field: "instance_id", want: []string{`"acme__widget-" ends with '-'`}},
+		{name: "id ending in dot", lines: []string{good, rec("acme__widget.", nil)},
+			field: "instance_id", want: []string{`"acme__widget." ends with '.'`}},
+		{name: "id ending in underscore", lines: []string{good, rec("acme__widget_", nil)},
+			field: "instance_id", want: []string{`ends with '_'`}},
+		{name: "id with dot next to dash", lines: []string{good, rec("acme__widget.-2", nil)},
+			field: "instance_id", want: []string{`has ".-" at byte 12`}},
+		{name: "id of 256 bytes", lines: []string{good, rec("a"+strings.Repeat("b", 255), nil)},
+			field: "instance_id", want: []string{"is 256 bytes in image names", "over the limit of 128"}},
+		{name: "id of 129 bytes", lines: []string{good, rec("a"+strings.Repeat("b", 128), nil)},
+			field: "instance_id", want: []string{"is 129 bytes in image names"}},
+		// Distinct ids with one published name (issue 12, row 6).
+		{name: "ids differing in case", lines: []string{good, rec("ACME__Widget-1", nil)},
+			field: "instance_id", want: []string{`"ACME__Widget-1" (this record) and "acme__widget-1" (`, "bad.jsonl:1) get the same image names", "sweb.eval.acme_1776_widget-1"}},
+		{name: "ids differing in __ against _1776_", lines: []string{good, rec("acme_1776_widget-1", nil)},
+			field: "instance_id", want: []string{`"acme_1776_widget-1" (this record) and "acme__widget-1"`, "get the same image names"}},
+		{name: "array: ids differing in case", file: "bad.json", lines: []string{good, rec("Acme__Widget-1", nil)},
+			loc: "bad.json:3", field: "instance_id", want: []string{`"Acme__Widget-1" (this record) and "acme__widget-1" (`, "bad.json:2)"}},
+		// Records over the size limit (issue 12, row 11).
+		{name: "record over the limit", lim: Limits{MaxRecordBytes: 2000}, lines: []string{good, rec("acme__widget-2", map[string]any{"patch": strings.Repeat("x", 2000)})},
+			want: []string{"the record is 2", "bytes, over the limit of 2000 bytes a record"}},
+		{name: "array: record over the limit", file: "bad.json", lim: Limits{MaxRecordBytes: 2000}, lines: []string{good, rec("acme__widget-2", map[string]any{"patch": strings.Repeat("x", 2000)})},
+			loc: "bad.json:3", want: []string{"over the limit of 2000 bytes a record"}},
 		{name: "repo without owner", lines: []string{good, rec("acme__widget-2", map[string]any{"repo": "widget"})},
 			field: "repo", want: []string{`"widget" is not of the form owner/name`}},
 		{name: "short base_commit", lines: []string{good, rec("acme__widget-2", map[string]any{"base_commit": "abc123"})},
@@ -341,7 +381,7 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 			path := writeFile(t, name, content)
-			got, err := Load(context.Background(), path, LoadOptions{Known: tc.known})
+			got, err := Load(context.Background(), path, LoadOptions{Known: tc.known, Limits: tc.lim})
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("err = %v, want a *ValidationError", err)
@@ -546,10 +586,64 @@ func TestEmptyAndForeignFiles(t *testing.T) {
 	}
 }
 
+// TestFileSizeLimit: a dataset over the size limit is an error naming the
+// file and the limit, without reading it (a regular file, by its size) or
+// after reading no more than the limit (/dev/zero).
+func TestFileSizeLimit(t *testing.T) {
+	sparse := filepath.Join(t.TempDir(), "huge.jsonl")
+	f, err := os.Create(sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(DefaultMaxFileBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, tc := range []struct {
+		path string
+		lim  Limits
+		want string
+	}{
+		{sparse, Limits{}, "dataset " + sparse + ": 1073741825 bytes: over the size limit of 1 GiB a file"},
+		{"/dev/zero", Limits{MaxFileBytes: 1 << 20}, "dataset /dev/zero: more than 1048576 bytes: over the size limit of 1 MiB a file"},
+	} {
+		got, err := Load(context.Background(), tc.path, LoadOptions{Limits: tc.lim})
+		if !errors.Is(err, ErrTooLarge) || err.Error() != tc.want || got != nil {
+			t.Errorf("Load(%s) = %d records, %v; want %q", tc.path, len(got), err, tc.want)
+		}
+	}
+	// At the limit exactly, the file loads.
+	path := writeFile(t, "a.jsonl", rec("acme__widget-1", nil)+"\n")
+	fi, _ := os.Stat(path)
+	if got, err := Load(context.Background(), path, LoadOptions{Limits: Limits{MaxFileBytes: fi.Size()}}); err != nil || len(got) != 1 {
+		t.Errorf("at the limit: %d records, %v", len(got), err)
+	}
+}
+
+// TestCollisionKeepsFirst: of ids with one published name, the first is
+// loaded and each later one is a problem naming both, in any file layout.
+func TestCollisionKeepsFirst(t *testing.T) {
+	lines := []string{rec("a__x-1", nil), rec("b-1", nil), rec("A__X-1", nil), rec("a_1776_x-1", nil)}
+	path := writeFile(t, "c.jsonl", strings.Join(lines, "\n"))
+	got, err := Load(context.Background(), path, LoadOptions{})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 2 {
+		t.Fatalf("err = %v, want 2 problems", err)
+	}
+	if len(got) != 2 || got[0].InstanceID != "a__x-1" || got[1].InstanceID != "b-1" {
+		t.Errorf("loaded %v, want a__x-1 and b-1", got)
+	}
+	for i, want := range []string{path + `:3: field "instance_id": "A__X-1" (this record) and "a__x-1" (` + path + `:1)`, path + `:4: field "instance_id": "a_1776_x-1" (this record) and "a__x-1"`} {
+		if p := ve.Problems[i].Error(); !strings.HasPrefix(p, want) {
+			t.Errorf("problem %d = %q, want prefix %q", i, p, want)
+		}
+	}
+}
+
 func TestHubDatasetName(t *testing.T) {
 	for _, name := range []string{"princeton-nlp/SWE-bench_Verified", "SWE-bench/SWE-bench_Lite", "lite"} {
 		_, err := Load(context.Background(), name, LoadOptions{})
-		if !errors.Is(err, ErrHubDataset) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "JSONL or parquet") {
+		if !errors.Is(err, ErrHubDataset) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "no such file") {
 			t.Errorf("Load(%q) = %v, want ErrHubDataset naming it", name, err)
 		}
 	}
@@ -641,6 +735,33 @@ func BenchmarkLoadVerifiedEncodingJSON(b *testing.B) {
 		}
 		if len(out) != 500 {
 			b.Fatal(len(out))
+		}
+	}
+}
+
+// TestImageAssets: image_assets is kept as JSON text whether the record
+// holds the object itself or a string holding it (Multimodal's encoding);
+// other types are ignored like any unknown field.
+func TestImageAssets(t *testing.T) {
+	obj := `{"test_patch": [{"path": "a/b.png", "url": "https://x/y.png"}], "patch": []}`
+	lines := []string{
+		rec("i-1", map[string]any{"image_assets": json.RawMessage(obj)}),
+		rec("i-2", map[string]any{"image_assets": obj}),
+		rec("i-3", map[string]any{}),
+	}
+	path := writeFile(t, "assets.jsonl", strings.Join(lines, "\n")+"\n")
+	got, err := Load(context.Background(), path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rec re-encodes the object compactly: record 1 holds that text.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(obj)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{compact.String(), obj, ""} {
+		if got[i].ImageAssets != want {
+			t.Errorf("record %d: image_assets %q, want %q", i+1, got[i].ImageAssets, want)
 		}
 	}
 }

@@ -57,7 +57,28 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 		v.fileProblem(file, "", "no records: the parquet file has no rows")
 		return v.result()
 	}
+	// Limits, from the footer before any row is read: a few KB of parquet
+	// can claim (and decompress to) gigabytes.
+	lim := opts.Limits.withDefaults()
+	if n := pf.NumRows(); n > lim.MaxRows || n < 0 {
+		v.fileProblem(file, "", fmt.Sprintf("%d rows, over the limit of %d rows a file", n, lim.MaxRows))
+		return v.result()
+	}
+	var claimed int64
+	for _, rg := range pf.Metadata().RowGroups {
+		size := rg.TotalByteSize
+		var cols int64
+		for _, c := range rg.Columns {
+			cols += max(c.MetaData.TotalUncompressedSize, 0)
+		}
+		claimed += max(size, cols, 0)
+	}
+	if claimed > lim.MaxFileBytes {
+		v.fileProblem(file, "", fmt.Sprintf("the rows are %d bytes uncompressed, over the limit of %s a file", claimed, sizeString(lim.MaxFileBytes)))
+		return v.result()
+	}
 	v.out = make([]Instance, 0, pf.NumRows())
+	var decoded int64 // bytes of values read so far, against lim.MaxFileBytes
 	var r record
 	rowNo := 0
 	buf := make([]parquet.Row, 64)
@@ -70,6 +91,18 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 			}
 			n, err := rows.ReadRows(buf)
 			for _, row := range buf[:n] {
+				size := rowSize(row)
+				if decoded += size; decoded > lim.MaxFileBytes {
+					rows.Close()
+					v.fileProblem(fmt.Sprintf("%s:row %d", file, rowNo), "", fmt.Sprintf("the rows so far are %d bytes uncompressed, over the limit of %s a file", decoded, sizeString(lim.MaxFileBytes)))
+					return v.result()
+				}
+				if size > lim.MaxRecordBytes {
+					where := "row " + strconv.Itoa(rowNo)
+					v.fileProblem(file+":"+where, "", recordTooLarge(size, lim.MaxRecordBytes))
+					rowNo++
+					continue
+				}
 				r.reset()
 				row.Range(func(col int, vals []parquet.Value) bool {
 					c := cols[col]
@@ -104,6 +137,21 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 		rows.Close()
 	}
 	return v.result()
+}
+
+// rowSize is the decoded size of a row's values: the bytes of strings, 8
+// for anything else.
+func rowSize(row parquet.Row) int64 {
+	var n int64
+	for _, v := range row {
+		switch v.Kind() {
+		case parquet.ByteArray, parquet.FixedLenByteArray:
+			n += int64(len(v.ByteArray()))
+		default:
+			n += 8
+		}
+	}
+	return n
 }
 
 // parquetScalar sets field c.field from one leaf value.

@@ -115,3 +115,37 @@ func TestPyFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestParquetLimits: the row count and uncompressed size come from the
+// footer and are checked before any row; a row over the record limit is a
+// problem of its own and the other rows load.
+func TestParquetLimits(t *testing.T) {
+	path := filepath.Join(refDir(t), "datasets", "SWE-bench_Lite", "dev.parquet")
+	for _, tc := range []struct {
+		name    string
+		lim     Limits
+		records int
+		want    string
+	}{
+		{"rows", Limits{MaxRows: 22}, 0, path + ": 23 rows, over the limit of 22 rows a file"},
+		{"uncompressed size", Limits{MaxFileBytes: 200_000}, 0, "bytes uncompressed, over the limit of 200000 bytes a file"},
+	} {
+		got, err := Load(context.Background(), path, LoadOptions{Limits: tc.lim})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(ve.Problems[0].Error(), tc.want) || len(got) != tc.records {
+			t.Errorf("%s: %d records, %v; want %d records and %q", tc.name, len(got), err, tc.records, tc.want)
+		}
+	}
+	// A record limit between the smallest and the largest row: some rows
+	// are problems ("file:row N"), the others load.
+	got, err := Load(context.Background(), path, LoadOptions{Limits: Limits{MaxRecordBytes: 10_000}})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(got) == 0 || len(got)+len(ve.Problems) != 23 {
+		t.Fatalf("record limit: %d records, %v", len(got), err)
+	}
+	for _, p := range ve.Problems {
+		if !strings.HasPrefix(p.Source, path+":row ") || !strings.Contains(p.Msg, "bytes, over the limit of 10000 bytes a record") {
+			t.Errorf("record limit problem: %v", p)
+		}
+	}
+}

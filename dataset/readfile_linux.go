@@ -12,12 +12,15 @@ import (
 // hugeMin is the size from which readFile asks for transparent huge pages.
 const hugeMin = 4 << 20
 
-// readFile is os.ReadFile for a dataset: a large file is read into a buffer
-// first advised as MADV_HUGEPAGE, so filling it takes a few 2 MiB page
+// readFile is os.ReadFile for a dataset, refusing more than max bytes (an
+// error wrapping ErrTooLarge): a regular file by its size, before reading;
+// anything else (a pipe, /dev/zero) once max bytes have come. A large file
+// is read into a buffer first advised as MADV_HUGEPAGE, so filling it takes
+// a few 2 MiB page
 // faults instead of one fault per 4 KiB page (on a VM each fault costs
 // tens of microseconds: 2,400 of them were a third of loading Verified).
 // The advice is only a hint; without THP the read works as before.
-func readFile(path string) ([]byte, error) {
+func readFile(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -28,8 +31,11 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	size := fi.Size()
+	if fi.Mode().IsRegular() && size > max {
+		return nil, tooLarge(size, max)
+	}
 	if !fi.Mode().IsRegular() || size < hugeMin || int64(int(size)) != size {
-		return io.ReadAll(f)
+		return readAtMost(f, max)
 	}
 	// One spare byte shows whether the file grew since Stat.
 	buf := make([]byte, size+1)
@@ -39,7 +45,10 @@ func readFile(path string) ([]byte, error) {
 	case io.ErrUnexpectedEOF, io.EOF:
 		return buf[:n], nil // the file is (now) no longer than size
 	case nil:
-		rest, err := io.ReadAll(f)
+		if int64(len(buf)) > max {
+			return nil, tooLarge(int64(len(buf)), max)
+		}
+		rest, err := readAtMost(f, max-int64(len(buf)))
 		if err != nil {
 			return nil, err
 		}

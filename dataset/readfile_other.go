@@ -4,4 +4,19 @@ package dataset
 
 import "os"
 
-func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+// readFile is os.ReadFile refusing more than max bytes (see the Linux one).
+func readFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().IsRegular() && fi.Size() > max {
+		return nil, tooLarge(fi.Size(), max)
+	}
+	return readAtMost(f, max)
+}

@@ -1,9 +1,12 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Problem is one thing wrong with the input: where (Source is "file:line",
@@ -74,6 +77,7 @@ const (
 	fFailToPass
 	fPassToPass
 	fEnvSetupCommit
+	fImageAssets
 	nFields
 )
 
@@ -90,6 +94,7 @@ var fieldNames = [nFields]string{
 	fFailToPass:       "FAIL_TO_PASS",
 	fPassToPass:       "PASS_TO_PASS",
 	fEnvSetupCommit:   "environment_setup_commit",
+	fImageAssets:      "image_assets",
 }
 
 // requiredFields are the fields without which upstream cannot generate or
@@ -124,6 +129,8 @@ func fieldIndex(key []byte) int {
 		return fPassToPass
 	case "environment_setup_commit":
 		return fEnvSetupCommit
+	case "image_assets":
+		return fImageAssets
 	}
 	return -1
 }
@@ -290,23 +297,46 @@ func safeNameChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
-// CheckID returns why id is unsafe as a file name, image tag part and shell
-// word, or "" when it is fine: it must be non-empty, use only
-// [A-Za-z0-9._-], not contain "..", and not start with '.' or '-'.
+// CheckID returns why id cannot be used, or "" when it is fine. An id ends
+// up in file and directory names, shell scripts, image repository names and
+// tags, so it is checked for all of them at once by naming.ValidateID, the
+// naming module's rule (only [A-Za-z0-9._-]; lower-cased, a path component of
+// the OCI distribution grammar once "__" becomes "_1776_", so no leading or
+// trailing '.', '_' or '-' and no two separators in a row other than "__" or
+// dashes; at most naming.MaxNameIDLen bytes in that form, which also keeps
+// it well under the 255-byte file-name limit).
 func CheckID(id string) string {
+	err := naming.ValidateID(id)
+	if err == nil {
+		return ""
+	}
+	var ie *naming.IDError
+	if !errors.As(err, &ie) {
+		return err.Error()
+	}
 	if id == "" {
+		return ie.Reason
+	}
+	return quoteShort(id) + " " + ie.Reason
+}
+
+// checkPart returns why s is unsafe as a file name or shell word: it must
+// be non-empty, use only [A-Za-z0-9._-], not contain "..", and not start
+// with '.' or '-'.
+func checkPart(s string) string {
+	if s == "" {
 		return "is empty"
 	}
-	for i := 0; i < len(id); i++ {
-		if !safeNameChar(id[i]) {
-			return fmt.Sprintf("%s has a character outside [A-Za-z0-9._-] at byte %d", quoteShort(id), i)
+	for i := 0; i < len(s); i++ {
+		if !safeNameChar(s[i]) {
+			return fmt.Sprintf("%s has a character outside [A-Za-z0-9._-] at byte %d", quoteShort(s), i)
 		}
 	}
-	if strings.Contains(id, "..") {
-		return fmt.Sprintf("%s contains \"..\"", quoteShort(id))
+	if strings.Contains(s, "..") {
+		return fmt.Sprintf("%s contains \"..\"", quoteShort(s))
 	}
-	if id[0] == '.' || id[0] == '-' {
-		return fmt.Sprintf("%s starts with %q", quoteShort(id), id[0])
+	if s[0] == '.' || s[0] == '-' {
+		return fmt.Sprintf("%s starts with %q", quoteShort(s), s[0])
 	}
 	return ""
 }
@@ -314,7 +344,7 @@ func CheckID(id string) string {
 // checkRepo returns why repo is not a plain GitHub "owner/name", or "".
 func checkRepo(repo string) string {
 	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || CheckID(owner) != "" || CheckID(name) != "" {
+	if !ok || checkPart(owner) != "" || checkPart(name) != "" {
 		return fmt.Sprintf("%s is not of the form owner/name (each part of [A-Za-z0-9._-], not starting with '.' or '-')", quoteShort(repo))
 	}
 	return ""

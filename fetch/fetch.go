@@ -84,7 +84,8 @@ func (e *HTTPError) Is(target error) bool {
 
 // Options configures a Client. The zero value is usable.
 type Options struct {
-	// CacheDir holds cached bodies. Default: DefaultCacheDir().
+	// CacheDir holds cached bodies; required (swebuild uses
+	// <cache root>/http).
 	CacheDir string
 	// Offline forbids network access: only cached answers are returned.
 	Offline bool
@@ -104,7 +105,8 @@ type Options struct {
 	// MaxRetryAfter caps the wait a Retry-After header asks for.
 	// Default: DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
-	// MaxBodyBytes caps a response body. Default: DefaultMaxBodyBytes.
+	// MaxBodyBytes caps a response body, and a cached body read back.
+	// Default: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Replacements is upstream's REPLACE_REQ_PACKAGES, applied by
 	// Requirements and EnvironmentYML. Default: ReplaceReqPackages().
@@ -128,23 +130,6 @@ type Client struct {
 	group         singleflight.Group
 }
 
-// DefaultCacheDir is $SWEBUILD_CACHE/http when SWEBUILD_CACHE is set (the
-// cache root the project's scripts use), else $XDG_CACHE_HOME/swebuild/http,
-// else ~/.cache/swebuild/http.
-func DefaultCacheDir() (string, error) {
-	if d := os.Getenv("SWEBUILD_CACHE"); d != "" {
-		return filepath.Join(d, "http"), nil
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "swebuild", "http"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("fetch: no cache directory: %w", err)
-	}
-	return filepath.Join(home, ".cache", "swebuild", "http"), nil
-}
-
 // New makes a Client.
 func New(opts Options) (*Client, error) {
 	c := &Client{
@@ -157,11 +142,7 @@ func New(opts Options) (*Client, error) {
 		repl:          opts.Replacements,
 	}
 	if c.dir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		c.dir = d
+		return nil, errors.New("fetch: no cache directory given")
 	}
 	if c.base == "" {
 		c.base = DefaultBaseURL
@@ -283,10 +264,10 @@ const notFoundSuffix = ".notfound"
 func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
 	key := cacheKey(url)
 	path := filepath.Join(c.dir, key)
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := c.readCached(path); err == nil {
 		return b, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("fetch cache: %w", err)
+		return nil, err
 	}
 	if c.offline {
 		if status, err := os.ReadFile(path + notFoundSuffix); err == nil {
@@ -323,8 +304,10 @@ func (c *Client) target(url string) string {
 
 func (c *Client) download(ctx context.Context, url, path string) ([]byte, error) {
 	// Another process may have filled the cache since Get looked.
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := c.readCached(path); err == nil {
 		return b, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, c.target(url), nil)
 	if err != nil {
@@ -373,6 +356,28 @@ func (c *Client) download(ctx context.Context, url, path string) ([]byte, error)
 	}
 	os.Remove(path + notFoundSuffix)
 	return body, nil
+}
+
+// readCached reads a cached body, refusing one larger than MaxBodyBytes
+// (nothing this client writes is; a larger file was put there by something
+// else). A missing file is an error matching fs.ErrNotExist.
+func (c *Client) readCached(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("fetch cache: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, c.maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetch cache: %w", err)
+	}
+	if int64(len(b)) > c.maxBody {
+		return nil, fmt.Errorf("fetch cache: %s is larger than the limit of %d bytes a body", path, c.maxBody)
+	}
+	return b, nil
 }
 
 // writeAtomic writes data to path through a temporary file in the same

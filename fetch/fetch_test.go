@@ -410,24 +410,34 @@ func TestTargetRewrite(t *testing.T) {
 	}
 }
 
-func TestDefaultCacheDir(t *testing.T) {
-	t.Setenv("SWEBUILD_CACHE", "")
-	t.Setenv("XDG_CACHE_HOME", "/xdg")
-	if d, _ := DefaultCacheDir(); d != "/xdg/swebuild/http" {
-		t.Errorf("XDG: %q", d)
+func TestNoCacheDir(t *testing.T) {
+	if _, err := New(Options{}); err == nil || !strings.Contains(err.Error(), "no cache directory") {
+		t.Errorf("New without a cache directory: %v", err)
 	}
-	t.Setenv("XDG_CACHE_HOME", "")
-	t.Setenv("HOME", "/home/u")
-	if d, _ := DefaultCacheDir(); d != "/home/u/.cache/swebuild/http" {
-		t.Errorf("HOME: %q", d)
+}
+
+// TestCachedBodyOverLimit: a cache file larger than MaxBodyBytes (not one
+// this client wrote) is an error naming the file and the limit, not read
+// whole, and no request is made.
+func TestCachedBodyOverLimit(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) { io.WriteString(w, "x") })
+	dir := t.TempDir()
+	path := filepath.Join(dir, cacheKey(testURL))
+	if err := os.WriteFile(path, make([]byte, 101), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Setenv("SWEBUILD_CACHE", "/sc")
-	if d, _ := DefaultCacheDir(); d != filepath.Join("/sc", "http") {
-		t.Errorf("SWEBUILD_CACHE: %q", d)
+	c := newClient(t, s, Options{CacheDir: dir, MaxBodyBytes: 100})
+	_, err := c.Get(context.Background(), testURL)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "limit of 100 bytes") {
+		t.Errorf("Get = %v, want an error naming %s and the limit", err, path)
 	}
-	c, err := New(Options{})
-	if err != nil || c.CacheDir() != "/sc/http" {
-		t.Errorf("New default dir = %q, %v", c.CacheDir(), err)
+	if s.hits.Load() != 0 {
+		t.Errorf("%d requests", s.hits.Load())
+	}
+	// At the limit, it is read.
+	os.WriteFile(path, make([]byte, 100), 0o644)
+	if b, err := c.Get(context.Background(), testURL); err != nil || len(b) != 100 {
+		t.Errorf("at the limit: %d bytes, %v", len(b), err)
 	}
 }
 

@@ -38,6 +38,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // LatestTag is the moving tag written next to every content key tag.
@@ -59,11 +61,7 @@ type Namer struct {
 
 // NameID is an instance id as it appears in image names.
 func (n Namer) NameID(instanceID string) string {
-	id := strings.ToLower(instanceID)
-	if !n.KeepDoubleUnderscore {
-		id = strings.ReplaceAll(id, "__", "_1776_")
-	}
-	return id
+	return naming.NameID(instanceID, n.KeepDoubleUnderscore)
 }
 
 func (n Namer) prefix() string {
@@ -79,6 +77,55 @@ func (n Namer) ArchRepo(arch, instanceID string) string {
 // IndexRepo is the multi-arch repository, REPO/sweb.eval.<id>.
 func (n Namer) IndexRepo(instanceID string) string {
 	return fmt.Sprintf("%s/sweb.eval.%s", n.prefix(), n.NameID(instanceID))
+}
+
+// MaxNameIDLen is the longest an instance id may be in its image-name form
+// (see naming.MaxNameIDLen).
+const MaxNameIDLen = naming.MaxNameIDLen
+
+// IDError says why an instance id cannot name images.
+type IDError = naming.IDError
+
+// ValidateID returns an *IDError when instanceID cannot be a part of the
+// image names this module gives it (see naming.ValidateID), or nil.
+func ValidateID(instanceID string) error { return naming.ValidateID(instanceID) }
+
+// Collision is an instance id whose images would get the same names as an
+// earlier id's: ids differing only in case, or in "__" against "_1776_".
+type Collision = naming.Collision
+
+// Collisions returns, in order, every id of ids that maps to the same
+// NameID as an earlier one (the earliest), so that one name would hold two
+// instances' images. An id given twice collides with itself.
+func (n Namer) Collisions(ids []string) []Collision {
+	return naming.Collisions(ids, n.KeepDoubleUnderscore)
+}
+
+// Describe says what is wrong with c, naming both ids.
+func (n Namer) Describe(ids []string, c Collision) string {
+	a, b := ids[c.First], ids[c.Second]
+	if a == b {
+		return fmt.Sprintf("instance id %q appears twice", a)
+	}
+	return fmt.Sprintf("instance ids %q and %q get the same image names (sweb.eval.%s and sweb.eval.<arch>.%s)", a, b, c.NameID, c.NameID)
+}
+
+// CheckCollisions returns an error naming both ids of every collision in
+// ids (see Collisions), or nil when every id gets names of its own. Run it
+// before anything is pushed.
+func (n Namer) CheckCollisions(ids []string) error {
+	cs := n.Collisions(ids)
+	if len(cs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(cs))
+	for i, c := range cs {
+		msgs[i] = n.Describe(ids, c)
+	}
+	if len(msgs) == 1 {
+		return fmt.Errorf("image name collision: %s", msgs[0])
+	}
+	return fmt.Errorf("%d image name collisions:\n%s", len(msgs), strings.Join(msgs, "\n"))
 }
 
 // ArchForPlatform maps an OCI platform to the upstream arch name.

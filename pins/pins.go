@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 )
 
 // Rule is one pin. Match/Change/Reason/Evidence are for people (`swebuild
@@ -50,8 +51,15 @@ func (s *Set) Rules() []Rule {
 }
 
 // All returns every known rule, in application order.
+//
+// The arm64 rules (arm64-env-yml, arm64-chrome-apt, arm64-pnpm-binary,
+// arm64-maven-for-mvnd) are part of the default set: they change arm64
+// files only, each replaces something that exists for x86-64 only by its
+// arm64 equivalent, and without them those arm64 images do not build (or
+// carry an x86-64 binary). `--pins none` keeps upstream's arm64 files,
+// which is what upstream generates when asked for arm64.
 func All() []Rule {
-	return []Rule{pygmentsRule(), condaChannelsRule(), arm64EnvRule()}
+	return []Rule{pygmentsRule(), condaChannelsRule(), arm64EnvRule(), chromeAptRule(), pnpmArm64Rule(), mavenForMvndRule()}
 }
 
 // Named returns the rule set for a --pins value: "none" or "default".
@@ -88,6 +96,9 @@ const (
 	IDSphinxPygments = "sphinx-pygments-2.18"
 	IDCondaChannels  = "conda-channels-tos"
 	IDArm64EnvYML    = "arm64-env-yml"
+	IDChromeApt      = "arm64-chrome-apt"
+	IDPnpmArm64      = "arm64-pnpm-binary"
+	IDMavenForMvnd   = "arm64-maven-for-mvnd"
 )
 
 // PygmentsPin is the pinned Pygments requirement.
@@ -243,7 +254,7 @@ func arm64EnvRule() Rule {
 			"dependency carries a linux-64 build string (e.g. python=3.9.20=he870216_1); repo.anaconda.com/pkgs/main/linux-aarch64 " +
 			"has no _libgcc_mutex and ships ld_impl_linux-aarch64",
 		apply: func(rec *spec.Recipe) bool {
-			if rec.Arch != spec.ArchARM64 || !rec.EnvYMLCached || rec.Profile != nil {
+			if rec.Platform != core.ARM64 || !rec.EnvYMLCached || rec.Profile != nil {
 				return false
 			}
 			yml, changed := TranslateEnvYMLForArm64(rec.EnvYML)
@@ -306,4 +317,110 @@ func translateLine(l string) (string, bool) {
 		return l, true
 	}
 	return "  - " + to + "=" + version, true
+}
+
+// replaceBlock replaces the whole lines old (joined by newlines) by new in
+// tmpl; changed=false when tmpl does not hold them.
+func replaceBlock(tmpl string, old, new []string) (string, bool) {
+	o := "\n" + strings.Join(old, "\n") + "\n"
+	if !strings.Contains(tmpl, o) {
+		return tmpl, false
+	}
+	return strings.ReplaceAll(tmpl, o, "\n"+strings.Join(new, "\n")+"\n"), true
+}
+
+// editTemplates applies replaceBlock to the base and env templates of an
+// arm64 upstream recipe (the env template may be the base one again).
+func editTemplates(rec *spec.Recipe, old, new []string) bool {
+	if rec.Platform != core.ARM64 || rec.Profile != nil {
+		return false
+	}
+	var b, e bool
+	rec.BaseTemplate, b = replaceBlock(rec.BaseTemplate, old, new)
+	rec.EnvTemplate, e = replaceBlock(rec.EnvTemplate, old, new)
+	return b || e
+}
+
+// ChromeAptLines returns the upstream Dockerfile line the arm64-chrome-apt
+// rule replaces, and its replacement.
+func ChromeAptLines() (old, new []string) {
+	return []string{`    && echo "deb [arch=amd64] http://dl.google.com/linux/chrome/deb/ stable main" >> /etc/apt/sources.list.d/google-chrome.list \`},
+		[]string{`    && echo "deb [arch=arm64] http://dl.google.com/linux/chrome/deb/ stable main" >> /etc/apt/sources.list.d/google-chrome.list \`}
+}
+
+func chromeAptRule() Rule {
+	old, new := ChromeAptLines()
+	return Rule{
+		ID:    IDChromeApt,
+		Match: "arch arm64, Dockerfiles holding upstream's Chrome apt source line (_DOCKERFILE_BASE_JS: the Dockerfile.base of every non-variant JavaScript spec, i.e. all 102 SWE-bench Multimodal instances)",
+		Change: "Dockerfile.base: `" + strings.TrimSpace(old[0]) + "` becomes `" + strings.TrimSpace(new[0]) +
+			"`; the same `apt-get install -y google-chrome-stable ...` then installs Google's arm64 build (CHROME_BIN /usr/bin/google-chrome unchanged)",
+		Reason: "apt skips a source restricted to [arch=amd64] on arm64, so `apt-get install google-chrome-stable` fails there; " +
+			"Google's apt repository has published google-chrome-stable for arm64 since Chrome 151 (2026-07), from the same URL. " +
+			"The JS_2 base (43 Multilingual JS/TS instances) names the same repository without an arch restriction and needs no rule",
+		Evidence: "https://github.com/SWE-bench/SWE-bench/issues/520 (Chrome apt path with [arch=amd64] is not valid on ARM64); " +
+			"https://github.com/wimpysworld/deb-get/pull/1951 (dl.google.com/linux/chrome/deb dists/stable/main/binary-arm64/Packages lists " +
+			"google-chrome-stable; Chromium blog 2026/03 bringing-chrome-to-arm64-linux-devices); " +
+			"https://github.com/armbian/os/pull/485 (dists/stable/Release: Architectures: amd64 arm64; google-chrome-stable 151.0.7922.137-1 on both); " +
+			"https://github.com/ulixee/chrome-versions/pull/18 (google-chrome-stable_151.0.7922.75-1_arm64.deb is an ARM aarch64 ELF; issues.chromium.org/issues/374811603)",
+		apply: func(rec *spec.Recipe) bool { return editTemplates(rec, old, new) },
+	}
+}
+
+// PnpmLines returns the upstream Dockerfile line the arm64-pnpm-binary rule
+// replaces, and its replacement.
+func PnpmLines() (old, new []string) {
+	return []string{`    wget -qO $PNPM_HOME/pnpm "https://github.com/pnpm/pnpm/releases/download/v$PNPM_VERSION/pnpm-linux-x64" && \`},
+		[]string{`    wget -qO $PNPM_HOME/pnpm "https://github.com/pnpm/pnpm/releases/download/v$PNPM_VERSION/pnpm-linux-arm64" && \`}
+}
+
+func pnpmArm64Rule() Rule {
+	old, new := PnpmLines()
+	return Rule{
+		ID:     IDPnpmArm64,
+		Match:  "arch arm64, Dockerfiles downloading pnpm-linux-x64 (_DOCKERFILE_ENV_JS: the Dockerfile.env of every non-variant JavaScript spec, all 102 SWE-bench Multimodal instances; pnpm 9.5.0, or 7.9.0 for some Chart.js versions)",
+		Change: "Dockerfile.env: the pnpm download URL ends in pnpm-linux-arm64 instead of pnpm-linux-x64 (same release, same $PNPM_VERSION)",
+		Reason: "pnpm-linux-x64 is an x86-64 executable: on arm64 `pnpm -v` (run by the same Dockerfile) fails, or runs under emulation where binfmt is set up; " +
+			"pnpm publishes a standalone linux-arm64 executable in every release since 6.x",
+		Evidence: "https://github.com/SWE-bench/SWE-bench/issues/520 (`pnpm-linux-x64` binary is selected even on ARM64); " +
+			"https://github.com/pnpm/pnpm/pull/3830 (Add a linux arm64 build, merged 2021-10); " +
+			"release asset https://github.com/pnpm/pnpm/releases/download/v9.5.0/pnpm-linux-arm64 (same name pattern as pnpm-linux-x64)",
+		apply: func(rec *spec.Recipe) bool { return editTemplates(rec, old, new) },
+	}
+}
+
+// MvndLines returns the upstream Dockerfile lines the arm64-maven-for-mvnd
+// rule replaces, and their replacement: an mvnd command in $MVND_HOME/bin
+// (still on PATH) that runs the image's own Maven.
+func MvndLines() (old, new []string) {
+	return []string{
+			`RUN curl -fsSL -o mvnd.zip https://downloads.apache.org/maven/mvnd/1.0.2/maven-mvnd-1.0.2-linux-amd64.zip && \`,
+			`    unzip mvnd.zip -d /tmp && \`,
+			`    mv /tmp/maven-mvnd-1.0.2-linux-amd64 /usr/local/mvnd && \`,
+			`    rm mvnd.zip && \`,
+			`    rm -rf /tmp/maven-mvnd-1.0.2-linux-amd64`,
+		}, []string{
+			`RUN mkdir -p /usr/local/mvnd/bin && \`,
+			`    printf '#!/bin/sh\nexec mvn "$@"\n' > /usr/local/mvnd/bin/mvnd && \`,
+			`    chmod 755 /usr/local/mvnd/bin/mvnd`,
+		}
+}
+
+func mavenForMvndRule() Rule {
+	old, new := MvndLines()
+	return Rule{
+		ID:    IDMavenForMvnd,
+		Match: "arch arm64, Dockerfiles downloading maven-mvnd-1.0.2-linux-amd64.zip (_DOCKERFILE_BASE_JAVA: Dockerfile.base and Dockerfile.env of every Java spec, all 43 Multilingual Java instances)",
+		Change: "Dockerfile.base/.env: the five-line RUN that downloads and unpacks mvnd 1.0.2 for linux-amd64 becomes a RUN writing " +
+			"/usr/local/mvnd/bin/mvnd as `#!/bin/sh` + `exec mvn \"$@\"`; ENV MVND_HOME and PATH stay, so the gson and druid test commands' " +
+			"`mvnd test -B -T 1C -pl ... -Dtest=...` run the base image's Maven 3.9 (maven:3.9-eclipse-temurin-*, multi-arch) with the same arguments",
+		Reason: "mvnd 1.0.2 publishes no linux-aarch64 build (only linux-amd64, darwin-amd64/aarch64, windows-amd64), so the downloaded " +
+			"native client cannot run on arm64; mvnd is a Maven daemon for speed: the same flags give the same `[INFO] BUILD SUCCESS/FAILURE` " +
+			"lines parse_log_maven reads. eval.sh is unchanged (the shell trace still shows `+ mvnd test ...`)",
+		Evidence: "https://github.com/SWE-bench/SWE-bench/issues/520 (Java environment failures because mvnd Linux ARM64 binary is unavailable); " +
+			"https://github.com/SWE-bench/SWE-bench/pull/521 (ARM64 uses an mvn fallback for mvnd); " +
+			"https://github.com/apache/maven-mvnd/issues/921 (no linux arm64 release asset, open); " +
+			"https://github.com/apache/maven-mvnd/pull/1016 (release binaries: linux amd64, macos amd64, macos aarch64, windows amd64)",
+		apply: func(rec *spec.Recipe) bool { return editTemplates(rec, old, new) },
+	}
 }

@@ -9,9 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
 )
 
 // lineDiff returns the lines only in want (removed) and only in got (added),
@@ -63,11 +67,52 @@ func renderedFile(res *render.Result, name string) string {
 	return res.Eval
 }
 
-// runRule renders every Verified reference instance, both arches, with only
-// rule id and hands each non-empty file diff to check. It returns how many
-// renders the rule changed.
-func runRule(t *testing.T, id string, check checker) int {
+// changesEnvKey says which rules change an env script (and so the env
+// key); the others change Dockerfiles only, which upstream's keys do not
+// hash.
+var changesEnvKey = map[string]bool{IDSphinxPygments: true, IDArm64EnvYML: true}
+
+// reference is one folder of upstream-generated instances and the records
+// they were generated from.
+type reference struct {
+	name string
+	dir  string
+	recs map[string]*dataset.Instance // by instance id
+}
+
+// references are the whole shared reference: the 500 Verified instances of
+// upstream-v4.1.0 and the 210 of upstream-v4.1.0-multilingual.
+func references(t *testing.T) []reference {
 	shared := spectest.SharedDir(t)
+	verified := spectest.Records(t, shared, "SWE-bench_Verified/test")["SWE-bench_Verified/test"]
+	ml := map[string]*dataset.Instance{}
+	for _, recs := range spectest.Records(t, shared, "SWE-bench_Multilingual/test", "SWE-bench_Multimodal/dev") {
+		for id, r := range recs {
+			ml[id] = r
+		}
+	}
+	mlDir := filepath.Join(shared, "upstream-v4.1.0-multilingual", "instances")
+	ents, err := os.ReadDir(mlDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRef := map[string]*dataset.Instance{}
+	for _, e := range ents {
+		if ml[e.Name()] == nil {
+			t.Fatalf("%s: no record", e.Name())
+		}
+		inRef[e.Name()] = ml[e.Name()]
+	}
+	return []reference{
+		{"verified", filepath.Join(shared, "upstream-v4.1.0", "instances"), verified},
+		{"multilingual", mlDir, inRef},
+	}
+}
+
+// runRule renders every reference instance (Verified and multilingual),
+// both arches, with only rule id and hands each non-empty file diff to
+// check. It returns how many renders the rule changed, per reference.
+func runRule(t *testing.T, id string, check checker) map[string]int {
 	tables, err := spec.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -77,55 +122,56 @@ func runRule(t *testing.T, id string, check checker) int {
 		t.Fatal(err)
 	}
 	r := &render.Renderer{Tables: tables, Pins: set}
-	recs := spectest.Records(t, shared, "SWE-bench_Verified/test")["SWE-bench_Verified/test"]
-	refDir := filepath.Join(shared, "upstream-v4.1.0", "instances")
-	ids := make([]string, 0, len(recs))
-	for k := range recs {
-		ids = append(ids, k)
-	}
-	sort.Strings(ids)
-	changed := 0
-	for _, iid := range ids {
-		for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
-			res, err := r.Render(context.Background(), recs[iid], arch)
-			if err != nil {
-				t.Fatalf("%s %s: %v", iid, arch, err)
-			}
-			if len(res.Pins) > 0 {
-				changed++
-				if len(res.Pins) != 1 || res.Pins[0] != id {
-					t.Errorf("%s %s: pins %v, want [%s]", iid, arch, res.Pins, id)
-				}
-			}
-			anyDiff := false
-			for _, f := range files {
-				want, err := os.ReadFile(filepath.Join(refDir, iid, arch, f))
+	changed := map[string]int{}
+	for _, ref := range references(t) {
+		ids := make([]string, 0, len(ref.recs))
+		for k := range ref.recs {
+			ids = append(ids, k)
+		}
+		sort.Strings(ids)
+		for _, iid := range ids {
+			for _, platform := range core.AllPlatforms() {
+				arch := platform.Arch()
+				res, err := r.Render(context.Background(), ref.recs[iid], platform)
 				if err != nil {
+					t.Fatalf("%s %s: %v", iid, arch, err)
+				}
+				if len(res.Pins) > 0 {
+					changed[ref.name]++
+					if len(res.Pins) != 1 || res.Pins[0] != id {
+						t.Errorf("%s %s: pins %v, want [%s]", iid, arch, res.Pins, id)
+					}
+				}
+				anyDiff := false
+				for _, f := range files {
+					want, err := os.ReadFile(filepath.Join(ref.dir, iid, arch, f))
+					if err != nil {
+						t.Fatal(err)
+					}
+					rm, add := lineDiff(string(want), renderedFile(res, f))
+					if len(rm)+len(add) == 0 {
+						continue
+					}
+					anyDiff = true
+					check(t, iid, arch, f, fileDiff{rm, add})
+				}
+				if anyDiff != (len(res.Pins) > 0) {
+					t.Errorf("%s %s: output differs=%v but pins=%v", iid, arch, anyDiff, res.Pins)
+				}
+				var m struct {
+					Base string `json:"base_image_key"`
+					Env  string `json:"env_image_key"`
+				}
+				raw, _ := os.ReadFile(filepath.Join(ref.dir, iid, arch, "meta.json"))
+				if err := json.Unmarshal(raw, &m); err != nil {
 					t.Fatal(err)
 				}
-				rm, add := lineDiff(string(want), renderedFile(res, f))
-				if len(rm)+len(add) == 0 {
-					continue
+				if res.BaseKey != m.Base {
+					t.Errorf("%s %s: base key changed to %s", iid, arch, res.BaseKey)
 				}
-				anyDiff = true
-				check(t, iid, arch, f, fileDiff{rm, add})
-			}
-			if anyDiff != (len(res.Pins) > 0) {
-				t.Errorf("%s %s: output differs=%v but pins=%v", iid, arch, anyDiff, res.Pins)
-			}
-			var m struct {
-				Base string `json:"base_image_key"`
-				Env  string `json:"env_image_key"`
-			}
-			raw, _ := os.ReadFile(filepath.Join(refDir, iid, arch, "meta.json"))
-			if err := json.Unmarshal(raw, &m); err != nil {
-				t.Fatal(err)
-			}
-			if res.BaseKey != m.Base {
-				t.Errorf("%s %s: base key changed to %s", iid, arch, res.BaseKey)
-			}
-			if envChanged := res.EnvKey != m.Env; envChanged != (id != IDCondaChannels && anyDiff) {
-				t.Errorf("%s %s: env key changed=%v with rule %s", iid, arch, envChanged, id)
+				if envChanged := res.EnvKey != m.Env; envChanged != (changesEnvKey[id] && anyDiff) {
+					t.Errorf("%s %s: env key changed=%v with rule %s", iid, arch, envChanged, id)
+				}
 			}
 		}
 	}
@@ -148,14 +194,14 @@ func TestRuleCondaChannelsOnlyChangesThatLine(t *testing.T) {
 			t.Errorf("%s %s: Dockerfile.base diff -%q +%q", id, arch, d.removed, d.added)
 		}
 	})
-	if n != 1000 {
-		t.Errorf("rule changed %d renders, want all 1000", n)
+	if n["verified"] != 1000 || n["multilingual"] != 0 {
+		t.Errorf("rule changed %v renders, want all 1000 Verified ones and no multilingual one", n)
 	}
 }
 
 func TestRuleArm64EnvYML(t *testing.T) {
 	n := runRule(t, IDArm64EnvYML, func(t *testing.T, id, arch, file string, d fileDiff) {
-		if arch != spec.ArchARM64 {
+		if arch != core.ArchARM64 {
 			t.Errorf("%s %s: %s changed on x86_64", id, arch, file)
 			return
 		}
@@ -189,8 +235,8 @@ func TestRuleArm64EnvYML(t *testing.T) {
 			t.Errorf("%s %s: %s changed", id, arch, file)
 		}
 	})
-	if n != 500 {
-		t.Errorf("rule changed %d renders, want the 500 arm64 ones", n)
+	if n["verified"] != 500 || n["multilingual"] != 0 {
+		t.Errorf("rule changed %v renders, want the 500 Verified arm64 ones", n)
 	}
 }
 
@@ -200,8 +246,8 @@ func TestRuleSphinxPygments(t *testing.T) {
 	n := runRule(t, IDSphinxPygments, func(t *testing.T, id, arch, file string, d fileDiff) {
 		t.Errorf("%s %s: %s changed: -%q +%q", id, arch, file, d.removed, d.added)
 	})
-	if n != 0 {
-		t.Errorf("rule changed %d renders", n)
+	if n["verified"]+n["multilingual"] != 0 {
+		t.Errorf("rule changed %v renders", n)
 	}
 }
 
@@ -220,7 +266,7 @@ func TestSphinxPygmentsSpecBuiltEnv(t *testing.T) {
 		{"3.5", []string{"pygments==2.19.1", "tox"}, []string{"tox", PygmentsPin}},
 		{"3.5", nil, []string{PygmentsPin}},
 	} {
-		rec, err := tables.NewRecipe("sphinx-doc__sphinx-0", "sphinx-doc/sphinx", tc.version, spec.ArchX86)
+		rec, err := tables.NewRecipe("sphinx-doc__sphinx-0", "sphinx-doc/sphinx", tc.version, core.AMD64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +307,7 @@ func TestNamed(t *testing.T) {
 		t.Fatalf("none: %v %v", none, err)
 	}
 	def, err := Named("default")
-	if err != nil || len(def.Rules()) != 3 {
+	if err != nil || len(def.Rules()) != len(All()) || len(All()) != 6 {
 		t.Fatalf("default: %v", err)
 	}
 	for _, r := range def.Rules() {
@@ -288,5 +334,167 @@ func TestTranslateEnvYMLForArm64(t *testing.T) {
 		if got != tc.want || changed != tc.changed {
 			t.Errorf("TranslateEnvYMLForArm64(%q) = %q, %v; want %q, %v", tc.in, got, changed, tc.want, tc.changed)
 		}
+	}
+}
+
+// checkBlock is a checker for the template rules: only the named files
+// change, only on arm64, and exactly the rule's old lines are replaced by
+// its new lines.
+func checkBlock(names []string, old, new []string) checker {
+	sortedOld := append([]string(nil), old...)
+	sortedNew := append([]string(nil), new...)
+	sort.Strings(sortedOld)
+	sort.Strings(sortedNew)
+	return func(t *testing.T, id, arch, file string, d fileDiff) {
+		if arch != core.ArchARM64 {
+			t.Errorf("%s %s: %s changed on x86_64", id, arch, file)
+			return
+		}
+		named := false
+		for _, n := range names {
+			named = named || n == file
+		}
+		if !named {
+			t.Errorf("%s %s: %s changed: -%q +%q", id, arch, file, d.removed, d.added)
+			return
+		}
+		if strings.Join(d.removed, "\n") != strings.Join(sortedOld, "\n") || strings.Join(d.added, "\n") != strings.Join(sortedNew, "\n") {
+			t.Errorf("%s %s: %s diff -%q +%q", id, arch, file, d.removed, d.added)
+		}
+	}
+}
+
+// referenceLanguages counts, from the reference's own meta.json files, the
+// instances of the multilingual reference whose upstream Dockerfile.base
+// or Dockerfile.env holds a line.
+func referenceHolding(t *testing.T, line string) int {
+	ref := references(t)[1]
+	n := 0
+	for id := range ref.recs {
+		for _, f := range []string{"Dockerfile.base", "Dockerfile.env"} {
+			b, err := os.ReadFile(filepath.Join(ref.dir, id, "arm64", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), line+"\n") {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+func TestRuleChromeApt(t *testing.T) {
+	old, new := ChromeAptLines()
+	n := runRule(t, IDChromeApt, checkBlock([]string{"Dockerfile.base"}, old, new))
+	// Every Multimodal instance of the reference half (53), nothing else.
+	if want := referenceHolding(t, old[0]); n["verified"] != 0 || n["multilingual"] != want || want != 53 {
+		t.Errorf("rule changed %v renders, want the %d arm64 renders holding the line (53)", n, want)
+	}
+}
+
+func TestRulePnpmArm64(t *testing.T) {
+	old, new := PnpmLines()
+	n := runRule(t, IDPnpmArm64, checkBlock([]string{"Dockerfile.env"}, old, new))
+	if want := referenceHolding(t, old[0]); n["verified"] != 0 || n["multilingual"] != want || want != 53 {
+		t.Errorf("rule changed %v renders, want the %d arm64 renders holding the line (53)", n, want)
+	}
+}
+
+func TestRuleMavenForMvnd(t *testing.T) {
+	old, new := MvndLines()
+	n := runRule(t, IDMavenForMvnd, checkBlock([]string{"Dockerfile.base", "Dockerfile.env"}, old, new))
+	// All Java instances of the reference half (24).
+	if want := referenceHolding(t, old[0]); n["verified"] != 0 || n["multilingual"] != want || want != 24 {
+		t.Errorf("rule changed %v renders, want the %d arm64 renders holding the line (24)", n, want)
+	}
+}
+
+// TestArm64RulesOnlyTouchArm64: with --pins default, every x86_64 file of
+// the multilingual reference is upstream's byte for byte (no default rule
+// matches a non-Python x86_64 recipe), and the arm64 Dockerfiles no longer
+// fetch the x86-64-only artefacts upstream's arm64 files name.
+func TestArm64RulesOnlyTouchArm64(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := Named("default")
+	r := &render.Renderer{Tables: tables, Pins: set}
+	ref := references(t)[1]
+	amd64Only := []string{"[arch=amd64]", "pnpm-linux-x64", "linux-amd64.zip"}
+	for id, inst := range ref.recs {
+		res, err := r.RenderArches(context.Background(), inst, core.AllPlatforms())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			want, _ := os.ReadFile(filepath.Join(ref.dir, id, "x86_64", f))
+			if renderedFile(res[0], f) != string(want) {
+				t.Errorf("%s x86_64: %s differs from upstream with --pins default", id, f)
+			}
+		}
+		for _, f := range []string{"Dockerfile.base", "Dockerfile.env"} {
+			for _, s := range amd64Only {
+				if strings.Contains(renderedFile(res[1], f), s) {
+					t.Errorf("%s arm64: %s still holds %q", id, f, s)
+				}
+			}
+		}
+	}
+}
+
+// TestPinnedDockerfilesParse parses, with BuildKit's own Dockerfile parser,
+// every arm64 Dockerfile the default pins change in the multilingual
+// reference and checks that it keeps upstream's instruction sequence (the
+// rules replace lines inside one RUN; they never add or drop an
+// instruction).
+func TestPinnedDockerfilesParse(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := Named("default")
+	r := &render.Renderer{Tables: tables, Pins: set}
+	ref := references(t)[1]
+	instructions := func(name, text string) []string {
+		res, err := parser.Parse(strings.NewReader(text))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out []string
+		for _, n := range res.AST.Children {
+			out = append(out, n.Value)
+		}
+		return out
+	}
+	checked := 0
+	for id, inst := range ref.recs {
+		res, err := r.Render(context.Background(), inst, core.ARM64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Pins) == 0 {
+			continue
+		}
+		for _, f := range []string{"Dockerfile.base", "Dockerfile.env"} {
+			want, err := os.ReadFile(filepath.Join(ref.dir, id, "arm64", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := renderedFile(res, f)
+			if got == string(want) {
+				continue
+			}
+			checked++
+			a, b := instructions(id+" upstream "+f, string(want)), instructions(id+" pinned "+f, got)
+			if strings.Join(a, " ") != strings.Join(b, " ") {
+				t.Errorf("%s %s: instructions %v, upstream %v", id, f, b, a)
+			}
+		}
+	}
+	if checked != 53+53+2*24 {
+		t.Errorf("checked %d pinned Dockerfiles, want 154 (53 JS base, 53 JS env, 24 Java base and env)", checked)
 	}
 }

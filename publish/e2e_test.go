@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/regtest"
 )
@@ -75,7 +76,7 @@ func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 	ids := []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5", "f__f-6", "g__g-7", "h__h-8"}
 	f := makeFixture(t, ids, nil, 64<<10, 2)
 	mdPath := filepath.Join(f.dir, "metadata.json")
-	if err := WriteMetadata(mdPath, f.md); err != nil {
+	if err := core.WriteFile(mdPath, f.recs); err != nil {
 		t.Fatal(err)
 	}
 	ledger := filepath.Join(f.dir, "ledger.jsonl")
@@ -168,7 +169,7 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 	}
 	f := makeFixture(t, []string{"django__django-11099"}, nil, 4096, 1)
 	mdPath := filepath.Join(f.dir, "metadata.json")
-	if err := WriteMetadata(mdPath, f.md); err != nil {
+	if err := core.WriteFile(mdPath, f.recs); err != nil {
 		t.Fatal(err)
 	}
 	secrets := []string{pass, base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)), "Authorization"}

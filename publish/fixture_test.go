@@ -20,7 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -30,7 +32,7 @@ import (
 // image. x86-only ids get no arm64 image.
 type fixture struct {
 	dir     string
-	md      *Metadata
+	recs    []core.Image
 	blobs   map[string]int64 // unique blob digest -> size (layers and configs)
 	digests map[string]string
 }
@@ -47,7 +49,7 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 	t.Helper()
 	dir := t.TempDir()
 	var adds []mutate.IndexAddendum
-	f := &fixture{dir: dir, md: &Metadata{}, blobs: map[string]int64{}, digests: map[string]string{}}
+	f := &fixture{dir: dir, blobs: map[string]int64{}, digests: map[string]string{}}
 	base := map[string]v1.Layer{}
 	for _, plat := range []string{"linux/amd64", "linux/arm64"} {
 		l, err := random.Layer(layerSize, types.OCILayer)
@@ -106,9 +108,9 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 			f.blobs[cd.String()] = cs
 			arch2, _ := manifests.ArchForPlatform(plat)
 			f.digests[id+" "+plat] = dg.String()
-			f.md.Images = append(f.md.Images, Image{
-				InstanceID: id, Node: NodeInstance, Platform: plat, Arch: arch2,
-				Digest: dg.String(), OCILayout: filepath.Join(dir, "oci"),
+			f.recs = append(f.recs, core.Image{
+				Kind: core.KindInstance, InstanceID: id, Platform: core.Platform(plat), Status: core.StatusBuilt,
+				Digest: digest.Digest(dg.String()), OCILayout: filepath.Join(dir, "oci"),
 				SpecKey: "spec-" + id + "-" + arch2, BaseCommit: "0123456789abcdef", Verified: &yes,
 			})
 		}
@@ -169,8 +171,8 @@ func sha(b []byte) string {
 func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 	t.Helper()
 	n := manifests.Namer{Repo: host + "/" + prefix}
-	byID := map[string][]Image{}
-	for _, im := range f.md.Images {
+	byID := map[string][]core.Image{}
+	for _, im := range f.recs {
 		byID[im.InstanceID] = append(byID[im.InstanceID], im)
 	}
 	ids := make([]string, 0, len(byID))
@@ -196,7 +198,7 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 		}
 		want := map[string]string{}
 		for _, im := range imgs {
-			want[im.Platform] = im.Digest
+			want[im.Platform.String()] = im.Digest.String()
 		}
 		got := map[string]string{}
 		for _, d := range idx.Manifests {
@@ -216,13 +218,13 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 			}
 		}
 		for _, im := range imgs {
-			arch, _ := manifests.ArchForPlatform(im.Platform)
+			arch := im.Platform.Arch()
 			araw, err := skopeoRaw(t, n.ArchRepo(arch, id)+":latest")
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
 			}
-			if sha(araw) != im.Digest {
+			if sha(araw) != im.Digest.String() {
 				problems = append(problems, fmt.Sprintf("%s %s: per-arch latest is %s, built %s", id, im.Platform, sha(araw), im.Digest))
 			}
 		}

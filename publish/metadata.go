@@ -3,51 +3,7 @@
 // ledger so a re-run skips what is done and retries only what failed.
 package publish
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"github.com/swebuild/swebuild/manifests"
-)
-
-// Metadata is the build metadata file: the contract between the builder
-// (which writes it, e.g. `swebuild build --metadata-file F`) and publish
-// (which reads it, `swebuild publish --metadata-file F`). JSON, UTF-8:
-//
-//	{
-//	  "images": [
-//	    {
-//	      "instance_id": "django__django-11099",
-//	      "node": "instance",
-//	      "platform": "linux/amd64",
-//	      "arch": "x86_64",
-//	      "digest": "sha256:<image manifest digest>",
-//	      "ref": "127.0.0.1:5000/build/cache@sha256:<same digest>",
-//	      "oci_layout": "oci/django__django-11099-x86_64",
-//	      "spec_key": "<opaque key of the build inputs>",
-//	      "base_commit": "<git sha>",
-//	      "verified": true
-//	    }
-//	  ]
-//	}
-//
-// One entry per built image (node, instance, platform). The builder either
-// pushes by digest to any repository (BuildKit image exporter with
-// push-by-digest=true, name-canonical=true) and sets Ref, or exports an OCI
-// layout directory (BuildKit oci exporter, tar=false) and sets OCILayout, or
-// both; publish prefers OCILayout when the directory exists, else Ref.
-// Digest is always the single-platform image manifest digest (not an
-// index); when the layout's index.json lists an index, publish looks inside it.
-type Metadata struct {
-	Images []Image `json:"images"`
-}
+import "github.com/swebuild/swebuild/core"
 
 // Node kinds. Publish publishes "instance" nodes; the others are accepted and
 // ignored so the builder can describe its whole graph in one file.
@@ -85,6 +41,9 @@ type Image struct {
 	// (failed) or null (not verified). Publish records it in the ledger; with
 	// --require-verified it refuses images that are not true.
 	Verified *bool `json:"verified"`
+	// BuildError is set when the record says the image failed to build or
+	// verify: the instance's index is not written.
+	BuildError string `json:"-"`
 }
 
 // NodeKind returns Node with the default applied.
@@ -95,159 +54,31 @@ func (im Image) NodeKind() string {
 	return im.Node
 }
 
-// FieldError names the file, entry and field of a bad metadata value.
-type FieldError struct {
-	File  string
-	Index int // entry index in "images", 0-based
-	Line  int // line of the entry in the file, 1-based; 0 if unknown
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: images[%d].%s: %s", e.File, e.Line, e.Index, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: images[%d].%s: %s", e.File, e.Index, e.Field, e.Msg)
-}
-
-// ReadMetadata reads and validates a metadata file. Relative OCILayout paths
-// are made absolute against the file's directory. It returns the entries that
-// are valid and, joined, one FieldError per invalid entry (so a caller can
-// publish the good ones and still fail at the end).
-func ReadMetadata(path string) (*Metadata, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading metadata file: %w", err)
-	}
-	var raw struct {
-		Images []json.RawMessage `json:"images"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%s: parsing metadata JSON: %w", path, err)
-	}
-	lines := entryLines(data)
-	dir := filepath.Dir(path)
-	md := &Metadata{}
-	var errs []error
-	for i, rm := range raw.Images {
-		line := 0
-		if i < len(lines) {
-			line = lines[i]
-		}
-		var im Image
-		d := json.NewDecoder(bytes.NewReader(rm))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&im); err != nil {
-			errs = append(errs, &FieldError{File: path, Index: i, Line: line, Field: "*", Msg: err.Error()})
+// imagesFromRecords turns core records into publish's per-image view:
+// instance records only (the others are counted as ignored); a failed record
+// keeps its error so the instance's index is not written without it.
+func imagesFromRecords(recs []core.Image) (imgs []Image, ignored int) {
+	for _, r := range recs {
+		if r.Kind != core.KindInstance {
+			ignored++
 			continue
 		}
-		if ferr := validate(im); ferr != nil {
-			ferr.File, ferr.Index, ferr.Line = path, i, line
-			errs = append(errs, ferr)
-			continue
+		im := Image{
+			InstanceID: r.InstanceID,
+			Node:       NodeInstance,
+			Platform:   r.Platform.String(),
+			Arch:       r.Platform.Arch(),
+			Digest:     r.Digest.String(),
+			Ref:        r.Ref,
+			OCILayout:  r.OCILayout,
+			SpecKey:    r.SpecKey,
+			BaseCommit: r.BaseCommit,
+			Verified:   r.Verified,
 		}
-		if im.OCILayout != "" && !filepath.IsAbs(im.OCILayout) {
-			im.OCILayout = filepath.Join(dir, im.OCILayout)
+		if r.Status == core.StatusFailed {
+			im.BuildError = r.Error
 		}
-		md.Images = append(md.Images, im)
+		imgs = append(imgs, im)
 	}
-	return md, errors.Join(errs...)
-}
-
-func validate(im Image) *FieldError {
-	switch im.NodeKind() {
-	case NodeBase, NodeEnv, NodeInstance:
-	default:
-		return &FieldError{Field: "node", Msg: fmt.Sprintf("%q is not base, env or instance", im.Node)}
-	}
-	if im.NodeKind() == NodeInstance && im.InstanceID == "" {
-		return &FieldError{Field: "instance_id", Msg: "required"}
-	}
-	arch, err := manifests.ArchForPlatform(im.Platform)
-	if err != nil {
-		return &FieldError{Field: "platform", Msg: err.Error()}
-	}
-	if im.Arch != "" && im.Arch != arch {
-		return &FieldError{Field: "arch", Msg: fmt.Sprintf("%q does not match platform %s (%s)", im.Arch, im.Platform, arch)}
-	}
-	if _, err := v1.NewHash(im.Digest); err != nil || !strings.HasPrefix(im.Digest, "sha256:") {
-		return &FieldError{Field: "digest", Msg: fmt.Sprintf("%q is not a sha256 digest", im.Digest)}
-	}
-	if im.Ref == "" && im.OCILayout == "" {
-		return &FieldError{Field: "ref", Msg: "one of ref or oci_layout is required"}
-	}
-	if im.Ref != "" {
-		_, dg, ok := strings.Cut(im.Ref, "@")
-		if !ok || dg != im.Digest {
-			return &FieldError{Field: "ref", Msg: fmt.Sprintf("%q must be pinned to the entry's digest %s", im.Ref, im.Digest)}
-		}
-	}
-	if im.SpecKey == "" {
-		return &FieldError{Field: "spec_key", Msg: "required"}
-	}
-	return nil
-}
-
-// entryLines returns, for each element of the top-level "images" array, the
-// 1-based line where it starts.
-func entryLines(data []byte) []int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth := 0
-	inImages := false
-	var out []int
-	expectKey := false
-	for {
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return out
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if inImages && depth == 2 && t == '{' {
-					out = append(out, 1+bytes.Count(data[:skipSpace(data, off)], []byte{'\n'}))
-				}
-				if t == '[' && depth == 1 && expectKey {
-					inImages = true
-				}
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 1 {
-					inImages = false
-				}
-			}
-			expectKey = false
-		case string:
-			if depth == 1 {
-				expectKey = t == "images" && !expectKey
-			}
-		default:
-			expectKey = false
-		}
-	}
-}
-
-func skipSpace(data []byte, off int64) int {
-	i := int(off)
-	for i < len(data) && (data[i] == ' ' || data[i] == '\n' || data[i] == '\t' || data[i] == '\r' || data[i] == ',' || data[i] == ':') {
-		i++
-	}
-	return i
-}
-
-// WriteMetadata writes md as indented JSON (for the builder and tests).
-func WriteMetadata(path string, md *Metadata) error {
-	b, err := json.MarshalIndent(md, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding metadata: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing metadata file: %w", err)
-	}
-	return nil
+	return imgs, ignored
 }

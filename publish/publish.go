@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -112,12 +113,12 @@ type blobState struct {
 	repos map[string]bool // repositories known to hold the blob in this run
 }
 
-// Publish pushes every instance image in md (per-arch repositories, by
+// Publish pushes every instance image in recs (per-arch repositories, by
 // digest, tagged with the content key and latest), copies them into the
 // instance's multi-arch repository and writes its index once every platform
 // it names is present. Instances fail independently; the returned error is
 // only for setup problems, check Summary.Err for failures.
-func Publish(ctx context.Context, md *Metadata, opts Options) (*Summary, error) {
+func Publish(ctx context.Context, recs []core.Image, opts Options) (*Summary, error) {
 	if opts.Client == nil || opts.Ledger == nil {
 		return nil, errors.New("publish: Client and Ledger are required")
 	}
@@ -141,12 +142,10 @@ func Publish(ctx context.Context, md *Metadata, opts Options) (*Summary, error) 
 		return nil, fmt.Errorf("publish: repository prefix %q: %w", opts.Repo, err)
 	}
 
+	imgs, ignored := imagesFromRecords(recs)
+	p.sum.Ignored = ignored
 	byID := map[string][]Image{}
-	for _, im := range md.Images {
-		if im.NodeKind() != NodeInstance {
-			p.sum.Ignored++
-			continue
-		}
+	for _, im := range imgs {
 		byID[im.InstanceID] = append(byID[im.InstanceID], im)
 	}
 	ids := make([]string, 0, len(byID))
@@ -218,6 +217,12 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 			continue
 		}
 		seen[im.Platform] = true
+		if im.BuildError != "" {
+			p.count(func(s *Summary) { s.ImagesFailed++ })
+			p.fail(what, fmt.Errorf("not built: %s", im.BuildError))
+			failed = append(failed, im.Platform)
+			continue
+		}
 		child, src, skipped, err := p.image(ctx, id, im)
 		if err != nil {
 			p.count(func(s *Summary) { s.ImagesFailed++ })

@@ -33,7 +33,7 @@ func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath strin
 	for _, m := range mods {
 		m(&opts)
 	}
-	sum, err := Publish(ctx, f.md, opts)
+	sum, err := Publish(ctx, f.recs, opts)
 	if err != nil {
 		t.Fatalf("publish: %v\n%s", err, progress.String())
 	}
@@ -65,7 +65,7 @@ func TestPublishUnderFaultsCompletesWithNoPartialIndex(t *testing.T) {
 		if err := sum.Err(); err != nil {
 			t.Fatalf("run %d: %v\n%s", run, err, sum)
 		}
-		if sum.IndexesPushed != len(fixtureIDs) || sum.ImagesPushed != len(f.md.Images) {
+		if sum.IndexesPushed != len(fixtureIDs) || sum.ImagesPushed != len(f.recs) {
 			t.Errorf("run %d: summary %+v", run, sum)
 		}
 		faults := 0
@@ -134,11 +134,11 @@ func TestBytesUploadedEqualUniqueBlobsAndNoopRerun(t *testing.T) {
 
 	px.ResetStats()
 	sum = publishOnce(t, px.Host, "bytes", f, ledger, 4)
-	if sum.Err() != nil || sum.ImagesSkipped != len(f.md.Images) || sum.IndexesSkipped != len(fixtureIDs) || sum.ImagesPushed+sum.IndexesPushed != 0 {
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.recs) || sum.IndexesSkipped != len(fixtureIDs) || sum.ImagesPushed+sum.IndexesPushed != 0 {
 		t.Fatalf("no-op re-run did work: %+v", sum)
 	}
 	st = px.Stats()
-	refs := len(f.md.Images) + len(fixtureIDs)
+	refs := len(f.recs) + len(fixtureIDs)
 	// One /v2/ ping for the registry, then one HEAD per ref.
 	if st.Requests[faultproxy.KindManifestHead] != refs || st.Total() != refs+1 {
 		t.Errorf("no-op re-run: %d refs, requests %s", refs, st)
@@ -147,7 +147,7 @@ func TestBytesUploadedEqualUniqueBlobsAndNoopRerun(t *testing.T) {
 	// Trusting the ledger: zero requests.
 	px.ResetStats()
 	sum = publishOnce(t, px.Host, "bytes", f, ledger, 4, func(o *Options) { o.TrustLedger = true })
-	if sum.Err() != nil || sum.ImagesSkipped != len(f.md.Images) || sum.IndexesSkipped != len(fixtureIDs) {
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.recs) || sum.IndexesSkipped != len(fixtureIDs) {
 		t.Fatalf("trusted re-run: %+v", sum)
 	}
 	if n := px.Stats().Total(); n != 0 {
@@ -174,7 +174,7 @@ func TestChangedSpecKeyGetsNewTag(t *testing.T) {
 		t.Fatal(sum)
 	}
 	px.ResetStats()
-	f.md.Images[0].SpecKey += "-pinned"
+	f.recs[0].SpecKey += "-pinned"
 	sum := publishOnce(t, px.Host, "spec", f, ledger, 1)
 	if sum.Err() != nil || sum.ImagesPushed != 1 || sum.ImagesSkipped != 1 || sum.IndexesPushed != 1 {
 		t.Fatalf("summary after spec change: %+v", sum)
@@ -187,8 +187,8 @@ func TestChangedSpecKeyGetsNewTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer led.Close()
-	rec, _ := led.Lookup(KindImage, "django__django-11099", f.md.Images[0].Platform)
-	if !strings.Contains(rec.Ref, ":k-") || rec.SpecKey != f.md.Images[0].SpecKey {
+	rec, _ := led.Lookup(KindImage, "django__django-11099", f.recs[0].Platform.String())
+	if !strings.Contains(rec.Ref, ":k-") || rec.SpecKey != f.recs[0].SpecKey {
 		t.Errorf("ledger record %+v", rec)
 	}
 }

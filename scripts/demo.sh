@@ -41,7 +41,7 @@ status=0
 	--context-dir "$cache/rootfs" --context-dir "$dir/context" \
 	--verify --log-parser parse_log_pytest --push "$repo/build" \
 	--progress "${DEMO_PROGRESS:-plain}" \
-	--metadata-file "$dir/metadata.json" --run-dir "$dir/build" || status=$?
+	--metadata-file "$dir/metadata.jsonl" --run-dir "$dir/build" || status=$?
 end=$(date +%s.%N)
 awk -v a="$start" -v b="$end" 'BEGIN { printf "demo: build wall time %.1f s\n", b - a }' >&2
 if [ "$status" -ne 0 ]; then
@@ -50,16 +50,15 @@ if [ "$status" -ne 0 ]; then
 fi
 
 log "publish $repo"
-"$bin" publish --metadata-file "$dir/metadata.json" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified
+"$bin" publish --metadata-file "$dir/metadata.jsonl" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified
 
 log "check with skopeo: one manifest per allowed platform, none for x86-only on arm64"
-python3 - "$dir/metadata.json" <<'PY'
+python3 - "$dir/metadata.jsonl" <<'PY'
 import json, subprocess, sys
-meta = json.load(open(sys.argv[1]))
-rows = meta["images"] if isinstance(meta, dict) else meta
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 bad = 0
 for r in rows:
-    if r.get("node", r.get("kind")) not in (None, "instance"):
+    if r["kind"] != "instance":
         continue
     ref = r.get("ref")
     if not ref:

@@ -138,7 +138,7 @@ for j in json.load(open(sys.argv[1]))["include"]:
 
 log "merge"
 "$SWEBUILD" ci merge --plan "$run/plan/plan.json" --results "$run/shards" \
-	--out "$run/merge.json" --publish-metadata "$run/publish.json" --fail-on-regression=false \
+	--out "$run/merge.json" --publish-metadata "$run/publish.jsonl" --fail-on-regression=false \
 	--github-output "$run/merge-output"
 
 sizes_failed=false
@@ -148,13 +148,13 @@ if grep -qx 'indexed=0' "$run/merge-output"; then
 else
 	log "sizes against what is published"
 	sizes_args=(--sizes "$run/sizes.md")
-	"$SWEBUILD" sizes --images "$run/publish.json" --against "$REPO" --dataset "$DATASET" \
+	"$SWEBUILD" sizes --images "$run/publish.jsonl" --against "$REPO" --dataset "$DATASET" \
 		--platform "$PLATFORMS" --max-growth "$MAX_GROWTH" --format md -o "$run/sizes.md" || sizes_failed=true
 fi
 
 log "publish indexes"
 publish_rc=0
-"$SWEBUILD" publish --metadata-file "$run/publish.json" --repo "$REPO" --ledger "$ledger" --require-verified || publish_rc=$?
+"$SWEBUILD" publish --metadata-file "$run/publish.jsonl" --repo "$REPO" --ledger "$ledger" --require-verified || publish_rc=$?
 
 log "summary ($run/summary.md)"
 summary_rc=0

@@ -14,7 +14,7 @@
 #   IDS / IDS_FILE the shard's ids (comma-separated) or a file of ids
 #   REPO           registry repository prefix; images are pushed by digest to
 #                  PUSH_REPO (default $REPO/build-cache)
-#   OUT            output directory: meta/<id>.json (build metadata, the shard's
+#   OUT            output directory: meta/<id>.jsonl (build records, the shard's
 #                  result for `swebuild ci merge`) and logs/<id>.log
 #   BUILDKIT_HOST  BuildKit address (scripts/stack.sh env)
 #   SWEBUILD       swebuild binary (default bin/swebuild)
@@ -111,7 +111,7 @@ build_shard() {
 		n=$((n + 1))
 		local logf="$OUT/logs/$id.log"
 		if "$swebuild" build --dataset "$DATASET" --instance "$id" --platform "$PLATFORM" \
-			--push "$push_repo" --metadata-file "$OUT/meta/$id.json" --run-dir "$OUT/runs/$id" \
+			--push "$push_repo" --metadata-file "$OUT/meta/$id.jsonl" --run-dir "$OUT/runs/$id" \
 			--progress plain "${extra[@]}" >"$logf" 2>&1; then
 			log "[$n/${#ids[@]}] ok $id"
 		else

@@ -10,65 +10,60 @@ import (
 	"os"
 	"strings"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publish"
 )
 
-// LoadImageFile reads the images of a file written by the pipeline:
+// LoadImageFile reads the images of a record file written by the pipeline
+// (JSON lines of core.Image: a build metadata file or a publish ledger): the
+// last record of each instance image wins; built or published images are
+// measured at their digest-pinned ref, failed ones are reported missing
+// (with the record's error), built images that were never pushed (no ref)
+// are errors. Errors name the file, line and field.
 //
-//   - a build metadata file (publish.Metadata, JSON object with "images"):
-//     every instance node with a "ref" (REPO@sha256:...) is measured there;
-//     an entry with only an OCI layout directory cannot be measured in a
-//     registry and is reported as an error;
-//   - a publish ledger (JSON lines of publish.Record): the last record of
-//     each per-arch image wins; pushed images are measured at their
-//     repository pinned to the recorded digest, images that were not
-//     pushed are reported missing (with the ledger's error).
-//
-// The publish package validates metadata entries; its errors name the file,
-// line, entry and field. The ledger is read without modifying it.
+// Until the publish ledger is written as core records, a ledger in the
+// older publish.Record format is read by targetsFromLedger.
 func LoadImageFile(path string) ([]Target, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading image file: %w", err)
 	}
-	if isMetadata(data) {
-		return targetsFromMetadata(path)
+	if isLegacyLedger(data) {
+		return targetsFromLedger(path, data)
 	}
-	return targetsFromLedger(path, data)
-}
-
-// isMetadata reports whether data is one JSON object with an "images" key
-// (a metadata file) rather than JSON lines (a ledger).
-func isMetadata(data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var top map[string]json.RawMessage
-	if err := dec.Decode(&top); err != nil {
-		return false
-	}
-	_, ok := top["images"]
-	return ok && !dec.More()
-}
-
-func targetsFromMetadata(path string) ([]Target, error) {
-	md, err := publish.ReadMetadata(path)
+	recs, err := core.Decode(bytes.NewReader(data), path)
 	if err != nil {
 		return nil, err
 	}
+	return targetsFromRecords(path, recs)
+}
+
+// isLegacyLedger reports whether the first record line is an older
+// publish.Record (it has "pushed").
+func isLegacyLedger(data []byte) bool {
+	line, _, _ := bytes.Cut(bytes.TrimSpace(data), []byte("\n"))
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(line, &probe) != nil {
+		return false
+	}
+	_, ok := probe["pushed"]
+	return ok
+}
+
+func targetsFromRecords(path string, recs []core.Image) ([]Target, error) {
 	var out []Target
-	seen := map[string]bool{}
-	for i, im := range md.Images {
-		if im.NodeKind() != publish.NodeInstance {
+	for _, rec := range core.Latest(recs) {
+		if rec.Kind != core.KindInstance {
 			continue
 		}
-		key := im.InstanceID + " " + im.Platform
-		if seen[key] {
-			return nil, fmt.Errorf("%s: images[%d].instance_id: %s %s listed twice", path, i, im.InstanceID, im.Platform)
-		}
-		seen[key] = true
-		t := Target{Instance: im.InstanceID, Repo: RepoFromID(im.InstanceID), Platform: im.Platform, Ref: im.Ref}
-		if im.Ref == "" {
-			t.Err = fmt.Sprintf("%s: images[%d]: no ref, only an OCI layout (%s): not in a registry", path, i, im.OCILayout)
+		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform.String(), Ref: rec.Ref}
+		switch {
+		case rec.Status == core.StatusFailed:
+			t.Ref = ""
+			t.Missing = "failed according to " + path + ": " + rec.Error
+		case rec.Ref == "":
+			t.Err = fmt.Sprintf("%s: %s %s: no ref, not in a registry", path, rec.InstanceID, rec.Platform)
 		}
 		out = append(out, t)
 	}

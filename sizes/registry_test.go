@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/opencontainers/go-digest"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/publish"
 )
@@ -547,16 +549,16 @@ func TestRealRegistry(t *testing.T) {
 	})
 
 	t.Run("build metadata file", func(t *testing.T) {
-		md := &publish.Metadata{}
+		var md []core.Image
 		for _, k := range sortedKeys(f.a) {
 			platform := strings.Fields(k)[1]
 			_, d := skopeoImageManifest(t, f.a[k], platform)
 			ref := strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1)
-			md.Images = append(md.Images, publish.Image{InstanceID: strings.Fields(k)[0], Platform: platform,
-				Digest: d, Ref: ref[:strings.LastIndex(ref, ":")] + "@" + d, SpecKey: "k"})
+			md = append(md, core.Image{Kind: core.KindInstance, InstanceID: strings.Fields(k)[0], Platform: core.Platform(platform),
+				Digest: digest.Digest(d), Ref: ref[:strings.LastIndex(ref, ":")] + "@" + d, SpecKey: "k", Status: core.StatusBuilt})
 		}
-		mdPath := filepath.Join(t.TempDir(), "metadata.json")
-		if err := publish.WriteMetadata(mdPath, md); err != nil {
+		mdPath := filepath.Join(t.TempDir(), "metadata.jsonl")
+		if err := core.WriteFile(mdPath, md); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := Run(ctx, Config{Images: mdPath, Options: Options{Jobs: 4}})

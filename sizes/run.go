@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/dataset"
 )
 
 // Config is one `swebuild sizes` run.
@@ -69,7 +70,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, err
 			}
-			cfg.Policy = tables.Platforms
+			cfg.Policy = platformPolicy(tables, instances)
 		}
 	}
 	// Targets of file sets first: a scheme set without --dataset takes
@@ -182,4 +183,22 @@ func filterTargets(ts []Target, instances []Instance, platforms []string, platfo
 		out = append(out, t)
 	}
 	return out
+}
+
+// platformPolicy is builder/spec's platform decision over the loaded
+// instances, keyed by id.
+func platformPolicy(tables *spec.Tables, instances []Instance) PlatformPolicy {
+	recs := make([]dataset.Instance, len(instances))
+	for i, in := range instances {
+		recs[i] = dataset.Instance{InstanceID: in.ID, Repo: in.Repo, Version: in.Version}
+	}
+	byID := tables.PlatformsByID(recs)
+	return func(id string) []string {
+		ps := byID(id)
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.String()
+		}
+		return out
+	}
 }

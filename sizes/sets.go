@@ -144,6 +144,9 @@ type Instance struct {
 	// Repo is the GitHub repository ("django/django"); derived from the id
 	// when the source does not say.
 	Repo string
+	// Version is the record's version ("" for an id list): the platform
+	// decision of some specs depends on it.
+	Version string
 }
 
 // RepoFromID derives "owner/name" from a SWE-bench instance id
@@ -283,7 +286,7 @@ func LoadInstances(ctx context.Context, path string) ([]Instance, error) {
 			if repo == "" {
 				repo = RepoFromID(r.InstanceID)
 			}
-			out = append(out, Instance{ID: r.InstanceID, Repo: repo})
+			out = append(out, Instance{ID: r.InstanceID, Repo: repo, Version: r.Version})
 		}
 	}
 	seen := map[string]bool{}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/opencontainers/go-digest"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -225,15 +227,16 @@ func TestLoadImageFile(t *testing.T) {
 	d1, d2 := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
 	yes := true
 
-	// A build metadata file written by publish's own writer.
-	md := &publish.Metadata{Images: []publish.Image{
-		{InstanceID: "b__b-2", Platform: "linux/arm64", Digest: d2, Ref: "h:5000/build/cache@" + d2, SpecKey: "k2", Verified: &yes},
-		{InstanceID: "a__a-1", Platform: "linux/amd64", Digest: d1, Ref: "h:5000/build/cache@" + d1, SpecKey: "k1"},
-		{Node: publish.NodeEnv, Platform: "linux/amd64", Digest: d1, Ref: "h:5000/build/cache@" + d1, SpecKey: "e"},
-		{InstanceID: "c__c-3", Platform: "linux/amd64", Digest: d1, OCILayout: "oci/c", SpecKey: "k3"},
-	}}
-	mdPath := filepath.Join(dir, "metadata.json")
-	if err := publish.WriteMetadata(mdPath, md); err != nil {
+	// A build metadata file written by the record codec.
+	md := []core.Image{
+		{Kind: core.KindInstance, InstanceID: "b__b-2", Platform: core.ARM64, Digest: digest.Digest(d2), Ref: "h:5000/build/cache@" + d2, SpecKey: "k2", Verified: &yes, Status: core.StatusBuilt},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Digest: digest.Digest(d1), Ref: "h:5000/build/cache@" + d1, SpecKey: "k1", Status: core.StatusBuilt},
+		{Kind: core.KindEnv, Key: "sweb.env.py.x86_64.e:latest", Platform: core.AMD64, Digest: digest.Digest(d1), Ref: "h:5000/build/cache@" + d1, SpecKey: "e", Status: core.StatusBuilt},
+		{Kind: core.KindInstance, InstanceID: "c__c-3", Platform: core.AMD64, Digest: digest.Digest(d1), OCILayout: "oci/c", SpecKey: "k3", Status: core.StatusBuilt},
+		{Kind: core.KindInstance, InstanceID: "d__d-4", Platform: core.AMD64, Status: core.StatusFailed, Error: "verify: gold patch failed"},
+	}
+	mdPath := filepath.Join(dir, "metadata.jsonl")
+	if err := core.WriteFile(mdPath, md); err != nil {
 		t.Fatal(err)
 	}
 	// A publish ledger written by publish's own ledger.
@@ -280,16 +283,17 @@ func TestLoadImageFile(t *testing.T) {
 		{"metadata", mdPath, "", []string{
 			"a__a-1 linux/amd64 ref=h:5000/build/cache@" + d1,
 			"b__b-2 linux/arm64 ref=h:5000/build/cache@" + d2,
-			"c__c-3 linux/amd64 err=" + mdPath + ": images[3]: no ref, only an OCI layout (" + filepath.Join(dir, "oci/c") + "): not in a registry",
+			"c__c-3 linux/amd64 err=" + mdPath + ": c__c-3 linux/amd64: no ref, not in a registry",
+			"d__d-4 linux/amd64 missing=failed according to " + mdPath + ": verify: gold patch failed",
 		}},
 		{"ledger", ledgerPath, "", ledgerWant},
 		{"torn ledger", torn, "", ledgerWant},
-		{"bad metadata", write("badmd.json", "{\"images\": [\n  {\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n]}\n"),
-			"badmd.json:2: images[0].platform", nil},
-		{"bad ledger line", write("bad.jsonl", "{\"kind\":\"image\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: missing", nil},
-		{"not a ledger", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: kind: missing", nil},
-		{"bad platform", write("plat.jsonl", "{\"kind\":\"image\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\"}\n"), "plat.jsonl:1: platform", nil},
-		{"no images", write("none.jsonl", "{\"kind\":\"blob\",\"digest\":\"sha256:1\"}\n"), "no image records", nil},
+		{"bad metadata", write("badmd.jsonl", "{\"kind\":\"instance\",\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"status\":\"built\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n"),
+			"badmd.jsonl:1: platform", nil},
+		{"bad record line", write("bad.jsonl", "{\"kind\":\"instance\",\"status\":\"built\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: required", nil},
+		{"not a record file", write("other.jsonl", "{\"a\":1}\n{\"b\":2}\n"), "other.jsonl:1: not a record", nil},
+		{"bad ledger platform", write("plat.jsonl", "{\"kind\":\"image\",\"instance_id\":\"x\",\"platform\":\"windows/amd64\",\"pushed\":true}\n"), "plat.jsonl:1: platform", nil},
+		{"no images", write("none.jsonl", "{\"kind\":\"base\",\"key\":\"b\",\"platform\":\"linux/amd64\",\"status\":\"failed\",\"error\":\"x\"}\n"), "no instance images", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -480,7 +484,7 @@ func TestTotalsAndComparison(t *testing.T) {
 	src.manifests["r/b.x86_64.p__q-2"] = Manifest{Digest: "sha256:n2", Config: cfg, Layers: []Blob{base, env, i2}}
 	src.manifests["r/b.x86_64.p__q-3"] = Manifest{Digest: "sha256:n3", Config: cfg, Layers: []Blob{env}}
 
-	ids := []Instance{{"p__q-1", "p/q"}, {"p__q-2", "p/q"}, {"p__q-3", "p/q"}, {"z__z-1", "z/z"}}
+	ids := []Instance{{"p__q-1", "p/q", ""}, {"p__q-2", "p/q", ""}, {"p__q-3", "p/q", ""}, {"z__z-1", "z/z", ""}}
 	specA, _ := ParseSet("r/a.{arch}.{id_1776}")
 	specB, _ := ParseSet("r/b.{arch}.{id}")
 	ctx := context.Background()

@@ -10,10 +10,9 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
-	"github.com/swebuild/swebuild/publish"
 )
 
 // ImageFunc returns the image reference of an instance on a platform.
@@ -24,33 +23,34 @@ type ImageFunc func(instanceID, platform string) (string, error)
 func ImagesFromRepo(repo string) ImageFunc {
 	n := manifests.Namer{Repo: repo}
 	return func(id, platform string) (string, error) {
-		arch, ok := spec.ArchOf(platform)
-		if !ok {
+		p, err := core.ParsePlatform(platform)
+		if err != nil {
 			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
 		}
-		return n.ArchRepo(arch, id) + ":" + manifests.LatestTag, nil
+		return n.ArchRepo(p.Arch(), id) + ":" + manifests.LatestTag, nil
 	}
 }
 
-// ImagesFromMetadata looks images up in a builder metadata file (instance
-// nodes with a pushed Ref).
-func ImagesFromMetadata(md *publish.Metadata, file string) ImageFunc {
-	refs := map[string]string{}
-	for _, im := range md.Images {
-		if im.NodeKind() != publish.NodeInstance {
-			continue
+// ImagesFromRecords looks images up in build records (a metadata file):
+// built instance images with a pushed Ref.
+func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
+	byKey := map[string]core.Image{}
+	for _, im := range recs {
+		if im.Kind == core.KindInstance {
+			byKey[im.InstanceID+"@"+im.Platform.String()] = im
 		}
-		refs[im.InstanceID+"@"+im.Platform] = im.Ref
 	}
 	return func(id, platform string) (string, error) {
-		ref, ok := refs[id+"@"+platform]
-		if !ok {
+		im, ok := byKey[id+"@"+platform]
+		switch {
+		case !ok:
 			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
-		}
-		if ref == "" {
+		case im.Status == core.StatusFailed:
+			return "", fmt.Errorf("%s: the %s image of %s failed to build: %s", file, platform, id, im.Error)
+		case im.Ref == "":
 			return "", fmt.Errorf("%s: the %s image of %s was not pushed (no ref); verify runs images from a registry", file, platform, id)
 		}
-		return ref, nil
+		return im.Ref, nil
 	}
 }
 
@@ -67,12 +67,12 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 	}
 	for i := range insts {
 		inst := insts[i]
-		for _, p := range r.Tables.Platforms(inst.InstanceID) {
+		for _, cp := range r.Tables.Platforms(&inst) {
+			p := cp.String()
 			if len(wanted) > 0 && !wanted[p] {
 				continue
 			}
-			arch, _ := spec.ArchOf(p)
-			res, err := r.Render(ctx, &inst, arch)
+			res, err := r.Render(ctx, &inst, cp)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
 				continue

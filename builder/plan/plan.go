@@ -8,12 +8,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -22,7 +23,7 @@ type Node struct {
 	Kind     render.NodeKind `json:"kind"`
 	Key      string          `json:"key"`
 	Parent   string          `json:"parent,omitempty"`
-	Platform string          `json:"platform"`
+	Platform core.Platform   `json:"platform"`
 	// Instances are the instance ids using this node (sorted; one for an
 	// instance node).
 	Instances []string `json:"instances"`
@@ -42,60 +43,96 @@ type Totals struct {
 // PlatformPlan is the graph of one platform, nodes in build order (bases,
 // then envs, then instances, each sorted by key).
 type PlatformPlan struct {
-	Platform string  `json:"platform"`
-	Nodes    []*Node `json:"nodes"`
-	Totals   Totals  `json:"totals"`
+	Platform core.Platform `json:"platform"`
+	Nodes    []*Node       `json:"nodes"`
+	Totals   Totals        `json:"totals"`
 	// Skipped are the ids that get no node on this platform (x86-only).
 	Skipped []string `json:"skipped,omitempty"`
 }
 
 // InstanceError is an instance that could not be planned.
 type InstanceError struct {
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
-	Source     string `json:"source,omitempty"`
-	Error      string `json:"error"`
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	Source     string        `json:"source,omitempty"`
+	Error      string        `json:"error"`
+}
+
+// Language counts the planned instances of one language.
+type Language struct {
+	Language string `json:"language"`
+	// Instances is how many instances of this language were given; ARM64
+	// how many of them get linux/arm64 (whether or not that platform was
+	// requested); X86Only how many do not, per rule (spec.Decide).
+	Instances int            `json:"instances"`
+	ARM64     int            `json:"arm64"`
+	X86Only   map[string]int `json:"x86_only,omitempty"`
 }
 
 // Plan is the whole graph.
 type Plan struct {
 	Platforms []PlatformPlan `json:"platforms"`
 	// X86Only are the planned ids that get no linux/arm64 node.
-	X86Only []string        `json:"x86_only"`
-	Errors  []InstanceError `json:"errors,omitempty"`
+	X86Only []string `json:"x86_only"`
+	// X86OnlyRule says, per x86-only id, what made it x86-only (USE_X86,
+	// override, or a rule id listed by `swebuild pins list`).
+	X86OnlyRule map[string]string `json:"x86_only_rule,omitempty"`
+	// Languages are per-language counts, sorted by language.
+	Languages []Language      `json:"languages"`
+	Errors    []InstanceError `json:"errors,omitempty"`
 }
 
 // Build renders every instance for every requested platform it is built for
 // and returns the graph. Instances that fail are listed in Plan.Errors; the
 // rest are planned.
-func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []string) (*Plan, error) {
-	p := &Plan{X86Only: []string{}}
-	for _, inst := range insts {
-		if r.Tables.X86Only(inst.InstanceID) {
+func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform) (*Plan, error) {
+	p := &Plan{X86Only: []string{}, X86OnlyRule: map[string]string{}}
+	langs := map[string]*Language{}
+	for i := range insts {
+		inst := &insts[i]
+		lang := r.Tables.Language(inst.Repo)
+		if lang == "" {
+			lang = "unknown"
+		}
+		l := langs[lang]
+		if l == nil {
+			l = &Language{Language: lang}
+			langs[lang] = l
+		}
+		l.Instances++
+		if rule := r.Tables.X86OnlyRule(inst); rule != "" {
 			p.X86Only = append(p.X86Only, inst.InstanceID)
+			p.X86OnlyRule[inst.InstanceID] = rule
+			if l.X86Only == nil {
+				l.X86Only = map[string]int{}
+			}
+			l.X86Only[rule]++
+		} else {
+			l.ARM64++
 		}
 	}
 	sort.Strings(p.X86Only)
+	for _, name := range sortedKeys(langs) {
+		p.Languages = append(p.Languages, *langs[name])
+	}
 	for _, platform := range platforms {
-		arch, ok := spec.ArchOf(platform)
-		if !ok {
-			return nil, fmt.Errorf("unknown platform %q (want linux/amd64 or linux/arm64)", platform)
+		if !platform.Valid() {
+			return nil, fmt.Errorf("unknown platform %q (want %s or %s)", platform, core.AMD64, core.ARM64)
 		}
-		oci := spec.PlatformOf(arch)
-		pp := PlatformPlan{Platform: oci}
+		pp := PlatformPlan{Platform: platform}
 		byKey := map[string]*Node{}
 		add := func(n render.Node, id string) {
 			if old, ok := byKey[n.Key]; ok {
 				if old.Parent != n.Parent {
 					// Same key, different parent: cannot happen for keys that
 					// include the arch; report rather than hide it.
-					p.Errors = append(p.Errors, InstanceError{InstanceID: id, Platform: oci,
+					p.Errors = append(p.Errors, InstanceError{InstanceID: id, Platform: platform,
 						Error: fmt.Sprintf("node %s has parents %s and %s", n.Key, old.Parent, n.Parent)})
 				}
 				old.Instances = append(old.Instances, id)
 				return
 			}
-			node := &Node{Kind: n.Kind, Key: n.Key, Parent: n.Parent, Platform: oci, Instances: []string{id}, Build: n}
+			node := &Node{Kind: n.Kind, Key: n.Key, Parent: n.Parent, Platform: platform, Instances: []string{id}, Build: n}
 			byKey[n.Key] = node
 			pp.Nodes = append(pp.Nodes, node)
 		}
@@ -104,13 +141,13 @@ func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, pl
 				return nil, err
 			}
 			inst := &insts[i]
-			if !contains(r.Tables.Platforms(inst.InstanceID), oci) {
+			if !slices.Contains(r.Tables.Platforms(inst), platform) {
 				pp.Skipped = append(pp.Skipped, inst.InstanceID)
 				continue
 			}
-			res, err := r.Render(ctx, inst, arch)
+			res, err := r.Render(ctx, inst, platform)
 			if err != nil {
-				p.Errors = append(p.Errors, InstanceError{InstanceID: inst.InstanceID, Platform: oci, Source: inst.Source, Error: err.Error()})
+				p.Errors = append(p.Errors, InstanceError{InstanceID: inst.InstanceID, Platform: platform, Source: inst.Source, Error: err.Error()})
 				continue
 			}
 			for _, n := range res.Nodes() {
@@ -142,17 +179,51 @@ func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, pl
 	return p, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// WriteLanguages prints one row per language: instances, how many get
+// linux/arm64, how many are x86-only and by which rule.
+func (p *Plan) WriteLanguages(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANGUAGE\tINSTANCES\tARM64\tX86-ONLY\tX86-ONLY BY RULE")
+	total := Language{Language: "total", X86Only: map[string]int{}}
+	row := func(l Language) {
+		n := 0
+		var rules []string
+		for _, rule := range sortedKeys(l.X86Only) {
+			n += l.X86Only[rule]
+			rules = append(rules, fmt.Sprintf("%s=%d", rule, l.X86Only[rule]))
+		}
+		by := strings.Join(rules, " ")
+		if by == "" {
+			by = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", l.Language, l.Instances, l.ARM64, n, by)
+	}
+	for _, l := range p.Languages {
+		row(l)
+		total.Instances += l.Instances
+		total.ARM64 += l.ARM64
+		for rule, n := range l.X86Only {
+			total.X86Only[rule] += n
 		}
 	}
-	return false
+	if len(p.Languages) > 1 {
+		row(total)
+	}
+	return tw.Flush()
 }
 
 // WriteTable prints the plan for people: one row per node, then totals per
-// platform, the x86-only ids and any errors.
+// platform, the per-language counts, the x86-only ids by rule and any
+// errors.
 func (p *Plan) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLATFORM\tKIND\tKEY\tPARENT\tINSTANCES")
@@ -181,8 +252,16 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if len(p.X86Only) > 0 {
-		fmt.Fprintf(w, "x86-only (USE_X86, no linux/arm64 node): %s\n", strings.Join(p.X86Only, " "))
+	fmt.Fprintln(w)
+	if err := p.WriteLanguages(w); err != nil {
+		return err
+	}
+	byRule := map[string][]string{}
+	for _, id := range p.X86Only {
+		byRule[p.X86OnlyRule[id]] = append(byRule[p.X86OnlyRule[id]], id)
+	}
+	for _, rule := range sortedKeys(byRule) {
+		fmt.Fprintf(w, "x86-only by %s (no linux/arm64 node): %s\n", rule, strings.Join(byRule[rule], " "))
 	}
 	for _, e := range p.Errors {
 		src := ""

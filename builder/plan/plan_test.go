@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/pins"
 )
 
 type refMeta struct {
@@ -40,7 +44,7 @@ func TestPlanVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &render.Renderer{Tables: tables}
-	p, err := Build(context.Background(), r, insts, []string{spec.PlatformAMD64, spec.PlatformARM64})
+	p, err := Build(context.Background(), r, insts, core.AllPlatforms())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +52,8 @@ func TestPlanVerified(t *testing.T) {
 		t.Fatalf("errors: %+v", p.Errors[0])
 	}
 	// Expected graph from the reference data.
-	for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+	for _, platform := range core.AllPlatforms() {
+		arch := platform.Arch()
 		wantEnv := map[string][]string{}
 		wantInst := map[string]string{}
 		var wantSkipped []string
@@ -61,7 +66,7 @@ func TestPlanVerified(t *testing.T) {
 			if err := json.Unmarshal(raw, &m); err != nil {
 				t.Fatal(err)
 			}
-			if arch == spec.ArchARM64 && m.InUseX86 {
+			if platform == core.ARM64 && m.InUseX86 {
 				wantSkipped = append(wantSkipped, inst.InstanceID)
 				continue
 			}
@@ -71,7 +76,7 @@ func TestPlanVerified(t *testing.T) {
 		sort.Strings(wantSkipped)
 		var pp *PlatformPlan
 		for i := range p.Platforms {
-			if p.Platforms[i].Platform == spec.PlatformOf(arch) {
+			if p.Platforms[i].Platform == platform {
 				pp = &p.Platforms[i]
 			}
 		}
@@ -122,7 +127,7 @@ func TestPlanVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"linux/arm64: 1 base", "86 x86-only instances have no linux/arm64 node", "x86-only (USE_X86, no linux/arm64 node): " + p.X86Only[0]} {
+	for _, want := range []string{"linux/arm64: 1 base", "86 x86-only instances have no linux/arm64 node", "x86-only by USE_X86 (no linux/arm64 node): " + p.X86Only[0]} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -137,7 +142,7 @@ func TestPlanErrorsKeepGoing(t *testing.T) {
 	insts[1].Version = "99.9"
 	insts[1].Source = "x.jsonl:2"
 	tables, _ := spec.Load()
-	p, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []string{spec.PlatformAMD64})
+	p, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []core.Platform{core.AMD64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +152,151 @@ func TestPlanErrorsKeepGoing(t *testing.T) {
 	if p.Platforms[0].Totals.Instance != 2 {
 		t.Errorf("totals %+v", p.Platforms[0].Totals)
 	}
-	if _, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []string{"linux/s390x"}); err == nil {
+	if _, err := Build(context.Background(), &render.Renderer{Tables: tables}, insts, []core.Platform{"linux/s390x"}); err == nil {
 		t.Error("unknown platform accepted")
+	}
+}
+
+// independentX86Rule applies the written conditions of the two x86-only
+// rules (spec.X86Rules) to a spec as dumped in the shared reference's
+// specs-multilingual.json, without package spec: JavaScript node_version
+// below 4; a pre_install/install/build command running
+// node_modules/puppeteer/install.js.
+func independentX86Rule(lang string, s map[string]json.RawMessage) string {
+	var ds map[string]any
+	_ = json.Unmarshal(s["docker_specs"], &ds)
+	if nv, ok := ds["node_version"].(string); ok && lang == "js" {
+		if n, err := strconv.Atoi(strings.Split(nv, ".")[0]); err == nil && n < 4 {
+			return spec.RuleNodeWithoutArm64
+		}
+	}
+	for _, k := range []string{"pre_install", "install", "build"} {
+		var cmds []string
+		_ = json.Unmarshal(s[k], &cmds)
+		for _, c := range cmds {
+			if strings.Contains(c, "node_modules/puppeteer/install.js") {
+				return spec.RulePuppeteerChromium
+			}
+		}
+	}
+	return ""
+}
+
+// TestPlanMultilingual plans all of SWE-bench Multilingual (300) and
+// Multimodal (102) for both platforms with the default pins and checks,
+// per language, how many instances get arm64 nodes and which rule makes
+// each other one x86-only, against counts computed here from the reference
+// tables and the datasets, and against the numbers written down.
+func TestPlanMultilingual(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	var insts []dataset.Instance
+	for _, split := range []string{"SWE-bench_Multilingual/test", "SWE-bench_Multimodal/dev"} {
+		got, err := spectest.ReadJSONL(filepath.Join(shared, "datasets", split+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		insts = append(insts, got...)
+	}
+	raw, err := os.ReadFile(filepath.Join(shared, "upstream-v4.1.0-multilingual", "specs-multilingual.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Specs map[string]map[string]map[string]json.RawMessage `json:"MAP_REPO_VERSION_TO_SPECS"`
+		Ext   map[string]string                                `json:"MAP_REPO_TO_EXT"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	wantRule := map[string]string{}
+	wantLangs := map[string]*Language{}
+	for _, in := range insts {
+		lang := ref.Ext[in.Repo]
+		l := wantLangs[lang]
+		if l == nil {
+			l = &Language{Language: lang}
+			wantLangs[lang] = l
+		}
+		l.Instances++
+		if rule := independentX86Rule(lang, ref.Specs[in.Repo][in.Version]); rule != "" {
+			wantRule[in.InstanceID] = rule
+			if l.X86Only == nil {
+				l.X86Only = map[string]int{}
+			}
+			l.X86Only[rule]++
+		} else {
+			l.ARM64++
+		}
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := pins.Named("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(context.Background(), &render.Renderer{Tables: tables, Pins: set}, insts, core.AllPlatforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Errors) != 0 {
+		t.Fatalf("%d errors, first %+v", len(p.Errors), p.Errors[0])
+	}
+	var want []Language
+	for _, name := range sortedKeys(wantLangs) {
+		want = append(want, *wantLangs[name])
+	}
+	if !reflect.DeepEqual(p.Languages, want) {
+		t.Errorf("languages\n got %+v\nwant %+v", p.Languages, want)
+	}
+	if !reflect.DeepEqual(p.X86OnlyRule, wantRule) {
+		t.Errorf("x86-only rules: got %v, want %v", p.X86OnlyRule, wantRule)
+	}
+	// The numbers as written in the README / report.
+	written := []Language{
+		{Language: "c", Instances: 42, ARM64: 42}, {Language: "go", Instances: 42, ARM64: 42},
+		{Language: "java", Instances: 43, ARM64: 43},
+		{Language: "js", Instances: 145, ARM64: 130, X86Only: map[string]int{spec.RulePuppeteerChromium: 15}},
+		{Language: "php", Instances: 43, ARM64: 43}, {Language: "rb", Instances: 44, ARM64: 44}, {Language: "rs", Instances: 43, ARM64: 43},
+	}
+	if !reflect.DeepEqual(want, written) {
+		t.Errorf("independent counts %+v differ from the written table %+v", want, written)
+	}
+	// The reference half's own setup_repo.sh of every x86-only instance
+	// runs the puppeteer download (the rule's evidence in upstream's output).
+	refDir := filepath.Join(shared, "upstream-v4.1.0-multilingual", "instances")
+	for id := range wantRule {
+		b, err := os.ReadFile(filepath.Join(refDir, id, "arm64", "setup_repo.sh"))
+		if err != nil {
+			continue // the other half
+		}
+		if !bytes.Contains(b, []byte("node_modules/puppeteer/install.js")) {
+			t.Errorf("%s: x86-only, but upstream's setup_repo.sh does not run puppeteer's download", id)
+		}
+	}
+	for _, pp := range p.Platforms {
+		wantInst := len(insts)
+		if pp.Platform == core.ARM64 {
+			wantInst -= len(wantRule)
+		}
+		if pp.Totals.Instance != wantInst || len(pp.Skipped) != len(insts)-wantInst {
+			t.Errorf("%s: %d instance nodes, %d skipped; want %d, %d", pp.Platform, pp.Totals.Instance, len(pp.Skipped), wantInst, len(insts)-wantInst)
+		}
+		t.Logf("%s: %+v", pp.Platform, pp.Totals)
+	}
+	// NOTES.md: 38 distinct base and 38 env keys per arch over the 402
+	// records (c 1/1, go 6/6, java 3/3, js 19/19, php 1/1, rb 2/2, rs 6/6);
+	// no default pin changes an x86_64 file.
+	if amd := p.Platforms[0]; amd.Totals.Base != 38 || amd.Totals.Env != 38 {
+		t.Errorf("linux/amd64: %d base, %d env nodes; want 38, 38", amd.Totals.Base, amd.Totals.Env)
+	}
+	var buf bytes.Buffer
+	if err := p.WriteLanguages(&buf); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", buf.String())
+	if !strings.Contains(buf.String(), "js        145        130    15        puppeteer-bundled-chromium=15") {
+		t.Errorf("language table:\n%s", buf.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -34,12 +35,12 @@ func (e *InstanceError) Error() string {
 
 func (e *InstanceError) Unwrap() error { return e.Err }
 
-// WriteAll renders every instance for every arch and writes the files under
+// WriteAll renders every instance for every platform and writes the files under
 // out/<instance_id>/<arch>/, jobs instances at a time (0: 4 per CPU, since
 // most of the time is spent in file system calls). It keeps going after
 // failures and returns how many (instance, arch) renders were written and the
 // failures in input order.
-func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arches []string, out string, jobs int) (int, []*InstanceError) {
+func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*InstanceError) {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0) * 4
 	}
@@ -57,7 +58,7 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arche
 			defer wg.Done()
 			n := 0
 			for i := range next {
-				k, err := r.writeInstance(ctx, &insts[i], arches, out)
+				k, err := r.writeInstance(ctx, &insts[i], platforms, out)
 				n += k
 				if err != nil {
 					errs[i] = &InstanceError{InstanceID: insts[i].InstanceID, Source: insts[i].Source, Err: err}
@@ -82,14 +83,14 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, arche
 	return written, failed
 }
 
-func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, arches []string, out string) (int, error) {
+func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, platforms []core.Platform, out string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if id := inst.InstanceID; id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
 		return 0, fmt.Errorf("instance_id %q cannot be used as a directory name", id)
 	}
-	results, err := r.RenderArches(ctx, inst, arches)
+	results, err := r.RenderArches(ctx, inst, platforms)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +103,7 @@ func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, ar
 		if err != nil {
 			return i, err
 		}
-		dir := filepath.Join(idDir, res.Arch)
+		dir := filepath.Join(idDir, res.Arch())
 		if err := mkdir(dir); err != nil {
 			return i, fmt.Errorf("creating %s: %w", dir, err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -34,7 +35,37 @@ func BenchmarkRenderVerified(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for i := range insts {
-			if _, err := r.RenderArches(ctx, &insts[i], []string{spec.ArchX86, spec.ArchARM64}); err != nil {
+			if _, err := r.RenderArches(ctx, &insts[i], core.AllPlatforms()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRenderMultilingual renders all of SWE-bench Multilingual (300)
+// and Multimodal (102) for both arches (804 renders) per iteration, in
+// memory, with no pins.
+func BenchmarkRenderMultilingual(b *testing.B) {
+	shared := spectest.SharedDir(b)
+	var insts []dataset.Instance
+	for _, split := range multilingualSplits {
+		got, err := spectest.ReadJSONL(filepath.Join(shared, "datasets", split+".jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		insts = append(insts, got...)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Renderer{Tables: tables}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range insts {
+			if _, err := r.RenderArches(ctx, &insts[i], core.AllPlatforms()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -57,7 +88,7 @@ func BenchmarkWriteAllVerified(b *testing.B) {
 	for b.Loop() {
 		i++
 		out := filepath.Join(base, fmt.Sprintf("writeall-bench-%d-%d", os.Getpid(), i))
-		if n, errs := r.WriteAll(ctx, insts, []string{spec.ArchX86, spec.ArchARM64}, out, 0); n != 1000 || len(errs) > 0 {
+		if n, errs := r.WriteAll(ctx, insts, core.AllPlatforms(), out, 0); n != 1000 || len(errs) > 0 {
 			b.Fatalf("wrote %d, errors %v", n, errs)
 		}
 		b.StopTimer()

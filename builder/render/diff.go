@@ -156,28 +156,66 @@ func hunkHeader(line string) (ss, sl, ts, tl int, ok bool) {
 }
 
 // binaryHeader loosely matches unidiff's RE_BINARY_DIFF and returns the
-// source file name.
-func binaryHeader(line string) (string, bool) {
+// source and (when the line names one) target file names.
+func binaryHeader(line string) (src, tgt string, ok bool) {
 	var rest string
 	var found bool
 	if rest, found = strings.CutPrefix(line, "Binary files "); !found {
 		if rest, found = strings.CutPrefix(line, "Binary file "); !found {
-			return "", false
+			return "", "", false
 		}
 	}
 	for i := 1; i < len(rest); i++ {
 		if rest[i-1] == '\t' {
-			return "", false
+			return "", "", false
 		}
 		tail := rest[i:]
 		if strings.HasPrefix(tail, " differ") || strings.HasPrefix(tail, " has changed") {
-			return rest[:i], true
+			return rest[:i], "", true
 		}
-		if strings.HasPrefix(tail, " and ") && (strings.Contains(tail[5:], " differ") || strings.Contains(tail[5:], " has changed")) {
-			return rest[:i], true
+		if after, ok := strings.CutPrefix(tail, " and "); ok {
+			if k := endOfBinaryTarget(after); k > 0 {
+				return rest[:i], after[:k], true
+			}
 		}
 	}
-	return "", false
+	return "", "", false
+}
+
+// endOfBinaryTarget is the length of the shortest tab-free target name in
+// s followed by " differ" or " has changed"; 0 for none.
+func endOfBinaryTarget(s string) int {
+	for k := 1; k < len(s); k++ {
+		if s[k-1] == '\t' {
+			return 0
+		}
+		if strings.HasPrefix(s[k:], " differ") || strings.HasPrefix(s[k:], " has changed") {
+			return k
+		}
+	}
+	return 0
+}
+
+// path ports unidiff's PatchedFile.path: the source name, or the target's
+// for an added file or a rename, without an a/ or b/ prefix.
+func (f *patchedFile) path() string {
+	p := f.source
+	isRename := f.source != devNull && f.target != devNull && pySlice2(f.source) != pySlice2(f.target)
+	if p == "" || p == devNull || (isRename && f.target != "" && f.target != devNull) {
+		p = f.target
+	}
+	if strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/") {
+		p = p[2:]
+	}
+	return p
+}
+
+// pySlice2 is Python's s[2:].
+func pySlice2(s string) string {
+	if len(s) < 2 {
+		return ""
+	}
+	return s[2:]
 }
 
 // parsePatchSet follows unidiff 0.7.3 PatchSet._parse closely enough to get
@@ -263,9 +301,9 @@ func parsePatchSet(patch string) ([]patchedFile, error) {
 			cur = -1
 			patchInfo = true
 		}
-		if src, ok := binaryHeader(line); ok {
+		if src, tgt, ok := binaryHeader(line); ok {
 			if cur < 0 {
-				files = append(files, patchedFile{source: src})
+				files = append(files, patchedFile{source: src, target: tgt})
 			}
 			sourceFile = src
 			patchInfo = false

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -119,20 +122,21 @@ func TestGoldenInstances(t *testing.T) {
 		t.Fatalf("only %d reference instances", len(ids))
 	}
 	n := 0
-	arches := []string{spec.ArchX86, spec.ArchARM64}
+	platforms := core.AllPlatforms()
 	for _, id := range ids {
-		m := readMeta(t, filepath.Join(refDir, id, arches[0], "meta.json"))
+		m := readMeta(t, filepath.Join(refDir, id, platforms[0].Arch(), "meta.json"))
 		inst := recs[m.Split][id]
 		if inst == nil {
 			t.Errorf("%s: record not found in split %s", id, m.Split)
 			continue
 		}
-		results, err := r.RenderArches(context.Background(), inst, arches)
+		results, err := r.RenderArches(context.Background(), inst, platforms)
 		if err != nil {
 			t.Errorf("%s: %v", id, err)
 			continue
 		}
-		for i, arch := range arches {
+		for i, p := range platforms {
+			arch := p.Arch()
 			dir := filepath.Join(refDir, id, arch)
 			m := readMeta(t, filepath.Join(dir, "meta.json"))
 			res := results[i]
@@ -143,7 +147,7 @@ func TestGoldenInstances(t *testing.T) {
 			compareFile(t, filepath.Join(dir, "setup_env.sh"), res.SetupEnv)
 			compareFile(t, filepath.Join(dir, "setup_repo.sh"), res.SetupRepo)
 			compareFile(t, filepath.Join(dir, "eval.sh"), res.Eval)
-			if got := EnvHashInput(res.EnvScriptList); got != m.EnvHashInput {
+			if got := EnvHashInput(res.EnvScriptList, res.DockerSpecs); got != m.EnvHashInput {
 				t.Errorf("%s %s: env hash input differs:\n%s", id, arch, firstDiff(m.EnvHashInput, got))
 			}
 			if res.BaseKey != m.BaseKey || res.EnvKey != m.EnvKey || res.InstanceKey != m.InstanceKey {
@@ -152,8 +156,8 @@ func TestGoldenInstances(t *testing.T) {
 			if got := RemoteInstanceKey("swebench", res.InstanceKey); got != m.RemoteKey {
 				t.Errorf("%s %s: remote key %q, want %q", id, arch, got, m.RemoteKey)
 			}
-			if res.Platform != m.Platform {
-				t.Errorf("%s %s: platform %q, want %q", id, arch, res.Platform, m.Platform)
+			if res.Platform.Dockerfile() != m.Platform {
+				t.Errorf("%s %s: platform %q, want %q", id, arch, res.Platform.Dockerfile(), m.Platform)
 			}
 		}
 	}
@@ -173,7 +177,8 @@ func TestGoldenPartial(t *testing.T) {
 		t.Fatalf("%d partial instances, want 165", len(ids))
 	}
 	for _, id := range ids {
-		for _, arch := range []string{spec.ArchX86, spec.ArchARM64} {
+		for _, p := range core.AllPlatforms() {
+			arch := p.Arch()
 			dir := filepath.Join(refDir, id, arch)
 			m := readMeta(t, filepath.Join(dir, "meta.json"))
 			inst := recs[m.Split][id]
@@ -181,7 +186,7 @@ func TestGoldenPartial(t *testing.T) {
 				t.Errorf("%s: record not found in split %s", id, m.Split)
 				continue
 			}
-			rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, arch)
+			rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +199,7 @@ func TestGoldenPartial(t *testing.T) {
 			compareFile(t, filepath.Join(dir, "setup_repo.sh"), joinScript("set -euxo pipefail", repo))
 			compareFile(t, filepath.Join(dir, "eval.sh"), joinScript("set -uxo pipefail", eval))
 			// The whole render fails naming the URL upstream fetched first.
-			_, err = r.Render(context.Background(), inst, arch)
+			_, err = r.Render(context.Background(), inst, p)
 			if !errors.Is(err, ErrNeedsNetwork) {
 				t.Errorf("%s: Render error %v, want needs network", id, err)
 			} else if want := firstURL[id]; want == "" || !bytes.Contains([]byte(err.Error()), []byte(want)) {
@@ -237,4 +242,103 @@ func readNetworkNeeded(t *testing.T, path string) map[string]string {
 		}
 	}
 	return out
+}
+
+type multilingualMeta struct {
+	refMeta
+	Language        string  `json:"language"`
+	BaseHashInput   *string `json:"base_image_key_hash_input"`
+	EnvTemplateFrom string  `json:"env_dockerfile_template"`
+	RepoScriptList  []string
+	EvalScriptList  []string
+}
+
+// MultilingualSplits are the dataset files upstream-v4.1.0-multilingual
+// was generated from.
+var multilingualSplits = []string{"SWE-bench_Multilingual/test", "SWE-bench_Multimodal/dev"}
+
+// TestGoldenMultilingual renders every instance of the shared
+// upstream-v4.1.0-multilingual reference (C, Go, Java, JS/TS, PHP, Ruby,
+// Rust; Multilingual and Multimodal) for both platforms with no pins and
+// compares the six files, the three image keys (and the namespaced
+// instance key), the platform, and the env and base key hash inputs.
+func TestGoldenMultilingual(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	refDir := filepath.Join(shared, "upstream-v4.1.0-multilingual", "instances")
+	recs := spectest.Records(t, shared, multilingualSplits...)
+	r := newUpstreamRenderer(t)
+	ids := listDirs(t, refDir)
+	if len(ids) != 210 {
+		t.Fatalf("%d reference instances, want 210", len(ids))
+	}
+	perLang := map[string]int{}
+	for _, id := range ids {
+		var m multilingualMeta
+		raw, err := os.ReadFile(filepath.Join(refDir, id, "x86_64", "meta.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		inst := recs[m.Split][id]
+		if inst == nil {
+			t.Errorf("%s: record not found in split %s", id, m.Split)
+			continue
+		}
+		results, err := r.RenderArches(context.Background(), inst, core.AllPlatforms())
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+			continue
+		}
+		for _, res := range results {
+			arch := res.Arch()
+			dir := filepath.Join(refDir, id, arch)
+			var m multilingualMeta
+			raw, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			perLang[m.Language]++
+			compareFile(t, filepath.Join(dir, "Dockerfile.base"), res.BaseDockerfile)
+			compareFile(t, filepath.Join(dir, "Dockerfile.env"), res.EnvDockerfile)
+			compareFile(t, filepath.Join(dir, "Dockerfile.instance"), res.InstanceDockerfile)
+			compareFile(t, filepath.Join(dir, "setup_env.sh"), res.SetupEnv)
+			compareFile(t, filepath.Join(dir, "setup_repo.sh"), res.SetupRepo)
+			compareFile(t, filepath.Join(dir, "eval.sh"), res.Eval)
+			if res.Language != m.Language {
+				t.Errorf("%s %s: language %q, want %q", id, arch, res.Language, m.Language)
+			}
+			if got := EnvHashInput(res.EnvScriptList, res.DockerSpecs); got != m.EnvHashInput {
+				t.Errorf("%s %s: env hash input differs:\n%s", id, arch, firstDiff(m.EnvHashInput, got))
+			}
+			switch {
+			case m.BaseHashInput == nil && res.DockerSpecs.Len() != 0:
+				t.Errorf("%s %s: docker_specs %s, want none", id, arch, res.DockerSpecs.Repr())
+			case m.BaseHashInput != nil && res.DockerSpecs.Repr() != *m.BaseHashInput:
+				t.Errorf("%s %s: base key hash input %q, want %q", id, arch, res.DockerSpecs.Repr(), *m.BaseHashInput)
+			}
+			if res.BaseKey != m.BaseKey || res.EnvKey != m.EnvKey || res.InstanceKey != m.InstanceKey {
+				t.Errorf("%s %s: keys %q %q %q, want %q %q %q", id, arch, res.BaseKey, res.EnvKey, res.InstanceKey, m.BaseKey, m.EnvKey, m.InstanceKey)
+			}
+			if got := RemoteInstanceKey("swebench", res.InstanceKey); got != m.RemoteKey {
+				t.Errorf("%s %s: remote key %q, want %q", id, arch, got, m.RemoteKey)
+			}
+			if res.Platform.Dockerfile() != m.Platform {
+				t.Errorf("%s %s: platform %q, want %q", id, arch, res.Platform.Dockerfile(), m.Platform)
+			}
+			if fromBase := strings.HasPrefix(m.EnvTemplateFrom, "_DOCKERFILE_BASE"); res.EnvFromBase != fromBase {
+				t.Errorf("%s %s: env from base template %v, reference says %q", id, arch, res.EnvFromBase, m.EnvTemplateFrom)
+			}
+		}
+	}
+	// NOTES.md's counts of this half, per language and both arches.
+	want := map[string]int{"c": 40, "go": 40, "java": 48, "js": 146, "php": 44, "rb": 56, "rs": 46}
+	if !reflect.DeepEqual(perLang, want) {
+		t.Errorf("renders per language %v, want %v", perLang, want)
+	}
+	t.Logf("compared %d renders: %v", 2*len(ids), perLang)
 }

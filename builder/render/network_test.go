@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/fetch"
 )
@@ -42,7 +43,7 @@ func TestNetworkSpecs(t *testing.T) {
 	r := &Renderer{Tables: tables, Fetcher: f}
 	dj := &dataset.Instance{Repo: "django/django", InstanceID: "django__django-1", Version: "3.0", BaseCommit: "b", EnvironmentSetupCommit: commit,
 		TestPatch: "diff --git a/tests/x/tests.py b/tests/x/tests.py\n--- a/tests/x/tests.py\n+++ b/tests/x/tests.py\n@@ -1 +1 @@\n-a\n+b\n"}
-	res, err := r.Render(context.Background(), dj, spec.ArchX86)
+	res, err := r.Render(context.Background(), dj, core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestNetworkSpecs(t *testing.T) {
 	}
 
 	xr := &dataset.Instance{Repo: "pydata/xarray", InstanceID: "pydata__xarray-1", Version: "0.12", BaseCommit: "b", EnvironmentSetupCommit: commit, TestPatch: dj.TestPatch}
-	res, err = r.Render(context.Background(), xr, spec.ArchX86)
+	res, err = r.Render(context.Background(), xr, core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,12 +87,12 @@ func TestNetworkSpecs(t *testing.T) {
 
 	// Nothing found anywhere: the error lists the candidates.
 	r.Fetcher = fakeFetcher{}
-	if _, err := r.Render(context.Background(), xr, spec.ArchX86); err == nil || !strings.Contains(err.Error(), "ci/requirements/environment.yml") {
+	if _, err := r.Render(context.Background(), xr, core.AMD64); err == nil || !strings.Contains(err.Error(), "ci/requirements/environment.yml") {
 		t.Errorf("missing env file: %v", err)
 	}
 	// No fetcher: needs network, naming the first URL.
 	r.Fetcher = nil
-	if _, err := r.Render(context.Background(), dj, spec.ArchX86); !errors.Is(err, ErrNeedsNetwork) || !strings.Contains(err.Error(), "/tests/requirements/py3.txt") {
+	if _, err := r.Render(context.Background(), dj, core.AMD64); !errors.Is(err, ErrNeedsNetwork) || !strings.Contains(err.Error(), "/tests/requirements/py3.txt") {
 		t.Errorf("no fetcher: %v", err)
 	}
 }

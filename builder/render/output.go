@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // File is one rendered output file.
@@ -32,6 +34,7 @@ type Meta struct {
 	InstanceID   string   `json:"instance_id"`
 	Repo         string   `json:"repo"`
 	Version      string   `json:"version"`
+	Language     string   `json:"language"`
 	Arch         string   `json:"arch"`
 	Platform     string   `json:"platform"`
 	OCIPlatform  string   `json:"oci_platform"`
@@ -41,7 +44,10 @@ type Meta struct {
 	EnvYMLCached bool     `json:"env_yml_from_cache"`
 	Pins         []string `json:"pins"`
 	X86Only      bool     `json:"x86_only"`
-	Profile      string   `json:"profile,omitempty"`
+	// X86OnlyRule is what makes the instance x86-only (USE_X86, override
+	// or a rule id of `swebuild pins list`).
+	X86OnlyRule string `json:"x86_only_rule,omitempty"`
+	Profile     string `json:"profile,omitempty"`
 }
 
 // Meta returns the meta.json content.
@@ -51,10 +57,10 @@ func (r *Result) Meta() Meta {
 		pins = []string{}
 	}
 	return Meta{
-		InstanceID: r.InstanceID, Repo: r.Repo, Version: r.Version, Arch: r.Arch,
-		Platform: r.Platform, OCIPlatform: r.OCIPlatform,
+		InstanceID: r.InstanceID, Repo: r.Repo, Version: r.Version, Language: r.Language, Arch: r.Arch(),
+		Platform: r.Platform.Dockerfile(), OCIPlatform: r.Platform.String(),
 		BaseKey: r.BaseKey, EnvKey: r.EnvKey, InstanceKey: r.InstanceKey,
-		EnvYMLCached: r.EnvYMLCached, Pins: pins, X86Only: r.X86Only, Profile: r.Profile,
+		EnvYMLCached: r.EnvYMLCached, Pins: pins, X86Only: r.X86Only, X86OnlyRule: r.X86OnlyRule, Profile: r.Profile,
 	}
 }
 
@@ -77,7 +83,7 @@ func (r *Result) Files() ([]File, error) {
 
 // Dir is the output folder of a result below out: out/<instance_id>/<arch>.
 func (r *Result) Dir(out string) string {
-	return filepath.Join(out, r.InstanceID, r.Arch)
+	return filepath.Join(out, r.InstanceID, r.Arch())
 }
 
 // WriteFiles writes the seven files into r.Dir(out).
@@ -132,7 +138,7 @@ type Node struct {
 	Kind       NodeKind
 	Key        string
 	Parent     string // key of the parent image; "" for base
-	Platform   string // OCI platform
+	Platform   core.Platform
 	Dockerfile []byte
 	Files      map[string][]byte
 	External   []string
@@ -141,7 +147,7 @@ type Node struct {
 // Nodes returns the base, env and instance nodes of this result, in build
 // order. Every call returns fresh maps and slices.
 func (r *Result) Nodes() []Node {
-	ociArch := strings.TrimPrefix(r.OCIPlatform, "linux/")
+	ociArch := r.Platform.GOARCH()
 	ext := func(kind NodeKind) []string {
 		names := r.contextFiles[string(kind)]
 		if len(names) == 0 {
@@ -154,11 +160,11 @@ func (r *Result) Nodes() []Node {
 		return out
 	}
 	return []Node{
-		{Kind: KindBase, Key: r.BaseKey, Platform: r.OCIPlatform,
+		{Kind: KindBase, Key: r.BaseKey, Platform: r.Platform,
 			Dockerfile: []byte(r.BaseDockerfile), Files: map[string][]byte{}, External: ext(KindBase)},
-		{Kind: KindEnv, Key: r.EnvKey, Parent: r.BaseKey, Platform: r.OCIPlatform,
+		{Kind: KindEnv, Key: r.EnvKey, Parent: r.BaseKey, Platform: r.Platform,
 			Dockerfile: []byte(r.EnvDockerfile), Files: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(KindEnv)},
-		{Kind: KindInstance, Key: r.InstanceKey, Parent: r.EnvKey, Platform: r.OCIPlatform,
+		{Kind: KindInstance, Key: r.InstanceKey, Parent: r.EnvKey, Platform: r.Platform,
 			Dockerfile: []byte(r.InstanceDockerfile), Files: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(KindInstance)},
 	}
 }

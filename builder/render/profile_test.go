@@ -10,6 +10,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -36,13 +37,13 @@ func fixtureInstance() *dataset.Instance {
 func TestFixtureProfile(t *testing.T) {
 	r := fixtureRenderer(t)
 	inst := fixtureInstance()
-	results, err := r.RenderArches(context.Background(), inst, []string{spec.ArchX86, spec.ArchARM64})
+	results, err := r.RenderArches(context.Background(), inst, core.AllPlatforms())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, res := range results {
-		if res.BaseKey != "sweb.base.fixture."+res.Arch+":latest" || !strings.HasPrefix(res.EnvKey, "sweb.env.fixture."+res.Arch+".") ||
-			res.InstanceKey != "sweb.eval."+res.Arch+".fixture__calc-1:latest" {
+		if res.BaseKey != "sweb.base.fixture."+res.Arch()+":latest" || !strings.HasPrefix(res.EnvKey, "sweb.env.fixture."+res.Arch()+".") ||
+			res.InstanceKey != "sweb.eval."+res.Arch()+".fixture__calc-1:latest" {
 			t.Errorf("keys %s %s %s", res.BaseKey, res.EnvKey, res.InstanceKey)
 		}
 		if !strings.HasPrefix(res.BaseDockerfile, "FROM scratch\nARG TARGETARCH\nADD rootfs-${TARGETARCH}.tar /\n") {
@@ -66,7 +67,7 @@ func TestFixtureProfile(t *testing.T) {
 			t.Errorf("eval.sh test command:\n%s", res.Eval)
 		}
 		nodes := res.Nodes()
-		oci := strings.TrimPrefix(res.OCIPlatform, "linux/")
+		oci := res.Platform.GOARCH()
 		if !reflect.DeepEqual(nodes[0].External, []string{"rootfs-" + oci + ".tar"}) || nodes[1].External != nil ||
 			!reflect.DeepEqual(nodes[2].External, []string{"mirror"}) {
 			t.Errorf("external context: %v %v %v", nodes[0].External, nodes[1].External, nodes[2].External)
@@ -77,7 +78,7 @@ func TestFixtureProfile(t *testing.T) {
 		}
 	}
 	// Deterministic: a second, fresh render gives the same bytes.
-	again, err := fixtureRenderer(t).RenderArches(context.Background(), inst, []string{spec.ArchX86, spec.ArchARM64})
+	again, err := fixtureRenderer(t).RenderArches(context.Background(), inst, core.AllPlatforms())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestFixtureDataset(t *testing.T) {
 	}
 	r := fixtureRenderer(t)
 	for i := range insts {
-		if _, err := r.RenderArches(context.Background(), &insts[i], []string{spec.ArchX86, spec.ArchARM64}); err != nil {
+		if _, err := r.RenderArches(context.Background(), &insts[i], core.AllPlatforms()); err != nil {
 			t.Errorf("%s: %v", insts[i].InstanceID, err)
 		}
 	}
@@ -138,7 +139,7 @@ func TestLoadExtraX86OnlyAndParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]bool{"fixture__textutil-2": true, "fixture__textutil-1": false, "fixture__calc-1": false} {
-		if got := tables.X86Only(id); got != want {
+		if got := tables.X86Only(&dataset.Instance{InstanceID: id, Repo: spec.RepoFromID(id), Version: "1.0"}); got != want {
 			t.Errorf("X86Only(%s) = %v, want %v", id, got, want)
 		}
 	}

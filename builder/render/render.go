@@ -1,7 +1,9 @@
 // Package render produces, per instance and arch, what upstream SWE-bench
 // v4.1.0's TestSpec produces: Dockerfile.base, Dockerfile.env,
 // Dockerfile.instance, setup_env.sh, setup_repo.sh, eval.sh and the three
-// image keys. With no pin rules the bytes equal upstream's.
+// image keys, for every language upstream supports (Python and C, Go, Java,
+// JavaScript/TypeScript, PHP, Ruby, Rust). With no pin rules the bytes equal
+// upstream's.
 package render
 
 import (
@@ -13,6 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/builder/spec/pyrepr"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -29,16 +33,14 @@ type Renderer struct {
 	Fetcher Fetcher
 }
 
-// Result is everything rendered for one instance and arch.
+// Result is everything rendered for one instance and platform.
 type Result struct {
 	InstanceID string
 	Repo       string
 	Version    string
-	Arch       string // x86_64 | arm64
-	// Platform is upstream's Dockerfile platform (linux/x86_64, linux/arm64/v8);
-	// OCIPlatform the OCI name (linux/amd64, linux/arm64).
-	Platform    string
-	OCIPlatform string
+	// Language is the repo's language (py, c, go, java, js, php, rb, rs).
+	Language string
+	Platform core.Platform
 
 	BaseKey     string
 	EnvKey      string
@@ -55,13 +57,21 @@ type Result struct {
 	RepoScriptList []string
 	EvalScriptList []string
 
+	// DockerSpecs are the spec's docker_specs (part of the base and env
+	// keys when not empty).
+	DockerSpecs spec.DockerSpecs
+	// EnvFromBase: Dockerfile.env is the base template again (upstream has
+	// no env template for the language or variant).
+	EnvFromBase bool
 	// EnvYMLCached: the env came from upstream's bundled environment.yml.
 	EnvYMLCached bool
 	// Pins are the ids of the pin rules that changed this result.
 	Pins []string
 	// X86Only: the platform decision gives this instance no arm64 image
-	// (USE_X86); an arm64 render of it is still produced when asked for.
-	X86Only bool
+	// (X86OnlyRule says why); an arm64 render of it is still produced when
+	// asked for.
+	X86Only     bool
+	X86OnlyRule string
 	// Profile is the data-defined profile name, "" for upstream.
 	Profile string
 	// contextFiles are extra build-context names per node kind.
@@ -69,17 +79,12 @@ type Result struct {
 	envHash      string
 }
 
-// upstreamPlatform is TestSpec.platform.
-func upstreamPlatform(arch string) string {
-	if arch == spec.ArchARM64 {
-		return "linux/arm64/v8"
-	}
-	return "linux/x86_64"
-}
+// Arch is the upstream arch name of the result's platform (x86_64, arm64).
+func (r *Result) Arch() string { return r.Platform.Arch() }
 
-// Render renders one instance for one arch (x86_64 or arm64).
-func (r *Renderer) Render(ctx context.Context, inst *dataset.Instance, arch string) (*Result, error) {
-	rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, arch)
+// Render renders one instance for one platform.
+func (r *Renderer) Render(ctx context.Context, inst *dataset.Instance, p core.Platform) (*Result, error) {
+	rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
 	if err != nil {
 		return nil, err
 	}
@@ -94,15 +99,15 @@ func (r *Renderer) RenderRecipe(ctx context.Context, rec *spec.Recipe, inst *dat
 	return r.renderRecipe(ctx, rec, inst, nil, nil)
 }
 
-// RenderArches renders one instance for several arches. Scripts that do not
-// depend on the arch (all of them unless a pin rule changed one arch's
-// recipe) are built once and shared between the results.
-func (r *Renderer) RenderArches(ctx context.Context, inst *dataset.Instance, arches []string) ([]*Result, error) {
-	out := make([]*Result, 0, len(arches))
+// RenderArches renders one instance for several platforms. Scripts that do
+// not depend on the platform (all of them unless a pin rule changed one
+// platform's recipe) are built once and shared between the results.
+func (r *Renderer) RenderArches(ctx context.Context, inst *dataset.Instance, platforms []core.Platform) ([]*Result, error) {
+	out := make([]*Result, 0, len(platforms))
 	var prevRec *spec.Recipe
 	var prev *Result
-	for _, arch := range arches {
-		rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, arch)
+	for _, p := range platforms {
+		rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
 		if err != nil {
 			return nil, err
 		}
@@ -134,41 +139,40 @@ func sameStrings(a, b []string) bool {
 // sameScripts reports whether two recipes give the same repo and eval
 // scripts (sameEnv: and the same env script).
 func sameScripts(a, b *spec.Recipe) (same, sameEnv bool) {
-	if a == nil || b == nil || a.Profile != b.Profile {
+	if a == nil || b == nil || a.Profile != b.Profile || a.Language != b.Language {
 		return false, false
 	}
 	sa, sb := &a.Spec, &b.Spec
 	same = sa.TestCmd == sb.TestCmd && sameStrings(sa.PreInstall, sb.PreInstall) &&
 		sameStrings(sa.EvalCommands, sb.EvalCommands) && (sa.Install == sb.Install ||
-		(sa.Install != nil && sb.Install != nil && *sa.Install == *sb.Install))
+		(sa.Install != nil && sb.Install != nil && *sa.Install == *sb.Install)) &&
+		sameStrings(sa.InstallCmds, sb.InstallCmds) && sameStrings(sa.Build, sb.Build) &&
+		sameStrings(sa.TestCmds, sb.TestCmds)
 	sameEnv = same && a.EnvYMLCached == b.EnvYMLCached && a.EnvYML == b.EnvYML &&
 		sa.Python == sb.Python && sa.Packages == sb.Packages && sa.NoUseEnv == sb.NoUseEnv &&
-		sameStrings(sa.PipPackages, sb.PipPackages)
+		sameStrings(sa.PipPackages, sb.PipPackages) && sameStrings(sa.AptPkgs, sb.AptPkgs) &&
+		sa.DockerSpecs.Repr() == sb.DockerSpecs.Repr()
 	return same, sameEnv
 }
 
 func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance, prevRec *spec.Recipe, prev *Result) (*Result, error) {
-	if rec.Spec.TestCmd == "" {
+	common := rec.Language != spec.LangPython && rec.Profile == nil
+	if common && len(rec.Spec.TestCmds) == 0 || !common && rec.Spec.TestCmd == "" {
 		return nil, fmt.Errorf("spec %s %s has no test_cmd", rec.Repo, rec.Version)
 	}
-	if len(rec.Spec.DockerSpecs) != 0 {
-		return nil, fmt.Errorf("spec %s %s: docker_specs are not supported for Python specs", rec.Repo, rec.Version)
-	}
-	arch := rec.Arch
-	lang := "py"
-	if rec.Profile != nil {
-		lang = rec.Profile.Language
-	}
+	x86Rule := r.Tables.X86OnlyRule(inst)
 	res := &Result{
 		InstanceID:   inst.InstanceID,
 		Repo:         inst.Repo,
 		Version:      inst.Version,
-		Arch:         arch,
-		Platform:     upstreamPlatform(arch),
-		OCIPlatform:  spec.PlatformOf(arch),
+		Language:     rec.Language,
+		Platform:     rec.Platform,
+		DockerSpecs:  rec.Spec.DockerSpecs,
+		EnvFromBase:  rec.EnvFromBase,
 		EnvYMLCached: rec.EnvYMLCached,
 		Pins:         rec.Pins,
-		X86Only:      r.Tables.X86Only(inst.InstanceID),
+		X86Only:      x86Rule != "",
+		X86OnlyRule:  x86Rule,
 	}
 	if rec.Profile != nil {
 		res.Profile = rec.Profile.Name
@@ -177,69 +181,90 @@ func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *dat
 	var err error
 	same, sameEnv := sameScripts(prevRec, rec)
 	envHash := ""
-	if same {
+	switch {
+	case same:
 		res.RepoScriptList, res.SetupRepo = prev.RepoScriptList, prev.SetupRepo
 		res.EvalScriptList, res.Eval = prev.EvalScriptList, prev.Eval
-	} else {
+	case common:
+		res.RepoScriptList = repoScriptListCommon(rec, inst)
+		if res.EvalScriptList, err = r.evalScriptListCommon(rec, inst); err != nil {
+			return nil, fmt.Errorf("eval script: %w", err)
+		}
+	default:
 		res.RepoScriptList = r.repoScriptList(rec, inst)
 		if res.EvalScriptList, err = r.evalScriptList(rec, inst); err != nil {
 			return nil, fmt.Errorf("eval script: %w", err)
 		}
+	}
+	if !same {
 		res.SetupRepo = joinScript("set -euxo pipefail", res.RepoScriptList)
 		res.Eval = joinScript("set -uxo pipefail", res.EvalScriptList)
 	}
-	if sameEnv {
+	switch {
+	case sameEnv:
 		res.EnvScriptList, res.SetupEnv = prev.EnvScriptList, prev.SetupEnv
 		envHash = prev.envHash
-	} else {
+	case common:
+		res.EnvScriptList = envScriptListCommon(rec)
+	default:
 		if res.EnvScriptList, err = r.envScriptList(ctx, rec, inst); err != nil {
 			return nil, fmt.Errorf("env script: %w", err)
 		}
+	}
+	if !sameEnv {
 		res.SetupEnv = joinScript("set -euxo pipefail", res.EnvScriptList)
-		envHash = EnvHash(res.EnvScriptList)
+		envHash = EnvHash(res.EnvScriptList, rec.Spec.DockerSpecs)
 	}
 	res.envHash = envHash
 
-	res.BaseKey = "sweb.base." + lang + "." + arch + ":latest"
+	lang, arch := rec.Language, rec.Platform.Arch()
+	res.BaseKey = BaseKey(lang, arch, rec.Spec.DockerSpecs)
 	res.EnvKey = "sweb.env." + lang + "." + arch + "." + envHash + ":latest"
 	res.InstanceKey = "sweb.eval." + arch + "." + strings.ToLower(inst.InstanceID) + ":latest"
 
+	platform := rec.Platform.Dockerfile()
 	condaArch := arch
-	if arch == spec.ArchARM64 {
+	if rec.Platform == core.ARM64 {
 		condaArch = "aarch64"
+	}
+	// {**DEFAULT_DOCKER_SPECS, **docker_specs}: the spec's entries first.
+	dockerVar := func(name string) (string, bool) {
+		if v, ok := rec.Spec.DockerSpecs.Lookup(name); ok {
+			return v, true
+		}
+		v, ok := rec.DockerDefaults[name]
+		return v, ok
 	}
 	if res.BaseDockerfile, err = pyFormat(rec.BaseTemplate, func(name string) (string, bool) {
 		switch name {
 		case "platform":
-			return res.Platform, true
+			return platform, true
 		case "conda_arch":
 			return condaArch, true
 		case "arch":
 			return arch, true
 		}
-		v, ok := rec.DockerDefaults[name]
-		return v, ok
+		return dockerVar(name)
 	}); err != nil {
 		return nil, fmt.Errorf("Dockerfile.base: %w", err)
 	}
 	if res.EnvDockerfile, err = pyFormat(rec.EnvTemplate, func(name string) (string, bool) {
 		switch name {
 		case "platform":
-			return res.Platform, true
+			return platform, true
 		case "arch":
 			return arch, true
 		case "base_image_key":
 			return res.BaseKey, true
 		}
-		v, ok := rec.DockerDefaults[name]
-		return v, ok
+		return dockerVar(name)
 	}); err != nil {
 		return nil, fmt.Errorf("Dockerfile.env: %w", err)
 	}
 	if res.InstanceDockerfile, err = pyFormat(rec.InstanceTemplate, func(name string) (string, bool) {
 		switch name {
 		case "platform":
-			return res.Platform, true
+			return platform, true
 		case "env_image_name":
 			return res.EnvKey, true
 		}
@@ -250,13 +275,31 @@ func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *dat
 	return res, nil
 }
 
-// EnvHashInput is the exact string upstream hashes for the env key:
-// str(env_script_list), Python's list repr.
-func EnvHashInput(envScriptList []string) string { return PyListRepr(envScriptList) }
+// BaseKey is TestSpec.base_image_key: sweb.base.<lang>.<arch>:latest, with
+// .<sha256(str(docker_specs))[:10]> before the tag when docker_specs is
+// not empty.
+func BaseKey(lang, arch string, ds spec.DockerSpecs) string {
+	if ds.Len() == 0 {
+		return "sweb.base." + lang + "." + arch + ":latest"
+	}
+	sum := sha256.Sum256([]byte(ds.Repr()))
+	return "sweb.base." + lang + "." + arch + "." + hex.EncodeToString(sum[:5]) + ":latest"
+}
 
-// EnvHash is sha256(str(env_script_list)).hexdigest()[:22].
-func EnvHash(envScriptList []string) string {
-	s := PyListRepr(envScriptList)
+// EnvHashInput is the exact string upstream hashes for the env key:
+// str(env_script_list), Python's list repr, followed by str(docker_specs)
+// when docker_specs is not empty.
+func EnvHashInput(envScriptList []string, ds spec.DockerSpecs) string {
+	s := pyrepr.ListRepr(envScriptList)
+	if ds.Len() > 0 {
+		s += ds.Repr()
+	}
+	return s
+}
+
+// EnvHash is sha256(EnvHashInput).hexdigest()[:22].
+func EnvHash(envScriptList []string, ds spec.DockerSpecs) string {
+	s := EnvHashInput(envScriptList, ds)
 	// Hash the string's bytes in place rather than copying them into a
 	// []byte first (the repr holds the whole environment.yml: kilobytes).
 	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))

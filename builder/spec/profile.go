@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -89,7 +90,7 @@ func (t *Tables) LoadExtra(path string) error {
 	}
 	sort.Strings(repos)
 	for _, repo := range repos {
-		if _, ok := t.Specs[repo]; ok {
+		if _, ok := t.RepoToExt[repo]; ok {
 			return fmt.Errorf("%s: specs.%s: repo is already in the upstream table", path, repo)
 		}
 		for v, s := range x.Specs[repo] {
@@ -105,7 +106,7 @@ func (t *Tables) LoadExtra(path string) error {
 		if msg := dataset.CheckID(id); msg != "" {
 			return fmt.Errorf("%s: x86_only[%d]: instance id %s", path, i, msg)
 		}
-		t.OverridePlatforms(id, []string{PlatformAMD64})
+		t.OverridePlatforms(id, []core.Platform{core.AMD64})
 	}
 	return nil
 }

@@ -1,15 +1,22 @@
 package spec
 
-import "fmt"
+import (
+	"fmt"
 
-// Recipe is everything rendering reads for one instance and arch: a private
-// copy of the spec and templates plus the per-instance inputs. Pin rules edit
-// a Recipe before rendering; the Tables are never changed.
+	"github.com/swebuild/swebuild/core"
+)
+
+// Recipe is everything rendering reads for one instance and platform: a
+// private copy of the spec and templates plus the per-instance inputs. Pin
+// rules edit a Recipe before rendering; the Tables are never changed.
 type Recipe struct {
 	InstanceID string
 	Repo       string
 	Version    string
-	Arch       string // upstream arch name: x86_64 or arm64
+	Platform   core.Platform
+	// Language is the repo's language (py, c, go, java, js, php, rb, rs), or
+	// its profile's.
+	Language string
 
 	Spec Spec
 	// EnvYML is the bundled per-instance environment.yml when EnvYMLCached.
@@ -18,10 +25,12 @@ type Recipe struct {
 
 	// Dockerfile templates (Python str.format syntax) and their defaults.
 	// DockerDefaults is shared with the Tables: replace the map, never
-	// write into it.
+	// write into it. EnvFromBase says the env template is the base
+	// template again (a language with no env template, or a variant).
 	BaseTemplate     string
 	EnvTemplate      string
 	InstanceTemplate string
+	EnvFromBase      bool
 	DockerDefaults   map[string]string
 
 	// Profile is set for data-defined (non-upstream) specs.
@@ -31,33 +40,54 @@ type Recipe struct {
 	Pins []string
 }
 
-// NewRecipe resolves the spec of repo/version for one instance and arch.
-func (t *Tables) NewRecipe(instanceID, repo, version, arch string) (*Recipe, error) {
-	if arch != ArchX86 && arch != ArchARM64 {
-		return nil, fmt.Errorf("invalid architecture %q (want %s or %s)", arch, ArchX86, ArchARM64)
+// NewRecipe resolves the spec of repo/version for one instance and
+// platform, with upstream's templates for its language and docker_specs
+// variant (get_dockerfile_base / _env / _instance).
+func (t *Tables) NewRecipe(instanceID, repo, version string, p core.Platform) (*Recipe, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("invalid platform %q (want %s or %s)", p, core.AMD64, core.ARM64)
 	}
 	s, err := t.Lookup(repo, version)
 	if err != nil {
 		return nil, err
 	}
 	r := &Recipe{
-		InstanceID:       instanceID,
-		Repo:             repo,
-		Version:          version,
-		Arch:             arch,
-		Spec:             s.Clone(),
-		BaseTemplate:     t.BaseTemplate,
-		EnvTemplate:      t.EnvTemplate,
-		InstanceTemplate: t.InstanceTemplate,
-		DockerDefaults:   t.DefaultDockerSpecs,
+		InstanceID:     instanceID,
+		Repo:           repo,
+		Version:        version,
+		Platform:       p,
+		Spec:           s.Clone(),
+		DockerDefaults: t.DefaultDockerSpecs,
 	}
-	if p := t.Profiles[repo]; p != nil {
-		r.Profile = p
-		r.BaseTemplate = p.BaseDockerfile
-		r.EnvTemplate = p.EnvDockerfile
-		r.InstanceTemplate = p.InstanceDockerfile
+	if prof := t.Profiles[repo]; prof != nil {
+		r.Profile = prof
+		r.Language = prof.Language
+		r.BaseTemplate = prof.BaseDockerfile
+		r.EnvTemplate = prof.EnvDockerfile
+		r.InstanceTemplate = prof.InstanceDockerfile
 		return r, nil
 	}
-	r.EnvYML, r.EnvYMLCached = t.CachedEnvYML(instanceID)
+	lang := t.RepoToExt[repo]
+	r.Language = lang
+	r.BaseTemplate = t.BaseTemplates[lang]
+	r.InstanceTemplate = t.InstanceTemplates[lang]
+	if env, ok := t.EnvTemplates[lang]; ok {
+		r.EnvTemplate = env
+	} else {
+		r.EnvTemplate, r.EnvFromBase = r.BaseTemplate, true
+	}
+	if v := s.DockerSpecs.Variant(); v != "" {
+		// get_dockerfile_base/_env: a "_variant" of "js_2" uses
+		// _DOCKERFILE_BASE_JS_2 for both; any other value is ignored.
+		if tmpl, ok := t.VariantTemplates[v]; ok {
+			r.BaseTemplate, r.EnvTemplate, r.EnvFromBase = tmpl, tmpl, true
+		}
+	}
+	if r.BaseTemplate == "" || r.InstanceTemplate == "" {
+		return nil, fmt.Errorf("repo %q: no Dockerfile templates for language %q", repo, lang)
+	}
+	if lang == LangPython {
+		r.EnvYML, r.EnvYMLCached = t.CachedEnvYML(instanceID)
+	}
 	return r, nil
 }

@@ -1,7 +1,8 @@
-// Package spec holds the upstream SWE-bench v4.1.0 spec tables as embedded
-// data (transcribed from shared/swebench-reference/upstream-v4.1.0/specs.json
-// by `go generate`), lookups into them, and the one function deciding which
-// platforms an instance is built for.
+// Package spec holds the upstream SWE-bench v4.1.0 spec tables of every
+// language as embedded data (transcribed from the shared reference's
+// specs.json and specs-multilingual.json by `go generate`), lookups into
+// them, and the one function deciding which platforms an instance is built
+// for (Decide / Platforms).
 package spec
 
 //go:generate go run ./internal/gen -shared ../../../shared/swebench-reference -out data
@@ -12,26 +13,36 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strings"
+	"sync"
 	"unsafe"
 )
 
 //go:embed data/specs.json
 var specsJSON []byte
 
+//go:embed data/specs
+var repoSpecsFS embed.FS
+
 //go:embed data/envcache
 var envCache embed.FS
 
-// Platform names (OCI) and upstream arch names.
+// Languages (upstream's MAP_REPO_TO_EXT values).
 const (
-	PlatformAMD64 = "linux/amd64"
-	PlatformARM64 = "linux/arm64"
-	ArchX86       = "x86_64"
-	ArchARM64     = "arm64"
+	LangPython = "py"
+	LangJS     = "js"
 )
 
 // Spec is one entry of upstream's MAP_REPO_VERSION_TO_SPECS. A nil slice or
 // nil Install means the key is absent upstream (which changes the output:
 // upstream tests `"install" in specs`), an empty slice means present but empty.
+//
+// Python specs (make_*_script_list_py) use Python, Packages, Install,
+// PipPackages, PreInstall, EvalCommands and TestCmd. The other languages
+// (make_*_script_list_common) use PreInstall, InstallCmds, Build, AptPkgs,
+// TestCmds and DockerSpecs; data/specs.json holds them normalized by
+// internal/gen (install -> install_cmds, test_cmd -> test_cmds, apt-pkgs ->
+// apt_pkgs).
 type Spec struct {
 	Python               string   `json:"python,omitempty"`
 	Packages             string   `json:"packages,omitempty"`
@@ -43,9 +54,14 @@ type Spec struct {
 	NoUseEnv             bool     `json:"no_use_env,omitempty"`
 	ExecuteTestAsNonroot bool     `json:"execute_test_as_nonroot,omitempty"`
 	NanoCPUs             int64    `json:"nano_cpus,omitempty"`
-	// DockerSpecs is never set for Python specs in v4.1.0; rendering refuses
-	// a non-empty one rather than hash it differently from upstream.
-	DockerSpecs map[string]string `json:"docker_specs,omitempty"`
+
+	InstallCmds []string `json:"install_cmds,omitempty"`
+	Build       []string `json:"build,omitempty"`
+	AptPkgs     []string `json:"apt_pkgs,omitempty"`
+	TestCmds    []string `json:"test_cmds,omitempty"`
+	// DockerSpecs feed the Dockerfile templates and, when not empty, the
+	// base and env image keys.
+	DockerSpecs DockerSpecs `json:"docker_specs,omitzero"`
 }
 
 // Clone returns a deep copy, so pins can edit it without touching the tables.
@@ -58,12 +74,11 @@ func (s Spec) Clone() Spec {
 	c.PipPackages = cloneStrings(s.PipPackages)
 	c.PreInstall = cloneStrings(s.PreInstall)
 	c.EvalCommands = cloneStrings(s.EvalCommands)
-	if s.DockerSpecs != nil {
-		c.DockerSpecs = make(map[string]string, len(s.DockerSpecs))
-		for k, v := range s.DockerSpecs {
-			c.DockerSpecs[k] = v
-		}
-	}
+	c.InstallCmds = cloneStrings(s.InstallCmds)
+	c.Build = cloneStrings(s.Build)
+	c.AptPkgs = cloneStrings(s.AptPkgs)
+	c.TestCmds = cloneStrings(s.TestCmds)
+	// DockerSpecs is never changed in place (DockerSpecs.With copies).
 	return c
 }
 
@@ -78,25 +93,37 @@ func cloneStrings(s []string) []string {
 // after Load; per-instance changes go through a Recipe.
 type Tables struct {
 	Source             string                       `json:"source"`
-	Specs              map[string]map[string]Spec   `json:"specs"`
 	ReqsPaths          map[string][]string          `json:"reqs_paths"`
 	EnvYMLPaths        map[string][]string          `json:"env_yml_paths"`
 	UseX86             []string                     `json:"use_x86"`
 	DefaultDockerSpecs map[string]string            `json:"default_docker_specs"`
 	Branches           map[string]map[string]string `json:"repo_base_commit_branch"`
 	NonTestExts        []string                     `json:"non_test_exts"`
-	RepoToExt          map[string]string            `json:"repo_to_ext"`
-	RepoToInstall      map[string]string            `json:"repo_to_install"`
-	Latest             string                       `json:"latest"`
-	URLRaw             string                       `json:"swe_bench_url_raw"`
-	StartTestOutput    string                       `json:"start_test_output"`
-	EndTestOutput      string                       `json:"end_test_output"`
-	BaseTemplate       string                       `json:"dockerfile_base_py"`
-	EnvTemplate        string                       `json:"dockerfile_env_py"`
-	InstanceTemplate   string                       `json:"dockerfile_instance_py"`
-	HeredocEnv         string                       `json:"heredoc_env"`
-	HeredocEval        string                       `json:"heredoc_eval"`
-	ReplaceReqPackages [][2]string                  `json:"replace_req_packages"`
+	// RepoToExt is MAP_REPO_TO_EXT: the language of each repo (py, c, go,
+	// java, js, php, rb, rs), which picks templates, scripts and key names.
+	RepoToExt     map[string]string `json:"repo_to_ext"`
+	RepoToInstall map[string]string `json:"repo_to_install"`
+	Latest        string            `json:"latest"`
+	URLRaw        string            `json:"swe_bench_url_raw"`
+	// START_TEST_OUTPUT / END_TEST_OUTPUT markers.
+	StartTestOutput string `json:"start_test_output"`
+	EndTestOutput   string `json:"end_test_output"`
+	// Dockerfile templates per language (_DOCKERFILE_BASE, _ENV,
+	// _INSTANCE) and per docker_specs _variant (_DOCKERFILE_BASE_JS_2).
+	// A language without an env template formats its base template again,
+	// as upstream's get_dockerfile_env does.
+	BaseTemplates     map[string]string `json:"dockerfile_base"`
+	EnvTemplates      map[string]string `json:"dockerfile_env"`
+	InstanceTemplates map[string]string `json:"dockerfile_instance"`
+	VariantTemplates  map[string]string `json:"dockerfile_base_variants"`
+	HeredocEnv        string            `json:"heredoc_env"`
+	HeredocEval       string            `json:"heredoc_eval"`
+	// HeredocEvalCommon is make_eval_script_list_common's delimiter.
+	HeredocEvalCommon string `json:"heredoc_eval_common"`
+	// RepoTestCmds names the function computing a repo's test commands
+	// from the instance (JavaScript's MAP_REPO_TO_TEST_CMDS).
+	RepoTestCmds       map[string]string `json:"repo_test_cmds"`
+	ReplaceReqPackages [][2]string       `json:"replace_req_packages"`
 
 	// Profiles are extra, data-defined spec sets (see LoadExtra); a repo
 	// found here is rendered with its profile instead of upstream templates.
@@ -105,15 +132,65 @@ type Tables struct {
 	platforms platformPolicy
 	// envCache is the embedded data/envcache folder (zero value: none).
 	envCache embed.FS
+
+	// specsFS holds one JSON file per repo (data/specs); a repo is decoded
+	// (and its x86-only rules evaluated) the first time it is looked up:
+	// decoding the tables of all 66 repos at Load took 9-11 ms (best of 5,
+	// BenchmarkSpecLoad; 1.7 ms with the Python repos alone), a dataset
+	// uses a few of them.
+	specsFS embed.FS
+	mu      sync.Mutex
+	repos   map[string]*repoSpecs
 }
+
+// repoSpecs is one decoded repo of the tables.
+type repoSpecs struct {
+	versions map[string]Spec
+	// rules[version] is the first x86-only rule the version's spec meets;
+	// anyRule the first one any version meets (id-only decisions).
+	rules   map[string]string
+	anyRule string
+	err     error
+}
+
+// repo returns the decoded specs of repo (nil, false when the tables do
+// not have it). Safe for concurrent use.
+func (t *Tables) repo(name string) (*repoSpecs, bool) {
+	if _, ok := t.RepoToExt[name]; !ok {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.repos[name]; r != nil {
+		return r, true
+	}
+	r := &repoSpecs{}
+	raw, err := t.specsFS.ReadFile("data/specs/" + strings.ReplaceAll(name, "/", "__") + ".json")
+	if err == nil {
+		err = json.Unmarshal(raw, &r.versions)
+	}
+	if err != nil {
+		r.err = fmt.Errorf("decoding the embedded spec table of %s: %w", name, err)
+	} else {
+		r.rules, r.anyRule = evalRules(t.RepoToExt[name], r.versions)
+	}
+	if t.repos == nil {
+		t.repos = map[string]*repoSpecs{}
+	}
+	t.repos[name] = r
+	return r, true
+}
+
+// Repos lists the repos of the upstream tables, sorted.
+func (t *Tables) Repos() []string { return sortedKeys(t.RepoToExt) }
 
 // Load decodes the embedded v4.1.0 tables. Each call returns a fresh value.
 func Load() (*Tables, error) {
-	t := &Tables{}
+	t := &Tables{specsFS: repoSpecsFS}
 	if err := json.Unmarshal(specsJSON, t); err != nil {
 		return nil, fmt.Errorf("decoding embedded spec tables: %w", err)
 	}
-	t.platforms = newPlatformPolicy(t.UseX86)
+	t.platforms = newPlatformPolicy(t)
 	t.envCache = envCache
 	return t, nil
 }
@@ -127,15 +204,27 @@ func (t *Tables) Lookup(repo, version string) (Spec, error) {
 		}
 		return Spec{}, fmt.Errorf("repo %q: version %q not in its profile's specs (have %v)", repo, version, sortedKeys(p.specs))
 	}
-	vs, ok := t.Specs[repo]
+	r, ok := t.repo(repo)
 	if !ok {
-		return Spec{}, fmt.Errorf("repo %q has no Python spec in SWE-bench v4.1.0", repo)
+		return Spec{}, fmt.Errorf("repo %q has no spec in SWE-bench v4.1.0", repo)
 	}
-	s, ok := vs[version]
+	if r.err != nil {
+		return Spec{}, r.err
+	}
+	s, ok := r.versions[version]
 	if !ok {
 		return Spec{}, fmt.Errorf("repo %q: version %q not in the v4.1.0 spec table", repo, version)
 	}
 	return s, nil
+}
+
+// Language is the repo's language (MAP_REPO_TO_EXT, or its profile's),
+// "" for an unknown repo.
+func (t *Tables) Language(repo string) string {
+	if p := t.Profiles[repo]; p != nil {
+		return p.Language
+	}
+	return t.RepoToExt[repo]
 }
 
 // Known reports whether repo/version can be rendered (for dataset validation).
@@ -183,9 +272,9 @@ func (t *Tables) Versions(repo string) ([]string, bool) {
 	if p := t.Profiles[repo]; p != nil {
 		return sortedKeys(p.specs), true
 	}
-	vs, ok := t.Specs[repo]
+	r, ok := t.repo(repo)
 	if !ok {
 		return nil, false
 	}
-	return sortedKeys(vs), true
+	return sortedKeys(r.versions), true
 }

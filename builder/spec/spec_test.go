@@ -1,14 +1,19 @@
 package spec_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
 )
 
 func readIDs(t *testing.T, path string) []string {
@@ -46,14 +51,16 @@ func TestPlatformsFullTestSplit(t *testing.T) {
 	}
 	arm, x86 := 0, 0
 	for _, id := range all {
-		ps := tables.Platforms(id)
+		// The full test split is Python: the decision is by id (USE_X86);
+		// the id-only form (no version) must agree.
+		ps := tables.PlatformsByID(nil)(id)
 		switch {
-		case len(ps) == 2 && ps[0] == spec.PlatformAMD64 && ps[1] == spec.PlatformARM64:
+		case len(ps) == 2 && ps[0] == core.AMD64 && ps[1] == core.ARM64:
 			arm++
 			if !wantArm[id] {
 				t.Errorf("%s: gets arm64, but is not in the arm64-native list", id)
 			}
-		case len(ps) == 1 && ps[0] == spec.PlatformAMD64:
+		case len(ps) == 1 && ps[0] == core.AMD64:
 			x86++
 			if !wantX86[id] {
 				t.Errorf("%s: x86-only, but not in the x86_64-only list", id)
@@ -73,20 +80,22 @@ func TestPlatformOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := tables.UseX86[0]
-	if !tables.X86Only(id) {
-		t.Fatalf("%s in USE_X86 but gets arm64", id)
+	inst := &dataset.Instance{InstanceID: id, Repo: spec.RepoFromID(id)}
+	if d := tables.Decide(inst); len(d.Platforms) != 1 || d.Rule != spec.RuleUseX86 {
+		t.Fatalf("%s in USE_X86 but decided %+v", id, d)
 	}
-	tables.OverridePlatforms(id, []string{spec.PlatformAMD64, spec.PlatformARM64})
-	if tables.X86Only(id) {
-		t.Errorf("override ignored for %s", id)
+	tables.OverridePlatforms(id, []core.Platform{core.ARM64, core.AMD64})
+	if d := tables.Decide(inst); !reflect.DeepEqual(d.Platforms, core.AllPlatforms()) || d.Rule != "" {
+		t.Errorf("override ignored for %s: %+v", id, d)
 	}
-	tables.OverridePlatforms("fixture__calc-1", []string{spec.PlatformAMD64})
-	if !tables.X86Only("fixture__calc-1") {
-		t.Error("x86-only override ignored")
+	calc := &dataset.Instance{InstanceID: "fixture__calc-1"}
+	tables.OverridePlatforms(calc.InstanceID, []core.Platform{core.AMD64})
+	if d := tables.Decide(calc); !tables.X86Only(calc) || d.Rule != spec.RuleOverride {
+		t.Errorf("x86-only override ignored: %+v", d)
 	}
 	// A fresh Load has no overrides.
 	t2, _ := spec.Load()
-	if !t2.X86Only(id) {
+	if !t2.X86Only(inst) {
 		t.Error("override leaked into another Tables")
 	}
 }
@@ -99,7 +108,7 @@ func TestLookupErrors(t *testing.T) {
 	if _, err := tables.Lookup("django/django", "3.0"); err != nil {
 		t.Error(err)
 	}
-	for _, tc := range [][2]string{{"nope/nope", "1.0"}, {"django/django", "0.0"}, {"redis/redis", "7.0"}} {
+	for _, tc := range [][2]string{{"nope/nope", "1.0"}, {"django/django", "0.0"}, {"redis/redis", "7.0"}, {"redis/redis", ""}} {
 		if _, err := tables.Lookup(tc[0], tc[1]); err == nil {
 			t.Errorf("Lookup(%s, %s) succeeded", tc[0], tc[1])
 		}
@@ -141,6 +150,18 @@ func TestEmbeddedMatchesReference(t *testing.T) {
 	if string(want) != string(got) {
 		t.Error("data/specs.json is stale: run go generate ./builder/spec")
 	}
+	gen, _ := os.ReadDir(filepath.Join(tmp, "specs"))
+	have, _ := os.ReadDir(filepath.Join("data", "specs"))
+	if len(gen) != 66 || len(have) != len(gen) {
+		t.Errorf("%d generated repo spec files, %d in data/specs; want 66", len(gen), len(have))
+	}
+	for _, e := range gen {
+		a, _ := os.ReadFile(filepath.Join(tmp, "specs", e.Name()))
+		b, err := os.ReadFile(filepath.Join("data", "specs", e.Name()))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("data/specs/%s is stale or missing: run go generate ./builder/spec", e.Name())
+		}
+	}
 	ents, _ := os.ReadDir(filepath.Join(tmp, "envcache"))
 	if len(ents) != 500 {
 		t.Errorf("%d generated env files", len(ents))
@@ -151,5 +172,103 @@ func TestEmbeddedMatchesReference(t *testing.T) {
 		if err != nil || string(a) != string(b) {
 			t.Errorf("data/envcache/%s is stale or missing", e.Name())
 		}
+	}
+}
+
+// TestX86RulesOverTables decides every non-Python repo-version of the
+// tables and compares with the rules' written conditions evaluated here on
+// the shared reference's specs-multilingual.json: node_version below 4
+// (Automattic/wp-calypso 0.8) and puppeteer's download (15 processing/p5.js
+// versions). Without a version (an id-only caller) a repo with any
+// x86-only version is x86-only.
+func TestX86RulesOverTables(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	raw, err := os.ReadFile(filepath.Join(shared, "upstream-v4.1.0-multilingual", "specs-multilingual.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Specs map[string]map[string]struct {
+			DockerSpecs map[string]any `json:"docker_specs"`
+			PreInstall  []string       `json:"pre_install"`
+			Install     []string       `json:"install"`
+			Build       []string       `json:"build"`
+		} `json:"MAP_REPO_VERSION_TO_SPECS"`
+		Ext map[string]string `json:"MAP_REPO_TO_EXT"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for repo, versions := range ref.Specs {
+		for v, s := range versions {
+			want := ""
+			if nv, ok := s.DockerSpecs["node_version"].(string); ok && ref.Ext[repo] == "js" {
+				if n, err := strconv.Atoi(strings.Split(nv, ".")[0]); err == nil && n < 4 {
+					want = spec.RuleNodeWithoutArm64
+				}
+			}
+			for _, c := range append(append(append([]string(nil), s.PreInstall...), s.Install...), s.Build...) {
+				if want == "" && strings.Contains(c, "node_modules/puppeteer/install.js") {
+					want = spec.RulePuppeteerChromium
+				}
+			}
+			d := tables.Decide(&dataset.Instance{InstanceID: "x__y-1", Repo: repo, Version: v})
+			if d.Rule != want || len(d.Platforms) != map[bool]int{true: 2, false: 1}[want == ""] {
+				t.Errorf("%s %s: decided %+v, want rule %q", repo, v, d, want)
+			}
+			if want != "" {
+				count[repo+" "+want]++
+			}
+		}
+	}
+	wantCount := map[string]int{"Automattic/wp-calypso " + spec.RuleNodeWithoutArm64: 1, "processing/p5.js " + spec.RulePuppeteerChromium: 15}
+	if !reflect.DeepEqual(count, wantCount) {
+		t.Errorf("x86-only repo-versions %v, want %v", count, wantCount)
+	}
+	byID := tables.PlatformsByID(nil)
+	for id, want := range map[string]int{"processing__p5.js-9999": 1, "Automattic__wp-calypso-1": 1, "vuejs__core-1": 2, "django__django-11099": 2, "django__django-10097": 1} {
+		if got := byID(id); len(got) != want {
+			t.Errorf("id-only %s: %v, want %d platform(s)", id, got, want)
+		}
+	}
+	for _, r := range spec.X86Rules() {
+		if r.ID == "" || r.Match == "" || r.Reason == "" || !strings.Contains(r.Evidence, "https://") {
+			t.Errorf("rule %+v lacks a field or an evidence URL", r)
+		}
+	}
+}
+
+// TestEveryRepoDecodes: the tables decode each repo lazily; every one of
+// them must decode and give every version (66 repos, 689 repo-versions in
+// v4.1.0: 20 Python with 300, 46 others with 389).
+func TestEveryRepoDecodes(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, versions, other := 0, 0, 0
+	for _, repo := range tables.Repos() {
+		vs, ok := tables.Versions(repo)
+		if !ok || len(vs) == 0 {
+			t.Errorf("%s: no versions", repo)
+		}
+		for _, v := range vs {
+			if _, err := tables.Lookup(repo, v); err != nil {
+				t.Errorf("%s %s: %v", repo, v, err)
+			}
+		}
+		repos++
+		versions += len(vs)
+		if tables.Language(repo) != spec.LangPython {
+			other += len(vs)
+		}
+	}
+	if repos != 66 || versions != 689 || other != 389 {
+		t.Errorf("%d repos, %d repo-versions (%d non-Python); want 66, 689, 389", repos, versions, other)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -42,7 +42,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pub          publishFlags
 	)
 	g.register(fs)
-	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to build (x86-only instances never get linux/arm64)")
+	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to build (x86-only instances never get linux/arm64)")
 	fs.StringArrayVar(&builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform (repeatable; default $BUILDKIT_HOST)")
 	fs.IntVarP(&workers, "workers", "j", 2, "solves running at once")
 	fs.StringVar(&push, "push", "", "push every image by digest to this repository, e.g. 127.0.0.1:5000/swebuild/build")
@@ -83,6 +83,14 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if workers < 1 {
 		return usageErr("--workers %d: want at least 1", workers)
+	}
+	plats, err := core.ParsePlatforms(platforms)
+	if err != nil {
+		return usageErr("--platform: %v", err)
+	}
+	platforms = make([]string, len(plats))
+	for i, p := range plats {
+		platforms[i] = p.String()
 	}
 	if pub.repo != "" && push == "" {
 		return usageErr("--publish needs --push: the images are published from the registry they were pushed to")
@@ -127,7 +135,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if r == nil {
 		return loadErr
 	}
-	p, err := plan.Build(ctx, r, insts, platforms)
+	p, err := plan.Build(ctx, r, insts, plats)
 	if err != nil {
 		return err
 	}
@@ -170,13 +178,13 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// What was built and pushed is published even when other
 		// instances failed; with --verify, only verified images go.
 		pub.requireVerified = pub.requireVerified || verifyGold
-		md := report.Metadata()
+		recs := report.Records()
 		mdPath := opts.MetadataFile
 		if mdPath == "" {
-			mdPath = filepath.Join(opts.RunDir, "metadata.json")
+			mdPath = filepath.Join(opts.RunDir, "metadata.jsonl")
 		}
-		fmt.Fprintf(stdout, "\npublishing %d image(s) under %s\n", len(md.Images), pub.repo)
-		if perr := pub.publish(ctx, md, mdPath, stdout, stderr); perr != nil {
+		fmt.Fprintf(stdout, "\npublishing %d record(s) under %s\n", len(recs), pub.repo)
+		if perr := pub.publish(ctx, recs, mdPath, stdout, stderr); perr != nil {
 			problems = append(problems, fmt.Errorf("publishing: %w", perr))
 		}
 	}
@@ -203,7 +211,7 @@ func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([
 			n := &builder.Node{
 				Key:        pn.Key,
 				Kind:       string(pn.Kind),
-				Platform:   pn.Platform,
+				Platform:   pn.Platform.String(),
 				Dockerfile: b.Dockerfile,
 				Context:    b.Files,
 				X86Only:    len(pn.Instances) > 0,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestBuildNodesX86Only plans a real x86-only instance (django__django-10097,
@@ -19,16 +20,20 @@ func TestBuildNodesX86Only(t *testing.T) {
 	shared := spectest.SharedDir(t)
 	for _, platforms := range [][]string{{"linux/amd64", "linux/arm64"}, {"linux/arm64"}} {
 		g := genInputs{
-			dataset:   filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"),
-			instances: []string{"django__django-10097", "django__django-11099"},
-			pins:      "none",
+			datasetFlags: datasetFlags{dataset: filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"), cacheDir: t.TempDir()},
+			instances:    []string{"django__django-10097", "django__django-11099"},
+			pins:         "none",
 		}
 		var stderr bytes.Buffer
 		r, insts, err := g.load(context.Background(), &stderr)
 		if err != nil {
 			t.Fatalf("load: %v\n%s", err, stderr.String())
 		}
-		p, err := plan.Build(context.Background(), r, insts, platforms)
+		plats, err := core.ParsePlatforms(platforms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Build(context.Background(), r, insts, plats)
 		if err != nil {
 			t.Fatal(err)
 		}

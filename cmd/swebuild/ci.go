@@ -13,8 +13,8 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -84,7 +84,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
 			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
 			"instances (USE_X86) get no arm64 job.", stderr)
-	datasetPath := fs.String("dataset", "", "dataset file (JSONL, JSON array or parquet) to take instance ids from")
+	var ds datasetFlags
+	ds.register(fs)
 	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
 	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
@@ -103,7 +104,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseCIFlags(fs, args); help || err != nil {
 		return err
 	}
-	if (*datasetPath == "") == (*idsPath == "") {
+	if (ds.dataset == "") == (*idsPath == "") {
 		fmt.Fprintln(stderr, "exactly one of --dataset and --ids is required")
 		fs.Usage()
 		return errUsage
@@ -122,11 +123,11 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	var ids []string
-	if *datasetPath != "" {
+	var insts []dataset.Instance
+	if ds.dataset != "" {
 		// Invalid records fail the plan: a nightly must not silently drop
 		// instances. Every problem is listed (file:line: field: message).
-		insts, err := dataset.Load(ctx, *datasetPath, dataset.LoadOptions{Known: tables})
-		if err != nil {
+		if insts, err = ds.open(ctx, tables, stderr); err != nil {
 			return err
 		}
 		for _, in := range insts {
@@ -136,9 +137,19 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	var previous, existing map[ci.Key]ci.Result
+	// The platform decision (builder/spec) needs each record's repo and
+	// version; an --ids list gives only ids (see spec.Tables.PlatformsByID).
+	byID := tables.PlatformsByID(insts)
+	platformsFor := func(id string) []string {
+		var out []string
+		for _, p := range byID(id) {
+			out = append(out, p.String())
+		}
+		return out
+	}
+	var previous, existing map[ci.Key]core.Image
 	if *ledgerPath != "" {
-		recs, err := readLedgerIfExists(*ledgerPath)
+		recs, err := ci.ReadLedger(*ledgerPath)
 		if err != nil {
 			return err
 		}
@@ -147,7 +158,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *skipRepo != "" && !*force {
 		var want []ci.Key
 		for _, id := range ids {
-			for _, p := range tables.Platforms(id) {
+			for _, p := range platformsFor(id) {
 				want = append(want, ci.Key{InstanceID: id, Platform: p})
 			}
 		}
@@ -168,7 +179,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Platforms:    *platforms,
 		Shards:       *shards,
 		MaxJobs:      *maxJobs,
-		PlatformsFor: tables.Platforms,
+		PlatformsFor: platformsFor,
 		Runners:      runners,
 		Skip: func(id, p string) bool {
 			_, ok := existing[ci.Key{InstanceID: id, Platform: p}]
@@ -215,14 +226,6 @@ func appendGitHubOutput(path, lines string) error {
 		return fmt.Errorf("writing GitHub output file: %w", werr)
 	}
 	return nil
-}
-
-// readLedgerIfExists reads a publish ledger; a missing file is an empty one.
-func readLedgerIfExists(path string) ([]ci.Result, error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	return ci.ReadResults([]string{path})
 }
 
 func parseRunners(flags []string) (map[string]ci.Runner, error) {
@@ -279,7 +282,7 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 			"the publish metadata of the instances to index (for `swebuild publish`), and exits 1\n"+
 			"when anything regressed or failed unless --fail-on-regression=false.", stderr)
 	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
-	results := fs.StringArray("results", nil, "shard build metadata file or directory (repeatable)")
+	results := fs.StringArray("results", nil, "shard build records: a metadata file, or a directory whose *.jsonl files are read (repeatable)")
 	out := fs.String("out", "merge.json", "merge report (JSON)")
 	publishOut := fs.String("publish-metadata", "", "write the metadata file for `swebuild publish` (instances to index)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when an instance regressed or failed")
@@ -296,12 +299,12 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var recs []ci.Result
+	var recs []core.Image
 	var readErr error
 	if len(*results) > 0 {
 		// Bad lines are reported and the rest merged: their images count as
 		// missing, so the run still fails.
-		recs, readErr = ci.ReadResults(*results)
+		recs, readErr = ci.ReadRecords(*results)
 		if readErr != nil {
 			fmt.Fprintln(stderr, readErr)
 		}
@@ -311,8 +314,8 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *publishOut != "" {
-		md, err := rep.PublishMetadata()
-		if werr := publish.WriteMetadata(*publishOut, md); werr != nil {
+		pub, err := rep.PublishRecords()
+		if werr := core.WriteFile(*publishOut, pub); werr != nil {
 			return werr
 		}
 		if err != nil {

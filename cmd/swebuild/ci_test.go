@@ -46,13 +46,13 @@ func TestCICommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := "sha256:" + strings.Repeat("ab", 32)
-	meta := `{"images":[{"instance_id":"good__good-1","platform":"linux/amd64","digest":"` + d + `","ref":"r/c@` + d + `","spec_key":"k","verified":true},` +
-		`{"instance_id":"bad__bad-1","platform":"linux/amd64","digest":"` + d + `","ref":"r/c@` + d + `","spec_key":"k","verified":false}]}`
-	if err := os.WriteFile(filepath.Join(shards, "amd64-0", "meta.json"), []byte(meta), 0o644); err != nil {
+	meta := `{"kind":"instance","instance_id":"good__good-1","platform":"linux/amd64","digest":"` + d + `","ref":"r/c@` + d + `","spec_key":"k","verified":true,"status":"built"}` + "\n" +
+		`{"kind":"instance","instance_id":"bad__bad-1","platform":"linux/amd64","digest":"` + d + `","ref":"r/c@` + d + `","spec_key":"k","verified":false,"status":"built"}` + "\n"
+	if err := os.WriteFile(filepath.Join(shards, "amd64-0", "meta.jsonl"), []byte(meta), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	merge := filepath.Join(dir, "merge.json")
-	pub := filepath.Join(dir, "publish.json")
+	pub := filepath.Join(dir, "publish.jsonl")
 	stdout.Reset()
 	stderr.Reset()
 	code = run([]string{"ci", "merge", "--plan", plan, "--results", shards, "--out", merge, "--publish-metadata", pub, "--github-output", ghOut}, &stdout, &stderr)

@@ -22,12 +22,13 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	var (
-		datasetPath, instanceID, logPath, patchPath string
-		parser                                      string
-		gold, wholeLog, statusMap, noPatch          bool
-		maxLogSize                                  int64
+		ds                                 datasetFlags
+		instanceID, logPath, patchPath     string
+		parser                             string
+		gold, wholeLog, statusMap, noPatch bool
+		maxLogSize                         int64
 	)
-	fs.StringVar(&datasetPath, "dataset", "", "dataset file (JSONL, JSON array or parquet) holding the instance and its FAIL_TO_PASS/PASS_TO_PASS labels")
+	ds.register(fs)
 	fs.StringVar(&instanceID, "instance", "", "instance id to grade")
 	fs.StringVar(&logPath, "log", "", "test log to grade (test_output.txt)")
 	fs.StringVar(&patchPath, "patch", "", "the evaluated patch (its content is not graded; it only has to exist)")
@@ -56,7 +57,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr("unexpected arguments: " + strings.Join(fs.Args(), " "))
 	}
 	var missing []string
-	for _, f := range []struct{ name, val string }{{"--dataset", datasetPath}, {"--instance", instanceID}, {"--log", logPath}} {
+	for _, f := range []struct{ name, val string }{{"--dataset", ds.dataset}, {"--instance", instanceID}, {"--log", logPath}} {
 		if f.val == "" {
 			missing = append(missing, f.name)
 		}
@@ -77,7 +78,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr("--max-log-size must be a positive number of bytes")
 	}
 
-	inst, err := findInstance(ctx, datasetPath, instanceID, stderr)
+	inst, err := findInstance(ctx, &ds, instanceID, stderr)
 	if err != nil {
 		return err
 	}
@@ -143,8 +144,9 @@ func writeOut(w io.Writer, b []byte) error {
 // findInstance loads the dataset and returns the record of id. Problems in
 // other records are printed as warnings; a problem in the record itself is
 // the error.
-func findInstance(ctx context.Context, path, id string, stderr io.Writer) (dataset.Instance, error) {
-	insts, err := dataset.Load(ctx, path, dataset.LoadOptions{})
+func findInstance(ctx context.Context, ds *datasetFlags, id string, stderr io.Writer) (dataset.Instance, error) {
+	insts, err := ds.open(ctx, nil, stderr)
+	path := ds.source.String()
 	var verr *dataset.ValidationError
 	if err != nil && !errors.As(err, &verr) {
 		return dataset.Instance{}, err

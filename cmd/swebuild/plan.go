@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 )
 
 // runPlan implements `swebuild plan`.
@@ -25,7 +25,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		format    string
 	)
 	g.register(fs)
-	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to plan (linux/amd64, linux/arm64)")
+	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to plan (linux/amd64, linux/arm64)")
 	fs.StringVar(&format, "format", "table", "output format: table or json")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild plan --dataset FILE [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform.\n\nOptions:\n%s", fs.FlagUsages())
@@ -45,6 +45,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "swebuild plan: --format %q: want table or json\n", format)
 		return errUsage
 	}
+	plats, err := core.ParsePlatforms(platforms)
+	if err != nil {
+		fmt.Fprintf(stderr, "swebuild plan: --platform: %v\n", err)
+		return errUsage
+	}
 	r, insts, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
 		fmt.Fprintf(stderr, "swebuild plan: %v\n", loadErr)
@@ -54,7 +59,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if r == nil {
 		return loadErr
 	}
-	p, err := plan.Build(ctx, r, insts, platforms)
+	p, err := plan.Build(ctx, r, insts, plats)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -58,7 +59,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.PrintDefaults()
 	}
 	var f publishFlags
-	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON) listing the built images")
+	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON lines of image records, as `swebuild build --metadata-file` writes)")
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
 	if err := fs.Parse(args); err != nil {
@@ -71,26 +72,26 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return errUsage
 	}
-	md, mdErr := publish.ReadMetadata(*metadataFile)
-	if md == nil {
+	recs, mdErr := core.ReadFile(*metadataFile)
+	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
 	if mdErr != nil {
-		// Publish the valid entries, report the bad ones, fail at the end.
+		// Publish the valid records, report the bad ones, fail at the end.
 		fmt.Fprintln(stderr, mdErr)
 	}
-	if err := f.publish(ctx, md, *metadataFile, stdout, stderr); err != nil {
+	if err := f.publish(ctx, recs, *metadataFile, stdout, stderr); err != nil {
 		return err
 	}
 	if mdErr != nil {
-		return errors.New("metadata file has invalid entries (see above)")
+		return errors.New("metadata file has invalid records (see above)")
 	}
 	return nil
 }
 
-// publish pushes md's instance images and writes their indexes; metadataFile
-// locates the default ledger.
-func (f *publishFlags) publish(ctx context.Context, md *publish.Metadata, metadataFile string, stdout, stderr io.Writer) error {
+// publish pushes the instance images of recs and writes their indexes;
+// metadataFile locates the default ledger.
+func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
 	ledgerPath := f.ledgerPath
 	if ledgerPath == "" {
 		ledgerPath = filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl")
@@ -124,7 +125,7 @@ func (f *publishFlags) publish(ctx context.Context, md *publish.Metadata, metada
 		return err
 	}
 	start := time.Now()
-	sum, err := publish.Publish(ctx, md, publish.Options{
+	sum, err := publish.Publish(ctx, recs, publish.Options{
 		Repo:                 f.repo,
 		KeepDoubleUnderscore: f.keepUU,
 		Client:               client,

@@ -12,26 +12,25 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/fetch"
 	"github.com/swebuild/swebuild/pins"
 )
 
-// genInputs are the flags shared by render and plan.
+// genInputs are the flags shared by render, plan, build and verify.
 type genInputs struct {
-	dataset   string
+	datasetFlags
 	instances []string
 	pins      string
 	specs     string
-	offline   bool
 }
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.dataset, "dataset", "", "dataset file (JSONL, JSON array or parquet)")
+	g.datasetFlags.register(fs)
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
-	fs.BoolVar(&g.offline, "offline", false, "never download (instances needing requirements.txt / environment.yml fail naming the URL)")
 }
 
 // load reads the tables, the extra specs, the pins and the dataset. A
@@ -53,12 +52,12 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Rendere
 	if err != nil {
 		return nil, nil, fmt.Errorf("--pins: %w", err)
 	}
-	client, err := fetch.New(fetch.Options{Offline: g.offline})
+	client, err := g.fetchClient()
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up downloads: %w", err)
 	}
 	r := &render.Renderer{Tables: tables, Pins: set, Fetcher: fetchAdapter{client}}
-	insts, loadErr := dataset.Load(ctx, g.dataset, dataset.LoadOptions{Known: tables})
+	insts, loadErr := g.open(ctx, tables, stderr)
 	var verr *dataset.ValidationError
 	if loadErr != nil && !errors.As(loadErr, &verr) {
 		return nil, nil, loadErr
@@ -71,7 +70,7 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Rendere
 		return nil, nil, err
 	}
 	if verr != nil {
-		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.dataset, len(verr.Problems))
+		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.source, len(verr.Problems))
 	}
 	return r, insts, nil
 }
@@ -93,33 +92,26 @@ func (a fetchAdapter) Fetch(ctx context.Context, url string) (string, bool, erro
 }
 
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
-// repeated or comma-separated.
-func parseArches(vals []string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
+// repeated or comma-separated, and returns the platforms in index order.
+func parseArches(vals []string) ([]core.Platform, error) {
+	var list []string
 	for _, v := range vals {
 		for _, a := range strings.Split(v, ",") {
 			a = strings.TrimSpace(a)
-			var list []string
 			if a == "all" {
-				list = []string{spec.ArchX86, spec.ArchARM64}
-			} else if arch, ok := spec.ArchOf(a); ok {
-				list = []string{arch}
-			} else {
+				list = append(list, core.AMD64.String(), core.ARM64.String())
+				continue
+			}
+			if _, err := core.ParsePlatform(a); err != nil {
 				return nil, fmt.Errorf("--arch %q: want x86_64, arm64 or all", a)
 			}
-			for _, x := range list {
-				if !seen[x] {
-					seen[x] = true
-					out = append(out, x)
-				}
-			}
+			list = append(list, a)
 		}
 	}
-	if len(out) == 0 {
+	if len(list) == 0 {
 		return nil, errors.New("--arch is required (x86_64, arm64 or all)")
 	}
-	return out, nil
+	return core.ParsePlatforms(list)
 }
 
 // writeAllLowGC runs r.WriteAll with the GC target lowered from the default
@@ -129,13 +121,13 @@ func parseArches(vals []string) ([]string, error) {
 // twice the dataset touches ~3,000 fresh pages, and each page fault costs
 // more than the extra GC cycles (measured on Verified: 3,100 -> 1,400 faults,
 // user+sys of the write phase 285 -> 245 ms, peak RSS -6 MB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, arches []string, out string, jobs int) (int, []*render.InstanceError) {
+func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {
 		defer debug.SetGCPercent(prev)
 	}
-	return r.WriteAll(ctx, insts, arches, out, jobs)
+	return r.WriteAll(ctx, insts, platforms, out, jobs)
 }
 
 // runRender implements `swebuild render`.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/pins"
 )
@@ -145,6 +146,13 @@ func TestPinsList(t *testing.T) {
 		for _, s := range []string{r.ID, r.Match, r.Change, r.Reason, r.Evidence} {
 			if !strings.Contains(stdout.String(), s) {
 				t.Errorf("pins list lacks %q", s)
+			}
+		}
+	}
+	for _, r := range spec.X86Rules() {
+		for _, s := range []string{r.ID, r.Match, r.Reason, r.Evidence} {
+			if !strings.Contains(stdout.String(), s) {
+				t.Errorf("pins list lacks x86-only rule text %q", s)
 			}
 		}
 	}

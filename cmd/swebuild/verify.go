@@ -17,10 +17,9 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -55,7 +54,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
 	fs.StringVar(&images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
 	fs.StringVar(&metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
-	fs.StringSliceVar(&platforms, "platform", []string{spec.PlatformAMD64, spec.PlatformARM64}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
 	fs.IntVarP(&workers, "workers", "j", 2, "runs at once")
 	fs.DurationVar(&timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
@@ -97,10 +96,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case logParser != "" && !slices.Contains(grading.ParserNames(), logParser):
 		return usageErr("--log-parser %q: want one of %s", logParser, strings.Join(grading.ParserNames(), ", "))
 	}
-	for _, p := range platforms {
-		if _, ok := spec.ArchOf(p); !ok {
+	for i, p := range platforms {
+		cp, err := core.ParsePlatform(p)
+		if err != nil {
 			return usageErr("--platform %q: want linux/amd64 or linux/arm64", p)
 		}
+		platforms[i] = cp.String()
 	}
 	var base *verify.Summary
 	if baseline != "" {
@@ -140,15 +141,15 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if images != "" {
 		imageFn = verify.ImagesFromRepo(images)
 	} else {
-		md, err := publish.ReadMetadata(metadataFile)
-		if md == nil {
+		recs, err := core.ReadFile(metadataFile)
+		if len(recs) == 0 && err != nil {
 			return fmt.Errorf("--metadata-file: %w", err)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
-			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid entries", metadataFile))
+			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid records", metadataFile))
 		}
-		imageFn = verify.ImagesFromMetadata(md, metadataFile)
+		imageFn = verify.ImagesFromRecords(recs, metadataFile)
 	}
 	targets, terrs := verify.Targets(ctx, r, insts, platforms, imageFn)
 	for _, e := range terrs {

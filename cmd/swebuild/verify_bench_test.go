@@ -14,11 +14,11 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/pins"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -49,7 +49,7 @@ func benchTargets(b *testing.B) []verify.Target {
 				return
 			}
 		}
-		md := filepath.Join(os.TempDir(), fmt.Sprintf("swebuild-verify-bench-%d.json", os.Getpid()))
+		md := filepath.Join(os.TempDir(), fmt.Sprintf("swebuild-verify-bench-%d.jsonl", os.Getpid()))
 		defer os.Remove(md)
 		if _, err := f.build(b, ctx, f.dataset, f.reg+"/swebuild-test/verify", md); err != nil {
 			benchOnce.err = err
@@ -74,12 +74,12 @@ func benchTargets(b *testing.B) []verify.Target {
 			benchOnce.err = err
 			return
 		}
-		m, err := publish.ReadMetadata(md)
+		m, err := core.ReadFile(md)
 		if err != nil {
 			benchOnce.err = err
 			return
 		}
-		ts, errs := verify.Targets(ctx, &render.Renderer{Tables: tables, Pins: set}, insts, nil, verify.ImagesFromMetadata(m, md))
+		ts, errs := verify.Targets(ctx, &render.Renderer{Tables: tables, Pins: set}, insts, nil, verify.ImagesFromRecords(m, md))
 		if len(errs) > 0 {
 			benchOnce.err = errs[0]
 			return
@@ -128,7 +128,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 	n := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, p := range []string{spec.PlatformAMD64, spec.PlatformARM64} {
+		for _, p := range []string{core.AMD64.String(), core.ARM64.String()} {
 			sum, err := r.Verify(context.Background(), byPlatform[p], true, false, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -147,11 +147,11 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 				}
 			}
 		}
-		n += len(byPlatform[spec.PlatformAMD64])
+		n += len(byPlatform[core.AMD64.String()])
 	}
 	b.StopTimer()
-	for _, p := range []string{spec.PlatformAMD64, spec.PlatformARM64} {
-		arch, _ := spec.ArchOf(p)
+	for _, cp := range core.AllPlatforms() {
+		p, arch := cp.String(), cp.Arch()
 		a := sums[p]
 		b.ReportMetric(a.wall/float64(n), arch+"-wall-s/inst")
 		b.ReportMetric(a.test/float64(n), arch+"-test-s/inst")
@@ -162,7 +162,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 		b.ReportMetric((a.inside-a.test)/float64(n), arch+"-in-container-overhead-s/inst")
 		b.ReportMetric((a.wall-a.inside)/float64(n), arch+"-outside-overhead-s/inst")
 	}
-	x, y := sums[spec.PlatformAMD64], sums[spec.PlatformARM64]
+	x, y := sums[core.AMD64.String()], sums[core.ARM64.String()]
 	b.ReportMetric(y.wall/x.wall, "arm64/amd64-wall")
 	b.ReportMetric(y.test/x.test, "arm64/amd64-test")
 }
@@ -172,7 +172,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 func BenchmarkVerifyWorkers(b *testing.B) {
 	var amd []verify.Target
 	for _, t := range benchTargets(b) {
-		if t.Platform == spec.PlatformAMD64 {
+		if t.Platform == core.AMD64.String() {
 			amd = append(amd, t)
 		}
 	}

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -149,7 +149,7 @@ func TestVerifyFixture(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
-	md := filepath.Join(tmp, "metadata.json")
+	md := filepath.Join(tmp, "metadata.jsonl")
 	push := f.reg + "/swebuild-test/verify"
 	if _, err := f.build(t, ctx, f.dataset, push, md); err != nil {
 		t.Fatalf("building the fixture: %v", err)
@@ -287,7 +287,7 @@ func TestVerifyFixture(t *testing.T) {
 
 	// 3. build --verify --push --publish does not push (or publish) the
 	// broken instances.
-	md2 := filepath.Join(tmp, "metadata-verify.json")
+	md2 := filepath.Join(tmp, "metadata-verify.jsonl")
 	pubRepo := f.reg + "/swebuild-test/verify-gate-pub"
 	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--log-parser", "parse_log_pytest", "--platform", "linux/amd64",
 		"--publish", pubRepo, "--ledger", filepath.Join(tmp, "ledger.jsonl"))
@@ -297,17 +297,17 @@ func TestVerifyFixture(t *testing.T) {
 	if !strings.Contains(bout, "gold patch verification:") || !strings.Contains(bout, "fixture__calc-1") {
 		t.Errorf("build --verify output lacks the verification summary:\n%s", bout)
 	}
-	m, err := publish.ReadMetadata(md2)
+	m, err := core.ReadFile(md2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pushed := map[string]bool{}
-	for _, im := range m.Images {
-		if im.NodeKind() != publish.NodeInstance {
+	for _, im := range m {
+		if im.Kind != core.KindInstance || im.Status != core.StatusBuilt {
 			continue
 		}
 		pushed[im.InstanceID] = true
-		if im.Verified == nil || !*im.Verified {
+		if !im.IsVerified() {
 			t.Errorf("%s pushed without verified=true", im.InstanceID)
 		}
 		if im.Ref == "" {

@@ -1,11 +1,22 @@
 // Command gen transcribes the upstream SWE-bench v4.1.0 tables that
 // builder/spec needs from the shared reference data into data/:
 //
-//   - data/specs.json: the Python-language subset of specs.json (spec table,
-//     USE_X86, docker defaults, Dockerfile templates, heredoc delimiters, ...);
+//   - data/specs.json: USE_X86, docker defaults, the languages of every repo,
+//     the Dockerfile templates of every language, heredoc delimiters, ...;
+//   - data/specs/<owner>__<name>.json: one repo's spec table (Python from
+//     upstream-v4.1.0/specs.json; C, Go, Java, JavaScript/TypeScript, PHP,
+//     Ruby and Rust from upstream-v4.1.0-multilingual/specs-multilingual.json,
+//     checked equal to specs.json's copy), decoded only when a record of
+//     that repo is rendered;
 //   - data/envcache/<instance_id>.yml: the bundled per-instance
 //     environment.yml files, recovered verbatim from the reference env script
 //     lists (meta.json env_script_list item 2 is "cat <<'EOF' > ...\n<yml>\nEOF").
+//
+// Non-Python specs are written in a normalized form (see nonPython): their
+// list-valued install becomes install_cmds, test_cmd (a string or a list)
+// becomes the list test_cmds, apt-pkgs becomes apt_pkgs, and docker_specs
+// keeps upstream's key order as a list of [key, value] pairs, since the
+// image keys hash Python's str() of that dict.
 //
 // Run through `go generate ./builder/spec`.
 package main
@@ -16,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,32 +44,39 @@ func main() {
 	}
 }
 
+type templates struct {
+	Base     map[string]string `json:"_DOCKERFILE_BASE"`
+	Env      map[string]string `json:"_DOCKERFILE_ENV"`
+	Instance map[string]string `json:"_DOCKERFILE_INSTANCE"`
+	BaseJS2  string            `json:"_DOCKERFILE_BASE_JS_2"`
+}
+
 type upstream struct {
-	Specs       map[string]map[string]json.RawMessage `json:"MAP_REPO_VERSION_TO_SPECS"`
-	ReqsPaths   map[string][]string                   `json:"MAP_REPO_TO_REQS_PATHS"`
-	EnvYMLPaths map[string][]string                   `json:"MAP_REPO_TO_ENV_YML_PATHS"`
-	UseX86      []string                              `json:"USE_X86"`
-	Defaults    map[string]string                     `json:"DEFAULT_DOCKER_SPECS"`
-	Branches    map[string]map[string]string          `json:"REPO_BASE_COMMIT_BRANCH"`
-	NonTestExts []string                              `json:"NON_TEST_EXTS"`
-	RepoToExt   map[string]string                     `json:"MAP_REPO_TO_EXT"`
-	Install     map[string]string                     `json:"MAP_REPO_TO_INSTALL"`
-	Latest      string                                `json:"LATEST"`
-	URLRaw      string                                `json:"SWE_BENCH_URL_RAW"`
-	Start       string                                `json:"START_TEST_OUTPUT"`
-	End         string                                `json:"END_TEST_OUTPUT"`
-	Templates   struct {
-		Base     map[string]string `json:"_DOCKERFILE_BASE"`
-		Env      map[string]string `json:"_DOCKERFILE_ENV"`
-		Instance map[string]string `json:"_DOCKERFILE_INSTANCE"`
-	} `json:"DOCKERFILE_TEMPLATES"`
-	TestSpecPython map[string]json.RawMessage `json:"TEST_SPEC_PYTHON"`
+	Specs          map[string]map[string]json.RawMessage `json:"MAP_REPO_VERSION_TO_SPECS"`
+	ReqsPaths      map[string][]string                   `json:"MAP_REPO_TO_REQS_PATHS"`
+	EnvYMLPaths    map[string][]string                   `json:"MAP_REPO_TO_ENV_YML_PATHS"`
+	UseX86         []string                              `json:"USE_X86"`
+	Defaults       map[string]string                     `json:"DEFAULT_DOCKER_SPECS"`
+	Branches       map[string]map[string]string          `json:"REPO_BASE_COMMIT_BRANCH"`
+	NonTestExts    []string                              `json:"NON_TEST_EXTS"`
+	RepoToExt      map[string]string                     `json:"MAP_REPO_TO_EXT"`
+	Install        map[string]string                     `json:"MAP_REPO_TO_INSTALL"`
+	Latest         string                                `json:"LATEST"`
+	URLRaw         string                                `json:"SWE_BENCH_URL_RAW"`
+	Start          string                                `json:"START_TEST_OUTPUT"`
+	End            string                                `json:"END_TEST_OUTPUT"`
+	Templates      templates                             `json:"DOCKERFILE_TEMPLATES"`
+	TestSpecPython map[string]json.RawMessage            `json:"TEST_SPEC_PYTHON"`
+	TestSpecJS     struct {
+		TestCmds map[string]string `json:"MAP_REPO_TO_TEST_CMDS"`
+		Heredoc  string            `json:"EVAL_HEREDOC_DELIMITER"`
+	} `json:"TEST_SPEC_JAVASCRIPT"`
 }
 
 // tables is the schema of data/specs.json (read by builder/spec).
 type tables struct {
 	Source             string                                `json:"source"`
-	Specs              map[string]map[string]json.RawMessage `json:"specs"`
+	Specs              map[string]map[string]json.RawMessage `json:"-"`
 	ReqsPaths          map[string][]string                   `json:"reqs_paths"`
 	EnvYMLPaths        map[string][]string                   `json:"env_yml_paths"`
 	UseX86             []string                              `json:"use_x86"`
@@ -70,25 +89,39 @@ type tables struct {
 	URLRaw             string                                `json:"swe_bench_url_raw"`
 	StartTestOutput    string                                `json:"start_test_output"`
 	EndTestOutput      string                                `json:"end_test_output"`
-	BaseTemplate       string                                `json:"dockerfile_base_py"`
-	EnvTemplate        string                                `json:"dockerfile_env_py"`
-	InstanceTemplate   string                                `json:"dockerfile_instance_py"`
+	BaseTemplates      map[string]string                     `json:"dockerfile_base"`
+	EnvTemplates       map[string]string                     `json:"dockerfile_env"`
+	InstanceTemplates  map[string]string                     `json:"dockerfile_instance"`
+	VariantTemplates   map[string]string                     `json:"dockerfile_base_variants"`
 	HeredocEnv         string                                `json:"heredoc_env"`
 	HeredocEval        string                                `json:"heredoc_eval"`
+	HeredocEvalCommon  string                                `json:"heredoc_eval_common"`
+	RepoTestCmds       map[string]string                     `json:"repo_test_cmds"`
 	ReplaceReqPackages [][2]string                           `json:"replace_req_packages"`
 }
 
-func run(shared, out string) error {
-	raw, err := os.ReadFile(filepath.Join(shared, "upstream-v4.1.0", "specs.json"))
+func readJSON(path string, v any) error {
+	raw, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading specs.json: %w", err)
+		return fmt.Errorf("reading %s: %w", filepath.Base(path), err)
 	}
-	var up upstream
-	if err := json.Unmarshal(raw, &up); err != nil {
-		return fmt.Errorf("decoding specs.json: %w", err)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decoding %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+func run(shared, out string) error {
+	var up, ml upstream
+	if err := readJSON(filepath.Join(shared, "upstream-v4.1.0", "specs.json"), &up); err != nil {
+		return err
+	}
+	if err := readJSON(filepath.Join(shared, "upstream-v4.1.0-multilingual", "specs-multilingual.json"), &ml); err != nil {
+		return err
 	}
 	t := tables{
-		Source:             "SWE-bench v4.1.0 (726c5461e2ef52d83cf1ea2107870a8bb3328d57) specs.json, Python repos only; generated by builder/spec/internal/gen",
+		Source: "SWE-bench v4.1.0 (726c5461e2ef52d83cf1ea2107870a8bb3328d57): Python repos from specs.json, " +
+			"the other languages from specs-multilingual.json (normalized: install_cmds, test_cmds, apt_pkgs, ordered docker_specs); generated by builder/spec/internal/gen",
 		Specs:              map[string]map[string]json.RawMessage{},
 		ReqsPaths:          up.ReqsPaths,
 		EnvYMLPaths:        up.EnvYMLPaths,
@@ -102,18 +135,46 @@ func run(shared, out string) error {
 		URLRaw:             up.URLRaw,
 		StartTestOutput:    up.Start,
 		EndTestOutput:      up.End,
-		BaseTemplate:       up.Templates.Base["py"],
-		EnvTemplate:        up.Templates.Env["py"],
-		InstanceTemplate:   up.Templates.Instance["py"],
+		BaseTemplates:      up.Templates.Base,
+		EnvTemplates:       up.Templates.Env,
+		InstanceTemplates:  up.Templates.Instance,
+		VariantTemplates:   map[string]string{"js_2": up.Templates.BaseJS2},
+		HeredocEvalCommon:  ml.TestSpecJS.Heredoc,
+		RepoTestCmds:       ml.TestSpecJS.TestCmds,
+	}
+	if err := sameTables(&up, &ml); err != nil {
+		return err
 	}
 	for repo, versions := range up.Specs {
 		if up.RepoToExt[repo] != "py" {
 			continue
 		}
+		for v, raw := range versions {
+			if err := checkPython(raw); err != nil {
+				return fmt.Errorf("specs %s %s: %w", repo, v, err)
+			}
+		}
 		t.Specs[repo] = versions
 		t.RepoToExt[repo] = "py"
 	}
+	for repo, versions := range ml.Specs {
+		lang := ml.RepoToExt[repo]
+		if lang == "" || lang == "py" {
+			return fmt.Errorf("specs-multilingual.json: repo %s has language %q", repo, lang)
+		}
+		norm := make(map[string]json.RawMessage, len(versions))
+		for v, raw := range versions {
+			n, err := nonPython(raw)
+			if err != nil {
+				return fmt.Errorf("specs-multilingual.json: %s %s: %w", repo, v, err)
+			}
+			norm[v] = n
+		}
+		t.Specs[repo] = norm
+		t.RepoToExt[repo] = lang
+	}
 	for k, v := range up.TestSpecPython {
+		var err error
 		switch {
 		case strings.HasPrefix(k, "HEREDOC_DELIMITER_env"):
 			err = json.Unmarshal(v, &t.HeredocEnv)
@@ -126,8 +187,16 @@ func run(shared, out string) error {
 			return fmt.Errorf("decoding TEST_SPEC_PYTHON.%s: %w", k, err)
 		}
 	}
-	if t.HeredocEnv == "" || t.HeredocEval == "" || t.BaseTemplate == "" {
-		return errors.New("specs.json lacks heredoc delimiters or Python templates")
+	switch {
+	case t.HeredocEnv == "" || t.HeredocEval == "" || t.HeredocEvalCommon == "":
+		return errors.New("the reference lacks heredoc delimiters")
+	case t.BaseTemplates["py"] == "" || up.Templates.BaseJS2 == "":
+		return errors.New("the reference lacks Dockerfile templates")
+	}
+	for repo, lang := range t.RepoToExt {
+		if t.BaseTemplates[lang] == "" || t.InstanceTemplates[lang] == "" {
+			return fmt.Errorf("repo %s: no Dockerfile templates for language %q", repo, lang)
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -142,11 +211,223 @@ func run(shared, out string) error {
 	if err := os.WriteFile(filepath.Join(out, "specs.json"), buf.Bytes(), 0o644); err != nil {
 		return err
 	}
+	if err := writeRepoSpecs(filepath.Join(out, "specs"), t.Specs); err != nil {
+		return err
+	}
 	n, err := envCache(shared, t.HeredocEnv, filepath.Join(out, "envcache"))
 	if err != nil {
 		return err
 	}
-	fmt.Printf("gen: %d repos, %d cached environment.yml files\n", len(t.Specs), n)
+	langs := map[string]int{}
+	for _, l := range t.RepoToExt {
+		langs[l]++
+	}
+	fmt.Printf("gen: %d repos %v, %d cached environment.yml files\n", len(t.Specs), langs, n)
+	return nil
+}
+
+// RepoFile is the file name of a repo's spec table under data/specs.
+func RepoFile(repo string) string { return strings.ReplaceAll(repo, "/", "__") + ".json" }
+
+// writeRepoSpecs replaces dir by one file per repo.
+func writeRepoSpecs(dir string, specs map[string]map[string]json.RawMessage) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for repo, versions := range specs {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(versions); err != nil {
+			return fmt.Errorf("encoding %s: %w", repo, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, RepoFile(repo)), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameTables checks that the two dumps agree where they overlap: the
+// non-Python specs, languages and templates (specs.json holds every
+// language too; specs-multilingual.json is the designated source).
+func sameTables(up, ml *upstream) error {
+	for repo, versions := range ml.Specs {
+		if up.RepoToExt[repo] != ml.RepoToExt[repo] {
+			return fmt.Errorf("repo %s: language %q in specs.json, %q in specs-multilingual.json", repo, up.RepoToExt[repo], ml.RepoToExt[repo])
+		}
+		if len(up.Specs[repo]) != len(versions) {
+			return fmt.Errorf("repo %s: %d versions in specs.json, %d in specs-multilingual.json", repo, len(up.Specs[repo]), len(versions))
+		}
+		for v, raw := range versions {
+			if !bytes.Equal(compact(up.Specs[repo][v]), compact(raw)) {
+				return fmt.Errorf("repo %s version %s differs between specs.json and specs-multilingual.json", repo, v)
+			}
+		}
+	}
+	for lang, tmpl := range ml.Templates.Base {
+		if up.Templates.Base[lang] != tmpl {
+			return fmt.Errorf("_DOCKERFILE_BASE[%s] differs between the two dumps", lang)
+		}
+	}
+	if up.Templates.BaseJS2 != ml.Templates.BaseJS2 {
+		return errors.New("_DOCKERFILE_BASE_JS_2 differs between the two dumps")
+	}
+	return nil
+}
+
+func compact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// pythonKeys are the spec keys make_*_py read.
+var pythonKeys = map[string]bool{
+	"python": true, "packages": true, "install": true, "pip_packages": true, "pre_install": true,
+	"eval_commands": true, "test_cmd": true, "no_use_env": true, "execute_test_as_nonroot": true, "nano_cpus": true,
+}
+
+func checkPython(raw json.RawMessage) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	for k := range m {
+		if !pythonKeys[k] {
+			return fmt.Errorf("unknown key %q (builder/spec would drop it)", k)
+		}
+	}
+	return nil
+}
+
+// nonPython normalizes one non-Python spec for builder/spec.Spec.
+func nonPython(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var order []string
+	fields := map[string]json.RawMessage{}
+	if err := readObject(dec, func(key string) error {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		order = append(order, key)
+		fields[key] = v
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, k := range order {
+		v := fields[k]
+		switch k {
+		case "pre_install", "build":
+			var l []string
+			if err := json.Unmarshal(v, &l); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = l
+		case "install":
+			var l []string
+			if err := json.Unmarshal(v, &l); err != nil {
+				return nil, fmt.Errorf("install: want a list: %w", err)
+			}
+			out["install_cmds"] = l
+		case "apt-pkgs":
+			var l []string
+			if err := json.Unmarshal(v, &l); err != nil {
+				return nil, fmt.Errorf("apt-pkgs: %w", err)
+			}
+			if len(l) == 0 {
+				// Upstream would write "apt-get install -y " for a present,
+				// empty list; the normalized form could not tell it apart.
+				return nil, errors.New("apt-pkgs: present but empty")
+			}
+			out["apt_pkgs"] = l
+		case "test_cmd":
+			var s string
+			if err := json.Unmarshal(v, &s); err == nil {
+				out["test_cmds"] = []string{s}
+				break
+			}
+			var l []string
+			if err := json.Unmarshal(v, &l); err != nil {
+				return nil, fmt.Errorf("test_cmd: want a string or a list: %w", err)
+			}
+			out["test_cmds"] = l
+		case "docker_specs":
+			pairs, err := orderedPairs(v)
+			if err != nil {
+				return nil, fmt.Errorf("docker_specs: %w", err)
+			}
+			out[k] = pairs
+		default:
+			return nil, fmt.Errorf("unknown key %q (builder/spec would drop it)", k)
+		}
+	}
+	if out["test_cmds"] == nil {
+		return nil, errors.New("no test_cmd")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// orderedPairs turns a JSON object into [[key, value], ...] in file order.
+func orderedPairs(raw json.RawMessage) ([][2]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var out [][2]json.RawMessage
+	err := readObject(dec, func(key string) error {
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		k, _ := json.Marshal(key)
+		out = append(out, [2]json.RawMessage{k, compact(v)})
+		return nil
+	})
+	return out, err
+}
+
+// readObject reads one JSON object from dec, calling value for each key
+// (which must consume the value).
+func readObject(dec *json.Decoder, value func(key string) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("want an object, got %v", tok)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("want an object key, got %v", tok)
+		}
+		if err := value(key); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the object")
+	}
 	return nil
 }
 

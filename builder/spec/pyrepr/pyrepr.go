@@ -1,4 +1,7 @@
-package render
+// Package pyrepr writes Python 3's repr() of strings and lists of strings,
+// byte for byte: upstream SWE-bench hashes str(list) and str(dict) for its
+// image keys.
+package pyrepr
 
 import (
 	"strings"
@@ -8,11 +11,11 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// appendPyRepr appends Python 3's repr(str) of s: single quotes unless s
+// AppendString appends Python 3's repr(str) of s: single quotes unless s
 // contains ' and no ", backslash escapes for \\ \n \r \t and the quote,
 // \xNN / \uNNNN / \UNNNNNNNN for non-printable characters, printable
 // non-ASCII kept as is.
-func appendPyRepr(b *strings.Builder, s string) {
+func AppendString(b *strings.Builder, s string) {
 	quote := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		quote = '"'
@@ -82,8 +85,8 @@ func appendPyRepr(b *strings.Builder, s string) {
 	b.WriteByte(quote)
 }
 
-// PyListRepr is Python's str(list_of_str): "['a', \"b'c\"]".
-func PyListRepr(items []string) string {
+// ListRepr is Python's str(list_of_str): "['a', \"b'c\"]".
+func ListRepr(items []string) string {
 	n := 2
 	for _, s := range items {
 		n += len(s) + 4
@@ -95,7 +98,7 @@ func PyListRepr(items []string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		appendPyRepr(&b, s)
+		AppendString(&b, s)
 	}
 	b.WriteByte(']')
 	return b.String()

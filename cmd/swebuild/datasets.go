@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/dataset/hub"
+	"github.com/swebuild/swebuild/fetch"
+)
+
+// datasetFlags are the flags of every subcommand that reads a dataset
+// (--dataset, --offline, --cache-dir), with the environment they default
+// from, read once here.
+type datasetFlags struct {
+	dataset  string
+	offline  bool
+	cacheDir string
+	env      datasetEnv
+	// source is where open read the records from: the file, or
+	// NAME@COMMIT:SPLIT for a hub dataset (for core.Image.Dataset).
+	source dataset.Source
+}
+
+// datasetEnv is the environment the dataset flags use.
+type datasetEnv struct {
+	cacheRoot  string // $SWEBUILD_CACHE, else $XDG_CACHE_HOME/swebuild, else ~/.cache/swebuild
+	hfEndpoint string // $HF_ENDPOINT (huggingface_hub's name), default the hub
+	hfToken    string // $HF_TOKEN
+	hfOffline  bool   // $HF_HUB_OFFLINE, as huggingface_hub reads it
+}
+
+func readDatasetEnv() datasetEnv {
+	e := datasetEnv{hfEndpoint: os.Getenv("HF_ENDPOINT"), hfToken: os.Getenv("HF_TOKEN")}
+	switch strings.ToUpper(os.Getenv("HF_HUB_OFFLINE")) {
+	case "1", "ON", "YES", "TRUE":
+		e.hfOffline = true
+	}
+	switch {
+	case os.Getenv("SWEBUILD_CACHE") != "":
+		e.cacheRoot = os.Getenv("SWEBUILD_CACHE")
+	case filepath.IsAbs(os.Getenv("XDG_CACHE_HOME")):
+		e.cacheRoot = filepath.Join(os.Getenv("XDG_CACHE_HOME"), "swebuild")
+	default:
+		if home, err := os.UserHomeDir(); err == nil {
+			e.cacheRoot = filepath.Join(home, ".cache", "swebuild")
+		}
+	}
+	return e
+}
+
+func (d *datasetFlags) register(fs *pflag.FlagSet) {
+	d.env = readDatasetEnv()
+	fs.StringVar(&d.dataset, "dataset", "", "dataset: a JSONL, JSON array or parquet file, or a Hugging Face dataset NAME[@REVISION][:SPLIT] (split default test; $HF_ENDPOINT, $HF_TOKEN)")
+	fs.BoolVar(&d.offline, "offline", d.env.hfOffline, "never download: hub datasets and requirements.txt / environment.yml come from the cache, or the command fails naming what is missing (default $HF_HUB_OFFLINE)")
+	fs.StringVar(&d.cacheDir, "cache-dir", d.env.cacheRoot, "cache of downloaded datasets (DIR/hub) and requirements files (DIR/http)")
+}
+
+func (d *datasetFlags) root() (string, error) {
+	if d.cacheDir == "" {
+		return "", errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
+	}
+	return d.cacheDir, nil
+}
+
+// fetchClient is the client for requirements.txt / environment.yml.
+func (d *datasetFlags) fetchClient() (*fetch.Client, error) {
+	root, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	return fetch.New(fetch.Options{CacheDir: filepath.Join(root, "http"), Offline: d.offline})
+}
+
+// open reads the dataset: the valid records and, when some records are
+// bad, a *dataset.ValidationError listing them. Downloads are logged to
+// stderr.
+func (d *datasetFlags) open(ctx context.Context, known dataset.Known, stderr io.Writer) ([]dataset.Instance, error) {
+	if d.dataset == "" {
+		return nil, fmt.Errorf("--dataset is required: %w", errUsage)
+	}
+	opts := dataset.OpenOptions{LoadOptions: dataset.LoadOptions{Known: known}}
+	if root, err := d.root(); err == nil {
+		c, err := hub.New(hub.Options{Endpoint: d.env.hfEndpoint, Token: d.env.hfToken, CacheDir: filepath.Join(root, "hub"), Offline: d.offline, Log: stderr})
+		if err != nil {
+			return nil, fmt.Errorf("$HF_ENDPOINT: %w", err)
+		}
+		opts.Hub = c
+	}
+	insts, src, err := dataset.Open(ctx, d.dataset, opts)
+	d.source = src
+	return insts, err
+}
