@@ -109,9 +109,9 @@ func FuzzGradeMultilingual(f *testing.F) {
 	f.Add(uint8(1), "immutable-js__immutable-js-2005", ">>>>> Start Test Output\n[PASSED] a > b\n>>>>> End Test Output\n", "a > b")
 	f.Add(uint8(2), "chartjs__Chart.js-1", ">>>>> Start Test Output\nnothing\n>>>>> End Test Output\n", "absent")
 	var repos []string
-	for _, p := range parserTable() {
+	for p := range parserTable() {
 		if p.module != "python" {
-			repos = append(repos, p.repos...)
+			repos = append(repos, p.repoList()...)
 		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, id, log, label string) {

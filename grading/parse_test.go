@@ -432,8 +432,8 @@ func TestParserMap(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, p := range parserTable() {
-		for _, repo := range p.repos {
+	for p := range parserTable() {
+		for _, repo := range p.repoList() {
 			n++
 			if _, ok := py.MapRepoToParser[repo]; !ok {
 				t.Errorf("%s maps %s, which upstream's map does not have", p.name, repo)
@@ -478,7 +478,7 @@ func TestParserMap(t *testing.T) {
 		t.Errorf("PARSER_FUNCTIONS_BY_MODULE lists %d functions, want 27", len(want))
 	}
 	got := map[string]string{}
-	for _, p := range parserTable() {
+	for p := range parserTable() {
 		if p.module != "python" {
 			got[p.name] = p.module
 		}
