@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -37,22 +38,82 @@ func BenchmarkGradeMultilingualLogs(b *testing.B) {
 }
 
 // BenchmarkGradeHugeLog reads (ReadLog, from a file) and grades a 200 MB
-// pytest log of 2.7 million distinct tests, the whole of what `swebuild
-// grade` does past loading the dataset. Run with -benchtime 1x.
+// log, what `swebuild grade` does past loading the dataset, on two logs:
+// real-repeated is the largest reference log (pydata__xarray-3364, 2.5 MB
+// of pytest output, pre-marker) repeated between the markers, so the text
+// is real and the status map stays small; distinct-tests is a synthetic
+// pytest log of 2.7 million distinct test names, the worst case for the
+// map. Run with -benchtime 1x.
 func BenchmarkGradeHugeLog(b *testing.B) {
 	const size = 200_000_000
-	path := filepath.Join(b.TempDir(), "test_output.txt")
+	var big gradeJob
+	for _, j := range referenceJobs(b, spectest.SharedDir(b)) {
+		if len(j.log) > len(big.log) {
+			big = j
+		}
+	}
+	if strings.Contains(big.log, StartTestOutput) {
+		b.Fatalf("%s has markers: repeating it would grade only its first section", big.inst.InstanceID)
+	}
+	distinct := dataset.Instance{InstanceID: "pytest-dev__pytest-5262", Repo: "pytest-dev/pytest",
+		FailToPass: []string{"tests/test_basic.py::test_options_work_7"},
+		PassToPass: []string{"testing/test_capture.py::TestCaptureManager::test_capturing_basic_api_7[no]"}}
+	for _, c := range []struct {
+		name  string
+		inst  dataset.Instance
+		write func(w *strings.Builder, i int)
+		check func(r Report) bool
+	}{
+		{"real-repeated", big.inst,
+			func(w *strings.Builder, _ int) { w.WriteString(big.log) },
+			func(r Report) bool { return r.PatchSuccessfullyApplied && r.TestsStatus != nil }},
+		{"distinct-tests", distinct,
+			func(w *strings.Builder, i int) {
+				w.WriteString("PASSED testing/test_capture.py::TestCaptureManager::test_capturing_basic_api_" + itoa(i) + "[no]\n" +
+					"FAILED tests/test_basic.py::test_options_work_" + itoa(i) + " - DeprecationWarning: 'werkzeug...\n" +
+					"INFO     root:test_global_capture_with_live_logging.py:17 something in test\n")
+			},
+			func(r Report) bool { return !r.Resolved && len(r.TestsStatus.PassToPass.Success) == 1 }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "test_output.txt")
+			n := writeHugeLog(b, path, size, c.write)
+			patch := ""
+			b.SetBytes(int64(n))
+			b.ResetTimer()
+			cpu := startCPU()
+			for i := 0; i < b.N; i++ {
+				log, err := ReadLog(path, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := Grade(c.inst, log, &patch, GradeOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.TestsStatus == nil || !c.check(r) {
+					b.Fatalf("unexpected report %s", r.JSON())
+				}
+			}
+			cpu.report(b)
+		})
+	}
+}
+
+// writeHugeLog writes to path the markers around what write(w, 0),
+// write(w, 1), ... produce until there are at least size bytes, 1 MB at a
+// time, and returns the file's length.
+func writeHugeLog(b *testing.B, path string, size int, write func(w *strings.Builder, i int)) int {
+	b.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var sb strings.Builder
-	sb.WriteString(">>>>> Start Test Output\n")
+	sb.WriteString(StartTestOutput + "\n")
 	n := 0
-	for i := 0; n < size; i++ {
-		sb.WriteString("PASSED testing/test_capture.py::TestCaptureManager::test_capturing_basic_api_" + itoa(i) + "[no]\n" +
-			"FAILED tests/test_basic.py::test_options_work_" + itoa(i) + " - DeprecationWarning: 'werkzeug...\n" +
-			"INFO     root:test_global_capture_with_live_logging.py:17 something in test\n")
+	for i := 0; n+sb.Len() < size; i++ {
+		write(&sb, i)
 		if sb.Len() > 1<<20 {
 			n += sb.Len()
 			if _, err := f.WriteString(sb.String()); err != nil {
@@ -61,7 +122,7 @@ func BenchmarkGradeHugeLog(b *testing.B) {
 			sb.Reset()
 		}
 	}
-	sb.WriteString(">>>>> End Test Output\n")
+	sb.WriteString("\n" + EndTestOutput + "\n")
 	n += sb.Len()
 	if _, err := f.WriteString(sb.String()); err != nil {
 		b.Fatal(err)
@@ -69,27 +130,7 @@ func BenchmarkGradeHugeLog(b *testing.B) {
 	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
-	inst := dataset.Instance{InstanceID: "pytest-dev__pytest-5262", Repo: "pytest-dev/pytest",
-		FailToPass: []string{"tests/test_basic.py::test_options_work_7"},
-		PassToPass: []string{"testing/test_capture.py::TestCaptureManager::test_capturing_basic_api_7[no]"}}
-	patch := ""
-	b.SetBytes(int64(n))
-	b.ResetTimer()
-	cpu := startCPU()
-	for i := 0; i < b.N; i++ {
-		log, err := ReadLog(path, 0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := Grade(inst, log, &patch, GradeOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if r.Resolved || len(r.TestsStatus.PassToPass.Success) != 1 {
-			b.Fatalf("unexpected report %s", r.JSON())
-		}
-	}
-	cpu.report(b)
+	return n
 }
 
 // BenchmarkParseMultilingual parses 1 MB and 10 MB logs made of the marked
