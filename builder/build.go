@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
@@ -26,25 +25,25 @@ import (
 // BuilderSpec names a BuildKit daemon, for one platform or (Platform "") for
 // every platform without its own builder.
 type BuilderSpec struct {
-	Platform string
+	Platform core.Platform
 	Addr     string
 }
 
-// ParseBuilder parses a --builder value: "ADDR" or "PLATFORM=ADDR", e.g.
+// ParseBuilder parses a builder value: "ADDR" or "PLATFORM=ADDR", e.g.
 // "unix:///run/swebuild/buildkitd.sock" or "linux/arm64=tcp://arm-host:1234".
 func ParseBuilder(v string) (BuilderSpec, error) {
 	if p, addr, ok := strings.Cut(v, "="); ok && !strings.Contains(p, "://") {
-		pl, err := parsePlatform(p)
+		pl, err := core.ParsePlatform(p)
 		if err != nil {
-			return BuilderSpec{}, fmt.Errorf("--builder %q: %w", v, err)
+			return BuilderSpec{}, fmt.Errorf("builder %q: %w", v, err)
 		}
 		if addr == "" {
-			return BuilderSpec{}, fmt.Errorf("--builder %q: empty address", v)
+			return BuilderSpec{}, fmt.Errorf("builder %q: empty address", v)
 		}
-		return BuilderSpec{Platform: platforms.Format(pl), Addr: addr}, nil
+		return BuilderSpec{Platform: pl, Addr: addr}, nil
 	}
 	if v == "" {
-		return BuilderSpec{}, errors.New("--builder: empty address")
+		return BuilderSpec{}, errors.New("builder: empty address")
 	}
 	return BuilderSpec{Addr: v}, nil
 }
@@ -81,8 +80,7 @@ func ParseCacheOption(v string) (bkclient.CacheOptionsEntry, error) {
 
 // Options configure Build.
 type Options struct {
-	// Builders are the BuildKit daemons; empty means $BUILDKIT_HOST for every
-	// platform.
+	// Builders are the BuildKit daemons (at least one).
 	Builders []BuilderSpec
 	// Workers is the number of solves running at once (default 2).
 	Workers int
@@ -103,10 +101,12 @@ type Options struct {
 	ProgressOut io.Writer
 	// RunDir receives one log file per node under logs/ (required).
 	RunDir string
-	// MetadataFile, when set, receives one core.Image record per node (JSON
-	// lines): built nodes with their digest and pushed ref, failed and
-	// skipped nodes with the error.
-	MetadataFile string
+	// Images binds image keys to existing images, as `docker buildx build
+	// --build-context NAME=docker-image://REF` does: a node whose key is
+	// bound is not built, and its children build FROM the image (a
+	// reference BuildKit pulls for the child's platform, e.g.
+	// REGISTRY/REPO@sha256:...). Keys match with or without ":latest".
+	Images map[string]string
 	// Verify, when set, is called for every instance node right after its
 	// image is solved, inside the node's build session and before the image
 	// is exported or pushed; an error fails the node, so a failed instance
@@ -123,6 +123,8 @@ type VerifyFunc func(ctx context.Context, gc gateway.Client, instanceID, platfor
 // Report is the result of Build: one Result per node, in the order given.
 type Report struct {
 	Results []Result
+	// given are the bound images (Options.Images) by context name.
+	given map[string]string
 }
 
 // Failed counts the nodes that failed or were skipped.
@@ -151,26 +153,33 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		opts.Progress = "auto"
 	case "auto", "tty", "plain", "rawjson", "quiet":
 	default:
-		return nil, fmt.Errorf("--progress %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
+		return nil, fmt.Errorf("progress mode %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
 	}
 	if opts.Push != "" {
 		named, err := reference.ParseNormalizedNamed(opts.Push)
 		if err != nil {
-			return nil, fmt.Errorf("--push %q: %w", opts.Push, err)
+			return nil, fmt.Errorf("push repository %q: %w", opts.Push, err)
 		}
 		if _, tagged := named.(reference.NamedTagged); tagged {
-			return nil, fmt.Errorf("--push %q: give a repository without a tag (images are pushed by digest)", opts.Push)
+			return nil, fmt.Errorf("push repository %q: give a repository without a tag (images are pushed by digest)", opts.Push)
 		}
 		if isLocalRegistry(reference.Domain(named)) {
 			opts.Insecure = true
 		}
+	}
+	given, err := givenImages(opts.Images)
+	if err != nil {
+		return nil, err
+	}
+	if len(given) > 0 {
+		nodes = withoutGiven(nodes, given)
 	}
 	logDir := filepath.Join(opts.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[string]*remote{}, verify: opts.Verify}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -188,6 +197,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	solver.progress = hub
 	s := &scheduler{
 		nodes:   nodes,
+		given:   given,
 		solver:  solver,
 		workers: opts.Workers,
 		openLog: func(n *Node) (io.WriteCloser, string, error) {
@@ -199,15 +209,10 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	if s.workers <= 0 {
 		s.workers = 2
 	}
-	report := &Report{Results: s.run(ctx)}
+	report := &Report{Results: s.run(ctx), given: given}
 	hub.close()
 
 	var errs []error
-	if opts.MetadataFile != "" {
-		if err := core.WriteFile(opts.MetadataFile, report.Records()); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if n := report.Failed(); n > 0 {
 		errs = append(errs, fmt.Errorf("%d of %d nodes failed", n, len(report.Results)))
 	}
@@ -229,11 +234,7 @@ func isLocalRegistry(host string) bool {
 // connectAll dials every builder once and fills solver's platform map.
 func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*remote, error) {
 	if len(specs) == 0 {
-		addr := os.Getenv("BUILDKIT_HOST")
-		if addr == "" {
-			return nil, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
-		}
-		specs = []BuilderSpec{{Addr: addr}}
+		return nil, errors.New("no BuildKit builder given")
 	}
 	byAddr := map[string]*remote{}
 	var remotes []*remote
@@ -253,13 +254,13 @@ func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*
 		}
 		if sp.Platform == "" {
 			if solver.fallback != nil && solver.fallback != r {
-				return remotes, fmt.Errorf("--builder %s: only one builder may be given without a platform", sp.Addr)
+				return remotes, fmt.Errorf("builder %s: only one builder may be given without a platform", sp.Addr)
 			}
 			solver.fallback = r
 			continue
 		}
 		if old := solver.byPlatform[sp.Platform]; old != nil && old != r {
-			return remotes, fmt.Errorf("--builder %s=%s: %s already has builder %s", sp.Platform, sp.Addr, sp.Platform, old.addr)
+			return remotes, fmt.Errorf("builder %s=%s: %s already has builder %s", sp.Platform, sp.Addr, sp.Platform, old.addr)
 		}
 		solver.byPlatform[sp.Platform] = r
 	}
@@ -270,7 +271,7 @@ func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*
 // characters unsafe in file names replaced.
 func logName(n *Node) string {
 	r := strings.NewReplacer("/", "_", ":", "_", "@", "_", " ", "_")
-	return r.Replace(n.Key) + "." + archOf(n.Platform) + ".log"
+	return r.Replace(n.Key) + "." + n.Platform.Arch() + ".log"
 }
 
 // Records describes every node as a core.Image record, in summary order:
@@ -278,9 +279,14 @@ func logName(n *Node) string {
 // failed and skipped nodes with their error.
 func (r *Report) Records() []core.Image {
 	out := []core.Image{}
-	keys := inputKeys(r.nodes())
+	keys := inputKeys(r.nodes(), r.given)
 	for _, res := range r.sorted() {
 		n := res.Node
+		if n.Kind == KindInstance && n.InstanceID == "" {
+			// Failed validation (see the summary): a record never
+			// carries an empty instance id.
+			continue
+		}
 		specKey := n.SpecKey
 		if specKey == "" {
 			specKey = keys[n.ID()]
@@ -289,7 +295,7 @@ func (r *Report) Records() []core.Image {
 			Kind:       core.Kind(n.Kind),
 			InstanceID: n.InstanceID,
 			Key:        n.Key,
-			Platform:   core.Platform(n.Platform),
+			Platform:   n.Platform,
 			SpecKey:    specKey,
 			BaseCommit: n.BaseCommit,
 			Status:     core.StatusBuilt,
@@ -351,7 +357,11 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		if !res.Started.IsZero() {
 			secs = fmt.Sprintf("%.1f", res.Elapsed.Seconds())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Key, n.Kind, n.Platform, mode, cached, secs, res.Status)
+		status := res.Status
+		if host := UnreachableHost(res.Err); host != "" && res.Status == StatusFailed {
+			status += ": cannot reach " + host
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Key, n.Kind, n.Platform, mode, cached, secs, status)
 		if res.Err != nil {
 			failures = append(failures, fmt.Sprintf("%s: %s: %v", n.ID(), res.Status, res.Err))
 			if res.LogPath != "" {

@@ -343,11 +343,11 @@ func TestInputKeysFollowParents(t *testing.T) {
 			{Key: "env", Kind: KindEnv, Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base"), Context: map[string][]byte{"s.sh": []byte("x")}},
 		}
 	}
-	k1, k2 := inputKeys(mk("FROM scratch")), inputKeys(mk("FROM scratch\nENV A=1"))
+	k1, k2 := inputKeys(mk("FROM scratch"), nil), inputKeys(mk("FROM scratch\nENV A=1"), nil)
 	if k1["env@linux/amd64"] == k2["env@linux/amd64"] {
 		t.Error("changing the parent's Dockerfile did not change the child's key")
 	}
-	if k1["env@linux/amd64"] != inputKeys(mk("FROM scratch"))["env@linux/amd64"] {
+	if k1["env@linux/amd64"] != inputKeys(mk("FROM scratch"), nil)["env@linux/amd64"] {
 		t.Error("input keys are not deterministic")
 	}
 }
@@ -409,6 +409,49 @@ func TestContextStateDirectory(t *testing.T) {
 		}
 		if want := []string{"mirror/calc.git/HEAD", "mirror/calc.git/objects/ab"}; !slices.Equal(sent, want) {
 			t.Errorf("sent %v, want %v", sent, want)
+		}
+	}
+}
+
+func TestWithoutGiven(t *testing.T) {
+	mk := func(key, kind string, p core.Platform, parents ...string) *Node {
+		return &Node{Key: key, Kind: kind, Platform: p, Parents: parents}
+	}
+	nodes := []*Node{
+		mk("base", KindBase, core.AMD64), mk("base", KindBase, core.ARM64),
+		mk("env.a", KindEnv, core.AMD64, "base"), mk("env.a", KindEnv, core.ARM64, "base"),
+		mk("env.b", KindEnv, core.AMD64, "base"),
+		mk("inst.a", KindInstance, core.AMD64, "env.a"), mk("inst.a", KindInstance, core.ARM64, "env.a"),
+		mk("inst.b", KindInstance, core.AMD64, "env.b"),
+		mk("lonely", KindBase, core.AMD64),
+	}
+	ids := func(ns []*Node) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.ID())
+		}
+		return out
+	}
+	tests := []struct {
+		given map[string]string
+		want  []string
+	}{
+		// A bound base: only it goes.
+		{map[string]string{"base": "r/b:1"}, []string{"env.a@linux/amd64", "env.a@linux/arm64", "env.b@linux/amd64", "inst.a@linux/amd64", "inst.a@linux/arm64", "inst.b@linux/amd64", "lonely@linux/amd64"}},
+		// A bound env: the base stays for the other env (amd64) and
+		// goes where nothing else needs it (arm64).
+		{map[string]string{"env.a:latest": "r/e:1"}, []string{"base@linux/amd64", "env.b@linux/amd64", "inst.a@linux/amd64", "inst.a@linux/arm64", "inst.b@linux/amd64", "lonely@linux/amd64"}},
+		// Both envs bound: no base is needed; a node with no children
+		// to begin with stays.
+		{map[string]string{"env.a": "r/e:1", "env.b": "r/e:2"}, []string{"inst.a@linux/amd64", "inst.a@linux/arm64", "inst.b@linux/amd64", "lonely@linux/amd64"}},
+	}
+	for _, tt := range tests {
+		given, err := givenImages(tt.given)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(withoutGiven(nodes, given)); !slices.Equal(got, tt.want) {
+			t.Errorf("given %v:\n got %v\nwant %v", tt.given, got, tt.want)
 		}
 	}
 }

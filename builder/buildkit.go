@@ -19,8 +19,9 @@ import (
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/pb"
-	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/tonistiigi/fsutil"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // How parents reach their children
@@ -41,6 +42,15 @@ import (
 // registry even when not publishing), and an oci-layout:// context needs every
 // parent exported to the client and streamed back in.
 //
+// A parent bound to an existing image (Options.Images) is not solved: the
+// child's frontend gets context:<parent>=docker-image://<ref> and pulls it
+// for the child's platform itself.
+//
+// A context or parent that is empty (upstream's base Dockerfiles copy
+// nothing; an image FROM scratch with only metadata has no layers) is still
+// handed over as a real definition (emptyDir): BuildKit rejects a definition
+// with no operations as a nil input.
+//
 // Contexts hold only what the Dockerfile copies: in-memory files become LLB
 // mkfile operations (fixed mode and timestamp, so the same bytes give the same
 // cache key and layer), and files on disk are sent from their directory by a
@@ -57,10 +67,16 @@ const sharedKey = "swebuild"
 
 // remote is one BuildKit daemon.
 type remote struct {
-	addr      string
-	c         *bkclient.Client
-	native    ocispecs.Platform   // first platform of the first worker
-	platforms []ocispecs.Platform // every platform of every worker
+	addr string
+	c    *bkclient.Client
+	// native is the platform of the first worker, when it is one swebuild
+	// builds for ("" otherwise: every node is then emulated).
+	native core.Platform
+	// platforms are the platforms swebuild builds for that some worker
+	// runs, natively or under emulation.
+	platforms []core.Platform
+	// workers lists every platform of every worker, for messages.
+	workers []string
 }
 
 // connect dials addr and reads its workers' platforms.
@@ -78,78 +94,72 @@ func connect(ctx context.Context, addr string) (*remote, error) {
 	}
 	r := &remote{addr: addr, c: c}
 	for _, w := range ws {
-		for _, p := range w.Platforms {
-			r.platforms = append(r.platforms, platforms.Normalize(p))
+		for _, wp := range w.Platforms {
+			// BuildKit's API speaks OCI platforms; they become
+			// core.Platform here, once.
+			s := platforms.Format(platforms.Normalize(wp))
+			r.workers = append(r.workers, s)
+			p, err := core.ParsePlatform(s)
+			if err != nil {
+				continue // a platform swebuild does not build for, e.g. linux/amd64/v2
+			}
+			if len(r.workers) == 1 { // the first worker's first platform is its native one
+				r.native = p
+			}
+			if !slices.Contains(r.platforms, p) {
+				r.platforms = append(r.platforms, p)
+			}
 		}
 	}
-	if len(r.platforms) == 0 {
+	if len(r.workers) == 0 {
 		c.Close()
 		return nil, fmt.Errorf("BuildKit at %s has no worker platforms", addr)
 	}
-	r.native = r.platforms[0]
 	return r, nil
-}
-
-func (r *remote) supports(p ocispecs.Platform) bool {
-	for _, q := range r.platforms {
-		if samePlatform(p, q) {
-			return true
-		}
-	}
-	return false
 }
 
 // bkSolver builds nodes on BuildKit daemons, one per platform.
 type bkSolver struct {
-	byPlatform map[string]*remote // normalized platform -> remote
-	fallback   *remote            // for other platforms; may be nil
-	push       string             // repository to push by digest to; "" = none
+	byPlatform map[core.Platform]*remote
+	fallback   *remote // for other platforms; may be nil
+	push       string  // repository to push by digest to; "" = none
 	insecure   bool
 	cacheFrom  []bkclient.CacheOptionsEntry
 	cacheTo    []bkclient.CacheOptionsEntry
 	progress   *progressHub
 	verify     VerifyFunc
+	given      map[string]string // bound images by context name (Options.Images)
 }
 
-func (s *bkSolver) remoteFor(p ocispecs.Platform) (*remote, error) {
-	r := s.byPlatform[platforms.Format(p)]
+func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
+	r := s.byPlatform[p]
 	if r == nil {
 		r = s.fallback
 	}
 	if r == nil {
-		return nil, fmt.Errorf("no builder for %s (use --builder %s=ADDR)", platforms.Format(p), platforms.Format(p))
+		return nil, fmt.Errorf("no builder for %s", p)
 	}
-	if !r.supports(p) {
-		return nil, fmt.Errorf("builder %s cannot build %s (its workers run %s; is binfmt/QEMU set up?)", r.addr, platforms.Format(p), formatPlatforms(r.platforms))
+	if !slices.Contains(r.platforms, p) {
+		return nil, fmt.Errorf("builder %s cannot build %s (its workers run %s; is binfmt/QEMU set up?)", r.addr, p, strings.Join(r.workers, ","))
 	}
 	return r, nil
-}
-
-func formatPlatforms(ps []ocispecs.Platform) string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, platforms.Format(p))
-	}
-	return strings.Join(out, ",")
 }
 
 // Solve builds job.Node (re-solving its ancestors from cache) and exports it.
 func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	n := job.Node
-	p, err := parsePlatform(n.Platform)
-	if err != nil {
-		return Outcome{}, err
-	}
+	p := n.Platform
 	r, err := s.remoteFor(p)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
-	out := Outcome{Builder: r.addr, Native: samePlatform(p, r.native)}
+	out := Outcome{Builder: r.addr, Native: p == r.native}
 	mode := "emulated"
 	if out.Native {
 		mode = "native"
 	}
-	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker native platform %s)\n\n", n.ID(), n.Kind, r.addr, mode, platforms.Format(r.native))
+	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker platforms %s)\n\n", n.ID(), n.Kind, r.addr, mode, strings.Join(r.workers, ","))
+	ocip := p.OCI() // BuildKit's own platform type, for LLB
 
 	chain := append(slices.Clone(job.Ancestors), n)
 	mounts := map[string]fsutil.FS{}
@@ -195,35 +205,46 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		for i, c := range chain {
 			inputs := map[string]*pb.Definition{}
 			attrs := map[string]string{
-				"platform": platforms.Format(p),
+				"platform": p.String(),
 				"filename": "Dockerfile",
 			}
-			ctxDef, err := contexts[i].Marshal(ctx, llb.Platform(p))
+			ctxDef, err := contexts[i].Marshal(ctx, llb.Platform(ocip))
 			if err != nil {
 				return nil, fmt.Errorf("marshaling context of %s: %w", c.ID(), err)
 			}
 			inputs["context"] = ctxDef.ToPB()
 			df := llb.Scratch().File(llb.Mkfile("/Dockerfile", 0o644, c.Dockerfile, llb.WithCreatedTime(epoch())), llb.WithCustomName("[internal] swebuild dockerfile "+c.Key))
-			dfDef, err := df.Marshal(ctx, llb.Platform(p))
+			dfDef, err := df.Marshal(ctx, llb.Platform(ocip))
 			if err != nil {
 				return nil, fmt.Errorf("marshaling Dockerfile of %s: %w", c.ID(), err)
 			}
 			inputs["dockerfile"] = dfDef.ToPB()
 			for j, pk := range c.Parents {
+				cn, err := contextName(pk)
+				if err != nil {
+					return nil, err
+				}
+				if ref, ok := givenRef(s.given, pk); ok {
+					// The frontend resolves and pulls it for the
+					// platform, as for buildx --build-context.
+					attrs["context:"+cn] = "docker-image://" + ref
+					continue
+				}
 				parent, ok := done[pk]
 				if !ok {
 					return nil, fmt.Errorf("parent %s of %s was not solved first", pk, c.ID())
 				}
 				name := fmt.Sprintf("parent%d", j)
-				cn, err := contextName(pk)
-				if err != nil {
-					return nil, err
+				// An image with no layers (FROM scratch and only
+				// metadata) has no ref: its children start from an
+				// empty directory.
+				st := emptyDir("[internal] swebuild empty image " + pk)
+				if parent.ref != nil {
+					if st, err = parent.ref.ToState(); err != nil {
+						return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+					}
 				}
-				st, err := parent.ref.ToState()
-				if err != nil {
-					return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
-				}
-				def, err := st.Marshal(ctx, llb.Platform(p))
+				def, err := st.Marshal(ctx, llb.Platform(ocip))
 				if err != nil {
 					return nil, fmt.Errorf("marshaling parent %s of %s: %w", pk, c.ID(), err)
 				}
@@ -252,16 +273,19 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 			}
 			cfg := res.Metadata[exptypes.ExporterImageConfigKey]
 			if cfg == nil {
-				cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+platforms.Format(p)]
+				cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+p.String()]
 			}
 			done[c.Key] = solved{ref: ref, config: cfg}
 			last = res
 		}
 		if s.verify != nil && n.Kind == KindInstance {
 			sv := done[n.Key]
-			st, err := sv.ref.ToState()
-			if err != nil {
-				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
+			st := emptyDir("[internal] swebuild empty image " + n.Key)
+			if sv.ref != nil {
+				var err error
+				if st, err = sv.ref.ToState(); err != nil {
+					return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
+				}
 			}
 			if sv.config != nil {
 				if st, err = st.WithImageConfig(sv.config); err != nil {
@@ -273,8 +297,8 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
 			}
 			st = st.WithValue(contextFilesKey{}, fp)
-			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, platforms.Format(p))
-			if err := s.verify(ctx, gc, n.InstanceID, platforms.Format(p), st); err != nil {
+			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, p)
+			if err := s.verify(ctx, gc, n.InstanceID, p.String(), st); err != nil {
 				return nil, fmt.Errorf("not exported: %w", err)
 			}
 			ok := true
@@ -292,7 +316,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	out.Cached = tr.cached()
 	if err != nil {
-		return out, fmt.Errorf("node %s: %w", n.ID(), err)
+		return out, fmt.Errorf("node %s: %w", n.ID(), explain(err, tr))
 	}
 	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
 	if out.Digest == "" {
@@ -395,12 +419,25 @@ func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
 	}
 	switch len(parts) {
 	case 0:
-		return llb.Scratch(), nil
+		return emptyDir("[internal] swebuild empty context " + n.Key), nil
 	case 1:
 		return parts[0], nil
 	default:
 		return llb.Merge(parts, llb.WithCustomName("[internal] swebuild context "+n.Key)), nil
 	}
+}
+
+// emptyDir is an empty directory as an LLB state that marshals to a real
+// definition. llb.Scratch() marshals to a definition with no operations,
+// which BuildKit takes for a missing one: handed to the Dockerfile frontend
+// as its context it fails the solve with "failed to get frontend inputs:
+// invalid nil input definition to definition op" (a base image whose
+// Dockerfile copies nothing, as upstream's base does). A mkdir of "/" on
+// scratch is a no-op on an empty directory (BuildKit's file op ignores an
+// existing directory when no parents are asked for), so the state is the
+// same empty directory, with a stable cache key.
+func emptyDir(name string) llb.State {
+	return llb.Scratch().File(llb.Mkdir("/", 0o755, llb.WithCreatedTime(epoch())), llb.WithCustomName(name))
 }
 
 // cacheTag is the suffix a node adds to registry cache refs: each node

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // stackEnv returns $name, skipping the test when it is unset (failing when
@@ -33,7 +35,7 @@ func stackEnv(t *testing.T, name string) string {
 // tinyGraph is a graph that builds offline: FROM scratch images made of
 // COPY'd files. env.bad copies a file its context lacks, so it fails, and so
 // must its instance, but nothing else.
-func tinyGraph(t *testing.T, platforms []string, salt string) []*Node {
+func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*Node {
 	dir := t.TempDir()
 	for _, f := range []string{"payload.bin", "stray.bin"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(f+salt), 0o644); err != nil {
@@ -53,7 +55,7 @@ func tinyGraph(t *testing.T, platforms []string, salt string) []*Node {
 	}
 	var nodes []*Node
 	for _, p := range platforms {
-		arch := archOf(p)
+		arch := p.Arch()
 		baseKey := "swebuild-test.base." + arch + ":latest"
 		envKey := "swebuild-test.env." + arch + ".good:latest"
 		badKey := "swebuild-test.env." + arch + ".bad:latest"
@@ -63,7 +65,7 @@ func tinyGraph(t *testing.T, platforms []string, salt string) []*Node {
 				Context:      map[string][]byte{"base.txt": []byte("base " + arch + salt)},
 				ContextFiles: map[string]string{"payload.bin": filepath.Join(dir, "payload.bin")}},
 			&Node{Key: envKey, Kind: KindEnv, Platform: p, Parents: []string{baseKey},
-				Dockerfile: []byte("FROM --platform=" + p + " " + baseKey + "\nCOPY setup_env.sh /root/\n"),
+				Dockerfile: []byte("FROM --platform=" + p.String() + " " + baseKey + "\nCOPY setup_env.sh /root/\n"),
 				Context:    map[string][]byte{"setup_env.sh": []byte("echo env " + arch + "\n")}},
 			&Node{Key: badKey, Kind: KindEnv, Platform: p, Parents: []string{baseKey},
 				Dockerfile: []byte("FROM " + strings.TrimSuffix(baseKey, ":latest") + "\nCOPY not-in-context.sh /root/\n"),
@@ -93,11 +95,10 @@ func TestBuildKitGraph(t *testing.T) {
 	native := r.native
 	r.c.Close()
 
-	plats := []string{"linux/amd64", "linux/arm64"}
+	plats := core.AllPlatforms()
 	salt := time.Now().Format(time.RFC3339Nano) // a cold first run
 	nodes := tinyGraph(t, plats, salt)
-	opts := Options{Builders: []BuilderSpec{{Addr: host}}, Workers: 3, RunDir: t.TempDir(), Progress: "quiet",
-		MetadataFile: filepath.Join(t.TempDir(), "metadata.json")}
+	opts := Options{Builders: []BuilderSpec{{Addr: host}}, Workers: 3, RunDir: t.TempDir(), Progress: "quiet"}
 	if reg != "" {
 		opts.Push = reg + "/swebuild-test/build"
 	}
@@ -121,7 +122,7 @@ func TestBuildKitGraph(t *testing.T) {
 				t.Errorf("%s: %s %v, want failed naming not-in-context.sh", n.ID(), res.Status, res.Err)
 			}
 		case bad:
-			if res.Status != StatusSkipped || !strings.Contains(res.Err.Error(), "dependency swebuild-test.env."+n.Arch()+".bad:latest@"+n.Platform+" failed") {
+			if res.Status != StatusSkipped || !strings.Contains(res.Err.Error(), "dependency swebuild-test.env."+n.Arch()+".bad:latest@"+n.Platform.String()+" failed") {
 				t.Errorf("%s: %s %v, want skipped naming its env", n.ID(), res.Status, res.Err)
 			}
 		default:
@@ -132,8 +133,7 @@ func TestBuildKitGraph(t *testing.T) {
 			if !strings.HasPrefix(res.Outcome.Digest, "sha256:") {
 				t.Errorf("%s: digest %q", n.ID(), res.Outcome.Digest)
 			}
-			p, _ := parsePlatform(n.Platform)
-			if want := samePlatform(p, native); res.Outcome.Native != want {
+			if want := n.Platform == native; res.Outcome.Native != want {
 				t.Errorf("%s: native %v, want %v (worker native %v)", n.ID(), res.Outcome.Native, want, native)
 			}
 			if res.Outcome.Cached {

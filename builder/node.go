@@ -17,9 +17,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
-	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Node kinds.
@@ -36,8 +36,8 @@ type Node struct {
 	Key string
 	// Kind is base, env or instance.
 	Kind string
-	// Platform is the OCI platform, linux/amd64 or linux/arm64.
-	Platform string
+	// Platform is linux/amd64 or linux/arm64.
+	Platform core.Platform
 	// InstanceID is set on instance nodes.
 	InstanceID string
 	// BaseCommit is the instance's base commit (instance nodes; optional).
@@ -64,40 +64,10 @@ type Node struct {
 }
 
 // ID is the node's unique identity: key and platform.
-func (n *Node) ID() string { return n.Key + "@" + n.Platform }
+func (n *Node) ID() string { return n.Key + "@" + n.Platform.String() }
 
-// Arch is the upstream arch name of the node's platform: x86_64 or arm64
-// (other architectures are returned as their OCI name).
-func (n *Node) Arch() string { return archOf(n.Platform) }
-
-func archOf(platform string) string {
-	p, err := platforms.Parse(platform)
-	if err != nil {
-		return ""
-	}
-	switch p.Architecture {
-	case "amd64":
-		return "x86_64"
-	default:
-		return p.Architecture
-	}
-}
-
-// parsePlatform parses and normalizes an OCI platform string.
-func parsePlatform(s string) (ocispecs.Platform, error) {
-	p, err := platforms.Parse(s)
-	if err != nil {
-		return ocispecs.Platform{}, fmt.Errorf("parsing platform %q: %w", s, err)
-	}
-	return platforms.Normalize(p), nil
-}
-
-// samePlatform reports whether two normalized platforms are the same OS,
-// architecture and variant (arm64 and arm64/v8 are the same).
-func samePlatform(a, b ocispecs.Platform) bool {
-	a, b = platforms.Normalize(a), platforms.Normalize(b)
-	return a.OS == b.OS && a.Architecture == b.Architecture && a.Variant == b.Variant
-}
+// Arch is the upstream arch name of the node's platform: x86_64 or arm64.
+func (n *Node) Arch() string { return n.Platform.Arch() }
 
 // contextName is the name under which the Dockerfile frontend looks up a named
 // context for a FROM of key: the familiar reference with ":latest" removed
@@ -108,6 +78,74 @@ func contextName(key string) (string, error) {
 		return "", fmt.Errorf("parent key %q is not an image reference: %w", key, err)
 	}
 	return strings.TrimSuffix(reference.FamiliarString(named), ":latest"), nil
+}
+
+// givenImages checks Options.Images and keys it by context name.
+func givenImages(images map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(images))
+	for key, ref := range images {
+		cn, err := contextName(key)
+		if err != nil {
+			return nil, fmt.Errorf("bound image: %w", err)
+		}
+		if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+			return nil, fmt.Errorf("image bound to %s: %q is not an image reference: %w", key, ref, err)
+		}
+		out[cn] = ref
+	}
+	return out, nil
+}
+
+// givenRef returns the image bound to key, if any.
+func givenRef(given map[string]string, key string) (string, bool) {
+	if len(given) == 0 {
+		return "", false
+	}
+	cn, err := contextName(key)
+	if err != nil {
+		return "", false
+	}
+	ref, ok := given[cn]
+	return ref, ok
+}
+
+// withoutGiven drops the nodes bound to given images, then the nodes that
+// were built only for them: a base or env whose children are all gone (a
+// base under a bound env is not needed).
+func withoutGiven(nodes []*Node, given map[string]string) []*Node {
+	gone := map[string]bool{} // node IDs
+	for _, n := range nodes {
+		if _, ok := givenRef(given, n.Key); ok {
+			gone[n.ID()] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		children := map[string]int{} // parent node ID -> children left
+		hadChildren := map[string]bool{}
+		for _, n := range nodes {
+			for _, pk := range n.Parents {
+				id := pk + "@" + n.Platform.String()
+				hadChildren[id] = true
+				if !gone[n.ID()] {
+					children[id]++
+				}
+			}
+		}
+		for _, n := range nodes {
+			if !gone[n.ID()] && n.Kind != KindInstance && hadChildren[n.ID()] && children[n.ID()] == 0 {
+				gone[n.ID()] = true
+				changed = true
+			}
+		}
+	}
+	var kept []*Node
+	for _, n := range nodes {
+		if !gone[n.ID()] {
+			kept = append(kept, n)
+		}
+	}
+	return kept
 }
 
 // validateNode checks a node's fields before anything is built; the error
@@ -121,12 +159,17 @@ func validateNode(n *Node) error {
 	default:
 		return fmt.Errorf("node %s: kind: %q is not base, env or instance", n.ID(), n.Kind)
 	}
-	p, err := parsePlatform(n.Platform)
-	if err != nil {
-		return fmt.Errorf("node %s: platform: %w", n.ID(), err)
+	if !n.Platform.Valid() {
+		return fmt.Errorf("node %s: platform: %q is not linux/amd64 or linux/arm64", n.ID(), n.Platform)
 	}
-	if n.X86Only && p.Architecture != "amd64" {
-		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, p.Architecture)
+	if n.X86Only && n.Platform != core.AMD64 {
+		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, n.Platform.Arch())
+	}
+	if n.Kind == KindInstance && n.InstanceID == "" {
+		return fmt.Errorf("node %s: instance id: empty (an instance node builds exactly one instance)", n.ID())
+	}
+	if n.Kind != KindInstance && n.InstanceID != "" {
+		return fmt.Errorf("node %s: instance id: %q set on a %s node", n.ID(), n.InstanceID, n.Kind)
 	}
 	if len(n.Dockerfile) == 0 {
 		return fmt.Errorf("node %s: dockerfile: empty", n.ID())
@@ -168,8 +211,9 @@ func checkContextName(name string) error {
 // inputKeys derives, for every node, a key of its build inputs: platform,
 // Dockerfile, in-memory context (names and bytes), context files (names,
 // sizes and modification times, so a 200 MB tarball is not read) and the
-// keys of its parents. Equal keys mean BuildKit would see the same inputs.
-func inputKeys(nodes []*Node) map[string]string {
+// keys of its parents, or the image bound to a parent (given). Equal keys
+// mean BuildKit would see the same inputs.
+func inputKeys(nodes []*Node, given map[string]string) map[string]string {
 	byID := make(map[string]*Node, len(nodes))
 	for _, n := range nodes {
 		byID[n.ID()] = n
@@ -182,7 +226,7 @@ func inputKeys(nodes []*Node) map[string]string {
 		}
 		h := sha256.New()
 		field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
-		field(n.Platform)
+		field(n.Platform.String())
 		field(string(n.Dockerfile))
 		names := make([]string, 0, len(n.Context))
 		for name := range n.Context {
@@ -206,7 +250,11 @@ func inputKeys(nodes []*Node) map[string]string {
 		}
 		for _, pk := range n.Parents {
 			field(pk)
-			if p, ok := byID[pk+"@"+n.Platform]; ok && depth < len(nodes) {
+			if ref, ok := givenRef(given, pk); ok {
+				field("image " + ref)
+				continue
+			}
+			if p, ok := byID[pk+"@"+n.Platform.String()]; ok && depth < len(nodes) {
 				field(key(p, depth+1))
 			}
 		}

@@ -128,13 +128,17 @@ func relabel(label string, ss *bkclient.SolveStatus) *bkclient.SolveStatus {
 var stepName = regexp.MustCompile(`^\[[^\]]*\b\d+/\d+\] `)
 
 // tracker follows the vertices of one solve to tell whether every
-// Dockerfile step was a cache hit.
+// Dockerfile step was a cache hit, and keeps the last lines of each
+// vertex's output so that a failure can be explained (explain).
 type tracker struct {
 	mu       sync.Mutex
 	vertices map[digest.Digest]*bkclient.Vertex
+	logs     map[digest.Digest]*tail
 }
 
-func newTracker() *tracker { return &tracker{vertices: map[digest.Digest]*bkclient.Vertex{}} }
+func newTracker() *tracker {
+	return &tracker{vertices: map[digest.Digest]*bkclient.Vertex{}, logs: map[digest.Digest]*tail{}}
+}
 
 func (t *tracker) update(ss *bkclient.SolveStatus) {
 	t.mu.Lock()
@@ -142,6 +146,14 @@ func (t *tracker) update(ss *bkclient.SolveStatus) {
 	for _, v := range ss.Vertexes {
 		c := *v
 		t.vertices[v.Digest] = &c
+	}
+	for _, l := range ss.Logs {
+		tl := t.logs[l.Vertex]
+		if tl == nil {
+			tl = &tail{}
+			t.logs[l.Vertex] = tl
+		}
+		tl.write(l.Data)
 	}
 }
 

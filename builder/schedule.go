@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -54,7 +57,10 @@ type Result struct {
 
 // scheduler runs Solver calls over the node graph.
 type scheduler struct {
-	nodes   []*Node
+	nodes []*Node
+	// given are images bound to parent keys (Options.Images): a parent
+	// that is given is not waited for.
+	given   map[string]string
 	solver  Solver
 	workers int
 	// openLog opens the log for a node; nil means io.Discard. The returned
@@ -74,12 +80,18 @@ func (s *scheduler) run(ctx context.Context) []Result {
 	index := make(map[string]int, n)
 	for i, node := range s.nodes {
 		results[i].Node = node
-		if _, dup := index[node.ID()]; dup {
+		if j, dup := index[node.ID()]; dup {
+			if node.Kind == KindInstance && s.nodes[j].Kind == KindInstance && node.InstanceID != s.nodes[j].InstanceID {
+				continue // two instances, one image: instanceClaims fails both
+			}
 			results[i].Status = StatusFailed
 			results[i].Err = fmt.Errorf("node %s: listed twice", node.ID())
 			continue
 		}
 		index[node.ID()] = i
+	}
+	for i, err := range instanceClaims(s.nodes, results) {
+		results[i].Status, results[i].Err = StatusFailed, err
 	}
 
 	// Graph: pending[i] counts unfinished parents; children[i] lists nodes
@@ -98,7 +110,10 @@ func (s *scheduler) run(ctx context.Context) []Result {
 			continue
 		}
 		for _, pk := range node.Parents {
-			j, ok := index[pk+"@"+node.Platform]
+			if _, ok := givenRef(s.given, pk); ok {
+				continue
+			}
+			j, ok := index[pk+"@"+node.Platform.String()]
 			if !ok {
 				results[i].Status = StatusFailed
 				results[i].Err = fmt.Errorf("node %s: parent %s is not in the build graph for %s", node.ID(), pk, node.Platform)
@@ -239,7 +254,7 @@ func ancestors(nodes []*Node, index map[string]int, i int) []*Node {
 	var visit func(j int)
 	visit = func(j int) {
 		for _, pk := range nodes[j].Parents {
-			k, ok := index[pk+"@"+nodes[j].Platform]
+			k, ok := index[pk+"@"+nodes[j].Platform.String()]
 			if !ok || seen[k] {
 				continue
 			}
@@ -249,5 +264,53 @@ func ancestors(nodes []*Node, index map[string]int, i int) []*Node {
 		}
 	}
 	visit(i)
+	return out
+}
+
+// instanceClaims fails every instance node that would share its image with
+// another instance on the same platform: the same key (two records whose
+// ids differ only in case get one key, since keys lower-case the id, as
+// upstream's do) or the same instance id ignoring case (published names
+// lower-case it too). Neither is built: which one the image would hold is
+// not for the builder to guess. Nodes already failed (listed twice) are left
+// out. The result maps node index to its error.
+func instanceClaims(nodes []*Node, results []Result) map[int]error {
+	byKey := map[string][]int{}
+	byID := map[string][]int{}
+	for i, n := range nodes {
+		if n.Kind != KindInstance || results[i].Status != "" {
+			continue
+		}
+		byKey[n.ID()] = append(byKey[n.ID()], i)
+		if n.InstanceID != "" {
+			k := strings.ToLower(n.InstanceID) + "@" + n.Platform.String()
+			byID[k] = append(byID[k], i)
+		}
+	}
+	out := map[int]error{}
+	claim := func(groups map[string][]int) {
+		for _, g := range groups {
+			if len(g) < 2 {
+				continue
+			}
+			var ids, keys []string
+			for _, i := range g {
+				ids = append(ids, strconv.Quote(nodes[i].InstanceID))
+				keys = append(keys, nodes[i].Key)
+			}
+			slices.Sort(ids)
+			slices.Sort(keys)
+			keys = slices.Compact(keys)
+			for _, i := range g {
+				if _, ok := out[i]; ok {
+					continue
+				}
+				out[i] = fmt.Errorf("node %s: instances %s would write one image name (%s on %s); neither is built",
+					nodes[i].ID(), strings.Join(ids, " and "), strings.Join(keys, ", "), nodes[i].Platform)
+			}
+		}
+	}
+	claim(byKey)
+	claim(byID)
 	return out
 }

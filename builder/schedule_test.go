@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // fakeSolver records calls and fails the keys listed in fail. It checks that
@@ -50,15 +53,19 @@ func (f *fakeSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	return Outcome{Digest: "sha256:" + job.Node.Key}, nil
 }
 
-func node(key, kind, platform string, parents ...string) *Node {
-	return &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
+func node(key, kind string, platform core.Platform, parents ...string) *Node {
+	n := &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
+	if kind == KindInstance {
+		n.InstanceID = key
+	}
+	return n
 }
 
 // fixtureGraph: one base per platform, two envs, four instances; env.b is
 // x86-only so it has no arm64 node.
 func fixtureGraph() []*Node {
 	var nodes []*Node
-	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+	for _, p := range core.AllPlatforms() {
 		nodes = append(nodes, node("base", KindBase, p))
 		nodes = append(nodes, node("env.a", KindEnv, p, "base"))
 		nodes = append(nodes, node("inst.a1", KindInstance, p, "env.a"), node("inst.a2", KindInstance, p, "env.a"))
@@ -120,7 +127,7 @@ func TestSchedulerStatuses(t *testing.T) {
 				node("base", KindBase, "linux/amd64"),
 				node("env", KindEnv, "linux/amd64", "nobase"),
 				node("inst", KindInstance, "linux/amd64", "env"),
-				{Key: "x86inst", Kind: KindInstance, Platform: "linux/arm64", X86Only: true, Dockerfile: []byte("FROM scratch")},
+				{Key: "x86inst", Kind: KindInstance, InstanceID: "x86inst", Platform: "linux/arm64", X86Only: true, Dockerfile: []byte("FROM scratch")},
 			},
 			workers: 4,
 			want: map[string]string{
@@ -130,6 +137,38 @@ func TestSchedulerStatuses(t *testing.T) {
 			wantErr: map[string]string{
 				"env@linux/amd64":     "parent nobase is not in the build graph",
 				"x86inst@linux/arm64": "x86-only",
+			},
+		},
+		{
+			// Two records whose ids differ only in case get one key
+			// (keys lower-case the id): neither may write it. Ids that
+			// differ only in case under different keys would get one
+			// published name: neither is built either.
+			name: "instances claiming one image name",
+			nodes: []*Node{
+				node("base", KindBase, "linux/amd64"),
+				node("env", KindEnv, "linux/amd64", "base"),
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.C-1", Kind: KindInstance, InstanceID: "C-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: "linux/arm64", Dockerfile: []byte("FROM scratch")},
+				node("inst", KindInstance, "linux/amd64", "env"),
+				{Key: "noid", Kind: KindInstance, Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "envwithid", Kind: KindEnv, InstanceID: "x", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+			},
+			workers: 2,
+			want: map[string]string{
+				"base@linux/amd64": "done", "env@linux/amd64": "done", "inst@linux/amd64": "done",
+				"sweb.eval.x86_64.a__b-1:latest@linux/amd64": "failed",
+				"k.c-1@linux/amd64":                          "failed", "k.C-1@linux/amd64": "failed", "k.c-1@linux/arm64": "done",
+				"noid@linux/amd64": "failed", "envwithid@linux/amd64": "failed",
+			},
+			wantErr: map[string]string{
+				"sweb.eval.x86_64.a__b-1:latest@linux/amd64": `instances "A__b-1" and "a__b-1" would write one image name (sweb.eval.x86_64.a__b-1:latest on linux/amd64)`,
+				"k.C-1@linux/amd64":                          `instances "C-1" and "c-1" would write one image name (k.C-1, k.c-1 on linux/amd64)`,
+				"noid@linux/amd64":                           "instance id: empty",
+				"envwithid@linux/amd64":                      `instance id: "x" set on a env node`,
 			},
 		},
 		{
@@ -280,3 +319,63 @@ func (f solverFunc) Solve(ctx context.Context, job Job) (Outcome, error) { retur
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// Both instances of a colliding pair fail, neither reaches the solver, and
+// the error names both ids.
+func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
+	nodes := []*Node{
+		node("base", KindBase, "linux/amd64"),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+	}
+	f := &fakeSolver{fail: map[string]bool{}, done: map[string]bool{}}
+	results := (&scheduler{nodes: nodes, solver: f, workers: 2}).run(context.Background())
+	for _, r := range results[1:] {
+		if r.Status != StatusFailed || r.Err == nil || !strings.Contains(r.Err.Error(), `"A__b-1" and "a__b-1"`) {
+			t.Errorf("%s (%s): %s %v", r.Node.ID(), r.Node.InstanceID, r.Status, r.Err)
+		}
+	}
+	if !slices.Equal(f.order, []string{"base@linux/amd64"}) {
+		t.Errorf("solved %v, want only the base", f.order)
+	}
+}
+
+// What the metadata file gets after a build with colliding and id-less
+// instance nodes: every record reads back through the codec, none has an
+// empty instance id, and no two built records share an image name.
+func TestClaimsLeaveNoBadRecords(t *testing.T) {
+	nodes := []*Node{
+		node("sweb.base.py.x86_64:latest", KindBase, "linux/amd64"),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.noid:latest", Kind: KindInstance, Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+	}
+	// The fake solver's digests are not real ones: the base fails too.
+	f := &fakeSolver{fail: map[string]bool{"sweb.base.py.x86_64:latest": true}, done: map[string]bool{}}
+	r := &Report{Results: (&scheduler{nodes: nodes, solver: f, workers: 2}).run(context.Background())}
+	if r.Failed() != 4 {
+		t.Errorf("%d failed, want 4", r.Failed())
+	}
+	path := filepath.Join(t.TempDir(), "md.jsonl")
+	if err := core.WriteFile(path, r.Records()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := core.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, rec := range recs {
+		if rec.Kind != core.KindInstance {
+			continue
+		}
+		if rec.InstanceID == "" || rec.OK() {
+			t.Errorf("instance record %+v", rec)
+		}
+		ids = append(ids, rec.InstanceID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"A__b-1", "a__b-1"}) {
+		t.Errorf("instance records for %v, want the two colliding ids, failed", ids)
+	}
+}

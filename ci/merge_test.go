@@ -13,7 +13,6 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/publish"
 )
 
 const (
@@ -331,22 +330,13 @@ func TestSummary(t *testing.T) {
 // its older format (publish.Record lines), as a nightly finds it.
 func TestLegacyLedger(t *testing.T) {
 	dir := t.TempDir()
-	yes := true
-	l, err := publish.OpenLedger(filepath.Join(dir, "ledger.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []publish.Record{
-		{Kind: publish.KindImage, InstanceID: "c__c-1", Platform: PlatformARM64, Ref: "reg/r/sweb.eval.arm64.c_1776_c-1:k-123", Digest: dC, SpecKey: "kc", Verified: &yes, Pushed: true},
-		{Kind: publish.KindIndex, InstanceID: "c__c-1", Ref: "reg/r/sweb.eval.c_1776_c-1:latest", Digest: dA, Pushed: true},
-		{Kind: publish.KindBlob, Ref: "reg/r", Digest: dB, Pushed: true},
-		{Kind: publish.KindImage, InstanceID: "d__d-1", Platform: PlatformAMD64, Ref: "reg/r/sweb.eval.x86_64.d_1776_d-1:k-1", Digest: dB, SpecKey: "kd", Verified: &yes, Pushed: false, Error: "push: 500"},
-	} {
-		if err := l.Append(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
+	// The lines publish's ledger wrote in that format.
+	legacy := `{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"c__c-1","platform":"linux/arm64","ref":"reg/r/sweb.eval.arm64.c_1776_c-1:k-123","digest":"` + dC + `","spec_key":"kc","verified":true,"pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"index","instance_id":"c__c-1","ref":"reg/r/sweb.eval.c_1776_c-1:latest","digest":"` + dA + `","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"blob","ref":"reg/r","digest":"` + dB + `","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"d__d-1","platform":"linux/amd64","ref":"reg/r/sweb.eval.x86_64.d_1776_d-1:k-1","digest":"` + dB + `","spec_key":"kd","verified":true,"pushed":false,"error":"push: 500"}
+`
+	if err := os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"))

@@ -1,9 +1,7 @@
 package ci
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,9 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/publish"
 )
 
 // Key names one image: an instance on a platform.
@@ -104,9 +101,9 @@ func Latest(recs []core.Image) map[Key]core.Image {
 
 // ReadLedger reads a publish ledger; a missing file is an empty ledger.
 //
-// A ledger written before publish wrote core records (publish.Record lines:
-// "kind":"image", "pushed") is converted here, line by line; that reader goes
-// away once no such ledger is in use.
+// A ledger written before publish wrote core records is converted by
+// publish's own converter (a nightly reads the ledger before publish opens,
+// and so migrates, it).
 func ReadLedger(path string) ([]core.Image, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -115,87 +112,8 @@ func ReadLedger(path string) ([]core.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading ledger: %w", err)
 	}
-	if !isLegacyLedger(data) {
-		return core.Decode(bytes.NewReader(data), path)
+	if publish.IsLegacyLedger(data) {
+		return publish.ConvertLegacyLedger(data, path)
 	}
-	return readLegacyLedger(data, path)
-}
-
-func isLegacyLedger(data []byte) bool {
-	line, _, _ := bytes.Cut(bytes.TrimSpace(data), []byte("\n"))
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(line, &probe) != nil {
-		return false
-	}
-	_, ok := probe["pushed"]
-	return ok
-}
-
-func readLegacyLedger(data []byte, path string) ([]core.Image, error) {
-	type legacy struct {
-		Time       string `json:"time"`
-		Kind       string `json:"kind"`
-		InstanceID string `json:"instance_id"`
-		Platform   string `json:"platform"`
-		Ref        string `json:"ref"`
-		Digest     string `json:"digest"`
-		Size       int64  `json:"size"`
-		MediaType  string `json:"media_type"`
-		SpecKey    string `json:"spec_key"`
-		Verified   *bool  `json:"verified"`
-		Pushed     bool   `json:"pushed"`
-		Error      string `json:"error"`
-	}
-	var out []core.Image
-	var errs []error
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), core.MaxLine)
-	for n := 1; sc.Scan(); n++ {
-		var l legacy
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			errs = append(errs, &core.LineError{File: path, Line: n, Msg: "not a ledger record: " + err.Error()})
-			continue
-		}
-		if l.Kind != "image" {
-			continue
-		}
-		im := core.Image{Kind: core.KindInstance, InstanceID: l.InstanceID, Platform: core.Platform(l.Platform),
-			Digest: digest.Digest(l.Digest), Size: l.Size, MediaType: l.MediaType, SpecKey: l.SpecKey,
-			Verified: l.Verified, Status: core.StatusPublished, Time: l.Time}
-		if l.Ref != "" && l.Digest != "" {
-			im.Ref = trimTag(strings.SplitN(l.Ref, "@", 2)[0]) + "@" + l.Digest
-		}
-		if !l.Pushed || l.Error != "" {
-			im.Status, im.Ref, im.Error = core.StatusFailed, "", l.Error
-			if im.Error == "" {
-				im.Error = "not pushed"
-			}
-		}
-		if err := im.Validate(); err != nil {
-			var fe *core.FieldError
-			le := &core.LineError{File: path, Line: n, Msg: err.Error()}
-			if errors.As(err, &fe) {
-				le.Field, le.Msg = fe.Field, fe.Msg
-			}
-			errs = append(errs, le)
-			continue
-		}
-		out = append(out, im)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
-	}
-	return out, errors.Join(errs...)
-}
-
-// trimTag drops a ":tag" suffix (a colon after the last slash).
-func trimTag(repo string) string {
-	slash := strings.LastIndex(repo, "/")
-	if i := strings.LastIndex(repo, ":"); i > slash {
-		return repo[:i]
-	}
-	return repo
+	return core.Decode(bytes.NewReader(data), path)
 }

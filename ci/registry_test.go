@@ -8,7 +8,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/opencontainers/go-digest"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
@@ -55,10 +57,10 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []publish.Record{
-		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: PlatformAMD64, Ref: ref.String(), Digest: dig.String(), SpecKey: "k", Verified: &yes, Pushed: true},
+	for _, rec := range []core.Image{
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: PlatformAMD64, Ref: ref.Context().Digest(dig.String()).String(), Digest: digest.Digest(dig.String()), SpecKey: "k", Verified: &yes, Status: core.StatusPublished},
 		// recorded but deleted from the registry since: must be rebuilt
-		{Kind: publish.KindImage, InstanceID: "b__b-1", Platform: PlatformAMD64, Ref: reg.Host + "/swebench/sweb.eval.x86_64.b_1776_b-1:k-1", Digest: dB, SpecKey: "k", Verified: &yes, Pushed: true},
+		{Kind: core.KindInstance, InstanceID: "b__b-1", Platform: PlatformAMD64, Ref: reg.Host + "/swebench/sweb.eval.x86_64.b_1776_b-1@" + dB, Digest: dB, SpecKey: "k", Verified: &yes, Status: core.StatusPublished},
 	} {
 		if err := l.Append(rec); err != nil {
 			t.Fatal(err)

@@ -129,6 +129,26 @@ func TestValidate(t *testing.T) {
 		{"env", func(im *Image) { im.Kind = KindEnv; im.InstanceID = ""; im.Key = "sweb.env.py.x86_64.abc:latest" }, ""},
 		{"index with platform", func(im *Image) { im.Kind = KindIndex; im.Status = StatusPublished }, "platform"},
 		{"index", func(im *Image) { im.Kind = KindIndex; im.Platform = ""; im.Status = StatusPublished }, ""},
+		{"blob with platform", func(im *Image) { im.Kind = KindBlob; im.InstanceID = ""; im.Status = StatusPublished }, "platform"},
+		{"blob without ref", func(im *Image) {
+			im.Kind = KindBlob
+			im.InstanceID = ""
+			im.Platform = ""
+			im.Ref = ""
+			im.Status = StatusPublished
+		}, "ref"},
+		{"blob upload started", func(im *Image) {
+			im.Kind = KindBlob
+			im.InstanceID, im.Platform, im.SpecKey = "", "", ""
+			im.Status, im.Error = StatusFailed, "upload started, not confirmed"
+		}, ""},
+		{"blob", func(im *Image) {
+			im.Kind = KindBlob
+			im.InstanceID = ""
+			im.Platform = ""
+			im.SpecKey = ""
+			im.Status = StatusPublished
+		}, ""},
 		{"published without ref", func(im *Image) { im.Status = StatusPublished; im.Ref = ""; im.OCILayout = "x" }, "ref"},
 	} {
 		im := ok

@@ -12,13 +12,15 @@ import (
 // Kind says what an Image record is about.
 type Kind string
 
-// Record kinds: the three node kinds of the build graph, and the multi-arch
-// index publish writes per instance.
+// Record kinds: the three node kinds of the build graph, the multi-arch
+// index publish writes per instance, and a blob publish uploaded into a
+// repository (its ledger's record of where each blob can be mounted from).
 const (
 	KindBase     Kind = "base"
 	KindEnv      Kind = "env"
 	KindInstance Kind = "instance"
 	KindIndex    Kind = "index"
+	KindBlob     Kind = "blob"
 )
 
 // Status is what happened to an image.
@@ -96,6 +98,8 @@ func (im Image) ID() string {
 		return string(im.Kind) + " " + im.InstanceID + " " + string(im.Platform)
 	case KindIndex:
 		return string(im.Kind) + " " + im.InstanceID
+	case KindBlob:
+		return string(im.Kind) + " " + im.Ref
 	default:
 		return string(im.Kind) + " " + im.Key + " " + string(im.Platform)
 	}
@@ -131,11 +135,11 @@ func (im Image) Validate() error {
 		return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch im.Kind {
-	case KindBase, KindEnv, KindInstance, KindIndex:
+	case KindBase, KindEnv, KindInstance, KindIndex, KindBlob:
 	case "":
-		return bad("kind", "required (base, env, instance or index)")
+		return bad("kind", "required (base, env, instance, index or blob)")
 	default:
-		return bad("kind", "%q is not base, env, instance or index", im.Kind)
+		return bad("kind", "%q is not base, env, instance, index or blob", im.Kind)
 	}
 	switch im.Status {
 	case StatusBuilt, StatusPublished, StatusFailed:
@@ -150,9 +154,12 @@ func (im Image) Validate() error {
 	if (im.Kind == KindBase || im.Kind == KindEnv) && im.Key == "" {
 		return bad("key", "required for %s records", im.Kind)
 	}
-	if im.Kind == KindIndex {
+	if im.Kind == KindIndex || im.Kind == KindBlob {
 		if im.Platform != "" {
-			return bad("platform", "an index has no platform (got %q)", im.Platform)
+			return bad("platform", "%s records have no platform (got %q)", im.Kind, im.Platform)
+		}
+		if im.Kind == KindBlob && (im.Digest == "" || im.Ref == "") {
+			return bad("ref", "a blob record needs the digest and the repository@digest it is in")
 		}
 	} else if !im.Platform.Valid() {
 		return bad("platform", "%q is not linux/amd64 or linux/arm64", im.Platform)

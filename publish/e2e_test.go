@@ -5,18 +5,21 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/registry"
 )
 
 var (
@@ -26,9 +29,14 @@ var (
 	binDir  string
 )
 
-// swebuildBinary builds ./cmd/swebuild once per test binary.
+// swebuildBinary builds ./cmd/swebuild once per test binary. With
+// SWEBUILD_TEST_BIN set, that binary is tested instead (e.g. a build of
+// another commit, to see which of these tests it fails).
 func swebuildBinary(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("SWEBUILD_TEST_BIN"); p != "" {
+		return p
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "swebuild-publish-e2e-")
 		if err != nil {
@@ -50,6 +58,9 @@ func swebuildBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(helperMain())
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -60,25 +71,58 @@ func TestMain(m *testing.M) {
 // cleanEnv is the environment for the subprocess: no inherited registry
 // credentials, an empty Docker config.
 func cleanEnv(t *testing.T, extra ...string) []string {
-	dockerCfg := t.TempDir()
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DOCKER_CONFIG=" + dockerCfg}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DOCKER_CONFIG=" + t.TempDir()}
 	return append(env, extra...)
 }
 
-// SIGKILL the publisher after some blob uploads completed at the proxy, run
-// it again: it completes, and no blob the registry already accepted is
-// uploaded a second time.
+// result is one finished swebuild run.
+type result struct {
+	out     []byte
+	err     error
+	elapsed time.Duration
+	maxRSS  int64 // bytes, the process's peak resident set
+}
+
+// run runs swebuild with args (prefix, if any, runs it, e.g. `ip netns
+// exec NS`), killing it after timeout.
+func run(t *testing.T, env []string, timeout time.Duration, prefix []string, args ...string) result {
+	t.Helper()
+	argv := append(append(append([]string(nil), prefix...), swebuildBinary(t)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(timeout, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	timer.Stop()
+	r := result{out: out.Bytes(), err: err, elapsed: time.Since(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss << 10 // KiB on Linux
+	}
+	if r.elapsed >= timeout {
+		t.Errorf("swebuild %s: killed after %v:\n%s", strings.Join(args, " "), timeout, r.out)
+	}
+	return r
+}
+
+// SIGKILL the publisher after some blob uploads completed at the release
+// registry, run it again: it completes, and no blob the registry already
+// accepted is uploaded a second time (blobs a killed run uploaded into one
+// repository are mounted from there into the others).
 func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 	needSkopeo(t)
 	bin := swebuildBinary(t)
+	src := regtest.Start(t, regtest.Options{})
 	reg := regtest.Start(t, regtest.Options{})
 	px := faultproxy.Start(t, reg.Host, faultproxy.Config{Seed: 7, RateSlow: 1, SlowDelay: 40 * time.Millisecond})
 	ids := []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5", "f__f-6", "g__g-7", "h__h-8"}
 	f := makeFixture(t, ids, nil, 64<<10, 2)
-	mdPath := filepath.Join(f.dir, "metadata.json")
-	if err := core.WriteFile(mdPath, f.recs); err != nil {
-		t.Fatal(err)
-	}
+	f.stage(t, src.Host, src.Host, "staging/build")
+	mdPath := f.writeMetadata(t)
 	ledger := filepath.Join(f.dir, "ledger.jsonl")
 	args := []string{"publish", "--metadata-file", mdPath, "--repo", px.Host + "/kill", "--ledger", ledger, "-j", "2"}
 
@@ -93,8 +137,7 @@ func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 	go func() { waitErr <- cmd.Wait() }()
 	const killAfter = 12
 	deadline := time.After(2 * time.Minute)
-	killed := false
-	for !killed {
+	for killed := false; !killed; {
 		select {
 		case err := <-waitErr:
 			t.Fatalf("publisher exited before %d uploads (err %v); cannot test the kill:\n%s", killAfter, err, out1.String())
@@ -129,11 +172,9 @@ func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 	cfg := faultproxy.Uniform(8, 0.10)
 	cfg.SlowDelay = 20 * time.Millisecond
 	px.SetConfig(cfg)
-	cmd = exec.Command(bin, args...)
-	cmd.Env = cleanEnv(t)
-	out2, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("second run: %v\n%s", err, out2)
+	r := run(t, cleanEnv(t), 5*time.Minute, nil, args...)
+	if r.err != nil {
+		t.Fatalf("second run: %v\n%s", r.err, r.out)
 	}
 	after := px.Stats()
 	for d, n := range after.CompletedUploads {
@@ -141,21 +182,27 @@ func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 			t.Errorf("blob %s uploaded %d times (before kill: %d)", d, n, before.CompletedUploads[d])
 		}
 	}
-	if len(after.CompletedUploads) != len(f.blobs) {
+	// A blob the registry committed as the kill landed is in the registry
+	// without the proxy having seen its 201 (the proxy's request was
+	// cancelled with the client's connection): it is not uploaded again
+	// and so not counted.
+	t.Logf("%d distinct blobs completed at the proxy, fixture has %d", len(after.CompletedUploads), len(f.blobs))
+	if len(after.CompletedUploads) > len(f.blobs) {
 		t.Errorf("%d distinct blobs uploaded, fixture has %d", len(after.CompletedUploads), len(f.blobs))
 	}
+	// The manifests are there (the registry refuses a manifest whose blobs
+	// it lacks), with the built digests.
 	for _, p := range checkPublished(t, reg.Host, "kill", f) {
 		t.Error(p)
 	}
-	if !strings.Contains(string(out2), "indexes:   ") {
-		t.Errorf("no summary in output:\n%s", out2)
+	if !strings.Contains(string(r.out), "indexes:   ") {
+		t.Errorf("no summary in output:\n%s", r.out)
 	}
 }
 
 // Credentials given to the tool (env or Docker config) never appear in its
 // output, debug log or ledger, on success or on failure.
 func TestCredentialsNeverPrinted(t *testing.T) {
-	bin := swebuildBinary(t)
 	user, pass := "swebuild-user", "S3cr3t-Pa55-7f1c9e"
 	reg := regtest.Start(t, regtest.Options{User: user, Password: pass})
 	// The registry enforces auth.
@@ -168,10 +215,7 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 		t.Fatalf("registry without auth answered %d", resp.StatusCode)
 	}
 	f := makeFixture(t, []string{"django__django-11099"}, nil, 4096, 1)
-	mdPath := filepath.Join(f.dir, "metadata.json")
-	if err := core.WriteFile(mdPath, f.recs); err != nil {
-		t.Fatal(err)
-	}
+	mdPath := f.writeMetadata(t)
 	secrets := []string{pass, base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)), "Authorization"}
 	check := func(name string, blobs ...[]byte) {
 		t.Helper()
@@ -183,23 +227,21 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 			}
 		}
 	}
-	run := func(name string, env []string, repo string, wantOK bool) []byte {
+	publishAs := func(name string, env []string, repo string, wantOK bool) []byte {
 		t.Helper()
 		ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
-		cmd := exec.Command(bin, "publish", "--debug", "--metadata-file", mdPath, "--repo", reg.Host+"/"+repo, "--ledger", ledger)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if (err == nil) != wantOK {
-			t.Errorf("%s: exit error %v, want ok=%v\n%s", name, err, wantOK, out)
+		r := run(t, env, 2*time.Minute, nil, "publish", "--debug", "--metadata-file", mdPath, "--repo", reg.Host+"/"+repo, "--ledger", ledger)
+		if (r.err == nil) != wantOK {
+			t.Errorf("%s: exit error %v, want ok=%v\n%s", name, r.err, wantOK, r.out)
 		}
 		led, _ := os.ReadFile(ledger)
-		check(name, out, led)
-		if !bytes.Contains(out, []byte("debug: http ")) {
-			t.Errorf("%s: debug log missing, so the check proves little:\n%s", name, out)
+		check(name, r.out, led)
+		if !bytes.Contains(r.out, []byte("debug: http ")) {
+			t.Errorf("%s: debug log missing, so the check proves little:\n%s", name, r.out)
 		}
-		return out
+		return r.out
 	}
-	run("env credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+pass), "envauth", true)
+	publishAs("env credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+pass), "envauth", true)
 	// Docker config credentials.
 	dcfg := t.TempDir()
 	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
@@ -212,13 +254,224 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 			env[i] = "DOCKER_CONFIG=" + dcfg
 		}
 	}
-	run("docker config credentials", env, "cfgauth", true)
+	publishAs("docker config credentials", env, "cfgauth", true)
 	// Wrong password: fails, and neither password is printed.
 	wrong := "Wr0ng-Pa55-x91"
 	secrets = append(secrets, wrong, base64.StdEncoding.EncodeToString([]byte(user+":"+wrong)))
-	out := run("wrong credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+wrong), "bad", false)
+	out := publishAs("wrong credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+wrong), "bad", false)
 	if !bytes.Contains(out, []byte("FAILED")) || !bytes.Contains(out, []byte("401")) {
 		t.Errorf("wrong credentials: no FAILED line naming the 401:\n%s", out)
 	}
 	t.Logf("wrong credentials output:\n%s", out)
+}
+
+// authSpy is a registry-looking server that asks for Basic credentials and
+// records every Authorization header it is sent.
+type authSpy struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs int
+	auth []string
+}
+
+func startAuthSpy(t *testing.T) *authSpy {
+	s := &authSpy{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.reqs++
+		if a := r.Header.Get("Authorization"); a != "" {
+			s.auth = append(s.auth, a)
+		}
+		s.mu.Unlock()
+		w.Header().Set("WWW-Authenticate", `Basic realm="spy"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *authSpy) host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+
+func (s *authSpy) seen() (int, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reqs, append([]string(nil), s.auth...)
+}
+
+// Row 4 of issue 12: an unscoped SWEBUILD_REGISTRY_AUTH=USER:PASSWORD is for
+// the --repo registry only. A metadata file whose ref names another server
+// that asks for Basic auth (a tampered file harvesting the release
+// password) gets nothing, while the release registry gets the password.
+func TestUnscopedCredentialsGoOnlyToTheRepoRegistry(t *testing.T) {
+	user, pass := "release-bot", "R3lease-Pa55-c0ffee"
+	reg := regtest.Start(t, regtest.Options{User: user, Password: pass})
+	spy := startAuthSpy(t)
+	f := makeFixture(t, []string{"a__a-1", "b__b-2"}, map[string]bool{"a__a-1": true, "b__b-2": true}, 4096, 1)
+	// a__a-1 is "staged" on the spy; b__b-2 comes from the OCI layout.
+	for i := range f.built {
+		if im := &f.built[i]; im.InstanceID == "a__a-1" {
+			im.Ref, im.OCILayout = spy.host()+"/staging/build@"+im.Digest.String(), ""
+		}
+	}
+	mdPath := f.writeMetadata(t)
+	r := run(t, cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+pass), 2*time.Minute, nil,
+		"publish", "--metadata-file", mdPath, "--repo", reg.Host+"/release", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	n, auths := spy.seen()
+	if n == 0 {
+		t.Fatalf("the spy was never asked; the test proves nothing:\n%s", r.out)
+	}
+	for _, a := range auths {
+		t.Errorf("the spy got an Authorization header (%s..., %d bytes)", strings.SplitN(a, " ", 2)[0], len(a))
+	}
+	if r.err == nil || !bytes.Contains(r.out, []byte("FAILED  image a__a-1")) {
+		t.Errorf("a__a-1 from the spy should fail (exit %v):\n%s", r.err, r.out)
+	}
+	if !bytes.Contains(r.out, []byte("pushed  index b__b-2")) {
+		t.Errorf("b__b-2 not published with the credentials:\n%s", r.out)
+	}
+}
+
+// Row 13 of issue 12: passwords holding '=' (base64 tokens) and ',' are
+// accepted, unscoped and scoped.
+func TestPasswordsWithEqualsAndCommas(t *testing.T) {
+	user, pass := "tokenuser", "dG9r,ZW4=x=="
+	reg := regtest.Start(t, regtest.Options{User: user, Password: pass})
+	f := makeFixture(t, []string{"a__a-1"}, map[string]bool{"a__a-1": true}, 4096, 1)
+	mdPath := f.writeMetadata(t)
+	for i, auth := range []string{
+		user + ":" + pass,
+		reg.Host + "=" + user + ":" + pass,
+		"ghcr.io=someone:x,y\n" + reg.Host + "=" + user + ":" + pass,
+	} {
+		r := run(t, cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+auth), 2*time.Minute, nil,
+			"publish", "--metadata-file", mdPath, "--repo", fmt.Sprintf("%s/pw%d", reg.Host, i), "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+		if r.err != nil {
+			t.Errorf("form %d: %v\n%s", i, r.err, r.out)
+		}
+		if bytes.Contains(r.out, []byte(pass)) {
+			t.Errorf("form %d: output shows the password", i)
+		}
+	}
+}
+
+// Row 7 of issue 12: two publishes at once on one ledger. The second is
+// refused at once with an "in use" error naming the file; the first
+// completes; the ledger has no damaged line and later runs start.
+func TestTwoPublishesAtOnceOnOneLedger(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	px := faultproxy.Start(t, reg.Host, faultproxy.Config{Seed: 3, RateSlow: 1, SlowDelay: 30 * time.Millisecond})
+	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4"}, nil, 16<<10, 2)
+	mdPath := f.writeMetadata(t)
+	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
+	args := []string{"publish", "--metadata-file", mdPath, "--repo", px.Host + "/two", "--ledger", ledger, "-j", "2"}
+	var wg sync.WaitGroup
+	results := make([]result, 2)
+	for i := range results {
+		wg.Go(func() { results[i] = run(t, cleanEnv(t), 3*time.Minute, nil, args...) })
+	}
+	wg.Wait()
+	ok, refused := 0, 0
+	for i, r := range results {
+		switch {
+		case r.err == nil:
+			ok++
+		case bytes.Contains(r.out, []byte("in use")) && bytes.Contains(r.out, []byte(ledger)):
+			refused++
+			if r.elapsed > 10*time.Second {
+				t.Errorf("run %d refused only after %v", i, r.elapsed)
+			}
+		default:
+			t.Errorf("run %d: %v\n%s", i, r.err, r.out)
+		}
+	}
+	if ok != 1 || refused != 1 {
+		t.Errorf("%d runs completed and %d were refused; want one of each", ok, refused)
+	}
+	l, err := OpenLedger(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Damaged(); len(d) != 0 {
+		t.Errorf("%d damaged ledger lines, first: %v", len(d), d[0])
+	}
+	l.Close()
+	if r := run(t, cleanEnv(t), time.Minute, nil, args...); r.err != nil || !bytes.Contains(r.out, []byte("images:    0 pushed")) {
+		t.Errorf("a later run: %v\n%s", r.err, r.out)
+	}
+	for _, p := range checkPublished(t, reg.Host, "two", f) {
+		t.Error(p)
+	}
+}
+
+// An unreachable registry fails every instance within the written retry
+// budget (registry.DefaultBudget.MaxWaits: seconds), not minutes: the first
+// requests pay the budget once, the rest fail at once.
+func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5"}, nil, 4096, 1)
+	mdPath := f.writeMetadata(t)
+	limit := registry.DefaultBudget.MaxWaits() + 5*time.Second
+	r := run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", dead+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	t.Logf("gave up after %v (budget's waits %v):\n%s", r.elapsed.Round(time.Millisecond), registry.DefaultBudget.MaxWaits(), r.out)
+	if r.err == nil {
+		t.Fatal("publish to a dead registry succeeded")
+	}
+	if r.elapsed > limit {
+		t.Errorf("gave up after %v, budget allows %v", r.elapsed, limit)
+	}
+	if n := bytes.Count(r.out, []byte("FAILED  image ")); n != len(f.built) {
+		t.Errorf("%d images reported failed, want %d", n, len(f.built))
+	}
+}
+
+// A layer far larger than the memory the publisher may use (1 GiB of
+// random data, so no compression helps) copied from a staging registry to a
+// release registry at 20% faults on both: the publisher's peak RSS stays far
+// below the layer size, and about what a 16 MiB layer needs. The release
+// registry holds the layer's exact bytes.
+func TestStreamingAGiBLayerAcrossRegistriesWithBoundedRSS(t *testing.T) {
+	needSkopeo(t)
+	const bound = 160 << 20
+	src := regtest.Start(t, regtest.Options{})
+	dst := regtest.Start(t, regtest.Options{})
+	srcPx := faultproxy.Start(t, src.Host, faultproxy.Config{})
+	dstPx := faultproxy.Start(t, dst.Host, faultproxy.Config{})
+	rss := map[int64]int64{}
+	for i, size := range []int64{16 << 20, 1 << 30} {
+		big := stageFileLayerImage(t, src.Host, "staging/big", "big__big-"+fmt.Sprint(i), size)
+		big.built[0].Ref = strings.Replace(big.built[0].Ref, src.Host, srcPx.Host, 1)
+		mdPath := big.writeMetadata(t)
+		for j, px := range []*faultproxy.Proxy{srcPx, dstPx} {
+			cfg := faultproxy.Uniform(int64(40+10*i+j), 0.20)
+			cfg.SlowDelay = 50 * time.Millisecond
+			px.SetConfig(cfg)
+			px.ResetStats()
+		}
+		r := run(t, cleanEnv(t), 10*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", dstPx.Host+"/release", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+		if r.err != nil {
+			t.Fatalf("%d MiB layer: %v\n%s", size>>20, r.err, r.out)
+		}
+		rss[size] = r.maxRSS
+		t.Logf("%d MiB layer: peak RSS %.1f MiB, %v; source %s; release %s", size>>20, float64(r.maxRSS)/(1<<20), r.elapsed.Round(time.Millisecond), srcPx.Stats(), dstPx.Stats())
+		if faultCount(dstPx.Stats()) == 0 {
+			t.Errorf("no faults injected")
+		}
+		for _, p := range checkPublished(t, dst.Host, "release", big.fixture) {
+			t.Error(p)
+		}
+		if got := blobDigestAt(t, dst.Host, big.built[0].InstanceID, big.layerDigest); got != big.layerDigest {
+			t.Errorf("release registry holds %s for the layer, want %s", got, big.layerDigest)
+		}
+	}
+	if r := rss[1<<30]; r == 0 || r > bound {
+		t.Errorf("peak RSS %d MiB publishing a 1024 MiB layer; bound %d MiB", r>>20, bound>>20)
+	}
+	if d := rss[1<<30] - rss[16<<20]; d > 48<<20 {
+		t.Errorf("peak RSS grew by %d MiB from a 16 MiB layer to a 1 GiB one", d>>20)
+	}
 }

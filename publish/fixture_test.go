@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,13 +13,17 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
@@ -29,12 +34,15 @@ import (
 
 // fixture is a set of tiny "built" images in one OCI layout: per platform a
 // base layer shared by every instance, plus instLayers random layers per
-// image. x86-only ids get no arm64 image.
+// image. x86-only ids get no arm64 image. stage() pushes them to a staging
+// registry and points the records there instead (a copy between
+// registries).
 type fixture struct {
 	dir     string
-	recs    []core.Image
+	built   []core.Image     // the records Publish gets
 	blobs   map[string]int64 // unique blob digest -> size (layers and configs)
 	digests map[string]string
+	images  map[string]v1.Image // "id platform" -> image
 }
 
 func (f *fixture) uniqueBlobBytes() int64 {
@@ -45,11 +53,14 @@ func (f *fixture) uniqueBlobBytes() int64 {
 	return n
 }
 
+// recs is a copy of the records, as Publish takes them.
+func (f *fixture) recs() []core.Image { return append([]core.Image(nil), f.built...) }
+
 func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize int64, instLayers int) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	var adds []mutate.IndexAddendum
-	f := &fixture{dir: dir, blobs: map[string]int64{}, digests: map[string]string{}}
+	f := &fixture{dir: dir, blobs: map[string]int64{}, digests: map[string]string{}, images: map[string]v1.Image{}}
 	base := map[string]v1.Layer{}
 	for _, plat := range []string{"linux/amd64", "linux/arm64"} {
 		l, err := random.Layer(layerSize, types.OCILayer)
@@ -106,12 +117,13 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 			cd, _ := cl.Digest()
 			cs, _ := cl.Size()
 			f.blobs[cd.String()] = cs
-			arch2, _ := manifests.ArchForPlatform(plat)
+			p, _ := core.ParsePlatform(plat)
 			f.digests[id+" "+plat] = dg.String()
-			f.recs = append(f.recs, core.Image{
-				Kind: core.KindInstance, InstanceID: id, Platform: core.Platform(plat), Status: core.StatusBuilt,
+			f.images[id+" "+plat] = img
+			f.built = append(f.built, core.Image{
+				Kind: core.KindInstance, InstanceID: id, Platform: p,
 				Digest: digest.Digest(dg.String()), OCILayout: filepath.Join(dir, "oci"),
-				SpecKey: "spec-" + id + "-" + arch2, BaseCommit: "0123456789abcdef", Verified: &yes,
+				SpecKey: "spec-" + id + "-" + p.Arch(), BaseCommit: "0123456789abcdef", Verified: &yes, Status: core.StatusBuilt,
 			})
 		}
 	}
@@ -122,11 +134,52 @@ func makeFixture(t testing.TB, ids []string, x86only map[string]bool, layerSize 
 	return f
 }
 
-// testClient returns a registry client tuned for tests: short backoff,
-// Retry-After capped at 2s.
+// stage pushes every image by digest to host/repo (a staging registry, with
+// go-containerregistry directly: setup, not the code under test) and makes
+// the records name it at refHost (the host, or a proxy in front of it)
+// instead of the OCI layout.
+func (f *fixture) stage(t testing.TB, host, refHost, repo string) {
+	t.Helper()
+	todo := map[name.Reference]remote.Taggable{}
+	for i := range f.built {
+		im := &f.built[i]
+		ref, err := name.ParseReference(host + "/" + repo + "@" + im.Digest.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		todo[ref] = f.images[im.InstanceID+" "+im.Platform.String()]
+		im.Ref, im.OCILayout = refHost+"/"+repo+"@"+im.Digest.String(), ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := remote.MultiWrite(todo, remote.WithContext(ctx), remote.WithJobs(4)); err != nil {
+		t.Fatalf("staging the fixture on %s: %v", host, err)
+	}
+}
+
+// writeMetadata writes the fixture's metadata file (JSON lines of
+// core.Image, as the builder writes it) for the CLI.
+func (f *fixture) writeMetadata(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(f.dir, "metadata.jsonl")
+	if err := core.WriteFile(p, f.built); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type anonKeychain struct{}
+
+func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
+
+// testBudget retries like the default but waits less: a faulted request
+// is retried within milliseconds (Retry-After is capped at 2 s).
+var testBudget = registry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+
+// testClient returns a registry client with testBudget.
 func testClient(t testing.TB, rps float64) *registry.Client {
 	t.Helper()
-	c, err := registry.New(registry.Options{MaxRPS: rps, MinBackoff: 20 * 1e6, MaxBackoff: 500 * 1e6, MaxRetryAfter: 2 * 1e9, OpAttempts: 8, Keychain: anonKeychain{}})
+	c, err := registry.New(registry.Options{MaxRPS: rps, Budget: testBudget, Keychain: anonKeychain{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +225,7 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 	t.Helper()
 	n := manifests.Namer{Repo: host + "/" + prefix}
 	byID := map[string][]core.Image{}
-	for _, im := range f.recs {
+	for _, im := range f.built {
 		byID[im.InstanceID] = append(byID[im.InstanceID], im)
 	}
 	ids := make([]string, 0, len(byID))
@@ -218,8 +271,7 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 			}
 		}
 		for _, im := range imgs {
-			arch := im.Platform.Arch()
-			araw, err := skopeoRaw(t, n.ArchRepo(arch, id)+":latest")
+			araw, err := skopeoRaw(t, n.ArchRepo(im.Platform.Arch(), id)+":latest")
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
@@ -230,4 +282,16 @@ func checkPublished(t testing.TB, host, prefix string, f *fixture) []string {
 		}
 	}
 	return problems
+}
+
+// repoCount is how many destination repositories a fixture's blobs go to:
+// per image its per-arch repository and its index repository.
+func (f *fixture) blobPlacements() int {
+	n := 0
+	for _, im := range f.built {
+		img := f.images[im.InstanceID+" "+im.Platform.String()]
+		ls, _ := img.Layers()
+		n += 2 * (len(ls) + 1)
+	}
+	return n
 }

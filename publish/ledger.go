@@ -1,191 +1,137 @@
 package publish
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/core"
 )
 
-// Record kinds in the ledger.
-const (
-	KindImage = "image" // one per-arch image pushed to its per-arch repository
-	KindIndex = "index" // one instance's multi-arch index (children copied, index put)
-	KindBlob  = "blob"  // a blob upload to Repo was started (Pushed=false) or finished (Pushed=true)
-)
-
-// Record is one ledger line. The ledger is JSON lines, append-only; the last
-// record for a key (kind, instance, platform; for blobs kind and digest) wins.
-type Record struct {
-	Time       string `json:"time"`
-	Kind       string `json:"kind"`
-	InstanceID string `json:"instance_id,omitempty"`
-	Platform   string `json:"platform,omitempty"`
-	// Ref is where the thing was written: the tagged per-arch image, the
-	// tagged index, or for a blob the repository.
-	Ref string `json:"ref,omitempty"`
-	// Digest is the manifest, index or blob digest.
-	Digest string `json:"digest"`
-	// Size and MediaType describe the manifest (images only), so an index
-	// can be assembled from the ledger alone.
-	Size      int64  `json:"size,omitempty"`
-	MediaType string `json:"media_type,omitempty"`
-	// SpecKey is the build input key the content tag was made from.
-	SpecKey  string `json:"spec_key,omitempty"`
-	Verified *bool  `json:"verified,omitempty"`
-	Pushed   bool   `json:"pushed"`
-	Error    string `json:"error,omitempty"`
-}
-
-// Key identifies what a record is about.
-func (r Record) Key() string {
-	if r.Kind == KindBlob {
-		return r.Kind + "\x00" + r.Digest + "\x00" + r.Ref
-	}
-	return r.Kind + "\x00" + r.InstanceID + "\x00" + r.Platform
-}
-
-// Ledger is the publish ledger: instance -> platform -> digest, verified,
-// pushed, error. Safe for concurrent use.
+// Ledger is the publish ledger: JSON lines of core.Image, appended to a
+// core.Log (one writer at a time: a second publish on the same ledger gets
+// core.ErrInUse at once). Records, the last of each core.Image.ID winning:
+//
+//   - instance: one per-arch image, published in its per-arch repository
+//     (Ref REPO@DIGEST, Tags, Size and MediaType of the manifest) or failed;
+//   - index: one instance's multi-arch index, published or failed;
+//   - blob: a blob uploaded into a repository (Ref REPO@DIGEST): failed
+//     ("upload started") before the upload, published after it. Both are
+//     places a resumed run can mount the blob from instead of uploading it
+//     again.
+//
+// Safe for concurrent use.
 type Ledger struct {
-	path string
+	log *core.Log
+	now func() time.Time
 
-	mu     sync.Mutex
-	f      *os.File
-	w      *bufio.Writer
-	last   map[string]Record
-	blobAt map[string][]string // blob digest -> repositories where an upload was started or done
-	now    func() time.Time
+	mu       sync.Mutex
+	last     map[string]core.Image
+	blobAt   map[digest.Digest][]string // blob digest -> repositories it was uploaded to
+	damaged  []*core.LineError
+	migrated bool
 }
 
-// OpenLedger reads the ledger at path (if it exists) and opens it for
-// appending. A torn last line (the process was killed mid-write) is ignored.
+// OpenLedger opens (creating it if needed) and locks the ledger at path. A
+// torn last line (a kill mid-write) is dropped; other damaged lines are
+// skipped and listed by Damaged: the refs they were about are checked
+// against the registry again, as if never published. A ledger in the older
+// format is converted first (Migrated).
 func OpenLedger(path string) (*Ledger, error) {
-	l := &Ledger{path: path, last: map[string]Record{}, blobAt: map[string][]string{}, now: time.Now}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	migrated, bad, err := migrateLegacy(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening ledger: %w", err)
+		return nil, fmt.Errorf("converting the publish ledger: %w", err)
 	}
-	r := bufio.NewReader(f)
-	lineNo := 0
-	var good int64
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			lineNo++
-			var rec Record
-			if jerr := json.Unmarshal(line, &rec); jerr != nil {
-				f.Close()
-				return nil, fmt.Errorf("%s:%d: parsing ledger record: %w", path, lineNo, jerr)
-			}
-			l.apply(rec)
-			good += int64(len(line))
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading ledger %s: %w", path, err)
-		}
+	log, recs, damaged, err := core.OpenLog(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening the publish ledger: %w", err)
 	}
-	// Drop a torn tail so the next record starts on its own line.
-	if err := f.Truncate(good); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("truncating torn ledger tail: %w", err)
+	l := &Ledger{log: log, now: time.Now, last: map[string]core.Image{}, blobAt: map[digest.Digest][]string{}, damaged: append(bad, damaged...), migrated: migrated}
+	for _, r := range recs {
+		l.apply(r)
 	}
-	if _, err := f.Seek(good, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seeking ledger: %w", err)
-	}
-	l.f = f
-	l.w = bufio.NewWriter(f)
 	return l, nil
 }
 
-func (l *Ledger) apply(rec Record) {
-	l.last[rec.Key()] = rec
-	if rec.Kind == KindBlob && rec.Ref != "" {
-		for _, r := range l.blobAt[rec.Digest] {
-			if r == rec.Ref {
-				return
-			}
-		}
-		l.blobAt[rec.Digest] = append(l.blobAt[rec.Digest], rec.Ref)
+// Migrated reports whether OpenLedger converted a ledger of the older
+// format (the original is at Path()+".legacy").
+func (l *Ledger) Migrated() bool { return l.migrated }
+
+// Damaged returns the lines OpenLedger skipped.
+func (l *Ledger) Damaged() []*core.LineError { return l.damaged }
+
+// Path is the ledger file.
+func (l *Ledger) Path() string { return l.log.Path() }
+
+func (l *Ledger) apply(r core.Image) {
+	l.last[r.ID()] = r
+	if r.Kind != core.KindBlob {
+		return
 	}
+	repo, _, _ := strings.Cut(r.Ref, "@")
+	for _, have := range l.blobAt[r.Digest] {
+		if have == repo {
+			return
+		}
+	}
+	l.blobAt[r.Digest] = append(l.blobAt[r.Digest], repo)
 }
 
-// Append writes a record and flushes it to the file (one write per record,
-// so a kill leaves at most one torn line).
-func (l *Ledger) Append(rec Record) error {
+// Append validates r, stamps its time and writes it as one line.
+func (l *Ledger) Append(r core.Image) error {
+	if r.Time == "" {
+		r.Time = core.Now(l.now())
+	}
+	if err := l.log.Append(r); err != nil {
+		return fmt.Errorf("writing the publish ledger: %w", err)
+	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if rec.Time == "" {
-		rec.Time = l.now().UTC().Format(time.RFC3339Nano)
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encoding ledger record: %w", err)
-	}
-	l.apply(rec)
-	if _, err := l.w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("writing ledger %s: %w", l.path, err)
-	}
-	if err := l.w.Flush(); err != nil {
-		return fmt.Errorf("writing ledger %s: %w", l.path, err)
-	}
+	l.apply(r)
+	l.mu.Unlock()
 	return nil
 }
 
-// Lookup returns the last record for kind/instance/platform.
-func (l *Ledger) Lookup(kind, instanceID, platform string) (Record, bool) {
+// Lookup returns the last record about an instance image (kind instance,
+// with its platform) or an index (kind index, no platform).
+func (l *Ledger) Lookup(kind core.Kind, instanceID string, p core.Platform) (core.Image, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r, ok := l.last[Record{Kind: kind, InstanceID: instanceID, Platform: platform}.Key()]
+	r, ok := l.last[core.Image{Kind: kind, InstanceID: instanceID, Platform: p}.ID()]
 	return r, ok
 }
 
-// BlobRepos returns the repositories where an upload of digest was started
-// or finished, oldest first (candidates to mount from).
-func (l *Ledger) BlobRepos(digest string) []string {
+// BlobRepos returns the repositories an upload of d was started or
+// finished in, oldest first.
+func (l *Ledger) BlobRepos(d digest.Digest) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.blobAt[digest]...)
+	return append([]string(nil), l.blobAt[d]...)
 }
 
-// Records returns the last record of every key, sorted by key.
-func (l *Ledger) Records() []Record {
+// Records returns the last record of every ID, sorted by ID.
+func (l *Ledger) Records() []core.Image {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	keys := make([]string, 0, len(l.last))
-	for k := range l.last {
-		keys = append(keys, k)
+	out := make([]core.Image, 0, len(l.last))
+	for _, r := range l.last {
+		out = append(out, r)
 	}
-	sort.Strings(keys)
-	out := make([]Record, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, l.last[k])
-	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out
 }
 
-// Close flushes and closes the file.
+// Close syncs the file and releases the lock.
 func (l *Ledger) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
-	}
-	ferr := l.w.Flush()
-	cerr := l.f.Close()
-	l.f = nil
-	if err := errors.Join(ferr, cerr); err != nil {
-		return fmt.Errorf("closing ledger %s: %w", l.path, err)
+	if err := l.log.Close(); err != nil {
+		return fmt.Errorf("closing the publish ledger: %w", err)
 	}
 	return nil
 }
+
+// IsInUse reports whether err is another process holding the ledger.
+func IsInUse(err error) bool { return errors.Is(err, core.ErrInUse) }

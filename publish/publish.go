@@ -14,7 +14,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/swebuild/swebuild/core"
@@ -28,19 +30,22 @@ type Options struct {
 	Repo string
 	// KeepDoubleUnderscore disables "__" -> "_1776_" in names.
 	KeepDoubleUnderscore bool
-	// Client talks to the registry (required).
+	// Client talks to the registries (required).
 	Client *registry.Client
 	// Ledger records progress (required).
 	Ledger *Ledger
 	// Jobs is how many instances are published at once (default 8).
 	Jobs int
+	// BlobJobs is how many blobs of one image are copied at once
+	// (default 4).
+	BlobJobs int
 	// Version is the swebuild version written in index annotations.
 	Version string
-	// TrustLedger skips images and indexes the ledger records as pushed at
-	// the same digest without asking the registry (zero requests); by
+	// TrustLedger skips images and indexes the ledger records as published
+	// at the same digest without asking the registry (zero requests); by
 	// default each is confirmed with one HEAD.
 	TrustLedger bool
-	// RequireVerified refuses images whose verified field is not true.
+	// RequireVerified refuses images whose gold verification did not pass.
 	RequireVerified bool
 	// Progress receives one line per image and index (nil: discarded).
 	Progress io.Writer
@@ -49,9 +54,9 @@ type Options struct {
 // Summary counts what a Publish run did.
 type Summary struct {
 	Instances      int
-	Ignored        int // non-instance entries in the metadata
+	Ignored        int // base/env records in the input
 	ImagesPushed   int
-	ImagesSkipped  int // present in the registry at the ledger's digest
+	ImagesSkipped  int // present in the registry at the built digest
 	ImagesFailed   int
 	IndexesPushed  int
 	IndexesSkipped int
@@ -74,7 +79,7 @@ func (s *Summary) String() string {
 	fmt.Fprintf(&b, "images:    %d pushed, %d already present, %d failed\n", s.ImagesPushed, s.ImagesSkipped, s.ImagesFailed)
 	fmt.Fprintf(&b, "indexes:   %d pushed, %d already present, %d failed\n", s.IndexesPushed, s.IndexesSkipped, s.IndexesFailed)
 	if s.Ignored > 0 {
-		fmt.Fprintf(&b, "ignored:   %d base/env entries\n", s.Ignored)
+		fmt.Fprintf(&b, "ignored:   %d base/env records\n", s.Ignored)
 	}
 	for _, f := range s.Failures {
 		fmt.Fprintf(&b, "FAILED %s\n", f)
@@ -86,47 +91,51 @@ type publisher struct {
 	opts  Options
 	namer manifests.Namer
 	c     *registry.Client
+	dest  string // registry host of opts.Repo
 
 	mu    sync.Mutex // guards sum and progress output
 	sum   Summary
-	done  int
-	total int
-
-	blobMu sync.Mutex
-	blobs  map[string]*blobState // digest -> state
+	blobs sync.Map // digest.Digest -> *blobState
 
 	layoutMu sync.Mutex
 	layouts  map[string]*layoutIndex // OCI layout dir -> its images, read once per run
 }
 
 // layoutIndex is an OCI layout read once: every image manifest it names,
-// top level or inside nested indexes, by digest. Reading index.json again for
-// each of thousands of images sharing one layout made a run quadratic.
+// top level or inside nested indexes, by digest.
 type layoutIndex struct {
 	once   sync.Once
 	err    error
 	images map[v1.Hash]v1.Image
 }
 
+// blobState serialises the copies of one blob, so a blob shared by many
+// images goes up once and is mounted everywhere else.
 type blobState struct {
 	mu    sync.Mutex
-	repos map[string]bool // repositories known to hold the blob in this run
+	repos []string // destination repositories known to hold it in this run
 }
 
-// Publish pushes every instance image in recs (per-arch repositories, by
-// digest, tagged with the content key and latest), copies them into the
-// instance's multi-arch repository and writes its index once every platform
-// it names is present. Instances fail independently; the returned error is
-// only for setup problems, check Summary.Err for failures.
-func Publish(ctx context.Context, recs []core.Image, opts Options) (*Summary, error) {
+// Publish publishes the instance images among images (per-arch
+// repositories, by digest, tagged with the content key and latest), copies
+// them into the instance's multi-arch repository and writes its index once
+// every platform it names is present. Blobs stream from their source (an
+// OCI layout or another registry) to the destination; a blob already in the
+// destination registry is mounted, not uploaded again. Instances fail
+// independently; the returned error is only for setup problems, check
+// Summary.Err for failures.
+func Publish(ctx context.Context, images []core.Image, opts Options) (*Summary, error) {
 	if opts.Client == nil || opts.Ledger == nil {
-		return nil, errors.New("publish: Client and Ledger are required")
+		return nil, errors.New("publish: a registry client and a ledger are required")
 	}
 	if opts.Repo == "" {
 		return nil, errors.New("publish: empty repository prefix")
 	}
 	if opts.Jobs <= 0 {
 		opts.Jobs = 8
+	}
+	if opts.BlobJobs <= 0 {
+		opts.BlobJobs = 4
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
@@ -135,17 +144,20 @@ func Publish(ctx context.Context, recs []core.Image, opts Options) (*Summary, er
 		opts:    opts,
 		namer:   manifests.Namer{Repo: opts.Repo, KeepDoubleUnderscore: opts.KeepDoubleUnderscore},
 		c:       opts.Client,
-		blobs:   map[string]*blobState{},
 		layouts: map[string]*layoutIndex{},
 	}
-	if _, err := p.c.ParseRepository(p.namer.IndexRepo("probe")); err != nil {
+	probe, err := p.c.ParseRepository(p.namer.IndexRepo("probe"))
+	if err != nil {
 		return nil, fmt.Errorf("publish: repository prefix %q: %w", opts.Repo, err)
 	}
+	p.dest = probe.RegistryStr()
 
-	imgs, ignored := imagesFromRecords(recs)
-	p.sum.Ignored = ignored
-	byID := map[string][]Image{}
-	for _, im := range imgs {
+	byID := map[string][]core.Image{}
+	for _, im := range images {
+		if im.Kind != core.KindInstance {
+			p.sum.Ignored++
+			continue
+		}
 		byID[im.InstanceID] = append(byID[im.InstanceID], im)
 	}
 	ids := make([]string, 0, len(byID))
@@ -154,7 +166,13 @@ func Publish(ctx context.Context, recs []core.Image, opts Options) (*Summary, er
 	}
 	sort.Strings(ids)
 	p.sum.Instances = len(ids)
-	p.total = len(ids)
+	// Ids that would get the same image names are refused before anything
+	// is pushed: either would overwrite the other's images.
+	collides := map[string]string{}
+	for _, c := range p.namer.Collisions(ids) {
+		msg := p.namer.Describe(ids, c)
+		collides[ids[c.First]], collides[ids[c.Second]] = msg, msg
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Jobs)
@@ -162,9 +180,12 @@ func Publish(ctx context.Context, recs []core.Image, opts Options) (*Summary, er
 		if gctx.Err() != nil {
 			break
 		}
-		imgs := byID[id]
+		if msg, ok := collides[id]; ok {
+			p.refuse(id, byID[id], errors.New(msg))
+			continue
+		}
 		g.Go(func() error {
-			p.instance(gctx, id, imgs)
+			p.instance(gctx, id, byID[id])
 			return nil
 		})
 	}
@@ -194,41 +215,62 @@ func (p *publisher) fail(what string, err error) {
 	fmt.Fprintf(p.opts.Progress, "FAILED  %s: %v\n", what, err)
 }
 
-func short(d string) string {
-	if len(d) > 19 {
-		return d[:19]
+// refuse fails every image of an instance and its index without a request.
+func (p *publisher) refuse(id string, imgs []core.Image, err error) {
+	for _, im := range imgs {
+		p.count(func(s *Summary) { s.ImagesFailed++ })
+		p.fail(fmt.Sprintf("image %s %s", id, im.Platform), err)
 	}
-	return d
+	p.count(func(s *Summary) { s.IndexesFailed++ })
+	rec := core.Image{Kind: core.KindIndex, InstanceID: id, Status: core.StatusFailed, Error: err.Error()}
+	p.fail("index "+id, errors.Join(err, p.record("recording the failure", rec)))
+}
+
+// record appends r to the ledger; a failed write is an error of its own.
+func (p *publisher) record(what string, r core.Image) error {
+	if err := p.opts.Ledger.Append(r); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func short(d digest.Digest) string {
+	s := d.String()
+	if len(s) > 19 {
+		return s[:19]
+	}
+	return s
+}
+
+// published is what one per-arch image became.
+type published struct {
+	child manifests.Child
+	src   v1.Image // the source image when it was just copied (saves a GET for the index)
 }
 
 // instance publishes one instance: its per-arch images, then its index.
-func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
+func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) {
 	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Platform < imgs[j].Platform })
-	var children []manifests.Child
-	srcs := map[string]v1.Image{} // platform -> image just pushed (saves a GET when copying)
+	var done []published
 	var failed []string
-	seen := map[string]bool{}
+	seen := map[core.Platform]bool{}
 	for _, im := range imgs {
 		what := fmt.Sprintf("image %s %s", id, im.Platform)
-		if seen[im.Platform] {
-			p.count(func(s *Summary) { s.ImagesFailed++ })
-			p.fail(what, errors.New("platform listed twice in the metadata file"))
-			failed = append(failed, im.Platform)
-			continue
+		var pub published
+		var skipped bool
+		err := errors.New("platform listed twice")
+		if !seen[im.Platform] {
+			seen[im.Platform] = true
+			pub, skipped, err = p.image(ctx, id, im)
 		}
-		seen[im.Platform] = true
-		if im.BuildError != "" {
-			p.count(func(s *Summary) { s.ImagesFailed++ })
-			p.fail(what, fmt.Errorf("not built: %s", im.BuildError))
-			failed = append(failed, im.Platform)
-			continue
-		}
-		child, src, skipped, err := p.image(ctx, id, im)
 		if err != nil {
 			p.count(func(s *Summary) { s.ImagesFailed++ })
-			p.fail(what, err)
-			_ = p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Digest: im.Digest, SpecKey: im.SpecKey, Verified: im.Verified, Error: err.Error()})
-			failed = append(failed, im.Platform)
+			rec := core.Image{Kind: core.KindInstance, InstanceID: id, Platform: im.Platform, SpecKey: im.SpecKey, Verified: im.Verified, Status: core.StatusFailed, Error: err.Error()}
+			if im.Digest.Validate() == nil {
+				rec.Digest = im.Digest
+			}
+			p.fail(what, errors.Join(err, p.record("recording the failure", rec)))
+			failed = append(failed, string(im.Platform))
 			continue
 		}
 		if skipped {
@@ -238,175 +280,222 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []Image) {
 			p.count(func(s *Summary) { s.ImagesPushed++ })
 			p.progress("pushed  %s %s", what, short(im.Digest))
 		}
-		children = append(children, child)
-		if src != nil {
-			srcs[im.Platform] = src
-		}
+		done = append(done, pub)
 	}
 	what := "index " + id
 	if len(failed) > 0 {
 		err := fmt.Errorf("not written: platform(s) %s failed", strings.Join(failed, ", "))
 		p.count(func(s *Summary) { s.IndexesFailed++ })
-		p.fail(what, err)
-		_ = p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Error: err.Error()})
+		rec := core.Image{Kind: core.KindIndex, InstanceID: id, Status: core.StatusFailed, Error: err.Error()}
+		p.fail(what, errors.Join(err, p.record("recording the failure", rec)))
 		return
 	}
-	skipped, digest, err := p.index(ctx, id, imgs, children, srcs)
+	skipped, dg, err := p.index(ctx, id, imgs, done)
 	switch {
 	case err != nil:
 		p.count(func(s *Summary) { s.IndexesFailed++ })
-		p.fail(what, err)
-		_ = p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Digest: digest, Error: err.Error()})
+		rec := core.Image{Kind: core.KindIndex, InstanceID: id, Digest: dg, Status: core.StatusFailed, Error: err.Error()}
+		p.fail(what, errors.Join(err, p.record("recording the failure", rec)))
 	case skipped:
 		p.count(func(s *Summary) { s.IndexesSkipped++ })
-		p.progress("present %s %s", what, short(digest))
+		p.progress("present %s %s", what, short(dg))
 	default:
 		p.count(func(s *Summary) { s.IndexesPushed++ })
-		p.progress("pushed  %s %s -> %s", what, short(digest), p.namer.IndexRepo(id))
+		p.progress("pushed  %s %s -> %s", what, short(dg), p.namer.IndexRepo(id))
 	}
 }
 
-// image pushes one per-arch image; skipped reports that the ledger and one
-// HEAD showed it already present.
-func (p *publisher) image(ctx context.Context, id string, im Image) (manifests.Child, v1.Image, bool, error) {
-	arch, err := manifests.ArchForPlatform(im.Platform)
-	if err != nil {
-		return manifests.Child{}, nil, false, err
-	}
-	if p.opts.RequireVerified && (im.Verified == nil || !*im.Verified) {
-		return manifests.Child{}, nil, false, errors.New("not verified (--require-verified)")
-	}
-	repo, err := p.c.ParseRepository(p.namer.ArchRepo(arch, id))
-	if err != nil {
-		return manifests.Child{}, nil, false, err
-	}
-	tag := manifests.ContentTag(im.SpecKey)
-	child := manifests.Child{Platform: im.Platform, Digest: im.Digest, SpecKey: im.SpecKey}
-
-	rec, ok := p.opts.Ledger.Lookup(KindImage, id, im.Platform)
-	done := ok && rec.Pushed && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey
-	if done && p.opts.TrustLedger && rec.Size > 0 {
-		child.Size, child.MediaType = rec.Size, types.MediaType(rec.MediaType)
-		return child, nil, true, nil
-	}
-	// Existence check by digest before any upload: one HEAD of the content
-	// tag tells whether this exact manifest is already there.
-	d, err := p.c.Head(ctx, repo.Tag(tag))
-	if err != nil {
-		return child, nil, false, err
-	}
-	if d != nil && d.Digest.String() == im.Digest {
-		child.Size, child.MediaType = d.Size, d.MediaType
-		if !done {
-			if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: d.Size, MediaType: string(d.MediaType), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
-				return child, nil, false, err
-			}
-		}
-		return child, nil, true, nil
-	}
-
-	src, mountFrom, err := p.source(ctx, im)
-	if err != nil {
-		return child, nil, false, err
-	}
-	raw, err := src.RawManifest()
-	if err != nil {
-		return child, nil, false, fmt.Errorf("reading manifest: %w", err)
-	}
-	mt, err := src.MediaType()
-	if err != nil {
-		return child, nil, false, fmt.Errorf("reading media type: %w", err)
-	}
-	child.Size, child.MediaType = int64(len(raw)), mt
-	if err := p.pushImage(ctx, repo, src, mountFrom); err != nil {
-		return child, nil, false, err
-	}
-	for _, t := range []string{tag, manifests.LatestTag} {
-		if err := p.c.PutManifest(ctx, repo.Tag(t), src); err != nil {
-			return child, nil, false, err
-		}
-	}
-	if err := p.opts.Ledger.Append(Record{Kind: KindImage, InstanceID: id, Platform: im.Platform, Ref: repo.Tag(tag).String(), Digest: im.Digest, Size: child.Size, MediaType: string(mt), SpecKey: im.SpecKey, Verified: im.Verified, Pushed: true}); err != nil {
-		return child, nil, false, err
-	}
-	return child, src, false, nil
-}
-
-// pushImage makes sure the config and every layer of img are in repo.
-func (p *publisher) pushImage(ctx context.Context, repo name.Repository, img v1.Image, mountFrom *name.Repository) error {
-	cfg, err := partial.ConfigLayer(img)
-	if err != nil {
-		return fmt.Errorf("reading config blob: %w", err)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return fmt.Errorf("reading layers: %w", err)
-	}
-	for _, l := range append(layers, cfg) {
-		if err := p.ensureBlob(ctx, repo, l, mountFrom); err != nil {
-			return err
-		}
+// admit refuses a record publish must not push: failed builds, unverified
+// images when only verified ones go, unknown platforms.
+func (p *publisher) admit(im core.Image) error {
+	switch {
+	case im.Status == core.StatusFailed:
+		return fmt.Errorf("not built: %s", im.Error)
+	case p.opts.RequireVerified && !im.IsVerified():
+		return errors.New("not verified: only images whose gold patch passed are published")
+	case !im.Platform.Valid():
+		return fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", im.Platform)
 	}
 	return nil
 }
 
-// ensureBlob uploads (or mounts) one blob into repo at most once per run.
-// Uploads of the same digest are serialised, so a blob shared by many
-// images goes up once and is mounted everywhere else.
+// image publishes one per-arch image; skipped reports that it was already
+// there (by the ledger, or by one HEAD of its content tag).
+func (p *publisher) image(ctx context.Context, id string, im core.Image) (published, bool, error) {
+	pub := published{child: manifests.Child{Platform: string(im.Platform), Digest: im.Digest.String(), SpecKey: im.SpecKey}}
+	if err := p.admit(im); err != nil {
+		return pub, false, err
+	}
+	repo, err := p.c.ParseRepository(p.namer.ArchRepo(im.Platform.Arch(), id))
+	if err != nil {
+		return pub, false, err
+	}
+	tag := manifests.ContentTag(im.SpecKey)
+	rec, ok := p.opts.Ledger.Lookup(core.KindInstance, id, im.Platform)
+	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey
+	if done && p.opts.TrustLedger && rec.Size > 0 {
+		pub.child.Size, pub.child.MediaType = rec.Size, types.MediaType(rec.MediaType)
+		return pub, true, nil
+	}
+	// One HEAD of the content tag tells whether this exact manifest is
+	// already there.
+	d, err := p.c.Head(ctx, repo.Tag(tag))
+	if err != nil {
+		return pub, false, err
+	}
+	result := core.Image{
+		Kind: core.KindInstance, InstanceID: id, Platform: im.Platform, Digest: im.Digest,
+		Ref: repo.Digest(im.Digest.String()).String(), Tags: []string{tag, manifests.LatestTag},
+		SpecKey: im.SpecKey, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Status: core.StatusPublished,
+	}
+	if d != nil && d.Digest.String() == im.Digest.String() {
+		pub.child.Size, pub.child.MediaType = d.Size, d.MediaType
+		if !done {
+			result.Size, result.MediaType = d.Size, string(d.MediaType)
+			if err := p.record("recording the image", result); err != nil {
+				return pub, false, err
+			}
+		}
+		return pub, true, nil
+	}
+
+	src, err := p.copyImage(ctx, repo, tag, im, &pub.child)
+	if err != nil {
+		return pub, false, err
+	}
+	result.Size, result.MediaType = pub.child.Size, string(pub.child.MediaType)
+	if err := p.record("recording the image", result); err != nil {
+		return pub, false, err
+	}
+	pub.src = src
+	return pub, false, nil
+}
+
+// copyImage copies the built image im into repo: its blobs, then its
+// manifest under latest and the content tag. It fills child's size and
+// media type and returns the source image.
+func (p *publisher) copyImage(ctx context.Context, repo name.Repository, tag string, im core.Image, child *manifests.Child) (v1.Image, error) {
+	src, mountFrom, err := p.source(ctx, im)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := src.RawManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest: %w", err)
+	}
+	mt, err := src.MediaType()
+	if err != nil {
+		return nil, fmt.Errorf("reading the media type: %w", err)
+	}
+	child.Size, child.MediaType = int64(len(raw)), mt
+	if err := p.copyBlobs(ctx, repo, src, mountFrom); err != nil {
+		return nil, err
+	}
+	// latest first: the content tag is what a resumed run checks, so it
+	// goes last, when everything else is in place.
+	for _, t := range []string{manifests.LatestTag, tag} {
+		if err := p.c.Put(ctx, repo.Tag(t), src); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
+}
+
+// copyBlobs makes sure the config and every layer of img are in repo,
+// BlobJobs at a time.
+func (p *publisher) copyBlobs(ctx context.Context, repo name.Repository, img v1.Image, mountFrom *name.Repository) error {
+	cfg, err := partial.ConfigLayer(img)
+	if err != nil {
+		return fmt.Errorf("reading the config blob: %w", err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return fmt.Errorf("reading the layers: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.opts.BlobJobs)
+	for _, l := range append(layers, cfg) {
+		g.Go(func() error { return p.ensureBlob(gctx, repo, l, mountFrom) })
+	}
+	return g.Wait()
+}
+
+// ensureBlob makes sure blob l is in repo, copying it at most once per
+// registry: it is mounted from mountFrom (a repository of the destination
+// registry holding the image), else from a destination repository it was
+// uploaded to in this run or an earlier one (the ledger), and uploaded,
+// streamed from its source, only when none is known.
 func (p *publisher) ensureBlob(ctx context.Context, repo name.Repository, l v1.Layer, mountFrom *name.Repository) error {
 	h, err := l.Digest()
 	if err != nil {
-		return fmt.Errorf("digesting blob: %w", err)
+		return fmt.Errorf("digesting a blob: %w", err)
 	}
-	digest := h.String()
-	p.blobMu.Lock()
-	st, ok := p.blobs[digest]
-	if !ok {
-		st = &blobState{repos: map[string]bool{}}
-		p.blobs[digest] = st
+	d := digest.Digest(h.String())
+	if ml, ok := l.(*remote.MountableLayer); ok && ml.Reference.Context().RegistryStr() != p.dest {
+		// A layer of a remote image names its own repository to mount
+		// from; on another registry that is only a wasted mount request.
+		l = ml.Layer
 	}
-	p.blobMu.Unlock()
-
+	v, _ := p.blobs.LoadOrStore(d, &blobState{})
+	st := v.(*blobState)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	target := repo.String()
-	if st.repos[target] {
-		return nil
-	}
-	from := mountFrom
-	if from == nil || from.String() == target {
-		from = nil
-		cands := make([]string, 0, len(st.repos))
-		for r := range st.repos {
-			cands = append(cands, r)
-		}
-		sort.Strings(cands)
-		cands = append(cands, p.opts.Ledger.BlobRepos(digest)...)
-		for _, r := range cands {
-			if r == target {
-				continue
-			}
-			if rr, err := p.c.ParseRepository(r); err == nil && rr.RegistryStr() == repo.RegistryStr() {
-				from = &rr
-				break
-			}
+	for _, r := range st.repos {
+		if r == target {
+			return nil
 		}
 	}
-	if err := p.opts.Ledger.Append(Record{Kind: KindBlob, Ref: target, Digest: digest}); err != nil {
-		return err
+	from := p.mountSource(d, target, mountFrom, st.repos)
+	if from != "" {
+		src, err := p.c.ParseRepository(from)
+		if err != nil {
+			return err
+		}
+		if err := p.c.Upload(ctx, repo, &remote.MountableLayer{Layer: l, Reference: src.Digest(d.String())}); err != nil {
+			return fmt.Errorf("copying blob %s to %s: %w", short(d), target, err)
+		}
+	} else {
+		ref := repo.Digest(d.String()).String()
+		if err := p.record("recording a blob upload", core.Image{Kind: core.KindBlob, Digest: d, Ref: ref, Status: core.StatusFailed, Error: "upload started, not confirmed"}); err != nil {
+			return err
+		}
+		if err := p.c.Upload(ctx, repo, l); err != nil {
+			return fmt.Errorf("uploading blob %s to %s: %w", short(d), target, err)
+		}
+		if err := p.record("recording a blob upload", core.Image{Kind: core.KindBlob, Digest: d, Ref: ref, Status: core.StatusPublished}); err != nil {
+			return err
+		}
 	}
-	if err := p.c.UploadBlob(ctx, repo, l, from); err != nil {
-		return err
-	}
-	st.repos[target] = true
-	return p.opts.Ledger.Append(Record{Kind: KindBlob, Ref: target, Digest: digest, Pushed: true})
+	st.repos = append(st.repos, target)
+	return nil
 }
 
-// source opens the built image: from its OCI layout when present, else from
-// its digest-pinned ref. mountFrom is the ref's repository when it is on a
-// registry blobs can be mounted from.
-func (p *publisher) source(ctx context.Context, im Image) (v1.Image, *name.Repository, error) {
-	h, err := v1.NewHash(im.Digest)
+// mountSource picks a repository of the destination registry to mount
+// blob d from into target: mountFrom when it is on that registry, else one
+// it was uploaded to in this run (known) or an earlier one (the ledger);
+// "" when there is none.
+func (p *publisher) mountSource(d digest.Digest, target string, mountFrom *name.Repository, known []string) string {
+	cands := append(append([]string(nil), known...), p.opts.Ledger.BlobRepos(d)...)
+	if mountFrom != nil {
+		cands = append([]string{mountFrom.String()}, cands...)
+	}
+	for _, r := range cands {
+		if r == target {
+			continue
+		}
+		if rr, err := p.c.ParseRepository(r); err == nil && rr.RegistryStr() == p.dest {
+			return r
+		}
+	}
+	return ""
+}
+
+// source opens the built image: from its OCI layout when the directory
+// exists, else from its digest-pinned ref. mountFrom is the ref's
+// repository.
+func (p *publisher) source(ctx context.Context, im core.Image) (v1.Image, *name.Repository, error) {
+	h, err := v1.NewHash(im.Digest.String())
 	if err != nil {
 		return nil, nil, fmt.Errorf("digest %q: %w", im.Digest, err)
 	}
@@ -414,19 +503,20 @@ func (p *publisher) source(ctx context.Context, im Image) (v1.Image, *name.Repos
 	var mountFrom *name.Repository
 	if im.OCILayout != "" {
 		if _, serr := os.Stat(im.OCILayout); serr == nil || im.Ref == "" {
-			img, err = p.imageFromLayout(im.OCILayout, h)
-			if err != nil {
+			if img, err = p.imageFromLayout(im.OCILayout, h); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
 	if img == nil {
+		if im.Ref == "" {
+			return nil, nil, errors.New("the record has neither a ref nor an OCI layout to publish from")
+		}
 		ref, err := p.c.ParseReference(im.Ref)
 		if err != nil {
 			return nil, nil, err
 		}
-		img, err = p.c.Image(ctx, ref)
-		if err != nil {
+		if img, err = p.c.Image(ctx, ref); err != nil {
 			return nil, nil, err
 		}
 		repo := ref.Context()
@@ -434,10 +524,10 @@ func (p *publisher) source(ctx context.Context, im Image) (v1.Image, *name.Repos
 	}
 	got, err := img.Digest()
 	if err != nil {
-		return nil, nil, fmt.Errorf("digesting source manifest: %w", err)
+		return nil, nil, fmt.Errorf("digesting the source manifest: %w", err)
 	}
 	if got != h {
-		return nil, nil, fmt.Errorf("source manifest digest %s does not match metadata digest %s", got, h)
+		return nil, nil, fmt.Errorf("source manifest digest %s does not match the built digest %s", got, h)
 	}
 	return img, mountFrom, nil
 }
@@ -513,83 +603,97 @@ func collectImages(idx v1.ImageIndex, into map[v1.Hash]v1.Image, depth int) erro
 	return nil
 }
 
-// index copies each child manifest into the multi-arch repository, confirms
-// every child is present there, then writes the index under its content tag
-// and latest.
-func (p *publisher) index(ctx context.Context, id string, imgs []Image, children []manifests.Child, srcs map[string]v1.Image) (bool, string, error) {
+// index copies each child manifest into the multi-arch repository (blobs
+// mounted from the per-arch repository), then writes the index under its
+// content tag and latest: the index goes up only after the registry
+// accepted every child it names.
+func (p *publisher) index(ctx context.Context, id string, imgs []core.Image, pubs []published) (bool, digest.Digest, error) {
 	info := manifests.IndexInfo{InstanceID: id, Version: p.opts.Version}
+	children := make([]manifests.Child, 0, len(pubs))
 	for _, im := range imgs {
 		if im.BaseCommit != "" {
 			info.BaseCommit = im.BaseCommit
 		}
 	}
+	for _, pb := range pubs {
+		children = append(children, pb.child)
+	}
 	idx, err := manifests.BuildIndex(info, children)
 	if err != nil {
 		return false, "", err
 	}
+	dg := digest.Digest(idx.Digest)
 	repo, err := p.c.ParseRepository(p.namer.IndexRepo(id))
 	if err != nil {
-		return false, idx.Digest, err
+		return false, dg, err
 	}
 	tag := manifests.ContentTagForChildren(children)
-	rec, ok := p.opts.Ledger.Lookup(KindIndex, id, "")
-	done := ok && rec.Pushed && rec.Digest == idx.Digest
+	rec, ok := p.opts.Ledger.Lookup(core.KindIndex, id, "")
+	done := ok && rec.Status == core.StatusPublished && rec.Digest == dg
 	if done && p.opts.TrustLedger {
-		return true, idx.Digest, nil
+		return true, dg, nil
+	}
+	result := core.Image{
+		Kind: core.KindIndex, InstanceID: id, Digest: dg, MediaType: string(types.OCIImageIndex), Size: int64(len(idx.Raw)),
+		Ref: repo.Digest(idx.Digest).String(), Tags: []string{tag, manifests.LatestTag},
+		SpecKey: strings.TrimPrefix(tag, "k-"), BaseCommit: info.BaseCommit, Status: core.StatusPublished,
 	}
 	d, err := p.c.Head(ctx, repo.Tag(tag))
 	if err != nil {
-		return false, idx.Digest, err
+		return false, dg, err
 	}
 	if d != nil && d.Digest.String() == idx.Digest {
 		// The registry accepted this index, so its children were present.
 		if !done {
-			if err := p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Ref: repo.Tag(tag).String(), Digest: idx.Digest, SpecKey: strings.TrimPrefix(tag, "k-"), Pushed: true}); err != nil {
-				return false, idx.Digest, err
+			if err := p.record("recording the index", result); err != nil {
+				return false, dg, err
 			}
 		}
-		return true, idx.Digest, nil
+		return true, dg, nil
 	}
-	for _, ch := range children {
-		arch, _ := manifests.ArchForPlatform(ch.Platform)
-		archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(arch, id))
-		if err != nil {
-			return false, idx.Digest, err
-		}
-		d, err := p.c.Head(ctx, repo.Digest(ch.Digest))
-		if err != nil {
-			return false, idx.Digest, err
-		}
-		if d == nil {
-			src := srcs[ch.Platform]
-			if src == nil {
-				if src, err = p.c.Image(ctx, archRepo.Digest(ch.Digest)); err != nil {
-					return false, idx.Digest, err
-				}
-			}
-			if err := p.pushImage(ctx, repo, src, &archRepo); err != nil {
-				return false, idx.Digest, err
-			}
-			if err := p.c.PutManifest(ctx, repo.Digest(ch.Digest), src); err != nil {
-				return false, idx.Digest, err
-			}
-			// The index goes up only after every child is confirmed present.
-			d, err = p.c.Head(ctx, repo.Digest(ch.Digest))
-			if err != nil {
-				return false, idx.Digest, err
-			}
-		}
-		if d == nil || d.Digest.String() != ch.Digest {
-			return false, idx.Digest, fmt.Errorf("child %s %s not present in %s after copy", ch.Platform, ch.Digest, repo)
+	for _, pb := range pubs {
+		if err := p.copyChild(ctx, id, repo, pb); err != nil {
+			return false, dg, err
 		}
 	}
-	for _, t := range []string{tag, manifests.LatestTag} {
-		if err := p.c.PutManifest(ctx, repo.Tag(t), idx); err != nil {
-			return false, idx.Digest, err
+	for _, t := range []string{manifests.LatestTag, tag} { // content tag last, as for images
+		if err := p.c.Put(ctx, repo.Tag(t), idx); err != nil {
+			return false, dg, err
 		}
 	}
-	if err := p.opts.Ledger.Append(Record{Kind: KindIndex, InstanceID: id, Ref: repo.Tag(tag).String(), Digest: idx.Digest, SpecKey: strings.TrimPrefix(tag, "k-"), Pushed: true}); err != nil {
-		return false, idx.Digest, err
+	return false, dg, p.record("recording the index", result)
+}
+
+// copyChild puts one per-arch manifest into the index repository by
+// digest, unless it is there already.
+func (p *publisher) copyChild(ctx context.Context, id string, repo name.Repository, pb published) error {
+	ch := pb.child
+	plat, err := core.ParsePlatform(ch.Platform)
+	if err != nil {
+		return err
 	}
-	return false, idx.Digest, nil
+	archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(plat.Arch(), id))
+	if err != nil {
+		return err
+	}
+	d, err := p.c.Head(ctx, repo.Digest(ch.Digest))
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		if d.Digest.String() != ch.Digest {
+			return fmt.Errorf("child %s: %s answers digest %s", ch.Platform, repo.Digest(ch.Digest), d.Digest)
+		}
+		return nil
+	}
+	src := pb.src
+	if src == nil {
+		if src, err = p.c.Image(ctx, archRepo.Digest(ch.Digest)); err != nil {
+			return err
+		}
+	}
+	if err := p.copyBlobs(ctx, repo, src, &archRepo); err != nil {
+		return err
+	}
+	return p.c.Put(ctx, repo.Digest(ch.Digest), src)
 }

@@ -9,15 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/regtest"
 )
-
-type anonKeychain struct{}
-
-func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
 
 func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath string, jobs int, mods ...func(*Options)) *Summary {
 	t.Helper()
@@ -33,7 +28,7 @@ func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath strin
 	for _, m := range mods {
 		m(&opts)
 	}
-	sum, err := Publish(ctx, f.recs, opts)
+	sum, err := Publish(ctx, f.recs(), opts)
 	if err != nil {
 		t.Fatalf("publish: %v\n%s", err, progress.String())
 	}
@@ -45,120 +40,169 @@ func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath strin
 
 var fixtureIDs = []string{"astropy__astropy-12907", "django__django-11099", "psf__requests-2317", "sympy__sympy-20590", "pylint-dev__pylint-4661", "sphinx-doc__sphinx-8721"}
 
-// Faults at 20% of requests (429 + Retry-After, 500, 502, 503, resets
-// mid-body, slow responses), repeated runs with different seeds: every run
-// completes, every index is complete and lists exactly the built digests.
-func TestPublishUnderFaultsCompletesWithNoPartialIndex(t *testing.T) {
-	needSkopeo(t)
-	reg := regtest.Start(t, regtest.Options{})
-	px := faultproxy.Start(t, reg.Host, faultproxy.Config{})
-	f := makeFixture(t, fixtureIDs, map[string]bool{"psf__requests-2317": true}, 4096, 2)
-	for run := 0; run < 3; run++ {
-		cfg := faultproxy.Uniform(int64(100+run), 0.20)
+// twoRegistries is the staging -> release case: the fixture staged on one
+// distribution registry, published to another with its own storage, each
+// behind its own fault proxy.
+type twoRegistries struct {
+	src, dst     *regtest.Registry
+	srcPx, dstPx *faultproxy.Proxy
+}
+
+func startTwo(t *testing.T) *twoRegistries {
+	t.Helper()
+	r := &twoRegistries{src: regtest.Start(t, regtest.Options{}), dst: regtest.Start(t, regtest.Options{})}
+	r.srcPx = faultproxy.Start(t, r.src.Host, faultproxy.Config{})
+	r.dstPx = faultproxy.Start(t, r.dst.Host, faultproxy.Config{})
+	return r
+}
+
+func (r *twoRegistries) faults(seed int64, rate float64) {
+	for i, px := range []*faultproxy.Proxy{r.srcPx, r.dstPx} {
+		cfg := faultproxy.Uniform(seed+int64(1000*i), rate)
 		cfg.SlowDelay = 50 * time.Millisecond
 		px.SetConfig(cfg)
 		px.ResetStats()
+	}
+}
+
+func faultCount(st faultproxy.Stats) int {
+	n := 0
+	for _, v := range st.Faults {
+		n += v
+	}
+	return n
+}
+
+// checkUploads checks that every blob was uploaded to the destination
+// exactly once and nothing else was: the rest was mounted.
+func checkUploads(t *testing.T, what string, st faultproxy.Stats, f *fixture) {
+	t.Helper()
+	for d, n := range st.CompletedUploads {
+		if n != 1 {
+			t.Errorf("%s: blob %s uploaded %d times", what, d, n)
+		}
+		if _, ok := f.blobs[d]; !ok {
+			t.Errorf("%s: uploaded %s, not a fixture blob", what, d)
+		}
+	}
+	if len(st.CompletedUploads) != len(f.blobs) {
+		t.Errorf("%s: %d blobs uploaded, %d unique", what, len(st.CompletedUploads), len(f.blobs))
+	}
+}
+
+// Staging -> release at 20% faults on both registries (429 + Retry-After,
+// 500, 502, 503, resets mid-body, slow answers), three seeds: every run
+// completes, every index is complete and lists exactly the built digests,
+// and each blob went to the release registry once.
+func TestCrossRegistryPublishUnderFaultsCompletesWithNoPartialIndex(t *testing.T) {
+	needSkopeo(t)
+	r := startTwo(t)
+	f := makeFixture(t, fixtureIDs, map[string]bool{"psf__requests-2317": true}, 4096, 2)
+	f.stage(t, r.src.Host, r.srcPx.Host, "staging/build")
+	for run := 0; run < 3; run++ {
+		r.faults(int64(100+run), 0.20)
 		prefix := fmt.Sprintf("faults%d", run)
-		sum := publishOnce(t, px.Host, prefix, f, filepath.Join(t.TempDir(), "ledger.jsonl"), 4)
-		st := px.Stats()
-		t.Logf("run %d: %s", run, st)
+		sum := publishOnce(t, r.dstPx.Host, prefix, f, filepath.Join(t.TempDir(), "ledger.jsonl"), 4)
+		src, dst := r.srcPx.Stats(), r.dstPx.Stats()
+		t.Logf("run %d: source %s", run, src)
+		t.Logf("run %d: release %s", run, dst)
 		if err := sum.Err(); err != nil {
 			t.Fatalf("run %d: %v\n%s", run, err, sum)
 		}
-		if sum.IndexesPushed != len(fixtureIDs) || sum.ImagesPushed != len(f.recs) {
+		if sum.IndexesPushed != len(fixtureIDs) || sum.ImagesPushed != len(f.built) {
 			t.Errorf("run %d: summary %+v", run, sum)
 		}
-		faults := 0
-		for _, n := range st.Faults {
-			faults += n
+		if faultCount(src) == 0 || faultCount(dst) == 0 {
+			t.Errorf("run %d: no faults injected on one side; the test proves nothing", run)
 		}
-		if faults == 0 {
-			t.Errorf("run %d: no faults injected; the test proves nothing", run)
-		}
-		for _, p := range checkPublished(t, reg.Host, prefix, f) {
+		checkUploads(t, fmt.Sprintf("run %d", run), dst, f)
+		for _, p := range checkPublished(t, r.dst.Host, prefix, f) {
 			t.Errorf("run %d: %s", run, p)
 		}
 	}
 }
 
-// With 20% faults, ten publishes of one two-platform image all complete
-// (skopeo --retry-times 5 managed 0/10 and crane 6/10 in the issue).
-func TestTenRunsAt20PercentFaultsAllComplete(t *testing.T) {
+// With 20% faults, ten staging -> release publishes of one two-platform
+// image all complete (skopeo --retry-times 5 managed 0/10 and crane 6/10
+// in the issue).
+func TestTenCrossRegistryRunsAt20PercentFaultsAllComplete(t *testing.T) {
 	needSkopeo(t)
-	reg := regtest.Start(t, regtest.Options{})
-	px := faultproxy.Start(t, reg.Host, faultproxy.Config{})
+	r := startTwo(t)
 	f := makeFixture(t, []string{"django__django-11099"}, nil, 64<<10, 2)
+	f.stage(t, r.src.Host, r.srcPx.Host, "staging/build")
+	complete := 0
 	for run := 0; run < 10; run++ {
-		cfg := faultproxy.Uniform(int64(run+1), 0.20)
-		cfg.SlowDelay = 50 * time.Millisecond
-		px.SetConfig(cfg)
+		r.faults(int64(run+1), 0.20)
 		prefix := fmt.Sprintf("ten%d", run)
-		sum := publishOnce(t, px.Host, prefix, f, filepath.Join(t.TempDir(), "ledger.jsonl"), 1)
+		sum := publishOnce(t, r.dstPx.Host, prefix, f, filepath.Join(t.TempDir(), "ledger.jsonl"), 1)
 		if err := sum.Err(); err != nil {
 			t.Errorf("run %d: %v\n%s", run, err, sum)
 			continue
 		}
-		for _, p := range checkPublished(t, reg.Host, prefix, f) {
+		problems := checkPublished(t, r.dst.Host, prefix, f)
+		for _, p := range problems {
 			t.Errorf("run %d: %s", run, p)
 		}
+		if len(problems) == 0 {
+			complete++
+		}
 	}
-	t.Logf("proxy: %s", px.Stats())
+	t.Logf("%d/10 complete; release proxy: %s", complete, r.dstPx.Stats())
 }
 
-// Without faults: the bytes uploaded equal the unique blob bytes (the shared
-// base layers go up once and are mounted everywhere else), and a re-run with
-// the ledger makes exactly one HEAD per ref (per-arch image and index) and
-// nothing else.
-func TestBytesUploadedEqualUniqueBlobsAndNoopRerun(t *testing.T) {
-	reg := regtest.Start(t, regtest.Options{})
-	px := faultproxy.Start(t, reg.Host, faultproxy.Config{})
+// Without faults, staging -> release: the blobs uploaded to the release
+// registry are exactly the unique blobs, once each, their bytes once; every
+// other placement of a blob (the shared base layer in each per-arch and
+// index repository) is a mount inside the release registry. A re-run with
+// the ledger makes one HEAD per ref and nothing else; trusting the ledger,
+// none; without the ledger, still one HEAD per ref and no upload.
+func TestCrossRegistryUploadsEqualUniqueBlobsAndNoopRerun(t *testing.T) {
+	r := startTwo(t)
 	f := makeFixture(t, fixtureIDs, map[string]bool{"psf__requests-2317": true}, 32<<10, 2)
+	f.stage(t, r.src.Host, r.srcPx.Host, "staging/build")
 	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
-	sum := publishOnce(t, px.Host, "bytes", f, ledger, 4)
+	sum := publishOnce(t, r.dstPx.Host, "bytes", f, ledger, 4)
 	if err := sum.Err(); err != nil {
 		t.Fatalf("%v\n%s", err, sum)
 	}
-	st := px.Stats()
+	st := r.dstPx.Stats()
+	t.Logf("first run: %s", st)
+	checkUploads(t, "first run", st, f)
 	if st.UploadBodyBytes != f.uniqueBlobBytes() {
 		t.Errorf("uploaded %d body bytes, unique blob bytes are %d (%d blobs)", st.UploadBodyBytes, f.uniqueBlobBytes(), len(f.blobs))
 	}
-	for d, n := range st.CompletedUploads {
-		if n != 1 {
-			t.Errorf("blob %s uploaded %d times", d, n)
-		}
+	if want := f.blobPlacements() - len(f.blobs); st.Requests[faultproxy.KindMountPost] != want {
+		t.Errorf("%d mounts, want %d (%d placements of %d unique blobs)", st.Requests[faultproxy.KindMountPost], want, f.blobPlacements(), len(f.blobs))
 	}
-	if len(st.CompletedUploads) != len(f.blobs) {
-		t.Errorf("%d blobs uploaded, %d unique", len(st.CompletedUploads), len(f.blobs))
-	}
-	t.Logf("first run: %s", st)
 
-	px.ResetStats()
-	sum = publishOnce(t, px.Host, "bytes", f, ledger, 4)
-	if sum.Err() != nil || sum.ImagesSkipped != len(f.recs) || sum.IndexesSkipped != len(fixtureIDs) || sum.ImagesPushed+sum.IndexesPushed != 0 {
+	refs := len(f.built) + len(fixtureIDs)
+	r.dstPx.ResetStats()
+	r.srcPx.ResetStats()
+	sum = publishOnce(t, r.dstPx.Host, "bytes", f, ledger, 4)
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.built) || sum.IndexesSkipped != len(fixtureIDs) || sum.ImagesPushed+sum.IndexesPushed != 0 {
 		t.Fatalf("no-op re-run did work: %+v", sum)
 	}
-	st = px.Stats()
-	refs := len(f.recs) + len(fixtureIDs)
-	// One /v2/ ping for the registry, then one HEAD per ref.
-	if st.Requests[faultproxy.KindManifestHead] != refs || st.Total() != refs+1 {
+	// One /v2/ ping for the registry, then one HEAD per ref; the source is
+	// not asked anything.
+	if st := r.dstPx.Stats(); st.Requests[faultproxy.KindManifestHead] != refs || st.Total() != refs+1 {
 		t.Errorf("no-op re-run: %d refs, requests %s", refs, st)
 	}
+	if n := r.srcPx.Stats().Total(); n != 0 {
+		t.Errorf("no-op re-run asked the source %d times", n)
+	}
 
-	// Trusting the ledger: zero requests.
-	px.ResetStats()
-	sum = publishOnce(t, px.Host, "bytes", f, ledger, 4, func(o *Options) { o.TrustLedger = true })
-	if sum.Err() != nil || sum.ImagesSkipped != len(f.recs) || sum.IndexesSkipped != len(fixtureIDs) {
+	r.dstPx.ResetStats()
+	sum = publishOnce(t, r.dstPx.Host, "bytes", f, ledger, 4, func(o *Options) { o.TrustLedger = true })
+	if sum.Err() != nil || sum.ImagesSkipped != len(f.built) || sum.IndexesSkipped != len(fixtureIDs) {
 		t.Fatalf("trusted re-run: %+v", sum)
 	}
-	if n := px.Stats().Total(); n != 0 {
+	if n := r.dstPx.Stats().Total(); n != 0 {
 		t.Errorf("trusted re-run made %d requests", n)
 	}
 
-	// Without the ledger: still one HEAD per ref, nothing uploaded.
-	px.ResetStats()
-	sum = publishOnce(t, px.Host, "bytes", f, filepath.Join(t.TempDir(), "fresh.jsonl"), 4)
-	st = px.Stats()
-	if sum.Err() != nil || sum.ImagesPushed+sum.IndexesPushed != 0 || st.Total() != refs+1 {
+	r.dstPx.ResetStats()
+	sum = publishOnce(t, r.dstPx.Host, "bytes", f, filepath.Join(t.TempDir(), "fresh.jsonl"), 4)
+	if st := r.dstPx.Stats(); sum.Err() != nil || sum.ImagesPushed+sum.IndexesPushed != 0 || st.Total() != refs+1 {
 		t.Errorf("re-run without ledger: %+v, requests %s", sum, st)
 	}
 }
@@ -174,7 +218,7 @@ func TestChangedSpecKeyGetsNewTag(t *testing.T) {
 		t.Fatal(sum)
 	}
 	px.ResetStats()
-	f.recs[0].SpecKey += "-pinned"
+	f.built[0].SpecKey += "-pinned"
 	sum := publishOnce(t, px.Host, "spec", f, ledger, 1)
 	if sum.Err() != nil || sum.ImagesPushed != 1 || sum.ImagesSkipped != 1 || sum.IndexesPushed != 1 {
 		t.Fatalf("summary after spec change: %+v", sum)
@@ -187,8 +231,8 @@ func TestChangedSpecKeyGetsNewTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer led.Close()
-	rec, _ := led.Lookup(KindImage, "django__django-11099", f.recs[0].Platform.String())
-	if !strings.Contains(rec.Ref, ":k-") || rec.SpecKey != f.recs[0].SpecKey {
+	rec, _ := led.Lookup(core.KindInstance, "django__django-11099", f.built[0].Platform)
+	if rec.Status != core.StatusPublished || rec.SpecKey != f.built[0].SpecKey || !strings.Contains(strings.Join(rec.Tags, ","), "k-") {
 		t.Errorf("ledger record %+v", rec)
 	}
 }

@@ -1,20 +1,23 @@
 // Package registry talks to OCI registries for swebuild: go-containerregistry's
-// remote package over a go-retryablehttp transport with exponential backoff
-// and jitter, Retry-After honoured on 429/503, a global request-rate and
-// concurrency limit per Client, credentials from the environment, the Docker
-// config and its credential helpers, digest existence checks before uploads
-// and cross-repository blob mounts.
+// remote package (remote.Pusher for uploads and manifests) over one transport
+// of our own with the one retry layer (Budget: attempts and total time per
+// request, Retry-After honoured), a request-rate and concurrency limit per
+// registry host, plain HTTP refused except to loopback hosts and registries
+// named as insecure, and credentials that go only to the registry they were
+// given for.
 //
 // Transport stack, outermost first:
 //
 //	auth (ggcr bearer/basic, built once per registry: one /v2/ ping per registry per run)
-//	  -> retries (go-retryablehttp for replayable requests)
-//	    -> limiter (rate + concurrency, applied to every attempt)
-//	      -> net/http transport
+//	  -> retryTransport (Budget; a blob PATCH is retried on a new upload
+//	     session with its body fetched again, never buffered)
+//	    -> limitTransport (per host: rate, requests awaiting an answer)
+//	      -> schemeGuard (plain HTTP only where allowed)
+//	        -> net/http transport
 //
-// Streaming blob bodies are never buffered for replay; their upload is retried
-// as a whole by UploadBlob, which repeats the existence check first, so a blob
-// that reached the registry is never sent twice.
+// go-containerregistry's own retries are switched off (its transport is a
+// transport.Wrapper, its upload retry has one step), so a request is tried
+// at most Budget.Attempts times in all.
 //
 // Nothing in this package prints or logs credentials or request headers; the
 // debug log (Options.Logf) carries method, host, path and status only.
@@ -38,57 +41,62 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultMaxRPS        = 50
-	DefaultConcurrency   = 8
-	DefaultMaxRetries    = 8
-	DefaultMinBackoff    = 200 * time.Millisecond
-	DefaultMaxBackoff    = 10 * time.Second
-	DefaultMaxRetryAfter = 60 * time.Second
-	DefaultOpAttempts    = 6
+	// DefaultMaxRPS is the request rate per registry host when none is
+	// given; loopback registries are not rate limited by default.
+	DefaultMaxRPS = 50
+	// DefaultConcurrency is how many requests may await an answer from one
+	// registry host at once.
+	DefaultConcurrency = 8
+	// DefaultStallTimeout is how long a response body may send nothing.
+	DefaultStallTimeout = 2 * time.Minute
 )
 
-// Options configure a Client. Zero values take the defaults above.
+// Options configure a Client. Zero values take the defaults.
 type Options struct {
-	// MaxRPS is the global request-rate limit (requests per second, every
-	// attempt counted). 0 means DefaultMaxRPS; negative means unlimited.
+	// MaxRPS is the request-rate limit per registry host (requests per
+	// second, every attempt counted). 0 means DefaultMaxRPS for remote
+	// hosts and no limit for loopback ones; negative means no limit.
 	MaxRPS float64
-	// Concurrency is the maximum number of requests in flight.
+	// Concurrency is the most requests awaiting an answer per host.
 	Concurrency int
-	// MaxRetries is the number of HTTP-level retries of a replayable request.
-	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff.
-	MinBackoff, MaxBackoff time.Duration
-	// MaxRetryAfter caps how long a Retry-After header can make us wait.
-	MaxRetryAfter time.Duration
-	// OpAttempts is how many times a whole operation (a blob upload, a
-	// manifest put) is attempted when its HTTP retries are exhausted or its
-	// streaming body failed.
-	OpAttempts int
-	// Keychain resolves credentials; nil means Keychain(DefaultAuthEnv).
+	// Budget is the retry budget of every request; zero fields take
+	// DefaultBudget's.
+	Budget Budget
+	// Keychain resolves credentials; nil means anonymous plus the Docker
+	// config (authn.DefaultKeychain).
 	Keychain authn.Keychain
-	// Insecure allows plain HTTP to non-loopback registries.
+	// InsecureRegistries may be talked to in plain HTTP (loopback
+	// registries always may).
+	InsecureRegistries []string
+	// Insecure allows plain HTTP to every registry.
 	Insecure bool
+	// StallTimeout cuts a response body that sends nothing for this long
+	// (a blob download from a registry that stopped mid-stream); 0 means
+	// DefaultStallTimeout, negative never.
+	StallTimeout time.Duration
 	// Logf, if set, receives debug lines (never credentials or headers).
 	Logf func(format string, args ...any)
-	// Base is the innermost transport; nil means a clone of http.DefaultTransport.
+	// Base is the innermost transport; nil means a clone of
+	// http.DefaultTransport with timeouts.
 	Base http.RoundTripper
 }
 
-// Client is safe for concurrent use; all requests through it share one
-// rate and concurrency limit.
+// Client is safe for concurrent use.
 type Client struct {
 	opts     Options
 	keychain authn.Keychain
-	inner    http.RoundTripper // retries -> limiter -> base
+	insecure map[string]bool // registry host -> plain HTTP allowed
+	inner    http.RoundTripper
 
 	mu     sync.Mutex
 	authed map[string]*authEntry // per registry
 }
 
 type authEntry struct {
-	once sync.Once
-	rt   http.RoundTripper
-	err  error
+	once   sync.Once
+	rt     http.RoundTripper
+	pusher *remote.Pusher
+	err    error
 }
 
 // IsLoopback reports whether a registry host (host[:port]) is on the local
@@ -107,81 +115,90 @@ func IsLoopback(host string) bool {
 
 // New returns a Client.
 func New(opts Options) (*Client, error) {
-	if opts.MaxRPS == 0 {
-		opts.MaxRPS = DefaultMaxRPS
-	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	if opts.MaxRetries <= 0 {
-		opts.MaxRetries = DefaultMaxRetries
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = DefaultMinBackoff
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = DefaultMaxBackoff
-	}
-	if opts.MaxRetryAfter <= 0 {
-		opts.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if opts.OpAttempts <= 0 {
-		opts.OpAttempts = DefaultOpAttempts
+	opts.Budget = opts.Budget.withDefaults()
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = DefaultStallTimeout
 	}
 	kc := opts.Keychain
 	if kc == nil {
-		var err error
-		if kc, err = Keychain(DefaultAuthEnv); err != nil {
-			return nil, err
+		kc = authn.DefaultKeychain
+	}
+	insecure := map[string]bool{}
+	for _, r := range opts.InsecureRegistries {
+		key, err := registryKey(r)
+		if err != nil {
+			return nil, fmt.Errorf("insecure registry: %w", err)
 		}
+		insecure[key] = true
 	}
 	base := opts.Base
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		t.MaxIdleConnsPerHost = opts.Concurrency * 2
-		t.ResponseHeaderTimeout = 5 * time.Minute
+		// A registry commits a large blob before it answers the PUT.
+		t.ResponseHeaderTimeout = 2 * time.Minute
 		base = t
 	}
-	lim := &limitedTransport{base: base, lim: newLimiter(opts.MaxRPS, opts.Concurrency), logf: opts.Logf}
-	return &Client{
-		opts:     opts,
-		keychain: kc,
-		inner:    newRetryTransport(lim, opts),
-		authed:   map[string]*authEntry{},
-	}, nil
+	c := &Client{opts: opts, keychain: kc, insecure: insecure, authed: map[string]*authEntry{}}
+	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
+	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
+	c.inner = newRetryTransport(lim, opts.Budget, opts.Logf)
+	return c, nil
 }
 
-// ParseReference parses an image reference; plain HTTP is used for loopback
-// registries and, with Options.Insecure, for any registry.
-func (c *Client) ParseReference(s string) (name.Reference, error) {
-	var opts []name.Option
-	if c.opts.Insecure {
-		opts = append(opts, name.Insecure)
+// Budget returns the retry budget the client applies to every request.
+func (c *Client) Budget() Budget { return c.opts.Budget }
+
+func (c *Client) plainHTTPAllowed(host string) bool {
+	return c.opts.Insecure || IsLoopback(host) || c.insecure[host]
+}
+
+func (c *Client) nameOpts(registry string) []name.Option {
+	if c.opts.Insecure || c.insecure[registry] {
+		return []name.Option{name.Insecure}
 	}
-	ref, err := name.ParseReference(s, opts...)
+	return nil
+}
+
+// ParseReference parses an image reference; plain HTTP is tried for
+// loopback registries and registries named as insecure.
+func (c *Client) ParseReference(s string) (name.Reference, error) {
+	ref, err := name.ParseReference(s)
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", s, err)
+	}
+	if o := c.nameOpts(ref.Context().RegistryStr()); o != nil {
+		ref, err = name.ParseReference(s, o...)
+		if err != nil {
+			return nil, fmt.Errorf("parsing image reference %q: %w", s, err)
+		}
 	}
 	return ref, nil
 }
 
 // ParseRepository parses a repository name like ParseReference.
 func (c *Client) ParseRepository(s string) (name.Repository, error) {
-	var opts []name.Option
-	if c.opts.Insecure {
-		opts = append(opts, name.Insecure)
-	}
-	repo, err := name.NewRepository(s, opts...)
+	repo, err := name.NewRepository(s)
 	if err != nil {
 		return name.Repository{}, fmt.Errorf("parsing repository %q: %w", s, err)
+	}
+	if o := c.nameOpts(repo.RegistryStr()); o != nil {
+		repo, err = name.NewRepository(s, o...)
+		if err != nil {
+			return name.Repository{}, fmt.Errorf("parsing repository %q: %w", s, err)
+		}
 	}
 	return repo, nil
 }
 
-// transportFor returns the authenticated transport for repo's registry,
-// built once per registry (one /v2/ ping). Bearer scopes for further
-// repositories are added on demand from the registry's challenges.
-func (c *Client) transportFor(ctx context.Context, repo name.Repository) (http.RoundTripper, error) {
+// registryEntry returns the authenticated transport and pusher for repo's
+// registry, built once per registry (one /v2/ ping). Bearer scopes for
+// further repositories are added on demand from the registry's challenges.
+func (c *Client) registryEntry(ctx context.Context, repo name.Repository) (*authEntry, error) {
 	key := repo.RegistryStr()
 	c.mu.Lock()
 	e, ok := c.authed[key]
@@ -197,13 +214,17 @@ func (c *Client) transportFor(ctx context.Context, repo name.Repository) (http.R
 			return
 		}
 		scopes := []string{repo.Scope(transport.PushScope)}
-		e.rt, e.err = transport.NewWithContext(ctx, repo.Registry, auth, c.inner, scopes)
-		if e.err != nil {
-			e.err = fmt.Errorf("authenticating to %s: %w", key, e.err)
+		rt, err := transport.NewWithContext(ctx, repo.Registry, auth, c.inner, scopes)
+		if err != nil {
+			e.err = fmt.Errorf("connecting to registry %s: %w", key, err)
+			return
 		}
+		e.rt = rt
+		e.pusher, e.err = remote.NewPusher(c.remoteOptions(rt)...)
 	})
 	if e.err != nil {
-		// Let a later call try again (the registry may have been down).
+		// A later call tries again (the registry may have been down; a
+		// dead host fails fast in the transport meanwhile).
 		c.mu.Lock()
 		if c.authed[key] == e {
 			delete(c.authed, key)
@@ -211,157 +232,109 @@ func (c *Client) transportFor(ctx context.Context, repo name.Repository) (http.R
 		c.mu.Unlock()
 		return nil, e.err
 	}
-	return e.rt, nil
+	return e, nil
 }
 
-func (c *Client) remoteOptions(ctx context.Context, repo name.Repository) ([]remote.Option, error) {
-	rt, err := c.transportFor(ctx, repo)
-	if err != nil {
-		return nil, err
-	}
+// noRetry is go-containerregistry's retry predicate here: never, the
+// transport has retried already.
+func noRetry(error) bool { return false }
+
+func (c *Client) remoteOptions(rt http.RoundTripper) []remote.Option {
 	return []remote.Option{
-		remote.WithContext(ctx),
 		remote.WithTransport(rt), // a *transport.Wrapper: ggcr adds no second auth or retry layer
 		remote.WithRetryBackoff(remote.Backoff{Steps: 1}),
-		remote.WithJobs(1),
+		remote.WithRetryPredicate(noRetry),
+		remote.WithRetryStatusCodes(),
+		remote.WithJobs(4),
 		remote.WithUserAgent("swebuild"),
-	}, nil
+	}
 }
 
 // Head returns the descriptor of ref (tag or digest) with one HEAD request,
 // or nil and no error when the registry answers 404.
 func (c *Client) Head(ctx context.Context, ref name.Reference) (*v1.Descriptor, error) {
-	var desc *v1.Descriptor
-	err := c.retryOp(ctx, func() error {
-		opts, err := c.remoteOptions(ctx, ref.Context())
-		if err != nil {
-			return err
-		}
-		d, err := remote.Head(ref, opts...)
-		if err != nil {
-			if isNotFound(err) {
-				desc = nil
-				return nil
-			}
-			return err
-		}
-		desc = d
-		return nil
-	})
+	e, err := c.registryEntry(ctx, ref.Context())
 	if err != nil {
 		return nil, fmt.Errorf("checking %s: %w", ref, err)
 	}
-	return desc, nil
+	d, err := remote.Head(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("checking %s: %w", ref, err)
+	}
+	return d, nil
 }
 
-// Image returns a lazily fetched remote image (for copying from another
-// registry or repository by digest).
+// Image returns a remote image, fetched lazily: its manifest now, its blobs
+// when read (each read a new GET, streamed).
 func (c *Client) Image(ctx context.Context, ref name.Reference) (v1.Image, error) {
-	var img v1.Image
-	err := c.retryOp(ctx, func() error {
-		opts, err := c.remoteOptions(ctx, ref.Context())
-		if err != nil {
-			return err
-		}
-		img, err = remote.Image(ref, opts...)
-		return err
-	})
+	e, err := c.registryEntry(ctx, ref.Context())
+	if err != nil {
+		return nil, fmt.Errorf("fetching image %s: %w", ref, err)
+	}
+	img, err := remote.Image(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
 		return nil, fmt.Errorf("fetching image %s: %w", ref, err)
 	}
 	return img, nil
 }
 
-// UploadBlob makes sure blob l exists in repo. ggcr first checks it by
-// digest (HEAD); when absent and mountFrom is a repository on the same
-// registry, it asks for a cross-repository mount; only then does it upload.
-// The whole sequence, existence check included, is retried on transient
-// failures.
-func (c *Client) UploadBlob(ctx context.Context, repo name.Repository, l v1.Layer, mountFrom *name.Repository) error {
-	h, err := l.Digest()
+// Get fetches the manifest or index ref names with one GET.
+func (c *Client) Get(ctx context.Context, ref name.Reference) (*remote.Descriptor, error) {
+	e, err := c.registryEntry(ctx, ref.Context())
 	if err != nil {
-		return fmt.Errorf("digesting blob for %s: %w", repo, err)
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
 	}
-	layer := l
-	if mountFrom != nil && mountFrom.RegistryStr() == repo.RegistryStr() && mountFrom.RepositoryStr() != repo.RepositoryStr() {
-		layer = &remote.MountableLayer{Layer: l, Reference: mountFrom.Digest(h.String())}
-	}
-	err = c.retryOp(ctx, func() error {
-		opts, err := c.remoteOptions(ctx, repo)
-		if err != nil {
-			return err
-		}
-		return remote.WriteLayer(repo, layer, opts...)
-	})
+	d, err := remote.Get(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return fmt.Errorf("uploading blob %s to %s: %w", h, repo, err)
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
+	}
+	return d, nil
+}
+
+// Layer returns the blob d names, fetched lazily: Compressed opens one
+// streamed GET.
+func (c *Client) Layer(ctx context.Context, d name.Digest) (v1.Layer, error) {
+	e, err := c.registryEntry(ctx, d.Context())
+	if err != nil {
+		return nil, fmt.Errorf("opening blob %s: %w", d, err)
+	}
+	l, err := remote.Layer(d, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, fmt.Errorf("opening blob %s: %w", d, err)
+	}
+	return l, nil
+}
+
+// Upload makes sure blob l is in repo with go-containerregistry's pusher:
+// a HEAD by digest, then, for a *remote.MountableLayer naming a repository
+// of the same registry, a cross-repository mount, and only when neither
+// holds, an upload streamed from l.Compressed.
+func (c *Client) Upload(ctx context.Context, repo name.Repository, l v1.Layer) error {
+	e, err := c.registryEntry(ctx, repo)
+	if err != nil {
+		return err
+	}
+	if err := e.pusher.Upload(ctx, repo, l); err != nil {
+		return err
 	}
 	return nil
 }
 
-// PutManifest writes a manifest or index (anything with RawManifest and
-// MediaType) at ref, a tag or its digest. Its blobs or children must
+// Put writes a manifest or index (anything with RawManifest and MediaType)
+// at ref, a tag or its digest, with one PUT. Its blobs or children must
 // already be in the repository.
-func (c *Client) PutManifest(ctx context.Context, ref name.Reference, t remote.Taggable) error {
-	err := c.retryOp(ctx, func() error {
-		opts, err := c.remoteOptions(ctx, ref.Context())
-		if err != nil {
-			return err
-		}
-		return remote.Put(ref, t, opts...)
-	})
+func (c *Client) Put(ctx context.Context, ref name.Reference, t remote.Taggable) error {
+	e, err := c.registryEntry(ctx, ref.Context())
 	if err != nil {
 		return fmt.Errorf("putting manifest %s: %w", ref, err)
 	}
+	if err := e.pusher.Put(ctx, ref, t); err != nil {
+		return fmt.Errorf("putting manifest %s: %w", ref, err)
+	}
 	return nil
-}
-
-// retryOp runs op up to OpAttempts times with exponential backoff and jitter
-// while its error is transient.
-func (c *Client) retryOp(ctx context.Context, op func() error) error {
-	var err error
-	for attempt := 0; attempt < c.opts.OpAttempts; attempt++ {
-		if attempt > 0 {
-			d := jitter(c.opts.MinBackoff, c.opts.MaxBackoff, attempt)
-			if c.opts.Logf != nil {
-				c.opts.Logf("retrying in %s after: %v", d.Round(time.Millisecond), err)
-			}
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return errors.Join(err, ctx.Err())
-			case <-t.C:
-			}
-		}
-		err = op()
-		if err == nil || !Transient(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
-}
-
-// Transient reports whether err is worth retrying: network errors and
-// 408/429/5xx (except 501) answers. Context cancellation and other 4xx
-// answers are permanent.
-func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		switch {
-		case terr.StatusCode == http.StatusRequestTimeout, terr.StatusCode == http.StatusTooManyRequests:
-			return true
-		case terr.StatusCode >= 500 && terr.StatusCode != http.StatusNotImplemented:
-			return true
-		case terr.StatusCode >= 400:
-			return false
-		}
-		return true
-	}
-	return true
 }
 
 func isNotFound(err error) bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
@@ -38,129 +41,255 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestBackoffHonoursRetryAfterOn429And503Only(t *testing.T) {
-	b := backoff(30 * time.Second)
+func TestBudgetWaitHonoursRetryAfterOn429And503Only(t *testing.T) {
+	b := Budget{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, MaxRetryAfter: 30 * time.Second}.withDefaults()
 	for _, tc := range []struct {
-		code       int
-		header     string
-		want       time.Duration // exact, or 0 for "jitter range"
-		jitterOnly bool
+		code   int
+		header string
+		want   time.Duration // exact; 0 means a jitter of the 3rd attempt
 	}{
-		{429, "3", 3 * time.Second, false},
-		{503, "4", 4 * time.Second, false},
-		{429, "3600", 30 * time.Second, false}, // capped
-		{500, "3", 0, true},
-		{429, "", 0, true},
+		{429, "3", 3 * time.Second},
+		{503, "4", 4 * time.Second},
+		{429, "3600", 30 * time.Second}, // capped
+		{500, "3", 0},
+		{429, "", 0},
 	} {
 		resp := &http.Response{StatusCode: tc.code, Header: http.Header{}}
 		if tc.header != "" {
 			resp.Header.Set("Retry-After", tc.header)
 		}
-		got := b(100*time.Millisecond, time.Second, 2, resp)
-		if !tc.jitterOnly && got != tc.want {
-			t.Errorf("%d Retry-After %q: waited %v, want %v", tc.code, tc.header, got, tc.want)
+		got := b.wait(3, resp, time.Now())
+		if tc.want != 0 && got != tc.want {
+			t.Errorf("%d Retry-After %q: waits %v, want %v", tc.code, tc.header, got, tc.want)
 		}
-		if tc.jitterOnly && (got < 100*time.Millisecond || got > 400*time.Millisecond) {
-			t.Errorf("%d Retry-After %q: waited %v, want jitter in [100ms, 400ms]", tc.code, tc.header, got)
+		if tc.want == 0 && (got < 100*time.Millisecond || got > 400*time.Millisecond) {
+			t.Errorf("%d Retry-After %q: waits %v, want a jitter in [100ms, 400ms]", tc.code, tc.header, got)
 		}
 	}
 }
 
+func TestMaxWaits(t *testing.T) {
+	if got := DefaultBudget.MaxWaits(); got != 11500*time.Millisecond {
+		t.Errorf("DefaultBudget.MaxWaits() = %v; its doc says 11.5s", got)
+	}
+	if got := (Budget{Attempts: 4, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}).MaxWaits(); got != 500*time.Millisecond {
+		t.Errorf("MaxWaits = %v, want 100+200+200 ms", got)
+	}
+}
+
 func TestJitterBounds(t *testing.T) {
-	for attempt := 0; attempt < 40; attempt++ {
+	for n := 0; n < 70; n++ {
 		for i := 0; i < 20; i++ {
-			d := jitter(10*time.Millisecond, time.Second, attempt)
+			d := jitter(10*time.Millisecond, time.Second, n)
 			if d < 10*time.Millisecond || d > time.Second {
-				t.Fatalf("attempt %d: %v out of bounds", attempt, d)
+				t.Fatalf("attempt %d: %v out of bounds", n, d)
 			}
 		}
 	}
 }
 
-// A server answering 429 (Retry-After: 1) then 503 then 200: the client's
-// HEAD succeeds, the second attempt waits for Retry-After.
-func TestClientRetriesAndWaitsRetryAfter(t *testing.T) {
-	var mu sync.Mutex
-	var times []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v2/" {
-			w.WriteHeader(http.StatusOK)
-			return
+func TestRetryClassification(t *testing.T) {
+	ctx := context.Background()
+	for _, code := range []int{408, 429, 500, 502, 503, 504} {
+		if !retryStatus(code) {
+			t.Errorf("status %d not retried", code)
 		}
-		mu.Lock()
-		times = append(times, time.Now())
-		n := len(times)
-		mu.Unlock()
-		switch n {
-		case 1:
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-		case 2:
-			w.WriteHeader(http.StatusBadGateway)
-		default:
-			w.Header().Set("Docker-Content-Digest", "sha256:1111111111111111111111111111111111111111111111111111111111111111")
-			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
-			w.Header().Set("Content-Length", "42")
-			w.WriteHeader(http.StatusOK)
+	}
+	for _, code := range []int{200, 201, 400, 401, 403, 404, 409, 501, 505} {
+		if retryStatus(code) {
+			t.Errorf("status %d retried", code)
 		}
-	}))
-	defer srv.Close()
-	c, err := New(Options{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Keychain: authn.NewMultiKeychain()})
-	if err != nil {
-		t.Fatal(err)
 	}
-	ref, err := c.ParseReference(strings.TrimPrefix(srv.URL, "http://") + "/x/y:latest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.Head(context.Background(), ref)
-	if err != nil || d == nil || d.Size != 42 {
-		t.Fatalf("Head = %+v, %v", d, err)
-	}
-	if len(times) != 3 {
-		t.Fatalf("%d attempts, want 3", len(times))
-	}
-	if gap := times[1].Sub(times[0]); gap < 950*time.Millisecond {
-		t.Errorf("retry after 429 came %v later, Retry-After said 1s", gap)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, tc := range []struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{ctx, errors.New("read: connection reset by peer"), true},
+		{ctx, io.ErrUnexpectedEOF, true},
+		{ctx, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{ctx, context.Canceled, false},
+		{ctx, fmt.Errorf("x: %w", context.DeadlineExceeded), false},
+		{cancelled, errors.New("read: connection reset by peer"), false},
+		{ctx, &InsecureError{Host: "10.0.0.1:5000"}, false},
+		{ctx, errors.New("http: server gave HTTP response to HTTPS client"), false},
+	} {
+		if got := retryError(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("retryError(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
 
-func TestHeadNotFoundIsNilAndPermanentErrorsAreNotRetried(t *testing.T) {
+// testBudget is fast: 5 attempts, waits of 1-8 ms.
+var testBudget = Budget{Attempts: 5, MaxElapsed: 10 * time.Second, MinBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond, MaxRetryAfter: 5 * time.Second}
+
+func newTestClient(t *testing.T, b Budget) *Client {
+	t.Helper()
+	c, err := New(Options{Budget: b, Keychain: authn.NewMultiKeychain()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func hostOf(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, "http://") }
+
+// A registry stuck at 503 (no Retry-After) gets exactly Budget.Attempts
+// tries of a HEAD (three retry layers made it 54), and the error is the
+// registry's 503.
+func TestStuck503GivesUpAfterTheBudget(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/" {
 			return
 		}
 		hits.Add(1)
-		if strings.Contains(r.URL.Path, "missing") {
-			w.WriteHeader(http.StatusNotFound)
-			return
-		}
-		w.WriteHeader(http.StatusForbidden)
+		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	c, err := New(Options{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Keychain: authn.NewMultiKeychain()})
-	if err != nil {
-		t.Fatal(err)
+	c := newTestClient(t, testBudget)
+	ref, _ := c.ParseReference(hostOf(srv) + "/x/y:latest")
+	_, err := c.Head(context.Background(), ref)
+	var terr *transport.Error
+	if !errors.As(err, &terr) || terr.StatusCode != 503 {
+		t.Fatalf("Head = %v, want the 503", err)
 	}
-	host := strings.TrimPrefix(srv.URL, "http://")
-	ref, _ := c.ParseReference(host + "/missing:latest")
-	if d, err := c.Head(context.Background(), ref); err != nil || d != nil {
-		t.Errorf("404: %+v, %v", d, err)
-	}
-	hits.Store(0)
-	ref, _ = c.ParseReference(host + "/forbidden:latest")
-	if _, err := c.Head(context.Background(), ref); err == nil {
-		t.Error("403 not reported")
-	}
-	if n := hits.Load(); n != 1 {
-		t.Errorf("403 was tried %d times", n)
+	if n := hits.Load(); n != int32(testBudget.Attempts) {
+		t.Errorf("%d attempts, budget says %d", n, testBudget.Attempts)
 	}
 }
 
-// The concurrency limit holds across goroutines and the rate limit spaces
-// requests out.
-func TestLimiter(t *testing.T) {
+// 429 with Retry-After: 1 makes the next attempt wait a second; a
+// Retry-After beyond what is left of the budget gives up at once instead of
+// sleeping past it.
+func TestRetryAfterIsWaitedOrGivesUpWithinTheBudget(t *testing.T) {
+	var mu sync.Mutex
+	var times []time.Time
+	retryAfter := "1"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		mu.Lock()
+		times = append(times, time.Now())
+		n := len(times)
+		mu.Unlock()
+		if n == 1 || retryAfter != "1" {
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Docker-Content-Digest", "sha256:1111111111111111111111111111111111111111111111111111111111111111")
+		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		w.Header().Set("Content-Length", "42")
+	}))
+	defer srv.Close()
+	c := newTestClient(t, testBudget)
+	ref, _ := c.ParseReference(hostOf(srv) + "/x/y:latest")
+	d, err := c.Head(context.Background(), ref)
+	if err != nil || d == nil || d.Size != 42 {
+		t.Fatalf("Head = %+v, %v", d, err)
+	}
+	if len(times) != 2 {
+		t.Fatalf("%d attempts, want 2", len(times))
+	}
+	if gap := times[1].Sub(times[0]); gap < 950*time.Millisecond {
+		t.Errorf("retry came %v after the 429, Retry-After said 1s", gap)
+	}
+
+	// Retry-After: 30 with 10 s of budget: one attempt, no sleep.
+	retryAfter = "30"
+	times = nil
+	b := testBudget
+	b.MaxRetryAfter = time.Minute
+	c = newTestClient(t, b)
+	start := time.Now()
+	_, err = c.Head(context.Background(), ref)
+	var terr *transport.Error
+	if !errors.As(err, &terr) || terr.StatusCode != 429 {
+		t.Fatalf("Head = %v, want the 429", err)
+	}
+	if len(times) != 1 || time.Since(start) > 2*time.Second {
+		t.Errorf("%d attempts in %v; a wait past the budget must not start", len(times), time.Since(start))
+	}
+}
+
+// A port nobody listens on: the request gives up within the budget's waits,
+// and the next request to that host fails at once.
+func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := ln.Addr().String()
+	ln.Close()
+	b := Budget{Attempts: 4, MaxElapsed: 30 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	c := newTestClient(t, b)
+	ref, _ := c.ParseReference(host + "/x/y:latest")
+	start := time.Now()
+	_, err = c.Head(context.Background(), ref)
+	el := time.Since(start)
+	var gu *GaveUpError
+	if !errors.As(err, &gu) || gu.Attempts != 4 {
+		t.Fatalf("Head on a dead registry: %v", err)
+	}
+	// Waits of at most 100 + 200 + 200 ms (MaxWaits), plus the ping's
+	// https/http race.
+	if el > b.MaxWaits()+time.Second {
+		t.Errorf("gave up after %v", el)
+	}
+	start = time.Now()
+	_, err = c.Head(context.Background(), ref)
+	var un *UnreachableError
+	if !errors.As(err, &un) || time.Since(start) > 50*time.Millisecond {
+		t.Errorf("second request: %v after %v, want an immediate UnreachableError", err, time.Since(start))
+	}
+}
+
+func TestNotFoundIsNilAndPermanentErrorsAreNotRetried(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		hits.Add(1)
+		switch {
+		case strings.Contains(r.URL.Path, "missing"):
+			w.WriteHeader(http.StatusNotFound)
+		case strings.Contains(r.URL.Path, "notimpl"):
+			w.WriteHeader(http.StatusNotImplemented)
+		default:
+			w.WriteHeader(http.StatusForbidden)
+		}
+	}))
+	defer srv.Close()
+	c := newTestClient(t, testBudget)
+	ref, _ := c.ParseReference(hostOf(srv) + "/missing:latest")
+	if d, err := c.Head(context.Background(), ref); err != nil || d != nil {
+		t.Errorf("404: %+v, %v", d, err)
+	}
+	for _, repo := range []string{"forbidden", "notimpl"} {
+		hits.Store(0)
+		ref, _ = c.ParseReference(hostOf(srv) + "/" + repo + ":latest")
+		if _, err := c.Head(context.Background(), ref); err == nil {
+			t.Errorf("%s not reported", repo)
+		}
+		if n := hits.Load(); n != 1 {
+			t.Errorf("%s was tried %d times", repo, n)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The concurrency limit holds per host, and a slot is freed when the
+// answer's headers arrive: response bodies still being read (a blob being
+// copied to another registry) hold none.
+func TestLimitPerHostAndSlotsFreedAtHeaders(t *testing.T) {
 	var inFlight, maxSeen atomic.Int32
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		n := inFlight.Add(1)
@@ -172,76 +301,100 @@ func TestLimiter(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 		inFlight.Add(-1)
-		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("body")), Header: http.Header{}}, nil
 	})
-	lt := &limitedTransport{base: base, lim: newLimiter(-1, 3)}
+	lt := &limitTransport{next: base, limits: &hostLimits{rps: -1, concurrency: 3, hosts: map[string]*hostLimiter{}}}
 	var wg sync.WaitGroup
+	var open []io.Closer
+	var mu sync.Mutex
 	for i := 0; i < 30; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil)
 			resp, err := lt.RoundTrip(req)
 			if err == nil {
-				resp.Body.Close()
+				mu.Lock()
+				open = append(open, resp.Body) // never read nor closed until the end
+				mu.Unlock()
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	if m := maxSeen.Load(); m > 3 || m < 2 {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("requests blocked behind unread response bodies")
+	}
+	for _, c := range open {
+		c.Close()
+	}
+	if m := maxSeen.Load(); m != 3 {
 		t.Errorf("max in flight %d, limit 3", m)
 	}
 
-	l := newLimiter(20, 100) // burst 10, then 20/s
+	// Another host has its own slots and its own rate: 20 requests at 20/s
+	// (burst 10) take about half a second.
+	h := &hostLimits{rps: 20, concurrency: 100, hosts: map[string]*hostLimiter{}}
 	start := time.Now()
 	for i := 0; i < 20; i++ {
-		if err := l.wait(context.Background()); err != nil {
+		if err := h.get("a.example:5000").rate.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if el := time.Since(start); el < 400*time.Millisecond {
-		t.Errorf("20 requests at 20/s with burst 10 took %v, want >= 0.45s", el)
+		t.Errorf("20 requests at 20/s with burst 10 took %v", el)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := newLimiter(0.001, 1).waitAfterBurst(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled wait: %v", err)
+	if h.get("b.example:5000").rate.Tokens() < 9 {
+		t.Error("hosts share a bucket")
+	}
+	if d := (&hostLimits{hosts: map[string]*hostLimiter{}}).get("127.0.0.1:5000"); d.rate != nil {
+		t.Error("loopback registry rate limited by default")
+	}
+	if d := (&hostLimits{hosts: map[string]*hostLimiter{}}).get("ghcr.io"); d.rate == nil || float64(d.rate.Limit()) != DefaultMaxRPS {
+		t.Error("remote registry not limited to DefaultMaxRPS by default")
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// waitAfterBurst drains the burst then waits once (test helper).
-func (l *limiter) waitAfterBurst(ctx context.Context) error {
-	for i := 0; i < int(l.burst); i++ {
-		if err := l.wait(context.Background()); err != nil {
-			return err
-		}
-	}
-	return l.wait(ctx)
-}
-
-func TestTransient(t *testing.T) {
+// Plain HTTP goes to loopback hosts and to registries named as insecure,
+// never elsewhere, whatever go-containerregistry's scheme guess (it tries
+// http for 10/8, 172.16/12 and 192.168/16 after https fails).
+func TestPlainHTTPOnlyToLoopbackOrNamedInsecure(t *testing.T) {
 	for _, tc := range []struct {
-		err  error
-		want bool
+		insecure []string
+		host     string
+		wantHTTP bool
 	}{
-		{nil, false},
-		{context.Canceled, false},
-		{fmt.Errorf("x: %w", context.DeadlineExceeded), false},
-		{&transport.Error{StatusCode: 429}, true},
-		{&transport.Error{StatusCode: 408}, true},
-		{&transport.Error{StatusCode: 500}, true},
-		{&transport.Error{StatusCode: 503}, true},
-		{&transport.Error{StatusCode: 501}, false},
-		{&transport.Error{StatusCode: 401}, false},
-		{&transport.Error{StatusCode: 404}, false},
-		{errors.New("connection reset by peer"), true},
+		{nil, "10.1.2.3:5000", false},
+		{nil, "192.168.7.8", false},
+		{nil, "172.20.0.1:443", false},
+		{nil, "127.0.0.1:5000", true},
+		{nil, "localhost:5000", true},
+		{[]string{"10.1.2.3:5000"}, "10.1.2.3:5000", true},
+		{[]string{"10.1.2.3:5000"}, "10.1.2.3:5001", false},
 	} {
-		if got := Transient(tc.err); got != tc.want {
-			t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)
+		var sawHTTP atomic.Bool
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Scheme == "http" {
+				sawHTTP.Store(true)
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+			}
+			return nil, errors.New("tls: handshake failure (test)")
+		})
+		c, err := New(Options{Budget: Budget{Attempts: 1}, Keychain: authn.NewMultiKeychain(), InsecureRegistries: tc.insecure, Base: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := c.ParseReference(tc.host + "/x/y:latest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Head(context.Background(), ref)
+		if sawHTTP.Load() != tc.wantHTTP {
+			t.Errorf("%s (insecure %v): plain HTTP sent = %v (err %v)", tc.host, tc.insecure, sawHTTP.Load(), err)
+		}
+		var ie *InsecureError
+		if !tc.wantHTTP && !errors.As(err, &ie) {
+			t.Errorf("%s: error %v does not say plain HTTP was refused", tc.host, err)
 		}
 	}
 }
@@ -252,4 +405,13 @@ func TestIsLoopback(t *testing.T) {
 			t.Errorf("IsLoopback(%q) != %v", h, want)
 		}
 	}
+}
+
+func mustRepo(t *testing.T, c *Client, s string) name.Repository {
+	t.Helper()
+	r, err := c.ParseRepository(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # scripts/test-deps.sh — tools only the tests need, beyond the stack:
 # Debian's chromium (the sizes HTML screenshot test), shellcheck (actionlint
-# runs it on workflow scripts), jq and bc (scripts/bench-build.sh) and
-# actionlint (a Go module, cached).
+# runs it on workflow scripts), jq and bc (scripts/bench-build.sh), iproute2
+# (publish's private-address test makes a network namespace with ip(8)) and
+# actionlint (a Go module, cached). The registry tests need no htpasswd: their
+# bcrypt entries are made in Go.
 # Idempotent; needs root for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=()
-for p in chromium shellcheck jq bc; do
+for p in chromium shellcheck jq bc iproute2; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || pkgs+=("$p")
 done
 if [ "${#pkgs[@]}" -gt 0 ]; then

@@ -517,15 +517,15 @@ func TestRealRegistry(t *testing.T) {
 		}
 		for _, k := range sortedKeys(amd64Only(f.a)) {
 			_, d := skopeoImageManifest(t, f.a[k], "linux/amd64")
-			rec := publish.Record{Kind: publish.KindImage, InstanceID: strings.Fields(k)[0], Platform: "linux/amd64",
-				Ref: strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1), Digest: d, Pushed: true}
+			rec := core.Image{Kind: core.KindInstance, InstanceID: strings.Fields(k)[0], Platform: "linux/amd64",
+				Ref: pinRef(strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1), d), Digest: digest.Digest(d), SpecKey: "k", Status: core.StatusPublished}
 			if err := l.Append(rec); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// A failed push is in the set, reported missing.
-		if err := l.Append(publish.Record{Kind: publish.KindImage, InstanceID: "matplotlib__matplotlib-23314", Platform: "linux/amd64",
-			Ref: f.proxyHost + "/swebuild/sweb.eval.x86_64.matplotlib_1776_matplotlib-23314:k-1", Digest: "sha256:" + strings.Repeat("0", 64), Error: "push failed"}); err != nil {
+		if err := l.Append(core.Image{Kind: core.KindInstance, InstanceID: "matplotlib__matplotlib-23314", Platform: "linux/amd64",
+			Digest: digest.Digest("sha256:" + strings.Repeat("0", 64)), Status: core.StatusFailed, Error: "push failed"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Close(); err != nil {

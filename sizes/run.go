@@ -7,6 +7,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // Config is one `swebuild sizes` run.
@@ -26,7 +27,8 @@ type Config struct {
 	// named by scheme over --dataset; nil means builder/spec's decision
 	// (x86-only instances have no arm64 image).
 	Policy PlatformPolicy
-	// Source answers registry requests; nil means NewRemote(nil).
+	// Source answers registry requests; nil means NewRemote over a
+	// registry client with no credentials but the Docker config's.
 	Source Source
 }
 
@@ -124,9 +126,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	src := cfg.Source
 	if src == nil {
-		if src, err = NewRemote(nil); err != nil {
+		// Anonymous, plus the Docker config and its credential helpers.
+		c, err := registry.New(registry.Options{})
+		if err != nil {
 			return nil, err
 		}
+		src = NewRemote(c)
 	}
 	a, err := Measure(ctx, src, specA, tA, cfg.Options)
 	if err != nil {

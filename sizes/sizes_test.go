@@ -245,12 +245,12 @@ func TestLoadImageFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := []publish.Record{
-		{Kind: publish.KindBlob, Digest: d1, Ref: "h/r", Pushed: true},
-		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123", Digest: d1, Pushed: false, Error: "boom"},
-		{Kind: publish.KindImage, InstanceID: "a__a-1", Platform: "linux/amd64", Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123", Digest: d1, Pushed: true},
-		{Kind: publish.KindImage, InstanceID: "b__b-2", Platform: "linux/arm64", Ref: "h:5000/ns/sweb.eval.arm64.b_1776_b-2:k-9", Digest: d2, Pushed: false, Error: "upload failed"},
-		{Kind: publish.KindIndex, InstanceID: "a__a-1", Ref: "h:5000/ns/sweb.eval.a_1776_a-1:k-1", Digest: d2, Pushed: true},
+	recs := []core.Image{
+		{Kind: core.KindBlob, Digest: digest.Digest(d1), Ref: "h/r@" + d1, Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Digest: digest.Digest(d1), Status: core.StatusFailed, Error: "boom"},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Ref: "h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1, Digest: digest.Digest(d1), SpecKey: "k1", Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "b__b-2", Platform: core.ARM64, Digest: digest.Digest(d2), Status: core.StatusFailed, Error: "upload failed"},
+		{Kind: core.KindIndex, InstanceID: "a__a-1", Ref: "h:5000/ns/sweb.eval.a_1776_a-1@" + d2, Digest: digest.Digest(d2), Status: core.StatusPublished},
 	}
 	for _, r := range recs {
 		if err := l.Append(r); err != nil {
@@ -262,7 +262,7 @@ func TestLoadImageFile(t *testing.T) {
 	}
 	torn := filepath.Join(dir, "torn.jsonl")
 	b, _ := os.ReadFile(ledgerPath)
-	if err := os.WriteFile(torn, append(b, []byte(`{"kind":"image","instance_id":"z`)...), 0o644); err != nil {
+	if err := os.WriteFile(torn, append(b, []byte(`{"kind":"instance","instance_id":"z`)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	write := func(name, content string) string {
@@ -272,9 +272,18 @@ func TestLoadImageFile(t *testing.T) {
 		}
 		return p
 	}
-	ledgerWant := []string{
-		"a__a-1 linux/amd64 ref=h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1,
-		"b__b-2 linux/arm64 missing=not pushed according to the ledger: upload failed",
+	// A ledger in the older format (before publish wrote core records).
+	legacy := write("legacy.jsonl", `{"time":"2026-01-01T00:00:00Z","kind":"blob","ref":"h/r","digest":"`+d1+`","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"a__a-1","platform":"linux/amd64","ref":"h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123","digest":"`+d1+`","pushed":false,"error":"boom"}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"a__a-1","platform":"linux/amd64","ref":"h:5000/ns/sweb.eval.x86_64.a_1776_a-1:k-123","digest":"`+d1+`","spec_key":"k1","pushed":true}
+{"time":"2026-01-01T00:00:00Z","kind":"image","instance_id":"b__b-2","platform":"linux/arm64","ref":"h:5000/ns/sweb.eval.arm64.b_1776_b-2:k-9","digest":"`+d2+`","spec_key":"k2","pushed":false,"error":"upload failed"}
+{"time":"2026-01-01T00:00:00Z","kind":"index","instance_id":"a__a-1","ref":"h:5000/ns/sweb.eval.a_1776_a-1:k-1","digest":"`+d2+`","pushed":true}
+`)
+	ledgerWant := func(path string) []string {
+		return []string{
+			"a__a-1 linux/amd64 ref=h:5000/ns/sweb.eval.x86_64.a_1776_a-1@" + d1,
+			"b__b-2 linux/arm64 missing=failed according to " + path + ": upload failed",
+		}
 	}
 	tests := []struct {
 		name, path, err string
@@ -286,8 +295,9 @@ func TestLoadImageFile(t *testing.T) {
 			"c__c-3 linux/amd64 err=" + mdPath + ": c__c-3 linux/amd64: no ref, not in a registry",
 			"d__d-4 linux/amd64 missing=failed according to " + mdPath + ": verify: gold patch failed",
 		}},
-		{"ledger", ledgerPath, "", ledgerWant},
-		{"torn ledger", torn, "", ledgerWant},
+		{"ledger", ledgerPath, "", ledgerWant(ledgerPath)},
+		{"torn ledger", torn, "", ledgerWant(torn)},
+		{"older ledger format", legacy, "", ledgerWant(legacy)},
 		{"bad metadata", write("badmd.jsonl", "{\"kind\":\"instance\",\"instance_id\": \"a\", \"platform\": \"linux/s390x\", \"status\":\"built\", \"digest\": \""+d1+"\", \"ref\": \"r@"+d1+"\", \"spec_key\": \"k\"}\n"),
 			"badmd.jsonl:1: platform", nil},
 		{"bad record line", write("bad.jsonl", "{\"kind\":\"instance\",\"status\":\"built\"}\nnot json\n{}\n"), "bad.jsonl:1: instance_id: required", nil},

@@ -8,13 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/swebuild/swebuild/registry"
 )
@@ -52,51 +48,25 @@ type Source interface {
 	Blob(ctx context.Context, ref, digest string) (io.ReadCloser, error)
 }
 
-// Remote is a Source talking to registries with go-containerregistry. It
-// reuses one authenticated transport per repository (remote.Puller), so a
-// report over N images of one repository pings the registry once.
+// Remote is a Source talking to registries through the project's registry
+// client: its one retry layer and budget, its per-registry limits, and the
+// credentials it was given.
 type Remote struct {
-	puller *remote.Puller
+	c *registry.Client
 }
 
-// NewRemote returns a Remote with swebuild's registry credentials
-// (registry.Keychain: env SWEBUILD_REGISTRY_AUTH, then the Docker config and
-// its helpers). A nil transport means a go-retryablehttp transport that
-// retries connection errors, 429 and 5xx with backoff, honouring
-// Retry-After; ggcr's own retry is then turned off so a request is not
-// retried twice over.
-func NewRemote(rt http.RoundTripper) (*Remote, error) {
-	kc, err := registry.Keychain(registry.DefaultAuthEnv)
-	if err != nil {
-		return nil, fmt.Errorf("registry credentials: %w", err)
-	}
-	opts := []remote.Option{remote.WithAuthFromKeychain(kc), remote.WithUserAgent("swebuild-sizes")}
-	if rt == nil {
-		c := retryablehttp.NewClient()
-		c.Logger = nil
-		c.RetryMax = 6
-		c.RetryWaitMin = 200 * time.Millisecond
-		c.RetryWaitMax = 30 * time.Second
-		rt = &retryablehttp.RoundTripper{Client: c}
-		opts = append(opts, remote.WithRetryBackoff(remote.Backoff{Steps: 1}))
-	}
-	opts = append(opts, remote.WithTransport(rt))
-	p, err := remote.NewPuller(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("creating registry client: %w", err)
-	}
-	return &Remote{puller: p}, nil
-}
+// NewRemote returns a Remote over c.
+func NewRemote(c *registry.Client) *Remote { return &Remote{c: c} }
 
 // Manifest implements Source.
 func (r *Remote) Manifest(ctx context.Context, ref, platform string) (Manifest, error) {
-	nref, err := name.ParseReference(ref)
+	nref, err := r.c.ParseReference(ref)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("parsing image reference %q: %w", ref, err)
 	}
-	desc, err := r.puller.Get(ctx, nref)
+	desc, err := r.c.Get(ctx, nref)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("fetching manifest of %s: %w", ref, mapNotFound(err))
+		return Manifest{}, mapNotFound(err)
 	}
 	if desc.MediaType.IsIndex() {
 		want, err := v1.ParsePlatform(platform)
@@ -118,10 +88,9 @@ func (r *Remote) Manifest(ctx context.Context, ref, platform string) (Manifest, 
 		if child == nil {
 			return Manifest{}, fmt.Errorf("index %s has no image for %s: %w", ref, platform, ErrNotFound)
 		}
-		cref := nref.Context().Digest(child.Digest.String())
-		desc, err = r.puller.Get(ctx, cref)
+		desc, err = r.c.Get(ctx, nref.Context().Digest(child.Digest.String()))
 		if err != nil {
-			return Manifest{}, fmt.Errorf("fetching manifest of %s: %w", cref, mapNotFound(err))
+			return Manifest{}, mapNotFound(err)
 		}
 	}
 	if !desc.MediaType.IsImage() {
@@ -143,14 +112,14 @@ func (r *Remote) Manifest(ctx context.Context, ref, platform string) (Manifest, 
 
 // Blob implements Source.
 func (r *Remote) Blob(ctx context.Context, ref, digest string) (io.ReadCloser, error) {
-	nref, err := name.ParseReference(ref)
+	nref, err := r.c.ParseReference(ref)
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
 	}
 	d := nref.Context().Digest(digest)
-	l, err := r.puller.Layer(ctx, d)
+	l, err := r.c.Layer(ctx, d)
 	if err != nil {
-		return nil, fmt.Errorf("opening blob %s: %w", d, mapNotFound(err))
+		return nil, mapNotFound(err)
 	}
 	rc, err := l.Compressed()
 	if err != nil {

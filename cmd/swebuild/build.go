@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,10 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder"
-	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/pipeline"
 )
 
 // runBuild implements `swebuild build`: plan the dataset, then build the
@@ -37,6 +34,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metadataFile string
 		runDir       string
 		contextDirs  []string
+		buildCtxs    []string
 		verifyGold   bool
 		verifyOpts   verifyBuildFlags
 		pub          publishFlags
@@ -49,9 +47,10 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringArrayVar(&cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
 	fs.StringArrayVar(&cacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
 	fs.StringVar(&progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
-	fs.StringVar(&metadataFile, "metadata-file", "", "write the digest of every image per platform to this JSON file")
+	fs.StringVar(&metadataFile, "metadata-file", "", "write one record per image and platform (digest, pushed ref, verified; JSON lines) to this file")
 	fs.StringVar(&runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
+	fs.StringArrayVar(&buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; repeatable")
 	fs.BoolVar(&verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	verifyOpts.register(fs)
 	pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
@@ -74,12 +73,11 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	opts := builder.Options{
-		Workers:      workers,
-		Push:         push,
-		Progress:     progress,
-		ProgressOut:  stderr,
-		RunDir:       runDir,
-		MetadataFile: metadataFile,
+		Workers:     workers,
+		Push:        push,
+		Progress:    progress,
+		ProgressOut: stderr,
+		RunDir:      runDir,
 	}
 	if workers < 1 {
 		return usageErr("--workers %d: want at least 1", workers)
@@ -88,19 +86,31 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageErr("--platform: %v", err)
 	}
-	platforms = make([]string, len(plats))
-	for i, p := range plats {
-		platforms[i] = p.String()
-	}
 	if pub.repo != "" && push == "" {
 		return usageErr("--publish needs --push: the images are published from the registry they were pushed to")
+	}
+	switch progress {
+	case "auto", "tty", "plain", "rawjson", "quiet":
+	default:
+		return usageErr("--progress %q: want auto, tty, plain, rawjson or quiet", progress)
 	}
 	for _, b := range builders {
 		sp, err := builder.ParseBuilder(b)
 		if err != nil {
-			return usageErr("%v", err)
+			return usageErr("--builder: %v", err)
 		}
 		opts.Builders = append(opts.Builders, sp)
+	}
+	for _, v := range buildCtxs {
+		key, src, ok := strings.Cut(v, "=")
+		ref, isImage := strings.CutPrefix(src, "docker-image://")
+		if !ok || key == "" || !isImage || ref == "" {
+			return usageErr("--build-context %q: want KEY=docker-image://REF", v)
+		}
+		if opts.Images == nil {
+			opts.Images = map[string]string{}
+		}
+		opts.Images[key] = ref
 	}
 	for _, v := range cacheFrom {
 		e, err := builder.ParseCacheOption(v)
@@ -120,139 +130,41 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opts.RunDir = filepath.Join("runs", "build-"+time.Now().UTC().Format("20060102-150405"))
 	}
 	if len(contextDirs) == 0 {
-		cache := os.Getenv("SWEBUILD_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "swebuild")
+		contextDirs = []string{filepath.Join(g.env.cacheRoot, "rootfs")}
+	}
+	in, err := g.inputs(stderr)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if len(opts.Builders) == 0 {
+		if g.env.buildkitHost == "" {
+			return usageErr("no builder: pass --builder ADDR or set BUILDKIT_HOST")
 		}
-		contextDirs = []string{filepath.Join(cache, "rootfs")}
+		opts.Builders = []builder.BuilderSpec{{Addr: g.env.buildkitHost}}
 	}
-
-	r, insts, loadErr := g.load(ctx, stderr)
-	if errors.Is(loadErr, errUsage) {
-		return usageErr("%v", loadErr)
+	bo := pipeline.BuildOptions{
+		Inputs:       in,
+		Platforms:    plats,
+		Builder:      opts,
+		ContextDirs:  contextDirs,
+		MetadataFile: metadataFile,
+		Out:          stdout,
+		Log:          stderr,
 	}
-	if r == nil {
-		return loadErr
-	}
-	p, err := plan.Build(ctx, r, insts, plats)
-	if err != nil {
-		return err
-	}
-	var problems []error
-	if loadErr != nil {
-		problems = append(problems, loadErr)
-	}
-	for _, e := range p.Errors {
-		fmt.Fprintf(stderr, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-	}
-	if len(p.Errors) > 0 {
-		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
-	}
-	nodes, err := buildNodes(p, insts, contextDirs)
-	if err != nil {
-		return err
-	}
-	var verified *verifyBuild
 	if verifyGold {
-		if verified, err = verifyOpts.hook(ctx, r, insts, platforms, opts.RunDir, stderr); err != nil {
+		v, err := verifyOpts.options(g.env, stderr)
+		if err != nil {
 			return usageErr("%v", err)
 		}
-		opts.Verify = verified.hook
-		problems = append(problems, verified.problems...)
+		bo.Verify = &v
 	}
-	fmt.Fprintf(stderr, "swebuild build: %d nodes; logs in %s\n", len(nodes), opts.RunDir)
-	report, err := builder.Build(ctx, nodes, opts)
-	if report != nil {
-		if werr := report.WriteSummary(stdout); werr != nil {
-			problems = append(problems, werr)
-		}
-	}
-	if verified != nil {
-		problems = append(problems, verified.finish(stdout)...)
-	}
-	if err != nil {
-		problems = append(problems, err)
-	}
-	if pub.repo != "" && report != nil && ctx.Err() == nil {
-		// What was built and pushed is published even when other
-		// instances failed; with --verify, only verified images go.
-		pub.requireVerified = pub.requireVerified || verifyGold
-		recs := report.Records()
-		mdPath := opts.MetadataFile
-		if mdPath == "" {
-			mdPath = filepath.Join(opts.RunDir, "metadata.jsonl")
-		}
-		fmt.Fprintf(stdout, "\npublishing %d record(s) under %s\n", len(recs), pub.repo)
-		if perr := pub.publish(ctx, recs, mdPath, stdout, stderr); perr != nil {
-			problems = append(problems, fmt.Errorf("publishing: %w", perr))
-		}
-	}
-	return errors.Join(problems...)
-}
-
-// buildNodes turns the plan into builder nodes: parents by key, rendered
-// files in memory, profile context files (e.g. rootfs-<arch>.tar) looked up
-// in contextDirs. Nodes used only by x86-only instances are marked X86Only,
-// so the builder refuses an arm64 image of them whatever the flags say.
-func buildNodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([]*builder.Node, error) {
-	x86 := map[string]bool{}
-	for _, id := range p.X86Only {
-		x86[id] = true
-	}
-	commits := map[string]string{}
-	for _, inst := range insts {
-		commits[inst.InstanceID] = inst.BaseCommit
-	}
-	var nodes []*builder.Node
-	for _, pp := range p.Platforms {
-		for _, pn := range pp.Nodes {
-			b := pn.Build
-			n := &builder.Node{
-				Key:        pn.Key,
-				Kind:       string(pn.Kind),
-				Platform:   pn.Platform.String(),
-				Dockerfile: b.Dockerfile,
-				Context:    b.Files,
-				X86Only:    len(pn.Instances) > 0,
-			}
-			for _, id := range pn.Instances {
-				if !x86[id] {
-					n.X86Only = false
-				}
-			}
-			if pn.Parent != "" {
-				n.Parents = []string{pn.Parent}
-			}
-			if pn.Kind == render.KindInstance && len(pn.Instances) == 1 {
-				n.InstanceID = pn.Instances[0]
-				n.BaseCommit = commits[n.InstanceID]
-			}
-			for _, name := range b.External {
-				path, err := findContextFile(name, contextDirs)
-				if err != nil {
-					return nil, fmt.Errorf("node %s (%s): %w", pn.Key, pn.Platform, err)
-				}
-				if n.ContextFiles == nil {
-					n.ContextFiles = map[string]string{}
-				}
-				n.ContextFiles[name] = path
-			}
-			nodes = append(nodes, n)
-		}
-	}
-	return nodes, nil
-}
-
-func findContextFile(name string, dirs []string) (string, error) {
-	for _, d := range dirs {
-		p, err := filepath.Abs(filepath.Join(d, filepath.FromSlash(name)))
+	if pub.repo != "" {
+		po, err := pub.options("", stdout, stderr)
 		if err != nil {
-			return "", fmt.Errorf("context file %s: %w", name, err)
+			return err
 		}
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
+		bo.Publish = &po
 	}
-	return "", fmt.Errorf("context file %s not found in %s (see --context-dir; scripts/fixture.sh rootfs makes the rootfs tarballs)", name, strings.Join(dirs, ", "))
+	_, err = pipeline.Build(ctx, bo)
+	return err
 }

@@ -162,9 +162,13 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				want = append(want, ci.Key{InstanceID: id, Platform: p})
 			}
 		}
-		kc, err := registry.Keychain(*authEnv)
+		dest, err := registry.RegistryOf(*skipRepo)
 		if err != nil {
-			return err
+			return fmt.Errorf("--skip-existing: %w", err)
+		}
+		kc, err := registry.Keychain(os.Getenv(*authEnv), dest)
+		if err != nil {
+			return fmt.Errorf("$%s: %w", *authEnv, err)
 		}
 		client, err := registry.New(registry.Options{Keychain: kc, Insecure: *insecure, Concurrency: *parallel})
 		if err != nil {

@@ -35,10 +35,12 @@ type datasetEnv struct {
 	hfEndpoint string // $HF_ENDPOINT (huggingface_hub's name), default the hub
 	hfToken    string // $HF_TOKEN
 	hfOffline  bool   // $HF_HUB_OFFLINE, as huggingface_hub reads it
+	// buildkitHost is $BUILDKIT_HOST, the default BuildKit address.
+	buildkitHost string
 }
 
 func readDatasetEnv() datasetEnv {
-	e := datasetEnv{hfEndpoint: os.Getenv("HF_ENDPOINT"), hfToken: os.Getenv("HF_TOKEN")}
+	e := datasetEnv{hfEndpoint: os.Getenv("HF_ENDPOINT"), hfToken: os.Getenv("HF_TOKEN"), buildkitHost: os.Getenv("BUILDKIT_HOST")}
 	switch strings.ToUpper(os.Getenv("HF_HUB_OFFLINE")) {
 	case "1", "ON", "YES", "TRUE":
 		e.hfOffline = true

@@ -50,15 +50,16 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "swebuild plan: --platform: %v\n", err)
 		return errUsage
 	}
-	r, insts, loadErr := g.load(ctx, stderr)
+	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
 		fmt.Fprintf(stderr, "swebuild plan: %v\n", loadErr)
 		fs.Usage()
 		return errUsage
 	}
-	if r == nil {
+	if loaded == nil {
 		return loadErr
 	}
+	r, insts := loaded.Renderer, loaded.Instances
 	p, err := plan.Build(ctx, r, insts, plats)
 	if err != nil {
 		return err

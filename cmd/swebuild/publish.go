@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -25,7 +25,7 @@ type publishFlags struct {
 	maxRPS          float64
 	concurrency     int
 	authEnv         string
-	insecure        bool
+	insecure        []string
 	keepUU          bool
 	trustLedger     bool
 	requireVerified bool
@@ -37,12 +37,12 @@ type publishFlags struct {
 func (f *publishFlags) register(fs *pflag.FlagSet, repoFlag, repoUsage string) {
 	fs.StringVar(&f.repo, repoFlag, "", repoUsage)
 	fs.StringVar(&f.ledgerPath, "ledger", "", "publish ledger file (JSON lines); default: publish-ledger.jsonl next to the metadata file")
-	fs.Float64Var(&f.maxRPS, "max-rps", -1, "request-rate limit (requests/s); default 50, unlimited for a loopback registry; 0 = unlimited")
-	fs.IntVar(&f.concurrency, "max-concurrent-requests", registry.DefaultConcurrency, "requests in flight at once")
-	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
-	fs.BoolVar(&f.insecure, "insecure-registry", false, "allow plain HTTP to a non-loopback registry")
+	fs.Float64Var(&f.maxRPS, "max-rps", -1, "request-rate limit per registry (requests/s); default 50, unlimited for a loopback registry; 0 = unlimited")
+	fs.IntVar(&f.concurrency, "max-concurrent-requests", registry.DefaultConcurrency, "requests awaiting an answer per registry")
+	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --"+repoFlag+" registry only) or REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
+	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
 	fs.BoolVar(&f.keepUU, "keep-double-underscore", false, "keep \"__\" in image names instead of upstream's \"_1776_\"")
-	fs.BoolVar(&f.trustLedger, "trust-ledger", false, "skip what the ledger records as pushed without asking the registry (default: one HEAD per ref)")
+	fs.BoolVar(&f.trustLedger, "trust-ledger", false, "skip what the ledger records as published without asking the registry (default: one HEAD per ref)")
 	fs.BoolVar(&f.requireVerified, "require-verified", false, "refuse images whose verified field is not true")
 	fs.BoolVar(&f.debug, "debug", false, "log every registry request (method, path, status; never credentials)")
 }
@@ -89,26 +89,27 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// publish pushes the instance images of recs and writes their indexes;
-// metadataFile locates the default ledger.
-func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
-	ledgerPath := f.ledgerPath
-	if ledgerPath == "" {
-		ledgerPath = filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl")
+// options turns the flags into a publish run's options; ledgerPath is used
+// when --ledger is not given (empty: the pipeline's default). The
+// credentials variable is read here, once.
+func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (publish.RunOptions, error) {
+	if f.ledgerPath != "" {
+		ledgerPath = f.ledgerPath
 	}
-	host, _, _ := strings.Cut(f.repo, "/")
 	rps := f.maxRPS
 	switch {
-	case rps < 0 && registry.IsLoopback(host):
-		rps = -1 // unlimited
 	case rps < 0:
-		rps = registry.DefaultMaxRPS
+		rps = 0 // the client's default
 	case rps == 0:
-		rps = -1
+		rps = -1 // unlimited
 	}
-	kc, err := registry.Keychain(f.authEnv)
+	dest, err := registry.RegistryOf(f.repo)
 	if err != nil {
-		return err
+		return publish.RunOptions{}, fmt.Errorf("repository prefix: %w", err)
+	}
+	kc, err := registry.Keychain(os.Getenv(f.authEnv), dest)
+	if err != nil {
+		return publish.RunOptions{}, fmt.Errorf("$%s: %w", f.authEnv, err)
 	}
 	var logf func(string, ...any)
 	if f.debug {
@@ -116,35 +117,36 @@ func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataF
 			fmt.Fprintf(stderr, "debug: "+format+"\n", a...)
 		}
 	}
-	client, err := registry.New(registry.Options{MaxRPS: rps, Concurrency: f.concurrency, Keychain: kc, Insecure: f.insecure, Logf: logf})
-	if err != nil {
-		return err
-	}
-	ledger, err := publish.OpenLedger(ledgerPath)
+	return publish.RunOptions{
+		Options: publish.Options{
+			Repo:                 f.repo,
+			KeepDoubleUnderscore: f.keepUU,
+			Jobs:                 f.jobs,
+			Version:              version,
+			RequireVerified:      f.requireVerified,
+			TrustLedger:          f.trustLedger,
+			Progress:             stdout,
+		},
+		LedgerPath: ledgerPath,
+		Registry:   registry.Options{MaxRPS: rps, Concurrency: f.concurrency, Keychain: kc, InsecureRegistries: f.insecure, Logf: logf},
+		Warnings:   stderr,
+	}, nil
+}
+
+// publish pushes the instance images of recs and writes their indexes;
+// metadataFile locates the default ledger.
+func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
+	opts, err := f.options(filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl"), stdout, stderr)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	sum, err := publish.Publish(ctx, recs, publish.Options{
-		Repo:                 f.repo,
-		KeepDoubleUnderscore: f.keepUU,
-		Client:               client,
-		Ledger:               ledger,
-		Jobs:                 f.jobs,
-		Version:              version,
-		RequireVerified:      f.requireVerified,
-		TrustLedger:          f.trustLedger,
-		Progress:             stdout,
-	})
-	cerr := ledger.Close()
+	sum, err := publish.Run(ctx, recs, opts)
 	if sum != nil {
-		fmt.Fprintf(stdout, "\n%sledger:    %s\nelapsed:   %s\n", sum.String(), ledgerPath, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "\n%sledger:    %s\nelapsed:   %s\n", sum.String(), opts.LedgerPath, time.Since(start).Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
 	}
-	if err := sum.Err(); err != nil {
-		return err
-	}
-	return cerr
+	return sum.Err()
 }

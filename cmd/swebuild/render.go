@@ -11,11 +11,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/fetch"
-	"github.com/swebuild/swebuild/pins"
+	"github.com/swebuild/swebuild/pipeline"
 )
 
 // genInputs are the flags shared by render, plan, build and verify.
@@ -33,62 +31,35 @@ func (g *genInputs) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
 }
 
-// load reads the tables, the extra specs, the pins and the dataset. A
-// dataset with invalid records returns the valid ones plus the problems.
-func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*render.Renderer, []dataset.Instance, error) {
+// inputs are the pipeline's inputs from the flags.
+func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	if g.dataset == "" {
-		return nil, nil, fmt.Errorf("--dataset is required: %w", errUsage)
+		return pipeline.Inputs{}, errors.New("--dataset is required")
 	}
-	tables, err := spec.Load()
-	if err != nil {
-		return nil, nil, err
+	if g.cacheDir == "" {
+		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
 	}
-	if g.specs != "" {
-		if err := tables.LoadExtra(g.specs); err != nil {
-			return nil, nil, err
-		}
-	}
-	set, err := pins.Named(g.pins)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--pins: %w", err)
-	}
-	client, err := g.fetchClient()
-	if err != nil {
-		return nil, nil, fmt.Errorf("setting up downloads: %w", err)
-	}
-	r := &render.Renderer{Tables: tables, Pins: set, Fetcher: fetchAdapter{client}}
-	insts, loadErr := g.open(ctx, tables, stderr)
-	var verr *dataset.ValidationError
-	if loadErr != nil && !errors.As(loadErr, &verr) {
-		return nil, nil, loadErr
-	}
-	if verr != nil {
-		fmt.Fprintln(stderr, verr.Error())
-	}
-	insts, err = dataset.Select(insts, g.instances)
-	if err != nil {
-		return nil, nil, err
-	}
-	if verr != nil {
-		return r, insts, fmt.Errorf("%s: %d invalid record(s)", g.source, len(verr.Problems))
-	}
-	return r, insts, nil
+	return pipeline.Inputs{
+		Dataset:   g.dataset,
+		Instances: g.instances,
+		Specs:     g.specs,
+		Pins:      g.pins,
+		CacheDir:  g.cacheDir,
+		Offline:   g.offline,
+		Hub:       pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
+		Log:       log,
+	}, nil
 }
 
-// fetchAdapter gives render the fetch client: like upstream, any final
-// non-200 answer means "try the next candidate path".
-type fetchAdapter struct{ c *fetch.Client }
-
-func (a fetchAdapter) Fetch(ctx context.Context, url string) (string, bool, error) {
-	b, err := a.c.Get(ctx, url)
-	var he *fetch.HTTPError
-	if errors.As(err, &he) {
-		return "", false, nil
-	}
+// load reads the tables, the extra specs, the pins and the dataset
+// (pipeline.Load). A dataset with invalid records returns the valid ones
+// plus the problems; a missing --dataset is a usage error.
+func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loaded, error) {
+	in, err := g.inputs(stderr)
 	if err != nil {
-		return "", false, err
+		return nil, fmt.Errorf("%v: %w", err, errUsage)
 	}
-	return fetch.DecodeText(b), true, nil
+	return pipeline.Load(ctx, in)
 }
 
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
@@ -170,15 +141,16 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errUsage
 	}
-	r, insts, loadErr := g.load(ctx, stderr)
+	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
 		fmt.Fprintf(stderr, "swebuild render: %v\n", loadErr)
 		fs.Usage()
 		return errUsage
 	}
-	if r == nil {
+	if loaded == nil {
 		return loadErr
 	}
+	r, insts := loaded.Renderer, loaded.Instances
 	n, failed := writeAllLowGC(ctx, r, insts, archList, out, jobs)
 	for _, e := range failed {
 		fmt.Fprintf(stderr, "render: %v\n", e)

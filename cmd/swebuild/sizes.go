@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sizes"
 )
 
@@ -36,7 +37,9 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVarP(&out, "out", "o", "", "write the report to this file instead of stdout")
 	fs.Float64Var(&maxGrowth, "max-growth", 0, "exit non-zero when A's unique-layer compressed size grew by more than this percentage against B")
 	fs.BoolVar(&cfg.Uncompressed, "uncompressed", false, "also measure uncompressed sizes (reads every unique layer once; cached by digest)")
-	fs.StringVar(&cfg.CacheDir, "cache-dir", defaultSizesCache(), "directory caching uncompressed layer sizes by digest")
+	env := readDatasetEnv()
+	fs.StringVar(&cfg.CacheDir, "cache-dir", filepath.Join(env.cacheRoot, "sizes", "layers"), "directory caching uncompressed layer sizes by digest")
+	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,... for the registries measured; the Docker config and credential helpers are used too")
 	fs.IntVarP(&cfg.Jobs, "jobs", "j", 8, "concurrent registry requests")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild sizes --images SET [--against SET] [OPTIONS]\n\nCompare image set sizes (1024-based units).\n\nOptions:\n%s", fs.FlagUsages())
@@ -65,6 +68,15 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.Changed("max-growth") {
 		cfg.MaxGrowthPercent = &maxGrowth
 	}
+	kc, err := registry.Keychain(os.Getenv(*authEnv), "")
+	if err != nil {
+		return fmt.Errorf("$%s: %w", *authEnv, err)
+	}
+	client, err := registry.New(registry.Options{Keychain: kc})
+	if err != nil {
+		return err
+	}
+	cfg.Source = sizes.NewRemote(client)
 	rep, err := sizes.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -84,16 +96,4 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New(strings.Join(probs, "; "))
 	}
 	return nil
-}
-
-func defaultSizesCache() string {
-	base := os.Getenv("SWEBUILD_CACHE")
-	if base == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			base = filepath.Join(home, ".cache", "swebuild")
-		} else {
-			base = filepath.Join(os.TempDir(), "swebuild-cache")
-		}
-	}
-	return filepath.Join(base, "sizes", "layers")
 }

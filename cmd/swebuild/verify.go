@@ -8,18 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/builder"
-	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -118,13 +115,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	var problems []error
-	r, insts, loadErr := g.load(ctx, stderr)
+	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
 		return usageErr("%v", loadErr)
 	}
-	if r == nil {
+	if loaded == nil {
 		return loadErr
 	}
+	r, insts := loaded.Renderer, loaded.Instances
 	if loadErr != nil {
 		problems = append(problems, loadErr)
 	}
@@ -222,77 +220,19 @@ func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&v.reverify, "reverify", false, "with --verify: run every gold check even when $SWEBUILD_CACHE/verify holds a success for the same image definition and inputs")
 }
 
-// verifyBuild is the gold check of `swebuild build --verify`.
-type verifyBuild struct {
-	hook     builder.VerifyFunc
-	sum      *verify.Summary
-	dir      string
-	problems []error
-}
-
-// hook makes the builder's verify hook: eval.sh rendered per instance and
-// platform, runs written under runDir/verify.
-func (v *verifyBuildFlags) hook(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []string, runDir string, stderr io.Writer) (*verifyBuild, error) {
+// options are the gold check's options from the flags.
+func (v *verifyBuildFlags) options(env datasetEnv, stderr io.Writer) (pipeline.GoldCheckOptions, error) {
 	if v.timeout <= 0 {
-		return nil, fmt.Errorf("--verify-timeout %s: want a positive duration", v.timeout)
+		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-timeout %s: want a positive duration", v.timeout)
 	}
 	if v.logParser != "" && !slices.Contains(grading.ParserNames(), v.logParser) {
-		return nil, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
+		return pipeline.GoldCheckOptions{}, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
 	}
-	vb := &verifyBuild{sum: &verify.Summary{}, dir: filepath.Join(runDir, "verify")}
-	targets, errs := verify.Targets(ctx, r, insts, platforms, nil)
-	for _, e := range errs {
-		fmt.Fprintf(stderr, "swebuild build --verify: %v\n", e)
-	}
-	if len(errs) > 0 {
-		vb.problems = append(vb.problems, fmt.Errorf("%d instance(s) cannot be verified", len(errs)))
-	}
-	cacheDir, err := verify.DefaultCacheDir()
-	if err != nil {
-		return nil, err
-	}
-	runner := &verify.Runner{
+	return pipeline.GoldCheckOptions{
 		Timeout:  v.timeout,
-		RunDir:   vb.dir,
-		Grade:    grading.GradeOptions{Parser: v.logParser},
-		Progress: stderr,
-		Cache:    &verify.Cache{Dir: cacheDir},
+		Parser:   v.logParser,
+		CacheDir: filepath.Join(env.cacheRoot, "verify"),
 		Reverify: v.reverify,
-	}
-	vb.hook = runner.BuilderHook(targets, vb.sum)
-	return vb, nil
-}
-
-// finish prints the verification summary and writes it to the run dir.
-func (vb *verifyBuild) finish(stdout io.Writer) []error {
-	var problems []error
-	sort.SliceStable(vb.sum.Results, func(i, j int) bool {
-		a, b := vb.sum.Results[i], vb.sum.Results[j]
-		if a.InstanceID != b.InstanceID {
-			return a.InstanceID < b.InstanceID
-		}
-		return a.Platform < b.Platform
-	})
-	cached := 0
-	for _, r := range vb.sum.Results {
-		if r.Cached {
-			cached++
-		}
-	}
-	fmt.Fprintln(stdout, "\ngold patch verification:")
-	if cached > 0 {
-		fmt.Fprintf(stdout, "%d of %d result(s) from the verification cache (same image definition and inputs verified before; --reverify runs them)\n", cached, len(vb.sum.Results))
-	}
-	if err := vb.sum.WriteTable(stdout, nil); err != nil {
-		problems = append(problems, err)
-	}
-	if err := os.MkdirAll(vb.dir, 0o755); err != nil {
-		problems = append(problems, fmt.Errorf("writing verification summary: %w", err))
-	} else if err := vb.sum.WriteFile(filepath.Join(vb.dir, "summary.json")); err != nil {
-		problems = append(problems, err)
-	}
-	if n := len(vb.sum.Failed()); n > 0 {
-		problems = append(problems, fmt.Errorf("%d instance image(s) failed gold patch verification and were not exported", n))
-	}
-	return problems
+		Progress: stderr,
+	}, nil
 }

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Binary is the registry executable.
@@ -55,14 +57,14 @@ func Start(tb testing.TB, opts Options) *Registry {
 	host := fmt.Sprintf("127.0.0.1:%d", port)
 	auth := ""
 	if opts.User != "" {
-		// bcrypt entry from apache2-utils' htpasswd (-B bcrypt, -b password
-		// from argv, -n print); distribution only accepts bcrypt.
-		out, err := exec.Command("htpasswd", "-Bbn", opts.User, opts.Password).Output()
+		// An htpasswd line USER:BCRYPT, as `htpasswd -B` writes it;
+		// distribution only accepts bcrypt.
+		hash, err := bcrypt.GenerateFromPassword([]byte(opts.Password), bcrypt.MinCost)
 		if err != nil {
-			tb.Fatalf("regtest: htpasswd (apt-get install -y apache2-utils): %v", err)
+			tb.Fatalf("regtest: hashing the password: %v", err)
 		}
 		hp := filepath.Join(dir, "htpasswd")
-		if err := os.WriteFile(hp, out, 0o600); err != nil {
+		if err := os.WriteFile(hp, []byte(opts.User+":"+string(hash)+"\n"), 0o600); err != nil {
 			tb.Fatalf("regtest: writing htpasswd: %v", err)
 		}
 		auth = fmt.Sprintf("auth:\n  htpasswd:\n    realm: regtest\n    path: %s\n", hp)

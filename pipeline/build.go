@@ -1,0 +1,240 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/plan"
+	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/publish"
+)
+
+// BuildOptions are one `swebuild build`: what to build (Inputs, Platforms),
+// how (Builder), what to check before anything is exported (Verify) and
+// where to publish what was built (Publish).
+type BuildOptions struct {
+	Inputs
+	// Platforms to build; an instance's own platforms (x86-only rules)
+	// always win.
+	Platforms []core.Platform
+	// Builder configures the BuildKit side (daemons, workers, push, caches,
+	// progress, run directory, bound images). Builder.Verify is set here
+	// from Verify.
+	Builder builder.Options
+	// ContextDirs hold the context files a profile names (the fixture's
+	// rootfs-<arch>.tar), searched in order.
+	ContextDirs []string
+	// MetadataFile, when set, receives one record per node (core.WriteFile).
+	MetadataFile string
+	// Verify, when set, runs each instance's gold patch on its solved
+	// image before it is exported (GoldCheck).
+	Verify *GoldCheckOptions
+	// Publish, when set, publishes the instance images built and pushed
+	// (and with Verify, verified) under Publish.Repo. Publish.LedgerPath
+	// defaults to publish-ledger.jsonl beside the metadata file, else in
+	// the run directory.
+	Publish *publish.RunOptions
+	// Out receives the summary tables (build, verification, publish).
+	Out io.Writer
+	// Log receives what the user should see while it runs: the node count,
+	// plan problems, progress of verification and publishing.
+	Log io.Writer
+}
+
+// BuildResult is what Build did. Every field may be nil when Build returned
+// before that stage.
+type BuildResult struct {
+	Plan      *plan.Plan
+	Report    *builder.Report
+	Records   []core.Image
+	Gold      *GoldCheck
+	Published *publish.Summary
+}
+
+// Build plans the dataset, builds the graph with BuildKit (verifying gold
+// patches inside the build when asked), writes the metadata file and
+// publishes. Instances fail independently: the error joins every problem
+// (invalid records, planning errors, failed nodes, failed verifications,
+// publish failures) and the result says what was done.
+func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
+	out, log := writerOr(o.Out), writerOr(o.Log)
+	o.Inputs.Log = log
+	loaded, loadErr := Load(ctx, o.Inputs)
+	if loaded == nil {
+		return nil, loadErr
+	}
+	var problems []error
+	if loadErr != nil {
+		problems = append(problems, loadErr)
+	}
+	res := &BuildResult{}
+	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	res.Plan = p
+	for _, e := range p.Errors {
+		fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+	}
+	if len(p.Errors) > 0 {
+		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
+	}
+	nodes, err := Nodes(p, loaded.Instances, o.ContextDirs)
+	if err != nil {
+		return nil, err
+	}
+	bopts := o.Builder
+	if o.Verify != nil {
+		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
+		if err != nil {
+			return nil, err
+		}
+		res.Gold = gc
+		bopts.Verify = gc.Hook()
+		problems = append(problems, gc.Problems()...)
+	}
+	given := ""
+	if len(bopts.Images) > 0 {
+		given = " (less those bound to existing images, and the parents only they needed)"
+	}
+	fmt.Fprintf(log, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, bopts.RunDir)
+	report, err := builder.Build(ctx, nodes, bopts)
+	if report != nil {
+		res.Report = report
+		if werr := report.WriteSummary(out); werr != nil {
+			problems = append(problems, werr)
+		}
+		res.Records = report.Records()
+		for i := range res.Records {
+			res.Records[i].Dataset = loaded.Source.String()
+		}
+	}
+	if res.Gold != nil {
+		problems = append(problems, res.Gold.Finish(out)...)
+	}
+	if err != nil {
+		problems = append(problems, err)
+	}
+	if o.MetadataFile != "" && report != nil {
+		if err := core.WriteFile(o.MetadataFile, res.Records); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if o.Publish != nil && report != nil && ctx.Err() == nil {
+		// What was built and pushed is published even when other
+		// instances failed; with Verify, only verified images go.
+		popts := *o.Publish
+		popts.RequireVerified = popts.RequireVerified || o.Verify != nil
+		if popts.LedgerPath == "" {
+			popts.LedgerPath = defaultLedger(o.MetadataFile, bopts.RunDir)
+		}
+		fmt.Fprintf(out, "\npublishing %d record(s) under %s\n", len(res.Records), popts.Repo)
+		sum, perr := publish.Run(ctx, res.Records, popts)
+		res.Published = sum
+		if sum != nil {
+			fmt.Fprintf(out, "\n%sledger:    %s\n", sum.String(), popts.LedgerPath)
+			perr = errors.Join(perr, sum.Err())
+		}
+		if perr != nil {
+			problems = append(problems, fmt.Errorf("publishing: %w", perr))
+		}
+	}
+	return res, errors.Join(problems...)
+}
+
+// defaultLedger is publish-ledger.jsonl beside the metadata file, else in
+// the run directory.
+func defaultLedger(metadataFile, runDir string) string {
+	if metadataFile != "" {
+		return filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl")
+	}
+	return filepath.Join(runDir, "publish-ledger.jsonl")
+}
+
+func writerOr(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// Nodes turns the plan into builder nodes: parents by key, rendered files in
+// memory, profile context files (e.g. rootfs-<arch>.tar) looked up in
+// contextDirs. Nodes used only by x86-only instances are marked X86Only, so
+// the builder refuses an arm64 image of them whatever the platforms asked.
+// An instance plan node becomes one builder node per instance: when two
+// instances share one image key (ids differing only in case), the builder
+// sees both and builds neither.
+func Nodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([]*builder.Node, error) {
+	x86 := map[string]bool{}
+	for _, id := range p.X86Only {
+		x86[id] = true
+	}
+	commits := map[string]string{}
+	for _, inst := range insts {
+		commits[inst.InstanceID] = inst.BaseCommit
+	}
+	var nodes []*builder.Node
+	for _, pp := range p.Platforms {
+		for _, pn := range pp.Nodes {
+			b := pn.Build
+			n := &builder.Node{
+				Key:        pn.Key,
+				Kind:       string(pn.Kind),
+				Platform:   pn.Platform,
+				Dockerfile: b.Dockerfile,
+				Context:    b.Files,
+				X86Only:    len(pn.Instances) > 0,
+			}
+			for _, id := range pn.Instances {
+				if !x86[id] {
+					n.X86Only = false
+				}
+			}
+			if pn.Parent != "" {
+				n.Parents = []string{pn.Parent}
+			}
+			for _, name := range b.External {
+				path, err := findContextFile(name, contextDirs)
+				if err != nil {
+					return nil, fmt.Errorf("node %s (%s): %w", pn.Key, pn.Platform, err)
+				}
+				if n.ContextFiles == nil {
+					n.ContextFiles = map[string]string{}
+				}
+				n.ContextFiles[name] = path
+			}
+			if pn.Kind != render.KindInstance {
+				nodes = append(nodes, n)
+				continue
+			}
+			for _, id := range pn.Instances {
+				c := *n
+				c.InstanceID, c.BaseCommit = id, commits[id]
+				nodes = append(nodes, &c)
+			}
+		}
+	}
+	return nodes, nil
+}
+
+func findContextFile(name string, dirs []string) (string, error) {
+	for _, d := range dirs {
+		p, err := filepath.Abs(filepath.Join(d, filepath.FromSlash(name)))
+		if err != nil {
+			return "", fmt.Errorf("context file %s: %w", name, err)
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("context file %s not found in %s (scripts/fixture.sh rootfs makes the fixture's rootfs tarballs)", name, strings.Join(dirs, ", "))
+}
