@@ -575,7 +575,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 // unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
 // grading log finds no result for.
 func unlabelled(inst dataset.Instance, log string, opts grading.GradeOptions) ([]string, error) {
-	lr, err := grading.EvalLog(inst.Repo, log, opts)
+	lr, err := grading.EvalLog(inst, log, opts)
 	if err != nil {
 		return nil, err
 	}
