@@ -18,6 +18,7 @@ import (
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/opencontainers/go-digest"
+	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/core"
 )
@@ -113,6 +114,11 @@ type Options struct {
 	// is neither pushed nor written to the metadata file. Instance images
 	// that pass are marked verified in the metadata file.
 	Verify VerifyFunc
+	// VerifyMounts are local mounts Verify's solves read (package verify
+	// sends a run's input files through one: a file transfer, not the LLB
+	// definition, whose gRPC message BuildKit limits to 16 MiB); they are
+	// added to the session of every instance node when Verify is set.
+	VerifyMounts map[string]fsutil.FS
 }
 
 // VerifyFunc checks a solved instance image before it is exported: image is
@@ -179,7 +185,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err

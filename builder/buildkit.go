@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,8 @@ type bkSolver struct {
 	progress   *progressHub
 	verify     VerifyFunc
 	given      map[string]string // bound images by context name (Options.Images)
+	// verifyMounts are added to an instance node's session with verify.
+	verifyMounts map[string]fsutil.FS
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -159,152 +162,25 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		mode = "native"
 	}
 	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker platforms %s)\n\n", n.ID(), n.Kind, r.addr, mode, strings.Join(r.workers, ","))
-	ocip := p.OCI() // BuildKit's own platform type, for LLB
 
-	chain := append(slices.Clone(job.Ancestors), n)
-	mounts := map[string]fsutil.FS{}
-	contexts := make([]llb.State, len(chain))
-	for i, c := range chain {
-		st, err := contextState(c, mounts)
-		if err != nil {
-			return out, fmt.Errorf("node %s: preparing build context of %s: %w", n.ID(), c.ID(), err)
-		}
-		contexts[i] = st
+	cb := &chainBuild{s: s, job: job, chain: append(slices.Clone(job.Ancestors), n), done: map[string]solvedNode{}}
+	so, err := cb.prepare()
+	if err != nil {
+		return out, err
 	}
-
-	so := bkclient.SolveOpt{
-		LocalMounts:  mounts,
-		SharedKey:    sharedKey,
-		CacheImports: cacheImports(s.cacheFrom, chain),
-		CacheExports: cacheExports(s.cacheTo, n),
-	}
-	if s.push != "" {
-		attrs := map[string]string{
-			"name":           s.push,
-			"push":           "true",
-			"push-by-digest": "true",
-			"name-canonical": "true",
-		}
-		if s.insecure {
-			attrs["registry.insecure"] = "true"
-		}
-		so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: attrs}}
-	} else {
-		// No name and no push: BuildKit makes the image manifest and
-		// reports its digest; the layers stay in its cache.
-		so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: map[string]string{}}}
-	}
-
 	build := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
-		type solved struct {
-			ref    gateway.Reference
-			config []byte
+		res, err := cb.solveChain(ctx, gc)
+		if err != nil {
+			return nil, err
 		}
-		done := map[string]solved{}
-		var last *gateway.Result
-		for i, c := range chain {
-			inputs := map[string]*pb.Definition{}
-			attrs := map[string]string{
-				"platform": p.String(),
-				"filename": "Dockerfile",
-			}
-			ctxDef, err := contexts[i].Marshal(ctx, llb.Platform(ocip))
-			if err != nil {
-				return nil, fmt.Errorf("marshaling context of %s: %w", c.ID(), err)
-			}
-			inputs["context"] = ctxDef.ToPB()
-			df := llb.Scratch().File(llb.Mkfile("/Dockerfile", 0o644, c.Dockerfile, llb.WithCreatedTime(epoch())), llb.WithCustomName("[internal] swebuild dockerfile "+c.Key))
-			dfDef, err := df.Marshal(ctx, llb.Platform(ocip))
-			if err != nil {
-				return nil, fmt.Errorf("marshaling Dockerfile of %s: %w", c.ID(), err)
-			}
-			inputs["dockerfile"] = dfDef.ToPB()
-			for j, pk := range c.Parents {
-				cn, err := contextName(pk)
-				if err != nil {
-					return nil, err
-				}
-				if ref, ok := givenRef(s.given, pk); ok {
-					// The frontend resolves and pulls it for the
-					// platform, as for buildx --build-context.
-					attrs["context:"+cn] = "docker-image://" + ref
-					continue
-				}
-				parent, ok := done[pk]
-				if !ok {
-					return nil, fmt.Errorf("parent %s of %s was not solved first", pk, c.ID())
-				}
-				name := fmt.Sprintf("parent%d", j)
-				// An image with no layers (FROM scratch and only
-				// metadata) has no ref: its children start from an
-				// empty directory.
-				st := emptyDir("[internal] swebuild empty image " + pk)
-				if parent.ref != nil {
-					if st, err = parent.ref.ToState(); err != nil {
-						return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
-					}
-				}
-				def, err := st.Marshal(ctx, llb.Platform(ocip))
-				if err != nil {
-					return nil, fmt.Errorf("marshaling parent %s of %s: %w", pk, c.ID(), err)
-				}
-				inputs[name] = def.ToPB()
-				attrs["context:"+cn] = "input:" + name
-				if parent.config != nil {
-					md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: parent.config})
-					if err != nil {
-						return nil, fmt.Errorf("encoding image config of %s: %w", pk, err)
-					}
-					attrs["input-metadata:"+name] = string(md)
-				}
-			}
-			res, err := gc.Solve(ctx, gateway.SolveRequest{
-				Frontend:       "dockerfile.v0",
-				FrontendOpt:    attrs,
-				FrontendInputs: inputs,
-				Evaluate:       c == n,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("building %s: %w", c.ID(), err)
-			}
-			ref, err := res.SingleRef()
-			if err != nil {
-				return nil, fmt.Errorf("building %s: %w", c.ID(), err)
-			}
-			cfg := res.Metadata[exptypes.ExporterImageConfigKey]
-			if cfg == nil {
-				cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+p.String()]
-			}
-			done[c.Key] = solved{ref: ref, config: cfg}
-			last = res
-		}
-		if s.verify != nil && n.Kind == KindInstance {
-			sv := done[n.Key]
-			st := emptyDir("[internal] swebuild empty image " + n.Key)
-			if sv.ref != nil {
-				var err error
-				if st, err = sv.ref.ToState(); err != nil {
-					return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
-				}
-			}
-			if sv.config != nil {
-				if st, err = st.WithImageConfig(sv.config); err != nil {
-					return nil, fmt.Errorf("verifying %s: reading image config: %w", n.ID(), err)
-				}
-			}
-			fp, err := contextFingerprint(chain)
-			if err != nil {
-				return nil, fmt.Errorf("verifying %s: %w", n.ID(), err)
-			}
-			st = st.WithValue(contextFilesKey{}, fp)
-			fmt.Fprintf(job.Log, "verifying %s on %s\n", n.InstanceID, p)
-			if err := s.verify(ctx, gc, n.InstanceID, p.String(), st); err != nil {
-				return nil, fmt.Errorf("not exported: %w", err)
+		if cb.verifies() {
+			if err := cb.verify(ctx, gc); err != nil {
+				return nil, err
 			}
 			ok := true
 			out.Verified = &ok
 		}
-		return last, nil
+		return res, nil
 	}
 
 	tr := newTracker()
@@ -326,6 +202,196 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		out.Ref = s.push + "@" + out.Digest
 	}
 	return out, nil
+}
+
+// chainBuild is one Solve: the node's chain of ancestors (base first) and
+// the node, solved in order inside one build session, each through the
+// Dockerfile frontend with its parents as named contexts.
+type chainBuild struct {
+	s        *bkSolver
+	job      Job
+	chain    []*Node
+	contexts []llb.State // build context of chain[i]
+	done     map[string]solvedNode
+}
+
+// solvedNode is a solved chain member: its filesystem (nil for an image
+// with no layers) and its image config.
+type solvedNode struct {
+	ref    gateway.Reference
+	config []byte
+}
+
+func (cb *chainBuild) node() *Node { return cb.job.Node }
+
+func (cb *chainBuild) verifies() bool { return cb.s.verify != nil && cb.node().Kind == KindInstance }
+
+// prepare makes each chain member's build context and the session's solve
+// options: local mounts (context files, and the verify hook's inputs for an
+// instance), cache imports and exports, and the image export (pushed by
+// digest, or kept in BuildKit's cache).
+func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
+	n := cb.node()
+	mounts := map[string]fsutil.FS{}
+	cb.contexts = make([]llb.State, len(cb.chain))
+	for i, c := range cb.chain {
+		st, err := contextState(c, mounts)
+		if err != nil {
+			return bkclient.SolveOpt{}, fmt.Errorf("node %s: preparing build context of %s: %w", n.ID(), c.ID(), err)
+		}
+		cb.contexts[i] = st
+	}
+	if cb.verifies() {
+		maps.Copy(mounts, cb.s.verifyMounts)
+	}
+	so := bkclient.SolveOpt{
+		LocalMounts:  mounts,
+		SharedKey:    sharedKey,
+		CacheImports: cacheImports(cb.s.cacheFrom, cb.chain),
+		CacheExports: cacheExports(cb.s.cacheTo, n),
+	}
+	// No name and no push: BuildKit makes the image manifest and reports
+	// its digest; the layers stay in its cache.
+	attrs := map[string]string{}
+	if cb.s.push != "" {
+		attrs = map[string]string{
+			"name":           cb.s.push,
+			"push":           "true",
+			"push-by-digest": "true",
+			"name-canonical": "true",
+		}
+		if cb.s.insecure {
+			attrs["registry.insecure"] = "true"
+		}
+	}
+	so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: attrs}}
+	return so, nil
+}
+
+// solveChain solves every chain member in order and returns the node's
+// result (evaluated; the ancestors come from the cache when they can).
+func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+	p := cb.node().Platform
+	var last *gateway.Result
+	for i, c := range cb.chain {
+		attrs := map[string]string{
+			"platform": p.String(),
+			"filename": "Dockerfile",
+		}
+		inputs, err := cb.inputs(ctx, i, attrs)
+		if err != nil {
+			return nil, err
+		}
+		res, err := gc.Solve(ctx, gateway.SolveRequest{
+			Frontend:       "dockerfile.v0",
+			FrontendOpt:    attrs,
+			FrontendInputs: inputs,
+			Evaluate:       c == cb.node(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("building %s: %w", c.ID(), err)
+		}
+		ref, err := res.SingleRef()
+		if err != nil {
+			return nil, fmt.Errorf("building %s: %w", c.ID(), err)
+		}
+		cfg := res.Metadata[exptypes.ExporterImageConfigKey]
+		if cfg == nil {
+			cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+p.String()]
+		}
+		cb.done[c.Key] = solvedNode{ref: ref, config: cfg}
+		last = res
+	}
+	return last, nil
+}
+
+// inputs are chain[i]'s frontend inputs: its context, its Dockerfile and
+// its parents (solved earlier in the chain, or bound to existing images),
+// each named in attrs.
+func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string) (map[string]*pb.Definition, error) {
+	c := cb.chain[i]
+	ocip := cb.node().Platform.OCI() // BuildKit's own platform type, for LLB
+	inputs := map[string]*pb.Definition{}
+	ctxDef, err := cb.contexts[i].Marshal(ctx, llb.Platform(ocip))
+	if err != nil {
+		return nil, fmt.Errorf("marshaling context of %s: %w", c.ID(), err)
+	}
+	inputs["context"] = ctxDef.ToPB()
+	df := llb.Scratch().File(llb.Mkfile("/Dockerfile", 0o644, c.Dockerfile, llb.WithCreatedTime(epoch())), llb.WithCustomName("[internal] swebuild dockerfile "+c.Key))
+	dfDef, err := df.Marshal(ctx, llb.Platform(ocip))
+	if err != nil {
+		return nil, fmt.Errorf("marshaling Dockerfile of %s: %w", c.ID(), err)
+	}
+	inputs["dockerfile"] = dfDef.ToPB()
+	for j, pk := range c.Parents {
+		cn, err := contextName(pk)
+		if err != nil {
+			return nil, err
+		}
+		if ref, ok := givenRef(cb.s.given, pk); ok {
+			// The frontend resolves and pulls it for the platform, as
+			// for buildx --build-context.
+			attrs["context:"+cn] = "docker-image://" + ref
+			continue
+		}
+		parent, ok := cb.done[pk]
+		if !ok {
+			return nil, fmt.Errorf("parent %s of %s was not solved first", pk, c.ID())
+		}
+		name := fmt.Sprintf("parent%d", j)
+		// An image with no layers (FROM scratch and only metadata) has no
+		// ref: its children start from an empty directory.
+		st := emptyDir("[internal] swebuild empty image " + pk)
+		if parent.ref != nil {
+			if st, err = parent.ref.ToState(); err != nil {
+				return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+			}
+		}
+		def, err := st.Marshal(ctx, llb.Platform(ocip))
+		if err != nil {
+			return nil, fmt.Errorf("marshaling parent %s of %s: %w", pk, c.ID(), err)
+		}
+		inputs[name] = def.ToPB()
+		attrs["context:"+cn] = "input:" + name
+		if parent.config != nil {
+			md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: parent.config})
+			if err != nil {
+				return nil, fmt.Errorf("encoding image config of %s: %w", pk, err)
+			}
+			attrs["input-metadata:"+name] = string(md)
+		}
+	}
+	return inputs, nil
+}
+
+// verify runs the verify hook on the solved instance image (its filesystem
+// and config, tagged with the fingerprint of its context files); an error
+// means the image is not exported.
+func (cb *chainBuild) verify(ctx context.Context, gc gateway.Client) error {
+	n := cb.node()
+	sv := cb.done[n.Key]
+	st := emptyDir("[internal] swebuild empty image " + n.Key)
+	var err error
+	if sv.ref != nil {
+		if st, err = sv.ref.ToState(); err != nil {
+			return fmt.Errorf("verifying %s: %w", n.ID(), err)
+		}
+	}
+	if sv.config != nil {
+		if st, err = st.WithImageConfig(sv.config); err != nil {
+			return fmt.Errorf("verifying %s: reading image config: %w", n.ID(), err)
+		}
+	}
+	fp, err := contextFingerprint(cb.chain)
+	if err != nil {
+		return fmt.Errorf("verifying %s: %w", n.ID(), err)
+	}
+	st = st.WithValue(contextFilesKey{}, fp)
+	fmt.Fprintf(cb.job.Log, "verifying %s on %s\n", n.InstanceID, n.Platform)
+	if err := cb.s.verify(ctx, gc, n.InstanceID, n.Platform.String(), st); err != nil {
+		return fmt.Errorf("not exported: %w", err)
+	}
+	return nil
 }
 
 // contextState returns the LLB state of n's build context: its in-memory files

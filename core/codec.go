@@ -228,27 +228,23 @@ func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err err
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := Lock(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, nil, nil, fmt.Errorf("%s: %w (another swebuild run is writing to it; wait for it to finish or give another file)", path, ErrInUse)
-		}
-		return nil, nil, nil, fmt.Errorf("locking %s: %w", path, err)
+		return nil, nil, nil, err
 	}
 	recs, derr := Decode(f, path)
+	lines, err := LineErrors(derr)
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
 	var torn bool
-	for _, e := range unjoin(derr) {
-		var le *LineError
-		if errors.As(e, &le) {
-			if le.Torn {
-				torn = true
-				continue
-			}
-			damaged = append(damaged, le)
+	for _, le := range lines {
+		if le.Torn {
+			torn = true
 			continue
 		}
-		f.Close()
-		return nil, nil, nil, e
+		damaged = append(damaged, le)
 	}
 	if torn || !endsWithNewline(f) {
 		if err := dropTail(f); err != nil {
@@ -259,14 +255,36 @@ func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err err
 	return &Log{path: path, f: f}, recs, damaged, nil
 }
 
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
+// Lock takes the exclusive lock of a file of records (OpenLog's) without
+// waiting: a file another process holds is ErrInUse.
+func Lock(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s: %w (another swebuild run is writing to it; wait for it to finish or give another file)", f.Name(), ErrInUse)
+		}
+		return fmt.Errorf("locking %s: %w", f.Name(), err)
 	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+	return nil
+}
+
+// LineErrors splits what Decode returned into its line errors; any other
+// error (a read error) is returned as err.
+func LineErrors(derr error) (lines []*LineError, err error) {
+	errs := []error{derr}
+	if j, ok := derr.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
-	return []error{err}
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		var le *LineError
+		if !errors.As(e, &le) {
+			return lines, e
+		}
+		lines = append(lines, le)
+	}
+	return lines, nil
 }
 
 func endsWithNewline(f *os.File) bool {

@@ -131,39 +131,64 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Validate checks a record before it is written and after it is read. The
 // error is a *FieldError naming the first bad field.
 func (im Image) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	for _, check := range []func() *FieldError{im.checkKind, im.checkStatus, im.checkIdentity, im.checkValues, im.checkOutcome} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+func bad(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (im Image) checkKind() *FieldError {
 	switch im.Kind {
 	case KindBase, KindEnv, KindInstance, KindIndex, KindBlob:
+		return nil
 	case "":
 		return bad("kind", "required (base, env, instance, index or blob)")
-	default:
-		return bad("kind", "%q is not base, env, instance, index or blob", im.Kind)
 	}
+	return bad("kind", "%q is not base, env, instance, index or blob", im.Kind)
+}
+
+func (im Image) checkStatus() *FieldError {
 	switch im.Status {
 	case StatusBuilt, StatusPublished, StatusFailed:
+		return nil
 	case "":
 		return bad("status", "required (built, published or failed)")
-	default:
-		return bad("status", "%q is not built, published or failed", im.Status)
 	}
+	return bad("status", "%q is not built, published or failed", im.Status)
+}
+
+// checkIdentity: what each kind is identified by (instance id, key,
+// platform, a blob's place).
+func (im Image) checkIdentity() *FieldError {
 	if (im.Kind == KindInstance || im.Kind == KindIndex) && im.InstanceID == "" {
 		return bad("instance_id", "required for %s records", im.Kind)
 	}
 	if (im.Kind == KindBase || im.Kind == KindEnv) && im.Key == "" {
 		return bad("key", "required for %s records", im.Kind)
 	}
-	if im.Kind == KindIndex || im.Kind == KindBlob {
-		if im.Platform != "" {
-			return bad("platform", "%s records have no platform (got %q)", im.Kind, im.Platform)
+	if im.Kind != KindIndex && im.Kind != KindBlob {
+		if !im.Platform.Valid() {
+			return bad("platform", "%q is not linux/amd64 or linux/arm64", im.Platform)
 		}
-		if im.Kind == KindBlob && (im.Digest == "" || im.Ref == "") {
-			return bad("ref", "a blob record needs the digest and the repository@digest it is in")
-		}
-	} else if !im.Platform.Valid() {
-		return bad("platform", "%q is not linux/amd64 or linux/arm64", im.Platform)
+		return nil
 	}
+	if im.Platform != "" {
+		return bad("platform", "%s records have no platform (got %q)", im.Kind, im.Platform)
+	}
+	if im.Kind == KindBlob && (im.Digest == "" || im.Ref == "") {
+		return bad("ref", "a blob record needs the digest and the repository@digest it is in")
+	}
+	return nil
+}
+
+// checkValues: the form of the digest, ref, size and time when given.
+func (im Image) checkValues() *FieldError {
 	if im.Digest != "" {
 		if err := im.Digest.Validate(); err != nil || im.Digest.Algorithm() != digest.SHA256 {
 			return bad("digest", "%q is not a sha256 digest", im.Digest)
@@ -183,24 +208,26 @@ func (im Image) Validate() error {
 			return bad("time", "%q is not an RFC 3339 time", im.Time)
 		}
 	}
-	switch im.Status {
-	case StatusFailed:
+	return nil
+}
+
+// checkOutcome: a failure says why; a success has what it made.
+func (im Image) checkOutcome() *FieldError {
+	if im.Status == StatusFailed {
 		if im.Error == "" {
 			return bad("error", "required when status is failed")
 		}
-	case StatusBuilt, StatusPublished:
-		if im.Error != "" {
-			return bad("error", "must be empty when status is %s (got %q)", im.Status, im.Error)
-		}
-		if im.Digest == "" {
-			return bad("digest", "required when status is %s", im.Status)
-		}
-		if im.Status == StatusPublished && im.Ref == "" {
-			return bad("ref", "required when status is published")
-		}
-		if im.Kind == KindInstance && im.SpecKey == "" {
-			return bad("spec_key", "required for a %s instance image", im.Status)
-		}
+		return nil
+	}
+	switch {
+	case im.Error != "":
+		return bad("error", "must be empty when status is %s (got %q)", im.Status, im.Error)
+	case im.Digest == "":
+		return bad("digest", "required when status is %s", im.Status)
+	case im.Status == StatusPublished && im.Ref == "":
+		return bad("ref", "required when status is published")
+	case im.Kind == KindInstance && im.SpecKey == "":
+		return bad("spec_key", "required for a %s instance image", im.Status)
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ type LogResult struct {
 	// FellBack is true when the marked section parsed to nothing and the
 	// whole log was parsed instead (upstream's fallback).
 	FellBack bool
+	// Parser is the upstream function that parsed the log (a dispatcher's
+	// choice, e.g. parse_log_minitest for jekyll/jekyll-8167); "" when the
+	// log was not parsed.
+	Parser string
 }
 
 // badCode returns the first of upstream's bad codes found in log, in
@@ -56,16 +60,34 @@ func badCode(log string) string {
 	return ""
 }
 
-// EvalLog is upstream v4.1.0's get_logs_eval for a log of repo: universal
-// newlines; any bad code, or a missing marker, means not applied; otherwise
-// the text after the first start marker up to the next end marker is parsed,
-// and the whole log when that gives an empty map. Errors: repo has no parser
-// (ErrNoParser), the log is not UTF-8 (upstream's read() raises), or the
-// parser raises on the log (ErrUpstreamParserRaises).
-func EvalLog(repo string, log string, opts GradeOptions) (LogResult, error) {
-	name, parse := opts.parserFor(repo)
-	if parse == nil {
-		return LogResult{}, fmt.Errorf("grading log of %q: %w", repo, ErrNoParser)
+// parser is the parser grading a log of repo: the one opts.Parser names, or
+// MAP_REPO_TO_PARSER's.
+func (o GradeOptions) parser(repo string) (parserDef, error) {
+	if o.Parser != "" {
+		p, ok := parserNamed(o.Parser)
+		if !ok {
+			return parserDef{}, fmt.Errorf("%w: %q", ErrUnknownParser, o.Parser)
+		}
+		return p, nil
+	}
+	p, ok := parserForRepo(repo)
+	if !ok {
+		return parserDef{}, fmt.Errorf("%q: %w", repo, ErrNoParser)
+	}
+	return p, nil
+}
+
+// EvalLog is upstream v4.1.0's get_logs_eval for a log of inst (its Repo
+// picks the parser, its InstanceID is what the dispatching parsers read):
+// universal newlines; any bad code, or a missing marker, means not applied;
+// otherwise the text after the first start marker up to the next end marker
+// is parsed, and the whole log when that gives an empty map. Errors: the
+// repository has no parser (ErrNoParser), the log is not UTF-8 (upstream's
+// read() raises), or the parser raises on the log (ErrUpstreamParserRaises).
+func EvalLog(inst dataset.Instance, log string, opts GradeOptions) (LogResult, error) {
+	p, err := opts.parser(inst.Repo)
+	if err != nil {
+		return LogResult{}, fmt.Errorf("grading log: %w", err)
 	}
 	if !utf8.ValidString(log) {
 		off := 0
@@ -76,7 +98,7 @@ func EvalLog(repo string, log string, opts GradeOptions) (LogResult, error) {
 			}
 			off += n
 		}
-		return LogResult{}, fmt.Errorf("grading log of %q: byte %d is not valid UTF-8 (upstream cannot read the log)", repo, off)
+		return LogResult{}, fmt.Errorf("grading log: byte %d is not valid UTF-8 (upstream cannot read the log)", off)
 	}
 	log = NormalizeNewlines(log)
 	res := LogResult{StatusMap: NewStatusMap()}
@@ -96,26 +118,22 @@ func EvalLog(repo string, log string, opts GradeOptions) (LogResult, error) {
 			section = section[:end]
 		}
 	}
+	name, parse, err := p.resolve(inst.InstanceID)
+	if err != nil {
+		return LogResult{}, fmt.Errorf("grading log: %w", err)
+	}
+	res.Parser = name
 	res.Applied = true
 	if err := parse(section, res.StatusMap); err != nil {
-		return LogResult{}, fmt.Errorf("grading log of %q with %s: %w", repo, name, err)
+		return LogResult{}, fmt.Errorf("grading log with %s: %w", name, err)
 	}
 	if res.StatusMap.Len() == 0 && !opts.WholeLog {
 		res.FellBack = true
 		if err := parse(log, res.StatusMap); err != nil {
-			return LogResult{}, fmt.Errorf("grading whole log of %q with %s: %w", repo, name, err)
+			return LogResult{}, fmt.Errorf("grading whole log with %s: %w", name, err)
 		}
 	}
 	return res, nil
-}
-
-// failOnlyRepo is upstream's FAIL_ONLY_REPOS.
-func failOnlyRepo(repo string) bool {
-	switch repo {
-	case "chartjs/Chart.js", "markedjs/marked", "processing/p5.js":
-		return true
-	}
-	return false
 }
 
 // testPassed is upstream's test_passed: PASSED or XFAIL.
@@ -192,7 +210,7 @@ func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) 
 		return r, nil
 	}
 	r.PatchExists = true
-	res, err := EvalLog(inst.Repo, log, opts)
+	res, err := EvalLog(inst, log, opts)
 	if err != nil {
 		return Report{}, fmt.Errorf("grading %s: %w", inst.InstanceID, err)
 	}
@@ -201,7 +219,7 @@ func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) 
 		return r, nil
 	}
 	r.PatchSuccessfullyApplied = true
-	ts := EvalTestsReport(res.StatusMap, inst.FailToPass, inst.PassToPass, failOnlyRepo(inst.Repo))
+	ts := EvalTestsReport(res.StatusMap, inst.FailToPass, inst.PassToPass, FailOnlyRepo(inst.Repo))
 	r.Resolution = ResolutionStatus(ts)
 	r.Resolved = r.Resolution == ResolvedFull
 	r.TestsStatus = &ts

@@ -189,7 +189,7 @@ func BenchmarkParse100MB(b *testing.B) {
 				b.ResetTimer()
 				cpu := startCPU()
 				for i := 0; i < b.N; i++ {
-					if _, err := ParseLogOrdered(c.repo, log); err != nil {
+					if _, err := ParseLog(c.repo, "", log); err != nil {
 						b.Fatal(err)
 					}
 				}

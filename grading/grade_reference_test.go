@@ -76,7 +76,7 @@ func TestReferencePairs(t *testing.T) {
 					t.Fatalf("reference has no repo but is not marked parser_is_stand_in")
 				}
 				for _, repo := range []string{row["repo"], strings.SplitN(row["instance_id"], ".", 2)[0]} {
-					if _, err := ParseLog(strings.Replace(repo, "__", "/", 1), log); !errors.Is(err, ErrNoParser) {
+					if _, err := ParseLog(strings.Replace(repo, "__", "/", 1), row["instance_id"], log); !errors.Is(err, ErrNoParser) {
 						t.Errorf("ParseLog(%q): err = %v, want ErrNoParser", repo, err)
 					}
 				}
@@ -102,9 +102,9 @@ func TestReferencePairs(t *testing.T) {
 			}
 
 			// 1. The parser on the whole log.
-			whole, err := ParseLogOrdered(repo, log)
+			whole, err := ParseLog(repo, row["instance_id"], log)
 			if err != nil {
-				t.Fatalf("ParseLogOrdered: %v", err)
+				t.Fatalf("ParseLog: %v", err)
 			}
 			wantWhole, _, err := decodeOrdered(ref.WholeLog)
 			if err != nil {
@@ -121,7 +121,7 @@ func TestReferencePairs(t *testing.T) {
 				if i := strings.Index(section, EndTestOutput); i >= 0 {
 					section = section[:i]
 				}
-				between, err := ParseLogOrdered(repo, section)
+				between, err := ParseLog(repo, row["instance_id"], section)
 				if err != nil {
 					t.Fatalf("parsing marked section: %v", err)
 				}
@@ -130,7 +130,7 @@ func TestReferencePairs(t *testing.T) {
 				}
 			}
 			// 3. get_logs_eval.
-			res, err := EvalLog(repo, log, GradeOptions{})
+			res, err := EvalLog(dataset.Instance{InstanceID: row["instance_id"], Repo: repo}, log, GradeOptions{})
 			if err != nil {
 				t.Fatalf("EvalLog: %v", err)
 			}

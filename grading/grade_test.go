@@ -38,7 +38,7 @@ func TestEvalLogMarkersAndBadCodes(t *testing.T) {
 		{"CRLF markers", ">>>>> Start Test Output\r\n" + "PASSED a.py::t1\r\n" + ">>>>> End Test Output\r\n", false, true, []string{"a.py::t1"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := EvalLog("pytest-dev/pytest", c.log, GradeOptions{WholeLog: c.whole})
+			res, err := EvalLog(instanceFor("pytest-dev/pytest", nil, nil), c.log, GradeOptions{WholeLog: c.whole})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestEvalLogMarkersAndBadCodes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := EvalLog("pytest-dev/pytest", ">>>>> Start Test Output\n\xff\n>>>>> End Test Output\n", GradeOptions{}); err == nil {
+	if _, err := EvalLog(instanceFor("pytest-dev/pytest", nil, nil), ">>>>> Start Test Output\n\xff\n>>>>> End Test Output\n", GradeOptions{}); err == nil {
 		t.Error("invalid UTF-8: no error (upstream's read() raises)")
 	}
 }
@@ -130,11 +130,11 @@ func TestFailOnlyRule(t *testing.T) {
 		t.Errorf("fail-only: %+v", ts.FailToPass)
 	}
 	for _, repo := range []string{"chartjs/Chart.js", "markedjs/marked", "processing/p5.js"} {
-		if !failOnlyRepo(repo) {
+		if !FailOnlyRepo(repo) {
 			t.Errorf("%s not fail-only", repo)
 		}
 	}
-	if failOnlyRepo("django/django") {
+	if FailOnlyRepo("django/django") {
 		t.Error("django/django fail-only")
 	}
 }
@@ -145,7 +145,7 @@ func TestGradeParserOverride(t *testing.T) {
 	for _, c := range []struct {
 		parser, want string
 	}{{"parse_log_django", "test_a (m.T)"}, {"parse_log_pytest", "b.py::t"}} {
-		res, err := EvalLog("fixture/proj", log, GradeOptions{Parser: c.parser})
+		res, err := EvalLog(instanceFor("fixture/proj", nil, nil), log, GradeOptions{Parser: c.parser})
 		if err != nil {
 			t.Fatalf("%s: %v", c.parser, err)
 		}
@@ -157,12 +157,13 @@ func TestGradeParserOverride(t *testing.T) {
 	if err != nil || !r.Resolved {
 		t.Errorf("Grade with parser override: resolved=%v err=%v", r.Resolved, err)
 	}
-	if _, err := EvalLog("fixture/proj", log, GradeOptions{Parser: "parse_log_nope"}); err == nil {
+	if _, err := EvalLog(instanceFor("fixture/proj", nil, nil), log, GradeOptions{Parser: "parse_log_nope"}); err == nil {
 		t.Error("unknown parser name: no error")
 	}
-	for _, n := range parserFuncNames() {
-		if got, fn := parserByName(n); got != n || fn == nil {
-			t.Errorf("parserByName(%s) = %q", n, got)
+	for _, n := range ParserNames() {
+		p, ok := parserNamed(n)
+		if !ok || p.name != n || (p.parse == nil) == (p.dispatch == nil) {
+			t.Errorf("parserNamed(%s) = %q, %v: want the entry, with a parser or a dispatcher", n, p.name, ok)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package grading
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -174,136 +175,83 @@ func pySplit2(s string) (f0, f1 string, n int) {
 // isPyDigit reports whether Python 3.11's re matches r with \d in a str
 // pattern: Unicode category Nd as of Unicode 14.0, the version Python 3.11
 // ships. Go's unicode.Nd follows a newer Unicode, so the ranges are kept here
-// as data.
+// as data (pyDigits).
 func isPyDigit(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= '0' && r <= '9'
 	}
-	switch {
-	case r >= 0x660 && r <= 0x669:
-		return true
-	case r >= 0x6F0 && r <= 0x6F9:
-		return true
-	case r >= 0x7C0 && r <= 0x7C9:
-		return true
-	case r >= 0x966 && r <= 0x96F:
-		return true
-	case r >= 0x9E6 && r <= 0x9EF:
-		return true
-	case r >= 0xA66 && r <= 0xA6F:
-		return true
-	case r >= 0xAE6 && r <= 0xAEF:
-		return true
-	case r >= 0xB66 && r <= 0xB6F:
-		return true
-	case r >= 0xBE6 && r <= 0xBEF:
-		return true
-	case r >= 0xC66 && r <= 0xC6F:
-		return true
-	case r >= 0xCE6 && r <= 0xCEF:
-		return true
-	case r >= 0xD66 && r <= 0xD6F:
-		return true
-	case r >= 0xDE6 && r <= 0xDEF:
-		return true
-	case r >= 0xE50 && r <= 0xE59:
-		return true
-	case r >= 0xED0 && r <= 0xED9:
-		return true
-	case r >= 0xF20 && r <= 0xF29:
-		return true
-	case r >= 0x1040 && r <= 0x1049:
-		return true
-	case r >= 0x1090 && r <= 0x1099:
-		return true
-	case r >= 0x17E0 && r <= 0x17E9:
-		return true
-	case r >= 0x1810 && r <= 0x1819:
-		return true
-	case r >= 0x1946 && r <= 0x194F:
-		return true
-	case r >= 0x19D0 && r <= 0x19D9:
-		return true
-	case r >= 0x1A80 && r <= 0x1A89:
-		return true
-	case r >= 0x1A90 && r <= 0x1A99:
-		return true
-	case r >= 0x1B50 && r <= 0x1B59:
-		return true
-	case r >= 0x1BB0 && r <= 0x1BB9:
-		return true
-	case r >= 0x1C40 && r <= 0x1C49:
-		return true
-	case r >= 0x1C50 && r <= 0x1C59:
-		return true
-	case r >= 0xA620 && r <= 0xA629:
-		return true
-	case r >= 0xA8D0 && r <= 0xA8D9:
-		return true
-	case r >= 0xA900 && r <= 0xA909:
-		return true
-	case r >= 0xA9D0 && r <= 0xA9D9:
-		return true
-	case r >= 0xA9F0 && r <= 0xA9F9:
-		return true
-	case r >= 0xAA50 && r <= 0xAA59:
-		return true
-	case r >= 0xABF0 && r <= 0xABF9:
-		return true
-	case r >= 0xFF10 && r <= 0xFF19:
-		return true
-	case r >= 0x104A0 && r <= 0x104A9:
-		return true
-	case r >= 0x10D30 && r <= 0x10D39:
-		return true
-	case r >= 0x11066 && r <= 0x1106F:
-		return true
-	case r >= 0x110F0 && r <= 0x110F9:
-		return true
-	case r >= 0x11136 && r <= 0x1113F:
-		return true
-	case r >= 0x111D0 && r <= 0x111D9:
-		return true
-	case r >= 0x112F0 && r <= 0x112F9:
-		return true
-	case r >= 0x11450 && r <= 0x11459:
-		return true
-	case r >= 0x114D0 && r <= 0x114D9:
-		return true
-	case r >= 0x11650 && r <= 0x11659:
-		return true
-	case r >= 0x116C0 && r <= 0x116C9:
-		return true
-	case r >= 0x11730 && r <= 0x11739:
-		return true
-	case r >= 0x118E0 && r <= 0x118E9:
-		return true
-	case r >= 0x11950 && r <= 0x11959:
-		return true
-	case r >= 0x11C50 && r <= 0x11C59:
-		return true
-	case r >= 0x11D50 && r <= 0x11D59:
-		return true
-	case r >= 0x11DA0 && r <= 0x11DA9:
-		return true
-	case r >= 0x16A60 && r <= 0x16A69:
-		return true
-	case r >= 0x16AC0 && r <= 0x16AC9:
-		return true
-	case r >= 0x16B50 && r <= 0x16B59:
-		return true
-	case r >= 0x1D7CE && r <= 0x1D7FF:
-		return true
-	case r >= 0x1E140 && r <= 0x1E149:
-		return true
-	case r >= 0x1E2F0 && r <= 0x1E2F9:
-		return true
-	case r >= 0x1E950 && r <= 0x1E959:
-		return true
-	case r >= 0x1FBF0 && r <= 0x1FBF9:
-		return true
-	}
-	return false
+	return unicode.Is(pyDigits, r)
+}
+
+// pyDigits is Unicode 14.0's category Nd (0-9 included, for unicode.Is).
+var pyDigits = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x30, Hi: 0x39, Stride: 1},
+		{Lo: 0x660, Hi: 0x669, Stride: 1},
+		{Lo: 0x6F0, Hi: 0x6F9, Stride: 1},
+		{Lo: 0x7C0, Hi: 0x7C9, Stride: 1},
+		{Lo: 0x966, Hi: 0x96F, Stride: 1},
+		{Lo: 0x9E6, Hi: 0x9EF, Stride: 1},
+		{Lo: 0xA66, Hi: 0xA6F, Stride: 1},
+		{Lo: 0xAE6, Hi: 0xAEF, Stride: 1},
+		{Lo: 0xB66, Hi: 0xB6F, Stride: 1},
+		{Lo: 0xBE6, Hi: 0xBEF, Stride: 1},
+		{Lo: 0xC66, Hi: 0xC6F, Stride: 1},
+		{Lo: 0xCE6, Hi: 0xCEF, Stride: 1},
+		{Lo: 0xD66, Hi: 0xD6F, Stride: 1},
+		{Lo: 0xDE6, Hi: 0xDEF, Stride: 1},
+		{Lo: 0xE50, Hi: 0xE59, Stride: 1},
+		{Lo: 0xED0, Hi: 0xED9, Stride: 1},
+		{Lo: 0xF20, Hi: 0xF29, Stride: 1},
+		{Lo: 0x1040, Hi: 0x1049, Stride: 1},
+		{Lo: 0x1090, Hi: 0x1099, Stride: 1},
+		{Lo: 0x17E0, Hi: 0x17E9, Stride: 1},
+		{Lo: 0x1810, Hi: 0x1819, Stride: 1},
+		{Lo: 0x1946, Hi: 0x194F, Stride: 1},
+		{Lo: 0x19D0, Hi: 0x19D9, Stride: 1},
+		{Lo: 0x1A80, Hi: 0x1A89, Stride: 1},
+		{Lo: 0x1A90, Hi: 0x1A99, Stride: 1},
+		{Lo: 0x1B50, Hi: 0x1B59, Stride: 1},
+		{Lo: 0x1BB0, Hi: 0x1BB9, Stride: 1},
+		{Lo: 0x1C40, Hi: 0x1C49, Stride: 1},
+		{Lo: 0x1C50, Hi: 0x1C59, Stride: 1},
+		{Lo: 0xA620, Hi: 0xA629, Stride: 1},
+		{Lo: 0xA8D0, Hi: 0xA8D9, Stride: 1},
+		{Lo: 0xA900, Hi: 0xA909, Stride: 1},
+		{Lo: 0xA9D0, Hi: 0xA9D9, Stride: 1},
+		{Lo: 0xA9F0, Hi: 0xA9F9, Stride: 1},
+		{Lo: 0xAA50, Hi: 0xAA59, Stride: 1},
+		{Lo: 0xABF0, Hi: 0xABF9, Stride: 1},
+		{Lo: 0xFF10, Hi: 0xFF19, Stride: 1},
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x104A0, Hi: 0x104A9, Stride: 1},
+		{Lo: 0x10D30, Hi: 0x10D39, Stride: 1},
+		{Lo: 0x11066, Hi: 0x1106F, Stride: 1},
+		{Lo: 0x110F0, Hi: 0x110F9, Stride: 1},
+		{Lo: 0x11136, Hi: 0x1113F, Stride: 1},
+		{Lo: 0x111D0, Hi: 0x111D9, Stride: 1},
+		{Lo: 0x112F0, Hi: 0x112F9, Stride: 1},
+		{Lo: 0x11450, Hi: 0x11459, Stride: 1},
+		{Lo: 0x114D0, Hi: 0x114D9, Stride: 1},
+		{Lo: 0x11650, Hi: 0x11659, Stride: 1},
+		{Lo: 0x116C0, Hi: 0x116C9, Stride: 1},
+		{Lo: 0x11730, Hi: 0x11739, Stride: 1},
+		{Lo: 0x118E0, Hi: 0x118E9, Stride: 1},
+		{Lo: 0x11950, Hi: 0x11959, Stride: 1},
+		{Lo: 0x11C50, Hi: 0x11C59, Stride: 1},
+		{Lo: 0x11D50, Hi: 0x11D59, Stride: 1},
+		{Lo: 0x11DA0, Hi: 0x11DA9, Stride: 1},
+		{Lo: 0x16A60, Hi: 0x16A69, Stride: 1},
+		{Lo: 0x16AC0, Hi: 0x16AC9, Stride: 1},
+		{Lo: 0x16B50, Hi: 0x16B59, Stride: 1},
+		{Lo: 0x1D7CE, Hi: 0x1D7FF, Stride: 1},
+		{Lo: 0x1E140, Hi: 0x1E149, Stride: 1},
+		{Lo: 0x1E2F0, Hi: 0x1E2F9, Stride: 1},
+		{Lo: 0x1E950, Hi: 0x1E959, Stride: 1},
+		{Lo: 0x1FBF0, Hi: 0x1FBF9, Stride: 1},
+	},
+	LatinOffset: 1,
 }
 
 // lineIter walks s the way Python's s.split("\n") does: next returns each

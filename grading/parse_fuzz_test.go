@@ -19,7 +19,7 @@ import (
 func fuzzParser(f *testing.F, repo string) {
 	f.Add("PASSED a.py::t\nFAILED b.py::u - x\n")
 	f.Fuzz(func(t *testing.T, log string) {
-		sm, err := ParseLogOrdered(repo, log)
+		sm, err := ParseLog(repo, "", log)
 		if err != nil {
 			if !errors.Is(err, ErrUpstreamParserRaises) {
 				t.Fatalf("unexpected error: %v", err)
@@ -33,7 +33,7 @@ func fuzzParser(f *testing.F, repo string) {
 		}
 		if !strings.Contains(log, "\r") {
 			for _, nl := range []string{"\r\n", "\r"} {
-				sm2, err := ParseLogOrdered(repo, strings.ReplaceAll(log, "\n", nl))
+				sm2, err := ParseLog(repo, "", strings.ReplaceAll(log, "\n", nl))
 				if err != nil {
 					t.Fatalf("with %q line ends: %v", nl, err)
 				}
@@ -42,7 +42,7 @@ func fuzzParser(f *testing.F, repo string) {
 				}
 			}
 		}
-		sm3, _ := ParseLogOrdered(repo, log)
+		sm3, _ := ParseLog(repo, "", log)
 		if !reflect.DeepEqual(sm.Keys(), sm3.Keys()) {
 			t.Fatal("not deterministic")
 		}

@@ -19,12 +19,17 @@ const (
 )
 
 // ErrNoParser is returned (wrapped) for a repository that upstream v4.1.0's
-// MAP_REPO_TO_PARSER has no Python log parser for. Upstream raises KeyError.
+// MAP_REPO_TO_PARSER has no log parser for. Upstream raises KeyError.
 var ErrNoParser = errors.New("no log parser for repository")
 
-// ErrUpstreamParserRaises is returned (wrapped) when the log holds a line on
-// which upstream's Python parser raises an exception (an IndexError from
-// line.split()[1]); upstream then fails the instance without a report.
+// ErrUnknownParser is returned (wrapped) for a parser name that is not one
+// of upstream v4.1.0's parser functions.
+var ErrUnknownParser = errors.New("not an upstream log parser")
+
+// ErrUpstreamParserRaises is returned (wrapped) when upstream's parser
+// raises an exception on the log (an IndexError from line.split()[1], an
+// XML ParseError, a ValueError for an instance id a dispatcher does not
+// know, ...); upstream then fails the instance without a report.
 var ErrUpstreamParserRaises = errors.New("upstream log parser raises an exception on this log")
 
 // StatusMap is a parsed test-status map, test name to status. Like the Python
@@ -91,78 +96,37 @@ func (s *StatusMap) JSON() []byte {
 	return w.buf
 }
 
-// parseFunc fills sm from log (already newline-normalized).
-type parseFunc func(log string, sm *StatusMap) error
-
-// ParserName returns the name of the upstream v4.1.0 function that parses
-// logs of repo (the __name__ of MAP_REPO_TO_PARSER[repo], e.g.
-// "parse_log_pytest_v2" for astropy/astropy), and whether there is one among
-// the 18 Python repositories.
-func ParserName(repo string) (string, bool) {
-	name, _ := parserFor(repo)
-	return name, name != ""
-}
-
-// parserFor is upstream's MAP_REPO_TO_PARSER_PY (log_parsers/python.py).
-func parserFor(repo string) (string, parseFunc) {
-	switch repo {
-	case "marshmallow-code/marshmallow", "pallets/flask", "pvlib/pvlib-python",
-		"pydata/xarray", "pylint-dev/astroid", "pytest-dev/pytest",
-		"pyvista/pyvista", "sqlfluff/sqlfluff":
-		return "parse_log_pytest", parsePytest
-	case "psf/requests", "pydicom/pydicom", "pylint-dev/pylint":
-		return "parse_log_pytest_options", parsePytestOptions
-	case "astropy/astropy", "scikit-learn/scikit-learn", "sphinx-doc/sphinx":
-		return "parse_log_pytest_v2", parsePytestV2
-	case "django/django":
-		return "parse_log_django", parseDjango
-	case "matplotlib/matplotlib":
-		return "parse_log_matplotlib", parseMatplotlib
-	case "mwaskom/seaborn":
-		return "parse_log_seaborn", parseSeaborn
-	case "sympy/sympy":
-		return "parse_log_sympy", parseSympy
-	}
-	return "", nil
-}
-
-// parserByName returns the upstream parser function called name (as
-// ParserName reports them), or nil.
-func parserByName(name string) (string, parseFunc) {
-	for _, repo := range [...]string{"pytest-dev/pytest", "psf/requests", "sphinx-doc/sphinx",
-		"django/django", "matplotlib/matplotlib", "mwaskom/seaborn", "sympy/sympy"} {
-		if n, fn := parserFor(repo); n == name {
-			return n, fn
-		}
-	}
-	return "", nil
-}
-
-// parserFuncNames lists the names parserByName accepts.
-func parserFuncNames() []string {
-	return []string{"parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2",
-		"parse_log_django", "parse_log_matplotlib", "parse_log_seaborn", "parse_log_sympy"}
-}
-
 // ParseLog runs upstream's parser for repo over log (universal newlines are
-// applied first, as Python's open().read() does) and returns the status map.
-func ParseLog(repo string, log string) (map[string]string, error) {
-	sm, err := ParseLogOrdered(repo, log)
-	if err != nil {
-		return nil, err
-	}
-	return sm.m, nil
-}
-
-// ParseLogOrdered is ParseLog keeping upstream's insertion order.
-func ParseLogOrdered(repo string, log string) (*StatusMap, error) {
-	_, fn := parserFor(repo)
-	if fn == nil {
+// applied first, as Python's open().read() does) and returns the status map
+// in upstream's insertion order. instanceID is upstream's
+// test_spec.instance_id, which the dispatching parsers (parse_log_jekyll,
+// parse_log_immutable_js) choose their sub-parser by.
+func ParseLog(repo, instanceID, log string) (*StatusMap, error) {
+	p, ok := parserForRepo(repo)
+	if !ok {
 		return nil, fmt.Errorf("parsing log of %q: %w", repo, ErrNoParser)
 	}
+	return runParser(p, instanceID, log)
+}
+
+// ParseLogWith is ParseLog with the parser named by its upstream function
+// name (see ParserNames) instead of the repository's.
+func ParseLogWith(parser, instanceID, log string) (*StatusMap, error) {
+	p, ok := parserNamed(parser)
+	if !ok {
+		return nil, fmt.Errorf("parsing log: %w: %q", ErrUnknownParser, parser)
+	}
+	return runParser(p, instanceID, log)
+}
+
+func runParser(p parserDef, instanceID, log string) (*StatusMap, error) {
+	name, parse, err := p.resolve(instanceID)
+	if err != nil {
+		return nil, fmt.Errorf("parsing log: %w", err)
+	}
 	sm := NewStatusMap()
-	if err := fn(NormalizeNewlines(log), sm); err != nil {
-		return nil, fmt.Errorf("parsing log of %q: %w", repo, err)
+	if err := parse(NormalizeNewlines(log), sm); err != nil {
+		return nil, fmt.Errorf("parsing log with %s: %w", name, err)
 	}
 	return sm, nil
 }

@@ -1,12 +1,15 @@
 package grading
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/builder/spec/spectest"
 )
 
 // kv is an expected status map in upstream's insertion order.
@@ -18,15 +21,15 @@ type parseCase struct {
 	want kv
 }
 
-// runParseCases runs ParseLogOrdered for repo on each case and compares the
+// runParseCases runs ParseLog for repo on each case and compares the
 // result with the expectation as a map and in insertion order.
 func runParseCases(t *testing.T, repo string, cases []parseCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sm, err := ParseLogOrdered(repo, c.log)
+			sm, err := ParseLog(repo, "", c.log)
 			if err != nil {
-				t.Fatalf("ParseLogOrdered: %v", err)
+				t.Fatalf("ParseLog: %v", err)
 			}
 			var got kv
 			for _, k := range sm.Keys() {
@@ -378,37 +381,109 @@ func TestParseRaises(t *testing.T) {
 		{"mwaskom/seaborn", " PASSED \n"},
 		{"mwaskom/seaborn", "PASSED"},
 	} {
-		if _, err := ParseLog(c.repo, c.log); !errors.Is(err, ErrUpstreamParserRaises) {
+		if _, err := ParseLog(c.repo, "", c.log); !errors.Is(err, ErrUpstreamParserRaises) {
 			t.Errorf("ParseLog(%s, %q): err = %v, want ErrUpstreamParserRaises", c.repo, c.log, err)
 		}
 	}
-	if _, err := ParseLog("getmoto/moto", "PASSED a\n"); !errors.Is(err, ErrNoParser) {
+	if _, err := ParseLog("getmoto/moto", "", "PASSED a\n"); !errors.Is(err, ErrNoParser) {
 		t.Errorf("unknown repo: err = %v, want ErrNoParser", err)
 	}
 }
 
-// TestParserMap checks the repository -> parser table against upstream's
-// MAP_REPO_TO_PARSER (function names as in specs.json).
+// TestParserMap checks the parser table against upstream v4.1.0 as dumped
+// in the shared reference: MAP_REPO_TO_PARSER (every repository, both
+// specs files), FAIL_ONLY_REPOS, and PARSER_FUNCTIONS_BY_MODULE (every
+// non-Python parser function, sub-parsers included, in its module).
 func TestParserMap(t *testing.T) {
-	want := map[string]string{
-		"astropy/astropy": "parse_log_pytest_v2", "django/django": "parse_log_django",
-		"marshmallow-code/marshmallow": "parse_log_pytest", "matplotlib/matplotlib": "parse_log_matplotlib",
-		"mwaskom/seaborn": "parse_log_seaborn", "pallets/flask": "parse_log_pytest",
-		"psf/requests": "parse_log_pytest_options", "pvlib/pvlib-python": "parse_log_pytest",
-		"pydata/xarray": "parse_log_pytest", "pydicom/pydicom": "parse_log_pytest_options",
-		"pylint-dev/astroid": "parse_log_pytest", "pylint-dev/pylint": "parse_log_pytest_options",
-		"pytest-dev/pytest": "parse_log_pytest", "pyvista/pyvista": "parse_log_pytest",
-		"scikit-learn/scikit-learn": "parse_log_pytest_v2", "sqlfluff/sqlfluff": "parse_log_pytest",
-		"sphinx-doc/sphinx": "parse_log_pytest_v2", "sympy/sympy": "parse_log_sympy",
+	shared := spectest.SharedDir(t)
+	var py, ml struct {
+		MapRepoToParser map[string]string   `json:"MAP_REPO_TO_PARSER"`
+		FailOnly        []string            `json:"FAIL_ONLY_REPOS"`
+		ByModule        map[string][]string `json:"PARSER_FUNCTIONS_BY_MODULE"`
 	}
-	for repo, fn := range want {
+	for _, f := range []struct {
+		path string
+		dst  any
+	}{
+		{filepath.Join(shared, "upstream-v4.1.0", "specs.json"), &py},
+		{filepath.Join(shared, "upstream-v4.1.0-multilingual", "specs-multilingual.json"), &ml},
+	} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, f.dst); err != nil {
+			t.Fatalf("%s: %v", f.path, err)
+		}
+	}
+	// The Verified dump has the whole map, the multilingual one all but
+	// the Python repositories.
+	if len(py.MapRepoToParser) != 64 || len(ml.MapRepoToParser) != 46 {
+		t.Fatalf("MAP_REPO_TO_PARSER has %d and %d repos, want 64 and 46", len(py.MapRepoToParser), len(ml.MapRepoToParser))
+	}
+	for repo, fn := range ml.MapRepoToParser {
+		if py.MapRepoToParser[repo] != fn {
+			t.Fatalf("the specs files disagree on %s: %q, %q", repo, py.MapRepoToParser[repo], fn)
+		}
+	}
+	for repo, fn := range py.MapRepoToParser {
 		if got, ok := ParserName(repo); !ok || got != fn {
 			t.Errorf("ParserName(%s) = %q, %v; want %s", repo, got, ok, fn)
 		}
 	}
-	for _, repo := range []string{"redis/redis", "chartjs/Chart.js", "", "Django/django"} {
+	n := 0
+	for p := range parserTable() {
+		for _, repo := range p.repoList() {
+			n++
+			if _, ok := py.MapRepoToParser[repo]; !ok {
+				t.Errorf("%s maps %s, which upstream's map does not have", p.name, repo)
+			}
+		}
+	}
+	if n != len(py.MapRepoToParser) {
+		t.Errorf("the table maps %d repositories, upstream %d (a repository listed twice?)", n, len(py.MapRepoToParser))
+	}
+	for _, repo := range []string{"", "Django/django", "getmoto/moto", "django/django "} {
 		if got, ok := ParserName(repo); ok {
 			t.Errorf("ParserName(%q) = %q, want none", repo, got)
 		}
+	}
+
+	failOnly := map[string]bool{}
+	for _, r := range py.FailOnly {
+		failOnly[r] = true
+	}
+	for _, r := range ml.FailOnly {
+		if !failOnly[r] || len(ml.FailOnly) != len(py.FailOnly) {
+			t.Errorf("FAIL_ONLY_REPOS differ between the specs files: %q, %q", py.FailOnly, ml.FailOnly)
+		}
+	}
+	for repo := range py.MapRepoToParser {
+		if FailOnlyRepo(repo) != failOnly[repo] {
+			t.Errorf("FailOnlyRepo(%s) = %v, upstream %v", repo, FailOnlyRepo(repo), failOnly[repo])
+		}
+	}
+	if len(failOnly) != 3 {
+		t.Errorf("FAIL_ONLY_REPOS has %d repos, want the 3 JS ones", len(failOnly))
+	}
+
+	// Every function of every non-Python module, and nothing else of them.
+	want := map[string]string{}
+	for mod, fns := range ml.ByModule {
+		for _, fn := range fns {
+			want[fn] = strings.TrimPrefix(mod, "swebench.harness.log_parsers.")
+		}
+	}
+	if len(want) != 27 {
+		t.Errorf("PARSER_FUNCTIONS_BY_MODULE lists %d functions, want 27", len(want))
+	}
+	got := map[string]string{}
+	for p := range parserTable() {
+		if p.module != "python" {
+			got[p.name] = p.module
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("non-Python parsers by module:\n got  %v\n want %v", got, want)
 	}
 }

@@ -45,12 +45,6 @@ import (
 // LatestTag is the moving tag written next to every content key tag.
 const LatestTag = "latest"
 
-// Arch names as upstream writes them in image keys.
-const (
-	ArchX86_64 = "x86_64"
-	ArchArm64  = "arm64"
-)
-
 // Namer names images under one repository prefix.
 type Namer struct {
 	// Repo is the prefix: registry host and optional namespace.
@@ -126,28 +120,6 @@ func (n Namer) CheckCollisions(ids []string) error {
 		return fmt.Errorf("image name collision: %s", msgs[0])
 	}
 	return fmt.Errorf("%d image name collisions:\n%s", len(msgs), strings.Join(msgs, "\n"))
-}
-
-// ArchForPlatform maps an OCI platform to the upstream arch name.
-func ArchForPlatform(platform string) (string, error) {
-	switch platform {
-	case "linux/amd64":
-		return ArchX86_64, nil
-	case "linux/arm64", "linux/arm64/v8":
-		return ArchArm64, nil
-	}
-	return "", fmt.Errorf("unsupported platform %q (want linux/amd64 or linux/arm64)", platform)
-}
-
-// PlatformForArch maps an upstream arch name to its OCI platform.
-func PlatformForArch(arch string) (string, error) {
-	switch arch {
-	case ArchX86_64:
-		return "linux/amd64", nil
-	case ArchArm64:
-		return "linux/arm64", nil
-	}
-	return "", fmt.Errorf("unsupported arch %q (want x86_64 or arm64)", arch)
 }
 
 // ContentTag returns "k-" + the first 12 hex digits of sha256 over the given

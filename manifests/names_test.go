@@ -26,37 +26,6 @@ func TestNames(t *testing.T) {
 	}
 }
 
-func TestPlatformArch(t *testing.T) {
-	for _, tc := range []struct {
-		platform, arch string
-		ok             bool
-	}{
-		{"linux/amd64", "x86_64", true},
-		{"linux/arm64", "arm64", true},
-		{"linux/arm64/v8", "arm64", true},
-		{"linux/386", "", false},
-		{"", "", false},
-	} {
-		got, err := ArchForPlatform(tc.platform)
-		if (err == nil) != tc.ok || got != tc.arch {
-			t.Errorf("ArchForPlatform(%q) = %q, %v", tc.platform, got, err)
-		}
-	}
-	for _, arch := range []string{ArchX86_64, ArchArm64} {
-		p, err := PlatformForArch(arch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, _ := ArchForPlatform(p)
-		if back != arch {
-			t.Errorf("round trip %s -> %s -> %s", arch, p, back)
-		}
-	}
-	if _, err := PlatformForArch("aarch64"); err == nil {
-		t.Error("aarch64 accepted")
-	}
-}
-
 func TestContentTag(t *testing.T) {
 	// sha256("abc\n") = edeaaff3f1774ad2888673770c6d64097e391bc362d7d6fb34982ddf0efd18cb
 	if got := ContentTag("abc"); got != "k-edeaaff3f177" {

@@ -99,6 +99,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 		res.Gold = gc
 		bopts.Verify = gc.Hook()
+		bopts.VerifyMounts = gc.Mounts()
 		problems = append(problems, gc.Problems()...)
 	}
 	given := ""

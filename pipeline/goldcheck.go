@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tonistiigi/fsutil"
+
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
@@ -38,6 +40,7 @@ type GoldCheckOptions struct {
 // an image that fails is neither exported nor pushed.
 type GoldCheck struct {
 	hook     builder.VerifyFunc
+	mounts   map[string]fsutil.FS
 	sum      *verify.Summary
 	dir      string
 	problems []error
@@ -75,11 +78,16 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		runner.Cache = &verify.Cache{Dir: o.CacheDir}
 	}
 	gc.hook = runner.BuilderHook(targets, gc.sum)
+	gc.mounts = runner.InputMounts()
 	return gc, nil
 }
 
 // Hook is the builder's verify hook.
 func (gc *GoldCheck) Hook() builder.VerifyFunc { return gc.hook }
+
+// Mounts are the local mounts the hook's runs read their inputs through
+// (builder.Options.VerifyMounts).
+func (gc *GoldCheck) Mounts() map[string]fsutil.FS { return gc.mounts }
 
 // Problems are what stops some instances from being verified at all.
 func (gc *GoldCheck) Problems() []error { return gc.problems }

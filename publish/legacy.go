@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/opencontainers/go-digest"
 
@@ -149,11 +148,8 @@ func migrateLegacy(path string) (bool, []*core.LineError, error) {
 		return false, nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return false, nil, fmt.Errorf("%s: %w (another swebuild run is writing to it; wait for it to finish or give another file)", path, core.ErrInUse)
-		}
-		return false, nil, fmt.Errorf("locking %s: %w", path, err)
+	if err := core.Lock(f); err != nil {
+		return false, nil, err
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
@@ -163,13 +159,9 @@ func migrateLegacy(path string) (bool, []*core.LineError, error) {
 		return false, nil, nil
 	}
 	recs, cerr := ConvertLegacyLedger(data, path)
-	var bad []*core.LineError
-	for _, e := range unjoin(cerr) {
-		var le *core.LineError
-		if !errors.As(e, &le) {
-			return false, nil, e
-		}
-		bad = append(bad, le)
+	bad, err := core.LineErrors(cerr)
+	if err != nil {
+		return false, nil, err
 	}
 	if err := os.WriteFile(path+".legacy", data, 0o644); err != nil {
 		return false, nil, fmt.Errorf("keeping the older ledger: %w", err)
@@ -178,14 +170,4 @@ func migrateLegacy(path string) (bool, []*core.LineError, error) {
 		return false, nil, err
 	}
 	return true, bad, nil
-}
-
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }

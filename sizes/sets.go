@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
 )
@@ -115,19 +116,23 @@ func ParseSet(arg string) (SetSpec, error) {
 }
 
 // ArchName maps an OCI platform to upstream's arch name used in image
-// names (linux/amd64 -> x86_64, linux/arm64[/v8] -> arm64), as the manifests
-// package decides.
+// names (linux/amd64 -> x86_64, linux/arm64[/v8] -> arm64), as core.Platform
+// decides.
 func ArchName(platform string) (string, error) {
-	return manifests.ArchForPlatform(platform)
+	p, err := core.ParsePlatform(platform)
+	if err != nil {
+		return "", err
+	}
+	return p.Arch(), nil
 }
 
 // ExpandTemplate fills a reference template for one instance and platform.
 func ExpandTemplate(tmpl, instanceID, platform string) (string, error) {
-	arch, err := ArchName(platform)
+	p, err := core.ParsePlatform(platform)
 	if err != nil {
 		return "", err
 	}
-	goarch := strings.Split(platform, "/")[1]
+	arch, goarch := p.Arch(), p.GOARCH()
 	id := strings.ToLower(instanceID)
 	r := strings.NewReplacer(
 		"{arch}", arch,
@@ -183,7 +188,7 @@ type Target struct {
 // other schemes expand their template.
 func (s SetSpec) Ref(instanceID, platform string) (string, error) {
 	if s.Scheme == SchemeSwebuild {
-		arch, err := manifests.ArchForPlatform(platform)
+		arch, err := ArchName(platform)
 		if err != nil {
 			return "", err
 		}

@@ -79,7 +79,7 @@ func TestExpandTemplate(t *testing.T) {
 		{"epoch", "django__django-11133", "linux/arm64", "ghcr.io/epoch-research/swe-bench.eval.arm64.django__django-11133:latest", ""},
 		{"reg:5000/swebuild", "Sphinx-Doc__sphinx-8721", "linux/arm64/v8", "reg:5000/swebuild/sweb.eval.arm64.sphinx-doc_1776_sphinx-8721:latest", ""},
 		{"r/x.{goarch}.{id}", "a__b-1", "linux/amd64", "r/x.amd64.a__b-1", ""},
-		{"upstream", "a__b-1", "linux/s390x", "", "unsupported platform"},
+		{"upstream", "a__b-1", "linux/s390x", "", "is not supported"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.set+" "+tc.id+" "+tc.platform, func(t *testing.T) {

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/containerd/platforms"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/solver/pb"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // CacheKeyInputs are everything a gold verification of a built image depends
@@ -29,7 +30,7 @@ type CacheKeyInputs struct {
 	// sources read (the LLB names a local source, not its content).
 	ContextFiles string
 	InstanceID   string
-	Platform     string
+	Platform     core.Platform
 	Patch        string
 	EvalScript   string
 	Parser       string
@@ -42,7 +43,7 @@ type CacheKeyInputs struct {
 func (in CacheKeyInputs) Key() string {
 	h := sha256.New()
 	h.Write([]byte("swebuild verify cache v1\n"))
-	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, in.Platform, in.Patch, in.EvalScript, in.Parser, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
+	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, string(in.Platform), in.Patch, in.EvalScript, in.Parser, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
 		fmt.Fprintf(h, "%d:", len(f))
 		h.Write([]byte(f))
 	}
@@ -56,19 +57,18 @@ func (in CacheKeyInputs) Key() string {
 // removed and input digests rewritten to match. Equal digests mean the same
 // build steps on the same sources; what a local source holds is not in its
 // LLB at all and must be keyed separately (CacheKeyInputs.ContextFiles).
-func DefinitionDigest(ctx context.Context, image llb.State, platform string) (string, error) {
+func DefinitionDigest(ctx context.Context, image llb.State, platform core.Platform) (string, error) {
 	d, _, err := definitionDigest(ctx, image, platform)
 	return d, err
 }
 
 // definitionDigest is DefinitionDigest and whether the definition has a
 // local source (whose content its LLB does not name).
-func definitionDigest(ctx context.Context, image llb.State, platform string) (string, bool, error) {
-	p, err := platforms.Parse(platform)
-	if err != nil {
-		return "", false, fmt.Errorf("platform %q: %w", platform, err)
+func definitionDigest(ctx context.Context, image llb.State, platform core.Platform) (string, bool, error) {
+	if !platform.Valid() {
+		return "", false, fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", platform)
 	}
-	def, err := image.Marshal(ctx, llb.Platform(platforms.Normalize(p)))
+	def, err := image.Marshal(ctx, llb.Platform(platform.OCI()))
 	if err != nil {
 		return "", false, fmt.Errorf("marshaling the image definition: %w", err)
 	}
@@ -110,13 +110,13 @@ func definitionDigest(ctx context.Context, image llb.State, platform string) (st
 
 // CacheRecord is one cached successful verification.
 type CacheRecord struct {
-	Key        string `json:"key"`
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
-	Mode       string `json:"mode"`
-	Resolved   bool   `json:"resolved"`
-	F2P        Counts `json:"fail_to_pass"`
-	P2P        Counts `json:"pass_to_pass"`
+	Key        string        `json:"key"`
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	Mode       string        `json:"mode"`
+	Resolved   bool          `json:"resolved"`
+	F2P        Counts        `json:"fail_to_pass"`
+	P2P        Counts        `json:"pass_to_pass"`
 	// Seconds and TestSeconds are the original run's.
 	Seconds     float64 `json:"seconds"`
 	TestSeconds float64 `json:"test_seconds"`
@@ -130,19 +130,6 @@ type CacheRecord struct {
 // Cache stores successful verifications under Dir/<key>.json.
 type Cache struct {
 	Dir string
-}
-
-// DefaultCacheDir is $SWEBUILD_CACHE/verify, else ~/.cache/swebuild/verify.
-func DefaultCacheDir() (string, error) {
-	root := os.Getenv("SWEBUILD_CACHE")
-	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("locating the verification cache: %w", err)
-		}
-		root = filepath.Join(home, ".cache", "swebuild")
-	}
-	return filepath.Join(root, "verify"), nil
 }
 
 func (c *Cache) path(key string) string { return filepath.Join(c.Dir, key+".json") }

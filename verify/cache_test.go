@@ -181,20 +181,6 @@ func TestCacheStoreLoad(t *testing.T) {
 	}
 }
 
-func TestDefaultCacheDir(t *testing.T) {
-	t.Setenv("SWEBUILD_CACHE", "/x/cache")
-	d, err := DefaultCacheDir()
-	if err != nil || d != "/x/cache/verify" {
-		t.Errorf("with SWEBUILD_CACHE: %q, %v", d, err)
-	}
-	t.Setenv("SWEBUILD_CACHE", "")
-	t.Setenv("HOME", "/home/u")
-	d, err = DefaultCacheDir()
-	if err != nil || d != "/home/u/.cache/swebuild/verify" {
-		t.Errorf("default: %q, %v", d, err)
-	}
-}
-
 // fakeEngine counts runs and answers with the tests passing or not.
 type fakeEngine struct {
 	mu   sync.Mutex
@@ -243,7 +229,7 @@ func TestBuilderHookCache(t *testing.T) {
 		h := r.BuilderHook([]Target{target}, sum)
 		var errs []error
 		for _, im := range images {
-			errs = append(errs, h(ctx, nil, inst.InstanceID, target.Platform, im))
+			errs = append(errs, h(ctx, nil, inst.InstanceID, string(target.Platform), im))
 		}
 		return sum, eng.count(), errs
 	}

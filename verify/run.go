@@ -15,6 +15,19 @@ package verify
 //
 // The script always exits 0, so a failing test or patch never fails the
 // container run; exit codes are written to files and come back in RunOutput.
+//
+// What the code under test can reach is only what upstream's container
+// gives it: no network, and nothing of BuildKit. BuildKit bind-mounts its
+// tracing socket at /dev/otel-grpc.sock into every container it runs and
+// names it in OTEL_* variables (and passes TRACEPARENT); RunInGateway covers
+// the socket with an empty read-only file, the wrapper drops the variables
+// the image does not set itself, and refuses to run anything (an
+// infrastructure error) if the socket is still there.
+//
+// Outputs are bounded: the test output, the diffs and the patch-apply
+// output each keep their first and last Job.MaxOutput/2 bytes when longer,
+// cut inside the container (so no huge file is left in BuildKit's cache) and
+// read back in pieces below BuildKit's 16 MiB gRPC message limit.
 
 import (
 	"context"
@@ -22,6 +35,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Upstream's log lines (harness/constants and run_evaluation.py).
@@ -52,7 +67,7 @@ type Job struct {
 	// are handed the image another way (the builder hook) ignore it.
 	Image string
 	// Platform is the OCI platform to run, linux/amd64 or linux/arm64.
-	Platform string
+	Platform core.Platform
 	// Patch is written to /tmp/patch.diff and applied.
 	Patch string
 	// SkipApply runs the tests without applying anything (the empty-patch
@@ -66,6 +81,38 @@ type Job struct {
 	Timeout time.Duration
 	// Nonce makes every run a new container run (no cache hit).
 	Nonce string
+	// MaxOutput bounds each captured output (eval.sh's, the diffs, the
+	// patch-apply commands'): a longer one keeps its first and last
+	// MaxOutput/2 bytes (default DefaultMaxOutput).
+	MaxOutput int64
+	// UnsetEnv are variables the wrapper removes before anything runs:
+	// BuildKit's tracing variables that the image does not set itself.
+	UnsetEnv []string
+}
+
+// DefaultMaxOutput is Job.MaxOutput's default: 32 MiB, more than ten times
+// the largest test output among the reference runs (2.5 MB), small enough
+// to grade in well under a second.
+const DefaultMaxOutput = 32 << 20
+
+// TracingSocket is where BuildKit mounts its OpenTelemetry socket in every
+// container it runs (executor/oci, v0.34).
+const TracingSocket = "/dev/otel-grpc.sock"
+
+// tracingEnv are the variables BuildKit adds to a container's environment
+// when the image does not set them (executor/oci tracingEnvVars and
+// util/tracing/childprocess), and the nonce the runner adds.
+var tracingEnv = [...]string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "TRACEPARENT", "TRACESTATE"}
+
+// nonceEnv carries Job.Nonce into the exec, so that its definition differs
+// from every other run's; the wrapper drops it.
+const nonceEnv = "SWEBUILD_VERIFY_NONCE"
+
+func (j Job) maxOutput() int64 {
+	if j.MaxOutput <= 0 {
+		return DefaultMaxOutput
+	}
+	return j.MaxOutput
 }
 
 // ApplyAttempt is one patch-apply command run.
@@ -86,10 +133,15 @@ type RunOutput struct {
 	DiffBefore string
 	DiffAfter  string
 	// TestOutput is eval.sh's output; TestRan says eval.sh was started.
-	TestOutput string
-	TestRan    bool
-	TestExit   int
-	TimedOut   bool
+	// When the output was longer than Job.MaxOutput, TestOutput is its
+	// head and tail joined by a line saying how many bytes were left out
+	// (TestOutputOmitted), and TestOutputSize is what eval.sh wrote.
+	TestOutput        string
+	TestOutputSize    int64
+	TestOutputOmitted int64
+	TestRan           bool
+	TestExit          int
+	TimedOut          bool
 	// TestSeconds is the time eval.sh took, measured inside the container.
 	TestSeconds float64
 	// Leak is the raw history dump for CheckLeak.
@@ -118,6 +170,8 @@ const (
 	fileTimeout = "timeout"
 	fileBase    = "base_commit"
 	fileSkip    = "skip_apply"
+	fileKeep    = "keep"
+	fileUnset   = "unset_env"
 )
 
 // wrapperScript is the script the container runs (bash). It reads its
@@ -142,6 +196,34 @@ trap 'now wrap_end' EXIT
 startdir=$PWD
 read -r base <"$in/` + fileBase + `"
 read -r tmo <"$in/` + fileTimeout + `"
+read -r keep_head keep_tail <"$in/` + fileKeep + `"
+# Nothing of BuildKit for the code under test: its tracing variables go, and
+# its tracing socket must be covered (RunInGateway mounts a file over it).
+while read -r v; do [ -n "$v" ] && unset "$v"; done <"$in/` + fileUnset + `"
+if [ -S ` + TracingSocket + ` ]; then
+	echo "BuildKit's tracing socket ` + TracingSocket + ` is reachable in the container; refusing to run code under test next to it" >"$out/sandbox_error"
+	exit 0
+fi
+# capped NAME CMD...: run CMD with stdout and stderr into $out/NAME; if it
+# wrote more than keep_head+keep_tail bytes, keep the first keep_head (NAME)
+# and the last keep_tail (NAME.tail) and write the size to NAME.size. The
+# size is the shared file offset of fd 4 (O_APPEND), read from /proc with a
+# builtin: no process unless the output has to be cut.
+capped() {
+	local name=$1 rc pos _
+	shift
+	exec 4>>"$out/$name"
+	"$@" >&4 2>&4 4>&-
+	rc=$?
+	read -r _ pos </proc/self/fdinfo/4
+	exec 4>&-
+	if [ "${pos:-0}" -gt $((keep_head + keep_tail)) ] 2>/dev/null; then
+		echo "$pos" >"$out/$name.size"
+		tail -c "$keep_tail" "$out/$name" >"$out/$name.tail" 2>>"$out/cut_err" &&
+			truncate -s "$keep_head" "$out/$name" 2>>"$out/cut_err"
+	fi
+	return $rc
+}
 # infra_error stays empty unless cd fails (no rm process).
 if ! cd ` + DockerWorkdir + ` 2>"$out/infra_error"; then
 	[ -s "$out/infra_error" ] || echo "cd failed" >"$out/infra_error"
@@ -158,39 +240,42 @@ else
 	i=0
 `)
 	for _, c := range gitApplyCmds {
-		fmt.Fprintf(&b, "\tif [ $applied = 0 ]; then\n\t\ti=$((i+1))\n\t\t%s %s >\"$out/apply.$i.out\" 2>&1\n\t\trc=$?\n\t\techo $rc >\"$out/apply.$i.rc\"\n\t\t[ $rc = 0 ] && applied=1\n\tfi\n", c, DockerPatch)
+		fmt.Fprintf(&b, "\tif [ $applied = 0 ]; then\n\t\ti=$((i+1))\n\t\tcapped apply.$i.out %s %s\n\t\trc=$?\n\t\techo $rc >\"$out/apply.$i.rc\"\n\t\t[ $rc = 0 ] && applied=1\n\tfi\n", c, DockerPatch)
 	}
 	b.WriteString(`fi
 if [ $applied = 0 ]; then exit 0; fi
-git -c core.fileMode=false diff >"$out/diff_before" 2>&1
+capped diff_before git -c core.fileMode=false diff
 cp "$in/` + fileEval + `" /eval.sh
 cd "$startdir"
 now test_start
-timeout -k 10 "$tmo" /bin/bash /eval.sh >"$out/test_output.txt" 2>&1
+capped test_output.txt timeout -k 10 "$tmo" /bin/bash /eval.sh
 echo $? >"$out/test_rc"
 now test_end
 cd ` + DockerWorkdir + `
-git -c core.fileMode=false diff >"$out/diff_after" 2>&1
+capped diff_after git -c core.fileMode=false diff
 exit 0
 `)
 	return b.String()
 }
 
 // inputFiles are the files the wrapper reads from inDir.
-func inputFiles(job Job) map[string]string {
+func inputFiles(job Job) map[string]inputFile {
 	t := job.Timeout
 	if t <= 0 {
 		t = DefaultTimeout
 	}
-	files := map[string]string{
-		fileRun:     wrapperScript(),
-		filePatch:   job.Patch,
-		fileEval:    job.EvalScript,
-		fileTimeout: strconv.FormatInt(int64((t+time.Second-1)/time.Second), 10),
-		fileBase:    job.BaseCommit,
+	max := job.maxOutput()
+	files := map[string]inputFile{
+		fileRun:     {data: []byte(wrapperScript()), mode: 0o755},
+		filePatch:   {data: []byte(job.Patch), mode: 0o644},
+		fileEval:    {data: []byte(job.EvalScript), mode: 0o644},
+		fileTimeout: {data: []byte(strconv.FormatInt(int64((t+time.Second-1)/time.Second), 10)), mode: 0o644},
+		fileBase:    {data: []byte(job.BaseCommit), mode: 0o644},
+		fileKeep:    {data: fmt.Appendf(nil, "%d %d\n", max/2, max-max/2), mode: 0o644},
+		fileUnset:   {data: []byte(strings.Join(append([]string{nonceEnv}, job.UnsetEnv...), "\n") + "\n"), mode: 0o644},
 	}
 	if job.SkipApply {
-		files[fileSkip] = ""
+		files[fileSkip] = inputFile{mode: 0o644}
 	}
 	return files
 }
@@ -201,6 +286,10 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 	out := &RunOutput{}
 	if s, e := seconds(files["wrap_start"], files["wrap_end"]); e {
 		out.InContainerSeconds = s
+	}
+	if e, ok := files["sandbox_error"]; ok && strings.TrimSpace(e) != "" {
+		out.InfraError = strings.TrimSpace(e)
+		return out, nil
 	}
 	if e, ok := files["infra_error"]; ok && strings.TrimSpace(e) != "" {
 		out.InfraError = fmt.Sprintf("cannot enter %s: %s", DockerWorkdir, strings.TrimSpace(e))

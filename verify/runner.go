@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,23 +17,30 @@ import (
 
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 )
 
-// Run modes (Result.Mode); a predictions run uses the model's name.
+// Run modes (Result.Mode).
 const (
-	ModeGold    = "gold"
+	// ModeGold runs the dataset record's gold patch.
+	ModeGold = "gold"
+	// ModeControl runs no patch at all: the tests must fail.
 	ModeControl = "control"
+	// ModePredictions runs a predictions file's patch; Result.Model is
+	// the file's model_name_or_path.
+	ModePredictions = "predictions"
 )
 
 // Target is one instance image to verify on one platform.
 type Target struct {
 	Instance dataset.Instance
 	// Platform is linux/amd64 or linux/arm64.
-	Platform string
+	Platform core.Platform
 	// Image is a pullable reference of the instance image for Platform.
 	Image string
 	// EvalScript is the instance's eval.sh for that platform.
@@ -59,8 +68,11 @@ type Runner struct {
 	// Repeat runs each (instance, platform, mode) this many times (default 1)
 	// and flags tests whose results differ.
 	Repeat int
-	// RunDir receives <mode>/<instance>/<arch>[/run-<k>]/ with patch.diff,
-	// eval.sh, run_instance.log, test_output.txt and report.json.
+	// RunDir receives gold/, control/ and predictions/<model>/, each
+	// holding <instance>/<arch>[/run-<k>]/ with patch.diff, eval.sh,
+	// run_instance.log, test_output.txt and report.json. Model names and
+	// instance ids are data, not paths: each becomes one path element
+	// inside RunDir (PathName).
 	RunDir string
 	// Grade are the grading options (e.g. Parser for a profile's repos).
 	Grade grading.GradeOptions
@@ -74,17 +86,37 @@ type Runner struct {
 	// its result; successes are still recorded.
 	Reverify bool
 
+	// MaxOutput bounds each run's test output (Job.MaxOutput; default
+	// DefaultMaxOutput): a longer one is kept as its first and last halves
+	// and graded from them (Attempt.Truncated says so).
+	MaxOutput int64
+
 	// hookEngine, when set (unit tests), replaces the gateway engine
 	// BuilderHook runs the gold patch with.
 	hookEngine func(gc gateway.Client, image llb.State) Engine
 
-	mu sync.Mutex
+	mu         sync.Mutex
+	inputsOnce sync.Once
+	inputs     *InputFS
 }
 
-// runSpec is one (target, mode) to run Repeat times.
+// InputMounts are the local mounts the build session BuilderHook's function
+// runs in must have (builder.Options.VerifyMounts): InputsMount, through
+// which each run's input files go.
+func (r *Runner) InputMounts() map[string]fsutil.FS {
+	return map[string]fsutil.FS{InputsMount: r.inputFS()}
+}
+
+func (r *Runner) inputFS() *InputFS {
+	r.inputsOnce.Do(func() { r.inputs = NewInputFS() })
+	return r.inputs
+}
+
+// runSpec is one (target, mode, model) to run Repeat times.
 type runSpec struct {
 	t         Target
 	mode      string
+	model     string
 	patch     *string
 	skipApply bool
 }
@@ -109,7 +141,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 			specs = append(specs, runSpec{t: t, mode: ModeGold, patch: &p})
 		}
 		if pr, ok := preds[t.Instance.InstanceID]; ok {
-			specs = append(specs, runSpec{t: t, mode: pr.Model, patch: pr.Patch})
+			specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
 		}
 		if control {
 			empty := ""
@@ -129,8 +161,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				s := specs[j.s]
-				attempts[j.s][j.k] = r.runOne(ctx, s.t, s.mode, s.patch, s.skipApply, j.k+1, repeat, nil)
+				attempts[j.s][j.k] = r.runOne(ctx, specs[j.s], j.k+1, repeat, nil)
 			}
 		}()
 	}
@@ -145,26 +176,31 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	wg.Wait()
 	sum := &Summary{}
 	for i, s := range specs {
-		sum.Results = append(sum.Results, aggregate(s.t, s.mode, attempts[i]))
+		sum.Results = append(sum.Results, aggregate(s.t, s.mode, s.model, attempts[i]))
 	}
 	sum.link()
 	return sum, nil
 }
 
 // BuilderHook returns the function the builder calls for every instance
-// image it has solved, inside the node's build session and before the image
-// is exported or pushed: it runs the gold patch on image (which must carry
-// the image config) and returns an error when the instance is not resolved
-// on that platform (so the builder does not push it). targets are looked up
-// by instance id and platform; an instance image without a target fails.
-// Each call's result is added to sum (safe for concurrent calls).
+// image it has solved, inside the node's build session (which must have
+// InputMounts) and before the image is exported or pushed: it runs the gold
+// patch on image (which must carry the image config) and returns an error
+// when the instance is not resolved on that platform (so the builder does
+// not push it). targets are looked up by instance id and platform; an
+// instance image without a target fails. Each call's result is added to sum
+// (safe for concurrent calls).
 func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
 	byKey := map[string]Target{}
 	for _, t := range targets {
-		byKey[t.Instance.InstanceID+"@"+t.Platform] = t
+		byKey[t.Instance.InstanceID+"@"+string(t.Platform)] = t
 	}
 	return func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
-		t, ok := byKey[instanceID+"@"+platform]
+		pl, err := core.ParsePlatform(platform)
+		if err != nil {
+			return fmt.Errorf("verify: %s: %w", instanceID, err)
+		}
+		t, ok := byKey[instanceID+"@"+string(pl)]
 		if !ok {
 			return fmt.Errorf("verify: no dataset record or eval.sh for %s on %s", instanceID, platform)
 		}
@@ -175,7 +211,7 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 			if key == "" {
 				r.progress("%s %s %s: not looked up in the verification cache: %s", instanceID, platform, ModeGold, why)
 			} else if r.Reverify {
-				r.progress("%s %s %s: --reverify: not looked up in the verification cache", instanceID, platform, ModeGold)
+				r.progress("%s %s %s: reverifying: not looked up in the verification cache", instanceID, platform, ModeGold)
 			} else if res, ok := r.cached(t, key); ok {
 				r.mu.Lock()
 				sum.Results = append(sum.Results, res)
@@ -184,12 +220,12 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 			}
 		}
 		p := t.Instance.Patch
-		var engine Engine = gatewayEngine{gc: gc, image: image}
+		var engine Engine = gatewayEngine{gc: gc, image: image, inputs: r.inputFS()}
 		if r.hookEngine != nil {
 			engine = r.hookEngine(gc, image)
 		}
-		a := r.runOne(ctx, t, ModeGold, &p, false, 1, 1, engine)
-		res := aggregate(t, ModeGold, []Attempt{a})
+		a := r.runOne(ctx, runSpec{t: t, mode: ModeGold, patch: &p}, 1, 1, engine)
+		res := aggregate(t, ModeGold, "", []Attempt{a})
 		r.mu.Lock()
 		sum.Results = append(sum.Results, res)
 		r.mu.Unlock()
@@ -244,8 +280,8 @@ func (r *Runner) cached(t Target, key string) (Result, bool) {
 		Resolved: true, F2P: rec.F2P, P2P: rec.P2P, TestSeconds: rec.TestSeconds,
 		Dir: rec.Dir, Cached: true, CacheKey: key, Runs: []Attempt{},
 	}
-	dir := r.runDir(t, ModeGold, 1, 1)
-	if b, err := json.MarshalIndent(rec, "", "  "); err == nil && os.MkdirAll(dir, 0o755) == nil {
+	dir, derr := r.runDir(t, ModeGold, "", 1, 1)
+	if b, err := json.MarshalIndent(rec, "", "  "); err == nil && derr == nil && os.MkdirAll(dir, 0o755) == nil {
 		if os.WriteFile(filepath.Join(dir, "cached.json"), append(b, '\n'), 0o644) == nil {
 			res.Dir = dir
 		}
@@ -291,46 +327,110 @@ func (r *Runner) parser(t Target) string {
 	return t.Parser
 }
 
-// gatewayEngine runs a job on an image inside a running gateway session.
+// gatewayEngine runs a job on an image inside a running gateway session
+// whose InputsMount is inputs.
 type gatewayEngine struct {
-	gc    gateway.Client
-	image llb.State
+	gc     gateway.Client
+	image  llb.State
+	inputs *InputFS
 }
 
 func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
-	return RunInGateway(ctx, g.gc, g.image, job)
+	return RunInGateway(ctx, g.gc, g.image, job, g.inputs)
 }
 
-// runDir is where one attempt's files go.
-func (r *Runner) runDir(t Target, mode string, k, repeat int) string {
-	arch := archName(t.Platform)
-	d := filepath.Join(r.RunDir, safeName(mode), safeName(t.Instance.InstanceID), arch)
+// runDir is where one attempt's files go: always inside RunDir, whatever the
+// instance id and model name hold.
+func (r *Runner) runDir(t Target, mode, model string, k, repeat int) (string, error) {
+	if !t.Platform.Valid() {
+		return "", fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", t.Platform)
+	}
+	arch := t.Platform.Arch()
+	var parts []string
+	switch mode {
+	case ModeGold, ModeControl:
+		parts = []string{mode}
+	case ModePredictions:
+		parts = []string{ModePredictions, PathName(model)}
+	default:
+		return "", fmt.Errorf("unknown run mode %q", mode)
+	}
+	parts = append(parts, PathName(t.Instance.InstanceID), arch)
 	if repeat > 1 {
-		d = filepath.Join(d, "run-"+strconv.Itoa(k))
+		parts = append(parts, "run-"+strconv.Itoa(k))
 	}
-	return d
+	rel := filepath.Join(parts...)
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("run directory %q would not be inside the run directory", rel)
+	}
+	return filepath.Join(r.RunDir, rel), nil
 }
 
-func safeName(s string) string {
-	return strings.NewReplacer("/", "__", "\\", "_", ":", "_", " ", "_").Replace(s)
+// NewRunDir makes a new, empty run directory under parent named after the
+// time now (verify-YYYYMMDD-HHMMSS-<random>) and returns its path: two runs
+// started in the same second still get two directories (os.MkdirTemp picks
+// the suffix and creates the directory atomically).
+func NewRunDir(parent string, now time.Time) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	d, err := os.MkdirTemp(parent, "verify-"+now.UTC().Format("20060102-150405")+"-*")
+	if err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	// MkdirTemp makes it 0700; logs are for whoever may read the parent.
+	if err := os.Chmod(d, 0o755); err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	return d, nil
 }
 
-func archName(platform string) string {
-	switch platform {
-	case "linux/amd64":
-		return "x86_64"
-	case "linux/arm64", "linux/arm64/v8":
-		return "arm64"
+// PathName maps s (a model name, an instance id: data) to one path element
+// that stays where it is joined: s itself when it is a plain name (letters,
+// digits, '.', '_', '-'; not starting with '.'; at most 100 bytes), else a
+// readable slug of it followed by '+' and 12 hex digits of its SHA-256.
+// Plain names never contain '+', so a slug never equals a plain name, and
+// two different strings get two different elements.
+func PathName(s string) string {
+	if plainName(s) {
+		return s
 	}
-	return safeName(platform)
+	slug := []byte(s)
+	for i, c := range slug {
+		if !plainByte(c) || (i == 0 && c == '.') {
+			slug[i] = '_'
+		}
+	}
+	if len(slug) > 64 {
+		slug = slug[:64]
+	}
+	sum := sha256.Sum256([]byte(s))
+	return string(slug) + "+" + hex.EncodeToString(sum[:6])
+}
+
+func plainName(s string) bool {
+	if s == "" || len(s) > 100 || s[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !plainByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 // runOne runs one attempt with engine (r.Engine when nil), writes its files
 // and grades it. Seconds is the wall time of all of it: container run,
 // files, grading.
-func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
+func (r *Runner) runOne(ctx context.Context, s runSpec, k, repeat int, engine Engine) Attempt {
+	t, mode := s.t, s.label()
 	begin := time.Now()
-	a := r.attempt(ctx, t, mode, patch, skipApply, k, repeat, engine)
+	a := r.attempt(ctx, s, k, repeat, engine)
 	a.Seconds = time.Since(begin).Seconds()
 	verdict := "resolved"
 	if !a.Resolved {
@@ -346,17 +446,31 @@ func (r *Runner) runOne(ctx context.Context, t Target, mode string, patch *strin
 	return a
 }
 
-func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *string, skipApply bool, k, repeat int, engine Engine) Attempt {
+// label names the run in progress lines: gold, control, or the model.
+func (s runSpec) label() string {
+	if s.mode == ModePredictions {
+		return fmt.Sprintf("model %q", s.model)
+	}
+	return s.mode
+}
+
+func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine Engine) Attempt {
 	if engine == nil {
 		engine = r.Engine
 	}
+	t, mode, patch, skipApply := s.t, s.mode, s.patch, s.skipApply
 	inst := t.Instance
-	a := Attempt{Run: k, Dir: r.runDir(t, mode, k, repeat)}
+	a := Attempt{Run: k}
 	fail := func(class, format string, args ...any) Attempt {
 		a.Failure = class
 		a.Error = fmt.Sprintf(format, args...)
 		return a
 	}
+	dir, err := r.runDir(t, s.mode, s.model, k, repeat)
+	if err != nil {
+		return fail(FailureInfra, "%v", err)
+	}
+	a.Dir = dir
 	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
 		return fail(FailureInfra, "creating %s: %v", a.Dir, err)
 	}
@@ -376,8 +490,8 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 	timeout := r.timeout()
 	job := Job{
 		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: skipApply,
-		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout,
-		Nonce: fmt.Sprintf("%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, k, time.Now().UnixNano()),
+		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout, MaxOutput: r.MaxOutput,
+		Nonce: fmt.Sprintf("%s/%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, PathName(s.model), k, time.Now().UnixNano()),
 	}
 	out, err := engine.Run(ctx, job)
 	if err != nil {
@@ -433,15 +547,47 @@ func (r *Runner) attempt(ctx context.Context, t Target, mode string, patch *stri
 		a.F2P = Counts{Total: len(inst.FailToPass)}
 		a.P2P = Counts{Total: len(inst.PassToPass)}
 	}
+	var missing []string
+	if out.TestOutputOmitted > 0 {
+		a.Truncated = &Truncation{Size: out.TestOutputSize, Omitted: out.TestOutputOmitted}
+		if missing, err = unlabelled(inst, graded, gopts); err != nil {
+			return fail(FailureInfra, "%v", err)
+		}
+	}
 	switch {
 	case !out.Applied:
 		a.Failure = FailurePatch
 	case out.TimedOut:
 		a.Failure = FailureTimeout
+	case len(missing) > 0:
+		// Upstream grades the whole output; what it would say about
+		// tests whose lines were in the part left out is unknown.
+		a.Resolved = false
+		a.Failure = FailureTruncated
+		a.Error = fmt.Sprintf("the test output was %d bytes, more than the %d-byte limit: %d were left out, and %d labelled test(s) have no result in the part kept (%s), so the run cannot be graded as upstream would grade the whole output",
+			out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted, len(missing), listSome(missing, 3))
 	case !rep.Resolved:
 		a.Failure = FailureTests
 	}
 	return a
+}
+
+// unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
+// grading log finds no result for.
+func unlabelled(inst dataset.Instance, log string, opts grading.GradeOptions) ([]string, error) {
+	lr, err := grading.EvalLog(inst, log, opts)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, list := range [][]string{inst.FailToPass, inst.PassToPass} {
+		for _, name := range list {
+			if _, ok := lr.StatusMap.Get(name); !ok {
+				missing = append(missing, name)
+			}
+		}
+	}
+	return missing, nil
 }
 
 func (r *Runner) progress(format string, args ...any) {
@@ -487,6 +633,9 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 	if out.TestRan {
 		fmt.Fprintf(&b, "Test runtime: %.2f seconds (whole in-container script %.2f seconds)\n", out.TestSeconds, out.InContainerSeconds)
 		fmt.Fprintf(&b, "eval.sh exit code: %d\n", out.TestExit)
+		if out.TestOutputOmitted > 0 {
+			fmt.Fprintf(&b, "Test output: %d bytes, more than the %d-byte limit: kept its head and tail, left %d bytes out (test_output.txt says where)\n", out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted)
+		}
 		if out.TimedOut {
 			fmt.Fprintf(&b, "%s after %d seconds\n", grading.TestsTimeout, int64(job.Timeout/time.Second))
 		}

@@ -1,26 +1,30 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/containerd/platforms"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/pb"
+	"github.com/tonistiigi/fsutil"
 	"golang.org/x/sync/errgroup"
 )
 
 // BuildKitEngine runs jobs as BuildKit solves: an exec on the instance image
-// with no network, the wrapper's inputs as a read-only mount of in-memory
-// files, a scratch output mount read back through the gateway, and the exec
-// never cached (llb.IgnoreCache plus the job's nonce). Nothing is exported.
+// with no network, the wrapper's inputs as a read-only mount of a session
+// file transfer (InputsMount), a scratch output mount read back through the
+// gateway, and the exec never cached (llb.IgnoreCache plus the job's nonce).
+// Nothing is exported.
 type BuildKitEngine struct {
 	Client *bkclient.Client
 }
@@ -31,16 +35,17 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	if job.Image == "" {
 		return nil, errors.New("running verification: no image reference")
 	}
-	p, err := platforms.Parse(job.Platform)
-	if err != nil {
-		return nil, fmt.Errorf("running verification: platform %q: %w", job.Platform, err)
+	p := job.Platform
+	if !p.Valid() {
+		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
 	}
-	p = platforms.Normalize(p)
+	inputs := NewInputFS()
 	var out *RunOutput
 	start := time.Now()
-	_, err = e.Client.Build(ctx, bkclient.SolveOpt{}, "swebuild-verify", func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
-		img := llb.Image(job.Image, llb.Platform(p), llb.WithMetaResolver(gc), llb.WithCustomName("[verify] "+job.Image))
-		o, err := RunInGateway(ctx, gc, img, job)
+	so := bkclient.SolveOpt{LocalMounts: map[string]fsutil.FS{InputsMount: inputs}}
+	_, err := e.Client.Build(ctx, so, "swebuild-verify", func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+		img := llb.Image(job.Image, llb.Platform(p.OCI()), llb.WithMetaResolver(gc), llb.WithCustomName("[verify] "+job.Image))
+		o, err := RunInGateway(ctx, gc, img, job, inputs)
 		if err != nil {
 			return nil, err
 		}
@@ -54,47 +59,49 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	return out, nil
 }
 
+// runIDs numbers the runs of this process, for their input directories.
+var runIDs atomic.Uint64
+
 // RunInGateway runs job on image inside an existing gateway build session:
 // what BuildKitEngine does after resolving the image, and what the builder's
 // verify hook calls with the instance image it has just solved (image must
-// then carry the image config, e.g. llb.State.WithImageConfig). Wall is the
+// then carry the image config, e.g. llb.State.WithImageConfig). The
+// session's InputsMount must be inputs (Runner.InputMounts). Wall is the
 // time of this call.
-func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job Job) (*RunOutput, error) {
+func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job Job, inputs *InputFS) (*RunOutput, error) {
 	start := time.Now()
-	p, err := platforms.Parse(job.Platform)
-	if err != nil {
-		return nil, fmt.Errorf("running verification: platform %q: %w", job.Platform, err)
+	p := job.Platform
+	if !p.Valid() {
+		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
 	}
-	p = platforms.Normalize(p)
-	files := inputFiles(job)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	if inputs == nil {
+		return nil, errors.New("running verification: no input file system for the session")
 	}
-	sort.Strings(names)
-	// One file op making every input file: one snapshot, not one per file.
-	var fa *llb.FileAction
-	created := llb.WithCreatedTime(time.Unix(0, 0).UTC())
-	for _, n := range names {
-		mode := os.FileMode(0o644)
-		if n == fileRun {
-			mode = 0o755
-		}
-		if fa == nil {
-			fa = llb.Mkfile("/"+n, mode, []byte(files[n]), created)
-		} else {
-			fa = fa.Mkfile("/"+n, mode, []byte(files[n]), created)
+	// BuildKit's tracing variables the image does not set itself go (the
+	// image's own ENV stays as upstream runs it).
+	for _, v := range tracingEnv {
+		if _, set, err := image.GetEnv(ctx, v); err != nil {
+			return nil, fmt.Errorf("running verification: reading the image's environment: %w", err)
+		} else if !set {
+			job.UnsetEnv = append(job.UnsetEnv, v)
 		}
 	}
-	in := llb.Scratch().File(fa, llb.WithCustomName("[verify] inputs"))
-	run := image.Network(pb.NetMode_NONE).AddEnv("SWEBUILD_VERIFY_NONCE", job.Nonce).Run(
+	id := fmt.Sprintf("run-%d-%d", os.Getpid(), runIDs.Add(1))
+	if err := inputs.add(id, inputFiles(job)); err != nil {
+		return nil, fmt.Errorf("running verification: %w", err)
+	}
+	defer inputs.remove(id)
+
+	opts := []llb.RunOption{
 		llb.Args([]string{"/bin/bash", inDir + "/" + fileRun}),
-		llb.AddMount(inDir, in, llb.Readonly),
+		llb.AddMount(inDir, inputs.state(id), llb.SourcePath("/"+id), llb.Readonly),
 		llb.IgnoreCache,
 		llb.WithCustomName("[verify] apply patch and run eval.sh"),
-	)
+	}
+	opts = append(opts, coverTracingSocket()...)
+	run := image.Network(pb.NetMode_NONE).AddEnv(nonceEnv, job.Nonce).Run(opts...)
 	outState := run.AddMount(outDir, llb.Scratch())
-	def, err := outState.Marshal(ctx, llb.Platform(p))
+	def, err := outState.Marshal(ctx, llb.Platform(p.OCI()))
 	if err != nil {
 		return nil, fmt.Errorf("running verification: marshaling the run: %w", err)
 	}
@@ -106,39 +113,227 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 	if err != nil {
 		return nil, fmt.Errorf("running verification: %w", err)
 	}
+	files, cut, err := readOutputs(ctx, ref, job.maxOutput())
+	if err != nil {
+		return nil, fmt.Errorf("running verification: %w", err)
+	}
+	out, err := parseOutputs(job, files)
+	if err != nil {
+		return nil, fmt.Errorf("running verification: %w", err)
+	}
+	if c, ok := cut["test_output.txt"]; ok {
+		out.TestOutputSize, out.TestOutputOmitted = c.size, c.omitted
+	} else {
+		out.TestOutputSize = int64(len(out.TestOutput))
+	}
+	out.Wall = time.Since(start)
+	return out, nil
+}
+
+// coverTracingSocket are two mounts that leave TracingSocket covered by an
+// empty read-only file. BuildKit adds its socket mount after the exec's own
+// mounts and, for an equal destination, in the place of the earlier one
+// (executor/oci dedupMounts); LLB sorts an exec's mounts by destination. So
+// a first mount at TracingSocket pulls BuildKit's socket forward to its
+// place, and a second at TracingSocket+"/" (another string, the same path
+// once runc cleans it) is mounted after it, on top. The two sources must
+// differ: BuildKit releases a source mounted twice twice. The wrapper checks
+// the result and refuses to run if a socket is still there.
+func coverTracingSocket() []llb.RunOption {
+	cover := func(dest, name string) llb.RunOption {
+		st := llb.Scratch().File(llb.Mkfile("/"+name, 0o444, nil, llb.WithCreatedTime(time.Unix(0, 0).UTC())),
+			llb.WithCustomName("[verify] cover BuildKit's tracing socket"))
+		return llb.AddMount(dest, st, llb.SourcePath("/"+name), llb.Readonly)
+	}
+	return []llb.RunOption{
+		cover(TracingSocket, "tracing-socket-placeholder"),
+		cover(TracingSocket+"/", "tracing-socket-cover"),
+	}
+}
+
+// readChunk is the largest piece read back at once: well below BuildKit's
+// 16 MiB gRPC message limit.
+const readChunk = 4 << 20
+
+// cutInfo is what the wrapper cut from a capped output.
+type cutInfo struct {
+	size, omitted int64
+}
+
+// cappedOutputs are the outputs the wrapper runs through capped: they may
+// come as NAME (the head), NAME.tail and NAME.size.
+func cappedOutput(name string) bool {
+	switch name {
+	case "test_output.txt", "diff_before", "diff_after":
+		return true
+	}
+	return strings.HasPrefix(name, "apply.") && strings.HasSuffix(name, ".out")
+}
+
+// maxWrapperFile bounds the wrapper's own output files (exit codes, clock
+// readings, the history listings of the leak check): the listing of a
+// repository with 30,000 commits is about 2 MB.
+const maxWrapperFile = 64 << 20
+
+// wrapperOutput reports whether name is one of the files the wrapper
+// writes; anything else in the output directory was put there by the code
+// under test and is not read.
+func wrapperOutput(name string) bool {
+	switch name {
+	case "wrap_start", "wrap_end", "infra_error", "sandbox_error", "cut_err", "apply_skipped",
+		"test_rc", "test_start", "test_end":
+		return true
+	}
+	if strings.HasPrefix(name, "leak_") {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(name, "apply."); ok {
+		n, ext, _ := strings.Cut(rest, ".")
+		if _, err := strconv.Atoi(n); err == nil && ext == "rc" {
+			return true
+		}
+	}
+	return false
+}
+
+// readOutputs reads the wrapper's output files from ref. A capped output
+// longer than max comes back as its first and last max/2 bytes, cut at line
+// ends and joined by a line saying what was left out (the wrapper has cut it
+// already; if it could not, only those ranges are read). The wrapper's
+// other files are small: one larger than maxWrapperFile is an error. Files
+// the wrapper does not write are not read. Reads go in pieces of readChunk,
+// concurrently: each is a round trip to the daemon.
+func readOutputs(ctx context.Context, ref gateway.Reference, max int64) (map[string]string, map[string]cutInfo, error) {
 	entries, err := ref.ReadDir(ctx, gateway.ReadDirRequest{Path: "/"})
 	if err != nil {
-		return nil, fmt.Errorf("running verification: listing outputs: %w", err)
+		return nil, nil, fmt.Errorf("listing outputs: %w", err)
 	}
-	// The outputs are read concurrently: each read is a round trip to the
-	// daemon.
-	outFiles := map[string]string{}
+	sizes := map[string]int64{}
+	for _, st := range entries {
+		if !st.IsDir() {
+			sizes[st.Path] = st.Size
+		}
+	}
+	head, tail := max/2, max-max/2
 	var mu sync.Mutex
+	files := map[string]string{}
+	cut := map[string]cutInfo{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
-	for _, st := range entries {
-		if st.IsDir() {
-			continue
+	for name, size := range sizes {
+		if !cappedOutput(name) && !wrapperOutput(name) {
+			continue // NAME.tail, NAME.size, or not the wrapper's
 		}
-		name := st.Path
 		g.Go(func() error {
-			b, err := ref.ReadFile(gctx, gateway.ReadRequest{Filename: "/" + name})
-			if err != nil {
-				return fmt.Errorf("running verification: reading %s: %w", name, err)
+			if !cappedOutput(name) {
+				if size > maxWrapperFile {
+					return fmt.Errorf("output %s is %d bytes, more than the %d-byte limit", name, size, int64(maxWrapperFile))
+				}
+				b, err := readRange(gctx, ref, name, 0, size)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				files[name] = string(b)
+				mu.Unlock()
+				return nil
 			}
+			var h, t []byte
+			total := size
+			if tsize, ok := sizes[name+".tail"]; ok {
+				// Cut by the wrapper: NAME is the head.
+				if total, err = readSize(gctx, ref, name+".size", sizes[name+".size"]); err != nil {
+					return err
+				}
+				if h, err = readRange(gctx, ref, name, 0, min(size, head)); err != nil {
+					return err
+				}
+				if t, err = readRange(gctx, ref, name+".tail", max0(tsize-tail), min(tsize, tail)); err != nil {
+					return err
+				}
+			} else if size > head+tail {
+				if h, err = readRange(gctx, ref, name, 0, head); err != nil {
+					return err
+				}
+				if t, err = readRange(gctx, ref, name, size-tail, tail); err != nil {
+					return err
+				}
+			} else {
+				b, err := readRange(gctx, ref, name, 0, size)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				files[name] = string(b)
+				mu.Unlock()
+				return nil
+			}
+			text, omitted := joinHeadTail(h, t, total)
 			mu.Lock()
-			outFiles[name] = string(b)
+			files[name] = text
+			cut[name] = cutInfo{size: total, omitted: omitted}
 			mu.Unlock()
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out, err := parseOutputs(job, outFiles)
+	return files, cut, nil
+}
+
+func max0(n int64) int64 { return max(n, 0) }
+
+// readSize reads a NAME.size file: the byte count the wrapper wrote.
+func readSize(ctx context.Context, ref gateway.Reference, name string, size int64) (int64, error) {
+	b, err := readRange(ctx, ref, name, 0, min(size, 64))
 	if err != nil {
-		return nil, fmt.Errorf("running verification: %w", err)
+		return 0, err
 	}
-	out.Wall = time.Since(start)
-	return out, nil
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %q is not a size", name, b)
+	}
+	return n, nil
+}
+
+// readRange reads n bytes of name from off, in pieces of readChunk.
+func readRange(ctx context.Context, ref gateway.Reference, name string, off, n int64) ([]byte, error) {
+	buf := make([]byte, 0, n)
+	for int64(len(buf)) < n {
+		want := min(n-int64(len(buf)), readChunk)
+		b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: "/" + name, Range: &gateway.FileRange{Offset: int(off) + len(buf), Length: int(want)}})
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+		if len(b) == 0 {
+			break
+		}
+		buf = append(buf, b...)
+	}
+	return buf, nil
+}
+
+// joinHeadTail joins the first bytes h and the last bytes t of an output of
+// total bytes: h is cut after its last newline and t starts after its first
+// (no half lines, no broken UTF-8 sequence), and a line between them says
+// how many bytes were left out. It returns the text and that count.
+func joinHeadTail(h, t []byte, total int64) (string, int64) {
+	if i := bytes.LastIndexByte(h, '\n'); i >= 0 {
+		h = h[:i+1]
+	} else {
+		h = nil
+	}
+	if i := bytes.IndexByte(t, '\n'); i >= 0 {
+		t = t[i+1:]
+	} else {
+		t = nil
+	}
+	omitted := total - int64(len(h)) - int64(len(t))
+	var b strings.Builder
+	b.Grow(len(h) + len(t) + 200)
+	b.Write(h)
+	fmt.Fprintf(&b, "[swebuild verify: %d bytes of output left out here: it was %d bytes; the first %d and the last %d are kept]\n", omitted, total, len(h), len(t))
+	b.Write(t)
+	return b.String(), omitted
 }

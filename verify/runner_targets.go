@@ -1,13 +1,8 @@
 package verify
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
@@ -77,7 +72,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
 				continue
 			}
-			t := Target{Instance: inst, Platform: p, EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
+			t := Target{Instance: inst, Platform: core.Platform(p), EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
 			if images != nil {
 				ref, err := images(inst.InstanceID, p)
 				if err != nil {
@@ -90,68 +85,4 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 		}
 	}
 	return out, errs
-}
-
-// ReadPredictions reads an upstream predictions file: JSON Lines, or a JSON
-// array (a .json file), of {instance_id, model_name_or_path, model_patch}.
-// Errors name the file, line and field.
-func ReadPredictions(path string) (map[string]Prediction, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading predictions: %w", err)
-	}
-	var raws []json.RawMessage
-	var lineNos []int
-	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
-		if err := json.Unmarshal(t, &raws); err != nil {
-			return nil, fmt.Errorf("%s: parsing JSON array: %w", path, err)
-		}
-		for i := range raws {
-			lineNos = append(lineNos, i+1)
-		}
-	} else {
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 1<<28)
-		for n := 1; sc.Scan(); n++ {
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-				continue
-			}
-			raws = append(raws, json.RawMessage(append([]byte(nil), sc.Bytes()...)))
-			lineNos = append(lineNos, n)
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-	}
-	where := func(i int) string {
-		if len(data) > 0 && bytes.TrimSpace(data)[0] == '[' {
-			return fmt.Sprintf("%s: entry %d", path, lineNos[i])
-		}
-		return fmt.Sprintf("%s:%d", path, lineNos[i])
-	}
-	out := map[string]Prediction{}
-	var problems []string
-	for i, raw := range raws {
-		var p Prediction
-		if err := json.Unmarshal(raw, &p); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", where(i), err))
-			continue
-		}
-		switch {
-		case p.InstanceID == "":
-			problems = append(problems, fmt.Sprintf("%s: instance_id: missing or empty", where(i)))
-		case p.Model == "":
-			problems = append(problems, fmt.Sprintf("%s: model_name_or_path: missing or empty", where(i)))
-		default:
-			if _, dup := out[p.InstanceID]; dup {
-				problems = append(problems, fmt.Sprintf("%s: instance_id: %s appears twice", where(i), p.InstanceID))
-				continue
-			}
-			out[p.InstanceID] = p
-		}
-	}
-	if len(problems) > 0 {
-		return out, fmt.Errorf("%d bad prediction(s):\n%s", len(problems), strings.Join(problems, "\n"))
-	}
-	return out, nil
 }

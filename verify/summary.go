@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Failure classes (Result.Failure).
@@ -24,7 +27,18 @@ const (
 	// FailureNotDiscriminating: the control run (no patch) resolves, so the
 	// instance's tests do not tell a fix from no fix.
 	FailureNotDiscriminating = "tests_do_not_discriminate"
+	// FailureTruncated: the test output was longer than the limit, and
+	// labelled tests have no result in the head and tail kept, so the run
+	// cannot be graded as upstream grades the whole output.
+	FailureTruncated = "output_truncated"
 )
+
+// Truncation says a run's test output was longer than the limit: Size bytes,
+// of which Omitted were left out between the head and the tail kept.
+type Truncation struct {
+	Size    int64 `json:"size"`
+	Omitted int64 `json:"omitted"`
+}
 
 // Counts are labelled tests that passed, of all labelled.
 type Counts struct {
@@ -48,17 +62,22 @@ type Attempt struct {
 	Failure            string      `json:"failure,omitempty"`
 	Error              string      `json:"error,omitempty"`
 	Leak               *LeakReport `json:"leak,omitempty"`
-	Dir                string      `json:"dir"`
+	// Truncated: the test output was cut to its head and tail, and graded
+	// from them.
+	Truncated *Truncation `json:"truncated,omitempty"`
+	Dir       string      `json:"dir"`
 	// Labels maps each labelled test to pass or fail.
 	Labels map[string]string `json:"-"`
 }
 
-// Result is one (instance, platform, mode) over its repeats.
+// Result is one (instance, platform, mode, model) over its repeats.
 type Result struct {
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
-	// Mode is gold, control or a model's name.
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	// Mode is gold, control or predictions.
 	Mode string `json:"mode"`
+	// Model is a predictions run's model_name_or_path, as the file has it.
+	Model string `json:"model,omitempty"`
 	// Resolved: every run resolved.
 	Resolved bool   `json:"resolved"`
 	F2P      Counts `json:"fail_to_pass"`
@@ -74,6 +93,8 @@ type Result struct {
 	// FlakyTests are the labelled tests whose result differed between runs.
 	FlakyTests []string    `json:"flaky_tests,omitempty"`
 	Leak       *LeakReport `json:"leak,omitempty"`
+	// Truncated is the first run's whose test output was cut.
+	Truncated *Truncation `json:"truncated,omitempty"`
 	// Discriminates (gold and predictions, when a control ran): the control
 	// run of the same instance and platform came out unresolved.
 	Discriminates *bool     `json:"discriminates,omitempty"`
@@ -87,7 +108,16 @@ type Result struct {
 }
 
 // Key identifies a result across summaries.
-func (r Result) Key() string { return r.InstanceID + "@" + r.Platform + "#" + r.Mode }
+func (r Result) Key() string {
+	k := r.InstanceID + "@" + string(r.Platform) + "#" + r.Mode
+	if r.Mode == ModePredictions {
+		k += "#" + r.Model
+	}
+	return k
+}
+
+// Label names the patch a result ran: gold, control, or the model (quoted).
+func (r Result) Label() string { return runSpec{mode: r.Mode, model: r.Model}.label() }
 
 // OK reports whether the result is what verification wants: a gold run
 // resolved with a clean history and tests that discriminate; a control run
@@ -100,7 +130,7 @@ func (r Result) OK() bool {
 	case ModeControl:
 		return !r.Resolved && (r.Failure == FailureTests || r.Failure == FailureTimeout)
 	default:
-		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak
+		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak && r.Failure != FailureTruncated
 	}
 }
 
@@ -131,9 +161,9 @@ func (r Result) Why() string {
 	return strings.Join(parts, "; ")
 }
 
-// aggregate folds the attempts of one (target, mode).
-func aggregate(t Target, mode string, runs []Attempt) Result {
-	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Runs: runs, Resolved: len(runs) > 0}
+// aggregate folds the attempts of one (target, mode, model).
+func aggregate(t Target, mode, model string, runs []Attempt) Result {
+	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Runs: runs, Resolved: len(runs) > 0}
 	if len(runs) > 0 {
 		res.F2P, res.P2P, res.Dir, res.Leak = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak
 	}
@@ -148,6 +178,9 @@ func aggregate(t Target, mode string, runs []Attempt) Result {
 		}
 		if a.Leak.Leaked() && !res.Leak.Leaked() {
 			res.Leak = a.Leak
+		}
+		if a.Truncated != nil && res.Truncated == nil {
+			res.Truncated = a.Truncated
 		}
 	}
 	// Flaky tests: a label whose result differs between runs, and runs
@@ -197,11 +230,11 @@ func (s *Summary) link() {
 	control := map[string]Result{}
 	for _, r := range s.Results {
 		if r.Mode == ModeControl {
-			control[r.InstanceID+"@"+r.Platform] = r
+			control[r.InstanceID+"@"+string(r.Platform)] = r
 		}
 	}
 	for i, r := range s.Results {
-		c, ok := control[r.InstanceID+"@"+r.Platform]
+		c, ok := control[r.InstanceID+"@"+string(r.Platform)]
 		if r.Mode == ModeControl || !ok || c.Failure == FailureInfra {
 			continue
 		}
@@ -226,10 +259,11 @@ func (s *Summary) Failed() []Result {
 
 // Regression is a result that was resolved in the baseline and is not now.
 type Regression struct {
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
-	Mode       string `json:"mode"`
-	Now        string `json:"now"`
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	Mode       string        `json:"mode"`
+	Model      string        `json:"model,omitempty"`
+	Now        string        `json:"now"`
 }
 
 // Regressions compares s with an earlier summary: every gold or predictions
@@ -250,7 +284,7 @@ func (s *Summary) Regressions(base *Summary) []Regression {
 		if !ok || !b.Resolved || r.Resolved {
 			continue
 		}
-		out = append(out, Regression{InstanceID: r.InstanceID, Platform: r.Platform, Mode: r.Mode, Now: r.Why()})
+		out = append(out, Regression{InstanceID: r.InstanceID, Platform: r.Platform, Mode: r.Mode, Model: r.Model, Now: r.Why()})
 	}
 	return out
 }
@@ -283,11 +317,29 @@ func (s *Summary) WriteFile(path string) error {
 	return nil
 }
 
+// maxSummaryBytes bounds what ReadSummary reads: a summary of every
+// instance of SWE-bench's test split on both platforms in three modes is a
+// few tens of MiB.
+const maxSummaryBytes = 512 << 20
+
 // ReadSummary reads a summary written by WriteFile.
 func ReadSummary(path string) (*Summary, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading summary: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(io.LimitReader(f, maxSummaryBytes+1))
+	// A device or binary file fails on its first byte, not after the limit.
+	if first, line, err := firstByte(br); err == nil && first != '{' {
+		return nil, fmt.Errorf("reading summary %s:%d: not a summary: starts with byte %#02x, want a JSON object", path, line, first)
+	}
+	b, err := io.ReadAll(br)
+	if err != nil {
+		return nil, fmt.Errorf("reading summary %s: %w", path, err)
+	}
+	if len(b) > maxSummaryBytes {
+		return nil, fmt.Errorf("reading summary %s: larger than the %d-byte limit of a summary", path, maxSummaryBytes)
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -297,6 +349,22 @@ func ReadSummary(path string) (*Summary, error) {
 		if r.InstanceID == "" || r.Platform == "" || r.Mode == "" {
 			return nil, fmt.Errorf("reading summary %s: results[%d]: instance_id, platform and mode are required", path, i)
 		}
+		p, err := core.ParsePlatform(string(r.Platform))
+		if err != nil {
+			return nil, fmt.Errorf("reading summary %s: results[%d]: platform: %w", path, i, err)
+		}
+		s.Results[i].Platform = p
+		switch r.Mode {
+		case ModeGold, ModeControl:
+		case ModePredictions:
+			if r.Model == "" {
+				return nil, fmt.Errorf("reading summary %s: results[%d]: model is required for a predictions result", path, i)
+			}
+		default:
+			// Summaries before the predictions mode had the model's
+			// name as the mode.
+			s.Results[i].Mode, s.Results[i].Model = ModePredictions, r.Mode
+		}
 	}
 	return &s, nil
 }
@@ -305,7 +373,7 @@ func ReadSummary(path string) (*Summary, error) {
 // result, then the failures with their reasons.
 func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 	for _, r := range regressions {
-		fmt.Fprintf(w, "REGRESSION %s %s %s: resolved in the baseline, now: %s\n", r.InstanceID, r.Platform, r.Mode, r.Now)
+		fmt.Fprintf(w, "REGRESSION %s %s %s: resolved in the baseline, now: %s\n", r.InstanceID, r.Platform, runSpec{mode: r.Mode, model: r.Model}.label(), r.Now)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tPLATFORM\tMODE\tRESOLVED\tF2P\tP2P\tSECONDS\tTEST_SECONDS\tRUNS\tRESULT")
@@ -320,8 +388,10 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 			verdict = "ok (" + r.Failure + ")"
 		} else if r.Cached {
 			verdict = "ok (cached)"
+		} else if r.Truncated != nil {
+			verdict = "ok (graded from the head and tail of a long output)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Mode, r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\t%.1f\t%.1f\t%d\t%s\n", r.InstanceID, r.Platform, r.Label(), r.Resolved, r.F2P, r.P2P, r.Seconds, r.TestSeconds, len(r.Runs), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing summary: %w", err)
@@ -329,7 +399,7 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 	failed := s.Failed()
 	fmt.Fprintf(w, "%d results: %d ok, %d failed\n", len(s.Results), len(s.Results)-len(failed), len(failed))
 	for _, r := range failed {
-		if _, err := fmt.Fprintf(w, "%s %s %s: %s (logs: %s)\n", r.InstanceID, r.Platform, r.Mode, r.Why(), r.Dir); err != nil {
+		if _, err := fmt.Fprintf(w, "%s %s %s: %s (logs: %s)\n", r.InstanceID, r.Platform, r.Label(), r.Why(), r.Dir); err != nil {
 			return fmt.Errorf("writing summary: %w", err)
 		}
 	}

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
 func target(id, platform string) Target {
-	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: platform}
+	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: core.Platform(platform)}
 }
 
 func attempt(resolved bool, failure string, labels map[string]string) Attempt {
@@ -41,11 +42,11 @@ func TestAggregate(t *testing.T) {
 		{"control unresolved", ModeControl, []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
 		{"control resolved", ModeControl, []Attempt{attempt(true, "", pass)}, true, "", nil, false},
 		{"control infra", ModeControl, []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
-		{"model unresolved is a result", "my-model", []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
-		{"model infra", "my-model", []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
+		{"model unresolved is a result", ModePredictions, []Attempt{attempt(false, FailureTests, bFails)}, false, FailureTests, nil, true},
+		{"model infra", ModePredictions, []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := aggregate(target("x__y-1", "linux/amd64"), tc.mode, tc.runs)
+			r := aggregate(target("x__y-1", "linux/amd64"), tc.mode, "my-model", tc.runs)
 			if r.Resolved != tc.wantResolved || r.Failure != tc.wantFailure || !reflect.DeepEqual(r.FlakyTests, tc.wantFlaky) || r.OK() != tc.wantOK {
 				t.Errorf("got resolved=%v failure=%q flaky=%v ok=%v, want %v %q %v %v", r.Resolved, r.Failure, r.FlakyTests, r.OK(), tc.wantResolved, tc.wantFailure, tc.wantFlaky, tc.wantOK)
 			}
@@ -59,7 +60,7 @@ func TestAggregate(t *testing.T) {
 func TestAggregateLeak(t *testing.T) {
 	a := attempt(true, "", nil)
 	a.Leak = &LeakReport{Commits: []string{"abc"}}
-	r := aggregate(target("x__y-1", "linux/amd64"), ModeGold, []Attempt{a})
+	r := aggregate(target("x__y-1", "linux/amd64"), ModeGold, "", []Attempt{a})
 	if r.OK() || r.Failure != FailureLeak || !strings.Contains(r.Why(), "newer commit") {
 		t.Fatalf("resolved with a leak: ok=%v failure=%q why=%q", r.OK(), r.Failure, r.Why())
 	}
@@ -67,11 +68,11 @@ func TestAggregateLeak(t *testing.T) {
 
 func TestLinkControl(t *testing.T) {
 	s := &Summary{Results: []Result{
-		aggregate(target("a", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
-		aggregate(target("a", "linux/amd64"), ModeControl, []Attempt{attempt(false, FailureTests, nil)}),
-		aggregate(target("b", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
-		aggregate(target("b", "linux/amd64"), ModeControl, []Attempt{attempt(true, "", nil)}),
-		aggregate(target("c", "linux/amd64"), ModeGold, []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", "linux/amd64"), ModeControl, "", []Attempt{attempt(false, FailureTests, nil)}),
+		aggregate(target("b", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("b", "linux/amd64"), ModeControl, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("c", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
 	}}
 	s.link()
 	if d := s.Results[0].Discriminates; d == nil || !*d || !s.Results[0].OK() {
@@ -94,7 +95,7 @@ func TestRegressionsAndRoundTrip(t *testing.T) {
 		if !resolved {
 			f = FailureTests
 		}
-		return aggregate(target(id, platform), mode, []Attempt{attempt(resolved, f, nil)})
+		return aggregate(target(id, platform), mode, "", []Attempt{attempt(resolved, f, nil)})
 	}
 	base := &Summary{Results: []Result{
 		res("a", "linux/amd64", ModeGold, true),
@@ -252,5 +253,48 @@ func TestReadPredictions(t *testing.T) {
 	ps, err = ReadPredictions(bad)
 	if err == nil || !strings.Contains(err.Error(), bad+":2: instance_id") || !strings.Contains(err.Error(), bad+":3: instance_id: a appears twice") || len(ps) != 1 {
 		t.Fatalf("bad: %v %+v", err, ps)
+	}
+}
+
+// TestReadSummaryModes: a summary written before the predictions mode (the
+// model's name as the mode) reads as a predictions result of that model;
+// platforms are read in any spelling core accepts and checked.
+func TestReadSummaryModes(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte(`{"results":[{"instance_id":"a","platform":"linux/arm64/v8","mode":"my/model","resolved":true},{"instance_id":"a","platform":"linux/amd64","mode":"gold","resolved":true}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummary(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Mode != ModePredictions || r.Model != "my/model" || r.Platform != "linux/arm64" || r.Key() != "a@linux/arm64#predictions#my/model" {
+		t.Errorf("old predictions result read as %+v", r)
+	}
+	if r := s.Results[1]; r.Mode != ModeGold || r.Model != "" {
+		t.Errorf("gold result read as %+v", r)
+	}
+	now := &Summary{Results: []Result{aggregate(target("a", "linux/arm64"), ModePredictions, "my/model", []Attempt{attempt(false, FailureTests, nil)})}}
+	if reg := now.Regressions(s); len(reg) != 1 || reg[0].Model != "my/model" {
+		t.Errorf("regressions against the old summary: %+v", reg)
+	}
+	for name, content := range map[string]string{
+		"s390x.json":   `{"results":[{"instance_id":"a","platform":"linux/s390x","mode":"gold"}]}`,
+		"nomodel.json": `{"results":[{"instance_id":"a","platform":"linux/amd64","mode":"predictions"}]}`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p+": results[0]") {
+			t.Errorf("%s: error %v, want one naming the file and entry", name, err)
+		}
+	}
+}
+
+func TestReadSummaryNotJSON(t *testing.T) {
+	if _, err := ReadSummary("/dev/zero"); err == nil || !strings.Contains(err.Error(), "/dev/zero:1: not a summary") {
+		t.Errorf("/dev/zero: %v", err)
 	}
 }

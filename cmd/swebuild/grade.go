@@ -26,6 +26,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		instanceID, logPath, patchPath     string
 		parser                             string
 		gold, wholeLog, statusMap, noPatch bool
+		maxLogSize                         int64
 	)
 	ds.register(fs)
 	fs.StringVar(&instanceID, "instance", "", "instance id to grade")
@@ -35,7 +36,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&noPatch, "no-patch", false, "the prediction had no patch (model_patch None): report patch_is_None without reading the log")
 	fs.BoolVar(&wholeLog, "whole-log", false, "parse the whole log and do not require the Start/End Test Output markers (logs of pre-marker harnesses)")
 	fs.BoolVar(&statusMap, "status-map", false, "print the parsed test status map instead of the report")
-	fs.StringVar(&parser, "parser", "", "upstream parser to use instead of the repo's (parse_log_pytest, parse_log_pytest_options, parse_log_pytest_v2, parse_log_django, parse_log_matplotlib, parse_log_seaborn, parse_log_sympy)")
+	fs.Int64Var(&maxLogSize, "max-log-size", grading.MaxLogSize, "largest log to read, in bytes (a longer one is an error)")
+	fs.StringVar(&parser, "parser", "", "parser to use instead of the repo's: "+grading.ParserHelp())
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild grade --dataset FILE --instance ID --log FILE [--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
 			"Grade a test log as upstream SWE-bench v4.1.0 does and print report.json.\n\nOptions:\n%s", fs.FlagUsages())
@@ -72,6 +74,9 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if n > 1 {
 		return usageErr("--patch, --gold and --no-patch exclude each other")
 	}
+	if maxLogSize <= 0 {
+		return usageErr("--max-log-size must be a positive number of bytes")
+	}
 
 	inst, err := findInstance(ctx, &ds, instanceID, stderr)
 	if err != nil {
@@ -81,34 +86,37 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch {
 	case noPatch:
 	case patchPath != "":
-		b, err := os.ReadFile(patchPath)
+		// Grading only needs the patch to exist (upstream's patch_exists);
+		// its content is never read.
+		st, err := os.Stat(patchPath)
 		if err != nil {
 			return fmt.Errorf("reading patch: %w", err)
 		}
-		p := string(b)
+		if st.IsDir() {
+			return fmt.Errorf("reading patch %s: is a directory", patchPath)
+		}
+		p := ""
 		patch = &p
 	default:
 		patch = &inst.Patch
 	}
 	var log string
 	if patch != nil || statusMap {
-		b, err := os.ReadFile(logPath)
-		if err != nil {
-			return fmt.Errorf("reading log: %w", err)
+		if log, err = grading.ReadLog(logPath, maxLogSize); err != nil {
+			return err
 		}
-		log = string(b)
 	}
 	opts := grading.GradeOptions{WholeLog: wholeLog, Parser: parser}
 
 	if statusMap {
-		res, err := grading.EvalLog(inst.Repo, log, opts)
+		res, err := grading.EvalLog(inst, log, opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", logPath, err)
 		}
 		if !res.Applied {
 			fmt.Fprintf(stderr, "swebuild grade: %s: not applied for upstream v4.1.0: %s\n", logPath, res.Reason)
 		} else if res.FellBack {
-			fmt.Fprintf(stderr, "swebuild grade: %s: nothing parsed between the markers; parsed the whole log (as upstream does)\n", logPath)
+			fmt.Fprintf(stderr, "swebuild grade: %s: nothing parsed between the markers; parsed the whole log with %s (as upstream does)\n", logPath, res.Parser)
 		}
 		return writeOut(stdout, res.StatusMap.JSON())
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -68,6 +70,66 @@ func TestGradeCommandReport(t *testing.T) {
 	}
 }
 
+// TestGradeCommandMultilingual: `swebuild grade` on the real-instance logs
+// of the multilingual reference (upstream v4.1.0's eval.sh run on dataset
+// records, graded with the records' labels) picks each repository's parser
+// from upstream's map, dispatchers included, and prints the report upstream
+// made (eval_report).
+func TestGradeCommandMultilingual(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	ds := filepath.Join(shared, "datasets", "SWE-bench_Multilingual", "test.jsonl")
+	logs := filepath.Join(shared, "upstream-v4.1.0-multilingual", "logs")
+	parsed, err := filepath.Glob(filepath.Join(logs, "parsed", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range parsed {
+		var ref struct {
+			Log        string                     `json:"log"`
+			Kind       string                     `json:"kind"`
+			InstanceID string                     `json:"instance_id"`
+			Labels     string                     `json:"labels_source"`
+			EvalReport map[string]json.RawMessage `json:"eval_report"`
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &ref); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if ref.Kind != "real-instance" || ref.Labels != "dataset record" {
+			continue
+		}
+		n++
+		t.Run(ref.Log, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := []string{"--dataset", ds, "--instance", ref.InstanceID, "--log", filepath.Join(logs, ref.Log, "test_output.txt")}
+			if err := runGrade(context.Background(), args, &stdout, &stderr); err != nil {
+				t.Fatalf("runGrade: %v (stderr %s)", err, stderr.String())
+			}
+			if !strings.HasPrefix(stdout.String(), "{\n    \""+ref.InstanceID+"\": {\n        \"patch_is_None\": false,") {
+				t.Errorf("not upstream's report.json layout:\n%.200s", stdout.String())
+			}
+			var got, want any
+			if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+				t.Fatalf("output is not JSON: %v", err)
+			}
+			wantBytes, _ := json.Marshal(ref.EvalReport)
+			if err := json.Unmarshal(wantBytes, &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("report:\n got  %s\n want %s", stdout.String(), wantBytes)
+			}
+		})
+	}
+	if n != 10 {
+		t.Errorf("%d real-instance logs graded with their dataset labels, want 10", n)
+	}
+}
+
 func TestGradeCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "test_output.txt")
@@ -91,6 +153,9 @@ func TestGradeCommandErrors(t *testing.T) {
 		{"unknown instance", []string{"--dataset", ds, "--instance", "nope", "--log", logPath}, false, "not found"},
 		{"no parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath}, false, "no log parser"},
 		{"missing log", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", filepath.Join(dir, "none")}, false, "reading log"},
+		{"endless log", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", "/dev/zero", "--max-log-size", "1048576"}, false, "/dev/zero: more than the limit of 1048576 bytes"},
+		{"unknown parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--parser", "parse_log_nope"}, false, "not an upstream log parser"},
+		{"patch is a directory", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--patch", dir}, false, "is a directory"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

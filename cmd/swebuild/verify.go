@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	bkclient "github.com/moby/buildkit/client"
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
@@ -20,47 +18,16 @@ import (
 	"github.com/swebuild/swebuild/verify"
 )
 
-// runVerify implements `swebuild verify`: run gold (control, predicted)
-// patches in containers of the instance images with BuildKit, grade them,
-// write report.json and logs per run and a summary.
+// runVerify implements `swebuild verify`: flags -> pipeline.VerifyOptions ->
+// pipeline.Verify (run gold, control or predicted patches in containers of
+// the instance images with BuildKit, grade them, write report.json and logs
+// per run and a summary).
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
-	var (
-		g            genInputs
-		gold         bool
-		control      bool
-		predictions  string
-		images       string
-		metadataFile string
-		platforms    []string
-		builderAddr  string
-		workers      int
-		timeout      time.Duration
-		repeat       int
-		baseline     string
-		runDir       string
-		summaryFile  string
-		format       string
-		logParser    string
-	)
-	g.register(fs)
-	fs.BoolVar(&gold, "gold", false, "run each record's gold patch")
-	fs.BoolVar(&control, "control", false, "also run with no patch applied: must come out unresolved, or the tests do not discriminate")
-	fs.StringVar(&predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
-	fs.StringVar(&images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
-	fs.StringVar(&metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
-	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
-	fs.StringVar(&builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
-	fs.IntVarP(&workers, "workers", "j", 2, "runs at once")
-	fs.DurationVar(&timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
-	fs.IntVar(&repeat, "repeat", 1, "run every instance N times and flag tests whose results differ")
-	fs.StringVar(&baseline, "baseline", "", "earlier summary JSON: exit non-zero on any regression (resolved -> unresolved), listed first")
-	fs.StringVar(&runDir, "run-dir", "", "directory for per-run logs and report.json (default runs/verify-<UTC time>)")
-	fs.StringVar(&summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
-	fs.StringVar(&format, "format", "table", "summary on stdout: table or json")
-	fs.StringVar(&logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	var f verifyFlags
+	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
@@ -70,141 +37,114 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return errUsage
 	}
-	usageErr := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "swebuild verify: "+format+"\n", a...)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "swebuild verify: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		fs.Usage()
 		return errUsage
 	}
+	o, err := f.options(stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "swebuild verify: %v\n", err)
+		fs.Usage()
+		return errUsage
+	}
+	_, err = pipeline.Verify(ctx, o)
+	return err
+}
+
+// verifyFlags are the flags of `swebuild verify`.
+type verifyFlags struct {
+	g            genInputs
+	gold         bool
+	control      bool
+	predictions  string
+	images       string
+	metadataFile string
+	platforms    []string
+	builderAddr  string
+	workers      int
+	timeout      time.Duration
+	repeat       int
+	baseline     string
+	runDir       string
+	summaryFile  string
+	format       string
+	logParser    string
+}
+
+func (f *verifyFlags) register(fs *pflag.FlagSet) {
+	f.g.register(fs)
+	fs.BoolVar(&f.gold, "gold", false, "run each record's gold patch")
+	fs.BoolVar(&f.control, "control", false, "also run with no patch applied: must come out unresolved, or the tests do not discriminate")
+	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
+	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
+	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
+	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
+	fs.IntVarP(&f.workers, "workers", "j", 2, "runs at once")
+	fs.DurationVar(&f.timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
+	fs.IntVar(&f.repeat, "repeat", 1, "run every instance N times and flag tests whose results differ")
+	fs.StringVar(&f.baseline, "baseline", "", "earlier summary JSON: exit non-zero on any regression (resolved -> unresolved), listed first")
+	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-run logs and report.json (default: a new runs/verify-<UTC time>-<random>)")
+	fs.StringVar(&f.summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
+	fs.StringVar(&f.format, "format", "table", "summary on stdout: table or json")
+	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+}
+
+// options are the pipeline's options from the flags.
+func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions, error) {
+	var o pipeline.VerifyOptions
 	switch {
-	case fs.NArg() > 0:
-		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	case !gold && !control && predictions == "":
-		return usageErr("give --gold, --control or --predictions FILE")
-	case (images == "") == (metadataFile == ""):
-		return usageErr("give exactly one of --images REPO and --metadata-file F")
-	case workers < 1:
-		return usageErr("--workers %d: want at least 1", workers)
-	case repeat < 1:
-		return usageErr("--repeat %d: want at least 1", repeat)
-	case timeout <= 0:
-		return usageErr("--timeout %s: want a positive duration", timeout)
-	case format != "table" && format != "json":
-		return usageErr("--format %q: want table or json", format)
-	case logParser != "" && !slices.Contains(grading.ParserNames(), logParser):
-		return usageErr("--log-parser %q: want one of %s", logParser, strings.Join(grading.ParserNames(), ", "))
+	case !f.gold && !f.control && f.predictions == "":
+		return o, errors.New("give --gold, --control or --predictions FILE")
+	case (f.images == "") == (f.metadataFile == ""):
+		return o, errors.New("give exactly one of --images REPO and --metadata-file F")
+	case f.workers < 1:
+		return o, fmt.Errorf("--workers %d: want at least 1", f.workers)
+	case f.repeat < 1:
+		return o, fmt.Errorf("--repeat %d: want at least 1", f.repeat)
+	case f.timeout <= 0:
+		return o, fmt.Errorf("--timeout %s: want a positive duration", f.timeout)
+	case f.format != "table" && f.format != "json":
+		return o, fmt.Errorf("--format %q: want table or json", f.format)
+	case f.logParser != "" && !slices.Contains(grading.ParserNames(), f.logParser):
+		return o, fmt.Errorf("--log-parser %q: want one of %s", f.logParser, strings.Join(grading.ParserNames(), ", "))
 	}
-	for i, p := range platforms {
-		cp, err := core.ParsePlatform(p)
-		if err != nil {
-			return usageErr("--platform %q: want linux/amd64 or linux/arm64", p)
-		}
-		platforms[i] = cp.String()
+	plats, err := core.ParsePlatforms(f.platforms)
+	if err != nil {
+		return o, fmt.Errorf("--platform: %w", err)
 	}
-	var base *verify.Summary
-	if baseline != "" {
-		var err error
-		if base, err = verify.ReadSummary(baseline); err != nil {
-			return fmt.Errorf("--baseline: %w", err)
-		}
+	in, err := f.g.inputs(stderr)
+	if err != nil {
+		return o, err
 	}
-	if runDir == "" {
-		runDir = filepath.Join("runs", "verify-"+time.Now().UTC().Format("20060102-150405"))
-	}
-	if summaryFile == "" {
-		summaryFile = filepath.Join(runDir, "summary.json")
-	}
-
-	var problems []error
-	loaded, loadErr := g.load(ctx, stderr)
-	if errors.Is(loadErr, errUsage) {
-		return usageErr("%v", loadErr)
-	}
-	if loaded == nil {
-		return loadErr
-	}
-	r, insts := loaded.Renderer, loaded.Instances
-	if loadErr != nil {
-		problems = append(problems, loadErr)
-	}
-	var preds map[string]verify.Prediction
-	if predictions != "" {
-		var err error
-		preds, err = verify.ReadPredictions(predictions)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			problems = append(problems, fmt.Errorf("--predictions %s: %d usable prediction(s); the rest are bad", predictions, len(preds)))
-		}
-	}
-	var imageFn verify.ImageFunc
-	if images != "" {
-		imageFn = verify.ImagesFromRepo(images)
-	} else {
-		recs, err := core.ReadFile(metadataFile)
-		if len(recs) == 0 && err != nil {
-			return fmt.Errorf("--metadata-file: %w", err)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			problems = append(problems, fmt.Errorf("--metadata-file %s has invalid records", metadataFile))
-		}
-		imageFn = verify.ImagesFromRecords(recs, metadataFile)
-	}
-	targets, terrs := verify.Targets(ctx, r, insts, platforms, imageFn)
-	for _, e := range terrs {
-		fmt.Fprintf(stderr, "swebuild verify: %v\n", e)
-	}
-	if len(terrs) > 0 {
-		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
-	}
-
-	addr := builderAddr
+	addr := f.builderAddr
 	if addr == "" {
-		addr = os.Getenv("BUILDKIT_HOST")
+		addr = f.g.env.buildkitHost
 	}
 	if addr == "" {
-		return errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+		return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
 	}
-	c, err := bkclient.New(ctx, addr)
-	if err != nil {
-		return fmt.Errorf("connecting to BuildKit at %s: %w", addr, err)
-	}
-	defer c.Close()
-	runner := &verify.Runner{
-		Engine:   &verify.BuildKitEngine{Client: c},
-		Workers:  workers,
-		Timeout:  timeout,
-		Repeat:   repeat,
-		RunDir:   runDir,
-		Grade:    grading.GradeOptions{Parser: logParser},
-		Progress: stderr,
-	}
-	fmt.Fprintf(stderr, "swebuild verify: %d instance image(s); logs in %s\n", len(targets), runDir)
-	sum, err := runner.Verify(ctx, targets, gold, control, preds)
-	if err != nil {
-		return errors.Join(append(problems, err)...)
-	}
-	var regressions []verify.Regression
-	if base != nil {
-		regressions = sum.Regressions(base)
-	}
-	if err := sum.WriteFile(summaryFile); err != nil {
-		problems = append(problems, err)
-	}
-	if format == "json" {
-		err = sum.WriteJSON(stdout)
-	} else {
-		err = sum.WriteTable(stdout, regressions)
-	}
-	if err != nil {
-		problems = append(problems, err)
-	}
-	if n := len(regressions); n > 0 {
-		problems = append(problems, fmt.Errorf("%d regression(s) against %s", n, baseline))
-	}
-	if n := len(sum.Failed()); n > 0 {
-		problems = append(problems, fmt.Errorf("%d of %d verification result(s) failed", n, len(sum.Results)))
-	}
-	return errors.Join(problems...)
+	return pipeline.VerifyOptions{
+		Inputs:          in,
+		Platforms:       plats,
+		Gold:            f.gold,
+		Control:         f.control,
+		PredictionsFile: f.predictions,
+		Images:          f.images,
+		MetadataFile:    f.metadataFile,
+		BuildKit:        addr,
+		Workers:         f.workers,
+		Repeat:          f.repeat,
+		Timeout:         f.timeout,
+		Parser:          f.logParser,
+		Baseline:        f.baseline,
+		RunDir:          f.runDir,
+		SummaryFile:     f.summaryFile,
+		JSON:            f.format == "json",
+		Out:             stdout,
+		Log:             stderr,
+	}, nil
 }
 
 // verifyBuildFlags are the flags `swebuild build --verify` adds.

@@ -111,7 +111,7 @@ func benchRunner(b *testing.B, workers int) (*verify.Runner, func()) {
 // arm64, and the arm64/amd64 ratios.
 func BenchmarkVerifyOverhead(b *testing.B) {
 	all := benchTargets(b)
-	byPlatform := map[string][]verify.Target{}
+	byPlatform := map[core.Platform][]verify.Target{}
 	both := map[string]int{}
 	for _, t := range all {
 		both[t.Instance.InstanceID]++
@@ -124,11 +124,11 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 	r, done := benchRunner(b, 1)
 	defer done()
 	type acc struct{ wall, test, inside float64 }
-	sums := map[string]*acc{}
+	sums := map[core.Platform]*acc{}
 	n := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, p := range []string{core.AMD64.String(), core.ARM64.String()} {
+		for _, p := range core.AllPlatforms() {
 			sum, err := r.Verify(context.Background(), byPlatform[p], true, false, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -147,11 +147,11 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 				}
 			}
 		}
-		n += len(byPlatform[core.AMD64.String()])
+		n += len(byPlatform[core.AMD64])
 	}
 	b.StopTimer()
-	for _, cp := range core.AllPlatforms() {
-		p, arch := cp.String(), cp.Arch()
+	for _, p := range core.AllPlatforms() {
+		arch := p.Arch()
 		a := sums[p]
 		b.ReportMetric(a.wall/float64(n), arch+"-wall-s/inst")
 		b.ReportMetric(a.test/float64(n), arch+"-test-s/inst")
@@ -162,7 +162,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 		b.ReportMetric((a.inside-a.test)/float64(n), arch+"-in-container-overhead-s/inst")
 		b.ReportMetric((a.wall-a.inside)/float64(n), arch+"-outside-overhead-s/inst")
 	}
-	x, y := sums[core.AMD64.String()], sums[core.ARM64.String()]
+	x, y := sums[core.AMD64], sums[core.ARM64]
 	b.ReportMetric(y.wall/x.wall, "arm64/amd64-wall")
 	b.ReportMetric(y.test/x.test, "arm64/amd64-test")
 }
@@ -172,7 +172,7 @@ func BenchmarkVerifyOverhead(b *testing.B) {
 func BenchmarkVerifyWorkers(b *testing.B) {
 	var amd []verify.Target
 	for _, t := range benchTargets(b) {
-		if t.Platform == core.AMD64.String() {
+		if t.Platform == core.AMD64 {
 			amd = append(amd, t)
 		}
 	}

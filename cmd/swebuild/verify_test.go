@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -172,7 +173,7 @@ func TestVerifyFixture(t *testing.T) {
 	insts := loadFixture(t, f.dataset)
 	seen := map[string]bool{}
 	for _, r := range sum.Results {
-		seen[r.Mode+" "+r.InstanceID+" "+r.Platform] = true
+		seen[r.Mode+" "+r.InstanceID+" "+string(r.Platform)] = true
 		switch r.Mode {
 		case verify.ModeGold:
 			if !r.Resolved || !r.OK() || r.Discriminates == nil || !*r.Discriminates || r.Leak.Leaked() {
@@ -359,4 +360,51 @@ func manifestExists(t *testing.T, ref string) bool {
 	}
 	t.Fatalf("HEAD %s: %s", ref, resp.Status)
 	return false
+}
+
+// TestVerifyDefaultRunDirs: verify runs started at the same moment without
+// --run-dir each get a run directory of their own, and each keeps its
+// summary. (fixture__textutil-2 is x86-only, so asking for linux/arm64 gives
+// no run at all: nothing here needs a daemon, and the address is never
+// dialled.)
+func TestVerifyDefaultRunDirs(t *testing.T) {
+	root, err := stacktest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := filepath.Join(root, "testdata", "fixture")
+	t.Chdir(t.TempDir())
+	const n = 4
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			var stdout, stderr bytes.Buffer
+			err := runVerify(context.Background(), []string{"--gold", "--dataset", filepath.Join(fx, "dataset.jsonl"), "--specs", filepath.Join(fx, "specs.json"),
+				"--instance", "fixture__textutil-2", "--platform", "linux/arm64", "--images", "127.0.0.1:1/none", "--builder", "unix:///nonexistent/buildkitd.sock"}, &stdout, &stderr)
+			if err != nil {
+				err = fmt.Errorf("%w\n%s", err, stderr.String())
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs, err := filepath.Glob(filepath.Join("runs", "verify-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != n {
+		t.Errorf("%d run directories for %d runs: %v", len(dirs), n, dirs)
+	}
+	for _, d := range dirs {
+		if _, err := verify.ReadSummary(filepath.Join(d, "summary.json")); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
 }

@@ -1,0 +1,164 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
+)
+
+// patchEngine stands in for BuildKit in unit tests of the runner: the
+// labelled test passes when the patch says "fix" (or no patch is applied and
+// pass is set).
+type patchEngine struct{}
+
+func (patchEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
+	status := "FAILED"
+	if strings.Contains(job.Patch, "fix") {
+		status = "PASSED"
+	}
+	return &RunOutput{
+		Applied: true, TestRan: true, TestSeconds: 1,
+		Attempts:   []ApplyAttempt{{Cmd: gitApplyCmds[0]}},
+		TestOutput: grading.StartTestOutput + "\n" + status + " tests/test_a.py::test_fix\n" + grading.EndTestOutput + "\n",
+		Leak:       LeakDump{BaseTime: "100", Head: "abc tree1\n", Base: "abc tree1\n"},
+	}, nil
+}
+
+// TestRunDirsStayInside: model names and instance ids are data. A model
+// called "..", ".", "/abs", "a/../../b", "gold" or "control" writes nothing
+// outside the run directory, gets a directory of its own, keeps its real
+// name in the results, and is graded as a model, never as the gold or
+// control run it is named after.
+func TestRunDirsStayInside(t *testing.T) {
+	models := []string{"..", ".", "/abs", "a/../../b", "gold", "control", "plain-model", "new\nline", ""}
+	parent := t.TempDir()
+	runDir := filepath.Join(parent, "run")
+	var targets []Target
+	preds := map[string]Prediction{}
+	for i, m := range models {
+		id := "o__r-" + string(rune('a'+i))
+		if m == "" {
+			id = "../escape" // an id the dataset would reject; the runner must not trust it either
+			m = "m"
+		}
+		inst := dataset.Instance{Repo: "o/r", InstanceID: id, BaseCommit: "abc", Patch: "diff fix\n",
+			FailToPass: []string{"tests/test_a.py::test_fix"}}
+		targets = append(targets, Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
+		broken := "diff broken\n"
+		preds[id] = Prediction{InstanceID: id, Model: m, Patch: &broken}
+	}
+	r := &Runner{Engine: patchEngine{}, RunDir: runDir, Workers: 2}
+	sum, err := r.Verify(context.Background(), targets, true, true, preds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sum.Results); n != 3*len(models) {
+		t.Fatalf("%d results, want %d", n, 3*len(models))
+	}
+
+	// Nothing but the run directory in its parent.
+	err = filepath.WalkDir(parent, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != parent && p != runDir && !strings.HasPrefix(p, runDir+string(filepath.Separator)) {
+			t.Errorf("written outside the run directory: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dirs := map[string]string{}
+	for _, res := range sum.Results {
+		var m map[string]any
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		who := res.InstanceID + " " + res.Mode
+		if res.Mode != ModeGold && res.Mode != ModeControl {
+			p := preds[res.InstanceID]
+			who = res.InstanceID + " model " + p.Model
+			if m["model"] != p.Model {
+				t.Errorf("%s: result names the model %v, want %q", who, m["model"], p.Model)
+			}
+			if !res.OK() {
+				t.Errorf("%s: an unresolved prediction is a result, not a failure of verification: %s", who, res.Why())
+			}
+		}
+		rel, err := filepath.Rel(runDir, res.Dir)
+		if err != nil || !filepath.IsLocal(rel) {
+			t.Errorf("%s: logs in %s, outside %s", who, res.Dir, runDir)
+		}
+		if other, dup := dirs[res.Dir]; dup {
+			t.Errorf("%s and %s share the directory %s", who, other, res.Dir)
+		}
+		dirs[res.Dir] = who
+		for _, f := range []string{"patch.diff", "report.json", "test_output.txt"} {
+			if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+				t.Errorf("%s: %v", who, err)
+			}
+		}
+		if res.Mode == ModeGold && !res.OK() {
+			t.Errorf("%s: gold not OK: %s", who, res.Why())
+		}
+	}
+	if failed := sum.Failed(); len(failed) != 0 {
+		t.Errorf("%d results failed, want none: first %s %s: %s", len(failed), failed[0].InstanceID, failed[0].Mode, failed[0].Why())
+	}
+}
+
+func TestPathName(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range []string{"..", ".", "", "/", "a/b", "a_b", "a:b", "a\x00b", ".hidden", "gold", "x+0123456789ab",
+		strings.Repeat("x", 101), strings.Repeat("x", 100), "ünïcode", "a b", `a\b`} {
+		got := PathName(s)
+		if !filepath.IsLocal(got) || strings.ContainsAny(got, `/\`) || got == "." || got == ".." || strings.HasPrefix(got, ".") || len(got) > 100 {
+			t.Errorf("PathName(%q) = %q: not one safe path element", s, got)
+		}
+		if o, dup := seen[got]; dup {
+			t.Errorf("PathName(%q) = PathName(%q) = %q", s, o, got)
+		}
+		seen[got] = s
+	}
+	for _, plain := range []string{"gold", "a_b", "sweb.eval.x86_64.django__django-11099", strings.Repeat("x", 100)} {
+		if got := PathName(plain); got != plain {
+			t.Errorf("PathName(%q) = %q, want it unchanged", plain, got)
+		}
+	}
+}
+
+func TestNewRunDir(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "runs")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, err := NewRunDir(parent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRunDir(parent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatalf("two runs in the same second share %s", a)
+	}
+	for _, d := range []string{a, b} {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() || st.Mode().Perm() != 0o755 || filepath.Dir(d) != parent || !strings.HasPrefix(filepath.Base(d), "verify-20260102-030405-") {
+			t.Errorf("%s: %v %v", d, st.Mode(), err)
+		}
+	}
+}
