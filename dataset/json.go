@@ -13,15 +13,22 @@ import (
 
 // A hand-written JSON decoder for SWE-bench records.
 //
-// Why not a library: encoding/json (v1) decodes the 9.5 MB Verified file
-// several times slower (reflection, a validating pre-scan, a copy of every
-// string), and encoding/json/jsontext (v2) is still behind
-// GOEXPERIMENT=jsonv2 in Go 1.26. This decoder reads each byte once (8 at a
-// time inside strings), unescapes kept strings in place (see decoder),
-// and skips the fields the loader ignores (eval_script, ...) without
-// allocating. It accepts exactly RFC 8259 JSON (no NaN, comments or
-// trailing commas); invalid UTF-8 is an error. FuzzRecordString checks it
-// against encoding/json.
+// Why not encoding/json (v1): reflection, a validating pre-scan and a copy
+// of every string make it cost more than everything else `swebuild render`
+// does. Measured 2026-12-01 (2 vCPUs, load average 1.5-1.8, 21 interleaved
+// rounds, `go run ./internal/benchtools/plainbench`, whose "json" variant
+// is the cheapest encoding/json decoding of the same fields), median wall:
+// `swebuild render --arch all --pins none` over Verified 0.303 s with
+// encoding/json -> 0.199 s with this decoder (x1.54; CPU 0.507 -> 0.301 s,
+// peak RSS 54 -> 39 MiB), over Multilingual+Multimodal 0.285 -> 0.180 s
+// (x1.57), `swebuild plan` over Verified 0.293 -> 0.224 s (x1.30).
+// encoding/json/jsontext (v2) is still behind GOEXPERIMENT=jsonv2 in Go
+// 1.26. This decoder reads each byte once (8 at a time inside strings),
+// unescapes kept strings in place (see decoder), and skips the fields the
+// loader ignores (eval_script, ...) without allocating. It accepts exactly
+// RFC 8259 JSON (no NaN, comments or trailing commas); invalid UTF-8 is an
+// error. FuzzRecordString checks it against encoding/json, and it gives the
+// file:line:column messages the loader's tests ask for.
 
 // syntaxError is malformed JSON at byte offset off of the decoder's input.
 type syntaxError struct {
@@ -308,6 +315,10 @@ func (d *decoder) str(keep bool) ([]byte, error) {
 // keepString makes a string of bytes returned by str(true). It does not
 // copy: the string shares the decoder's buffer, which nothing writes to
 // once the string is made (later strings are kept further on, at w).
+// Measured 2026-12-01 (plainbench variant "json-copy", string(b) here;
+// 21 rounds, load 1.5-1.8), median wall of `swebuild render --arch all
+// --pins none` over Verified 0.230 -> 0.199 s (x1.16, peak RSS 46 -> 39
+// MiB), `swebuild plan` over Verified 0.255 -> 0.224 s (x1.11).
 func keepString(b []byte) string {
 	if len(b) == 0 {
 		return ""

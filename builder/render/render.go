@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/pyrepr"
@@ -300,9 +299,7 @@ func EnvHashInput(envScriptList []string, ds spec.DockerSpecs) string {
 // EnvHash is sha256(EnvHashInput).hexdigest()[:22].
 func EnvHash(envScriptList []string, ds spec.DockerSpecs) string {
 	s := EnvHashInput(envScriptList, ds)
-	// Hash the string's bytes in place rather than copying them into a
-	// []byte first (the repr holds the whole environment.yml: kilobytes).
-	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:11])
 }
 

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"unsafe"
 )
 
 //go:embed data/specs.json
@@ -241,14 +240,11 @@ func (t *Tables) CachedEnvYML(instanceID string) (string, bool) {
 	if !fs.ValidPath(name) {
 		return "", false
 	}
-	// embed.FS.ReadFile returns a fresh copy nothing else holds, so the
-	// string can share it instead of copying it again (this runs once per
-	// instance and arch: 1,000 times for Verified).
 	b, err := t.envCache.ReadFile(name)
 	if err != nil || len(b) == 0 {
 		return "", err == nil
 	}
-	return unsafe.String(unsafe.SliceData(b), len(b)), true
+	return string(b), true
 }
 
 // Branch is upstream's REPO_BASE_COMMIT_BRANCH lookup ("" when none).

@@ -11,10 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -113,55 +112,25 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	tables, err := spec.Load()
-	if err != nil {
-		return err
-	}
-	if *specsPath != "" {
-		if err := tables.LoadExtra(*specsPath); err != nil {
-			return err
-		}
-	}
-	var ids []string
-	var insts []dataset.Instance
-	if ds.dataset != "" {
-		// Invalid records fail the plan: a nightly must not silently drop
-		// instances. Every problem is listed (file:line: field: message).
-		if insts, err = ds.open(ctx, tables, stderr); err != nil {
-			return err
-		}
-		for _, in := range insts {
-			ids = append(ids, in.InstanceID)
-		}
-	} else if ids, err = ci.ReadIDList(*idsPath); err != nil {
-		return err
-	}
-
-	// The platform decision (builder/spec) needs each record's repo and
-	// version; an --ids list gives only ids (see spec.Tables.PlatformsByID).
-	byID := tables.PlatformsByID(insts)
-	platformsFor := func(id string) []string {
-		var out []string
-		for _, p := range byID(id) {
-			out = append(out, p.String())
-		}
-		return out
-	}
-	var previous, existing map[ci.Key]core.Image
-	if *ledgerPath != "" {
-		recs, err := ci.ReadLedger(*ledgerPath)
-		if err != nil {
-			return err
-		}
-		previous = ci.Latest(recs)
+	o := pipeline.MatrixOptions{
+		Inputs: pipeline.Inputs{
+			Dataset:  ds.dataset,
+			Specs:    *specsPath,
+			CacheDir: ds.cacheDir,
+			Offline:  ds.offline,
+			Hub:      pipeline.HubOptions{Endpoint: ds.env.hfEndpoint, Token: ds.env.hfToken},
+		},
+		IDsFile:  *idsPath,
+		Matrix:   ci.MatrixOptions{Platforms: *platforms, Shards: *shards, MaxJobs: *maxJobs, Runners: runners},
+		Ledger:   *ledgerPath,
+		SkipRepo: *skipRepo,
+		Force:    *force,
+		Parallel: *parallel,
+		PlanOut:  *planOut,
+		IDsDir:   *idsDir,
+		Log:      stderr,
 	}
 	if *skipRepo != "" && !*force {
-		var want []ci.Key
-		for _, id := range ids {
-			for _, p := range platformsFor(id) {
-				want = append(want, ci.Key{InstanceID: id, Platform: p})
-			}
-		}
 		dest, err := registry.RegistryOf(*skipRepo)
 		if err != nil {
 			return fmt.Errorf("--skip-existing: %w", err)
@@ -170,40 +139,13 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return fmt.Errorf("$%s: %w", *authEnv, err)
 		}
-		client, err := registry.New(registry.Options{Keychain: kc, Insecure: *insecure, Concurrency: *parallel})
-		if err != nil {
-			return err
-		}
-		existing, err = ci.FindExisting(ctx, previous, want, *skipRepo, ci.ClientChecker{Client: client}, *parallel)
-		if err != nil {
+		if o.Registry, err = registry.New(registry.Options{Keychain: kc, Insecure: *insecure, Concurrency: *parallel}); err != nil {
 			return err
 		}
 	}
-	m, err := ci.BuildMatrix(ids, ci.MatrixOptions{
-		Platforms:    *platforms,
-		Shards:       *shards,
-		MaxJobs:      *maxJobs,
-		PlatformsFor: platformsFor,
-		Runners:      runners,
-		Skip: func(id, p string) bool {
-			_, ok := existing[ci.Key{InstanceID: id, Platform: p}]
-			return ok
-		},
-	})
+	m, out, err := pipeline.Matrix(ctx, o)
 	if err != nil {
 		return err
-	}
-	if *planOut != "" {
-		if err := ci.WritePlan(*planOut, ci.NewPlan(m, existing, previous, *skipRepo, *platforms)); err != nil {
-			return err
-		}
-	}
-	out, err := m.EncodeForOutput(0, *idsDir)
-	if err != nil {
-		return err
-	}
-	for _, c := range m.Counts {
-		fmt.Fprintf(stderr, "%s: %d wanted, %d already in the registry, %d to build in %d shards\n", c.Platform, c.Wanted, c.Skipped, c.ToBuild, c.Shards)
 	}
 	if err := appendGitHubOutput(*githubOutput, fmt.Sprintf("matrix=%s\njobs=%d\n", out, len(m.Include))); err != nil {
 		return err

@@ -90,8 +90,12 @@ func parseArches(vals []string) ([]core.Platform, error) {
 // buffer (pointer-free, so a GC cycle costs well under a millisecond) while
 // rendering makes ~20 MB of short-lived garbage: letting the heap grow to
 // twice the dataset touches ~3,000 fresh pages, and each page fault costs
-// more than the extra GC cycles (measured on Verified: 3,100 -> 1,400 faults,
-// user+sys of the write phase 285 -> 245 ms, peak RSS -6 MB).
+// more than the extra GC cycles. Measured 2026-12-01 (2 vCPUs, load average
+// 1.5-1.8, 21 interleaved rounds, `go run ./internal/benchtools/plainbench`),
+// `swebuild render --arch all --pins none` over Verified: median wall
+// 0.206 s with the default GOGC -> 0.199 s (x1.07; CPU 0.333 -> 0.301 s,
+// peak RSS 47.5 -> 39.4 MiB); over Multilingual+Multimodal 0.182 -> 0.180 s
+// (x1.03; CPU x1.06, RSS 43.2 -> 38.5 MiB).
 func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
