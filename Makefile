@@ -26,7 +26,7 @@ stack:
 stack-down:
 	scripts/stack.sh down
 
-# fixture: the offline fixture's base image inputs (debootstrap rootfs, cached).
+# fixture: the offline fixture's base image inputs (rootfs tarballs unpacked from Debian packages, cached).
 fixture: stack
 	scripts/fixture.sh rootfs all
 

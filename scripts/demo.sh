@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/demo.sh — the main job on the offline fixture (`make demo`):
-# plan, then build every fixture instance for linux/amd64 and linux/arm64 with
-# BuildKit (arm64 under QEMU on an x86 host), verify each gold patch on its
-# image before pushing, push by digest to the local registry, publish one
+# plan, then build every fixture instance (the Python projects and the
+# JavaScript one) for linux/amd64 and linux/arm64 with BuildKit (arm64 under
+# QEMU on an x86 host), verify each gold patch on its image before pushing
+# (graded by the parser each spec profile names: parse_log_pytest,
+# parse_log_tap), push by digest to the local registry, publish one
 # multi-arch index per instance, and print the summary. Then check every image
-# independently with skopeo.
+# and index independently with skopeo, and print how long each step took.
 #
 # Needs the stack and the fixture rootfs (make stack fixture). Environment:
 #   SWEBUILD_REGISTRY (default 127.0.0.1:5000), BUILDKIT_HOST,
@@ -21,52 +23,82 @@ specs=testdata/fixture/specs.json
 
 log() { printf '\ndemo: %s\n' "$*" >&2; }
 
+# step NAME CMD...: runs CMD and records its wall time for the summary.
+times=()
+step() {
+	local name=$1 t0=$EPOCHREALTIME rc=0
+	shift
+	"$@" || rc=$?
+	times+=("$(awk -v n="$name" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", n, b - a }')")
+	return "$rc"
+}
+print_times() {
+	printf '\ndemo: wall time per step\n' >&2
+	printf '  %s\n' "${times[@]}" >&2
+}
+trap print_times EXIT
+
 mkdir -p "$dir"
-# The fixture profile bind-mounts the projects' git mirrors (never copied into
-# an image) and ADDs the rootfs tarball; both reach the build as context dirs.
-if [ ! -d "$dir/context/mirror" ]; then
-	rm -rf "$dir/context.tmp"
-	scripts/fixture.sh repos "$dir/context.tmp/mirror" >&2
-	mv "$dir/context.tmp" "$dir/context"
-fi
+# The fixture profiles bind-mount the projects' git mirrors (never copied into
+# an image) and ADD the rootfs tarballs; both reach the build as context dirs.
+repos() {
+	if [ ! -d "$dir/context/mirror" ]; then
+		rm -rf "$dir/context.tmp"
+		scripts/fixture.sh repos "$dir/context.tmp/mirror" >&2
+		mv "$dir/context.tmp" "$dir/context"
+	fi
+}
+step "git mirrors" repos
 
 log "plan"
-"$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
+step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
 
 log "build --verify --push $repo (linux/amd64 native, linux/arm64 emulated)"
-start=$(date +%s.%N)
 status=0
-"$bin" build --dataset "$dataset" --specs "$specs" \
+step "build, verify, push" "$bin" build --dataset "$dataset" --specs "$specs" \
 	--platform linux/amd64,linux/arm64 \
 	--context-dir "$cache/rootfs" --context-dir "$dir/context" \
-	--verify --log-parser parse_log_pytest --push "$repo/build" \
+	--verify --push "$repo/build" \
 	--progress "${DEMO_PROGRESS:-plain}" \
 	--metadata-file "$dir/metadata.jsonl" --run-dir "$dir/build" || status=$?
-end=$(date +%s.%N)
-awk -v a="$start" -v b="$end" 'BEGIN { printf "demo: build wall time %.1f s\n", b - a }' >&2
 if [ "$status" -ne 0 ]; then
 	log "build failed (exit $status); see $dir/build"
 	exit "$status"
 fi
 
 log "publish $repo"
-"$bin" publish --metadata-file "$dir/metadata.jsonl" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified
+step "publish" "$bin" publish --metadata-file "$dir/metadata.jsonl" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified
 
-log "check with skopeo: one manifest per allowed platform, none for x86-only on arm64"
-python3 - "$dir/metadata.jsonl" <<'PY'
+log "check with skopeo: one manifest per allowed platform, none for x86-only on arm64, one index per instance"
+check() {
+	python3 - "$dir/metadata.jsonl" "$repo" <<'PY'
 import json, subprocess, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-bad = 0
-for r in rows:
-    if r["kind"] != "instance":
-        continue
-    ref = r.get("ref")
-    if not ref:
-        continue
+repo = sys.argv[2]
+def inspect(ref):
     out = subprocess.run(["skopeo", "inspect", "--raw", "--tls-verify=false", "docker://" + ref],
                          capture_output=True, text=True)
-    ok = out.returncode == 0
+    return json.loads(out.stdout) if out.returncode == 0 else None
+bad = 0
+built = {}
+for r in rows:
+    if r["kind"] != "instance" or not r.get("ref"):
+        continue
+    built.setdefault(r["instance_id"], set()).add(r["platform"])
+    ok = inspect(r["ref"]) is not None
     bad += not ok
-    print(f'{r.get("instance_id",""):24} {r.get("platform",""):12} {"ok" if ok else "MISSING"}  {ref}')
+    print(f'{r["instance_id"]:24} {r["platform"]:12} {"ok" if ok else "MISSING"}  {r["ref"]}')
+# The published index of each instance (the naming rule of manifests: lower
+# case, "__" written "_1776_") lists exactly the platforms built for it.
+for iid, plats in sorted(built.items()):
+    ref = f'{repo}/sweb.eval.{iid.lower().replace("__", "_1776_")}:latest'
+    index = inspect(ref)
+    got = sorted(f'{m["platform"]["os"]}/{m["platform"]["architecture"]}'
+                 for m in (index or {}).get("manifests", []) if "platform" in m)
+    ok = index is not None and got == sorted(plats)
+    bad += not ok
+    print(f'{iid:24} {"index":12} {"ok" if ok else "WRONG"}  {ref}  {" ".join(got)}')
 sys.exit(1 if bad else 0)
 PY
+}
+step "skopeo check" check

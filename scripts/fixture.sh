@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # scripts/fixture.sh — builds the inputs of the offline fixture (testdata/fixture).
 #
-#   scripts/fixture.sh rootfs [amd64|arm64|all]
-#       debootstrap Debian bookworm (minbase + python3, venv, pytest, setuptools,
-#       git) and tar it deterministically to $SWEBUILD_CACHE/rootfs/rootfs-<arch>.tar.
-#       Cached: skipped when the tarball exists and its stamp matches. Needs root;
-#       arm64 runs its second stage under qemu-aarch64 (binfmt, see stack.sh).
+#   scripts/fixture.sh rootfs [amd64|arm64|all] [py|js|all]
+#       makes the base image inputs: Debian bookworm (its required packages, as
+#       debootstrap's minbase, plus each flavour's toolchain: py = python3 with
+#       venv, pytest, setuptools, wheel; js = nodejs; both git and patch) as a
+#       deterministic tarball $SWEBUILD_CACHE/rootfs/rootfs-<arch>.tar (py) or
+#       rootfs-js-<arch>.tar (js). The packages are unpacked on the host (mmdebstrap
+#       --variant=extract, no maintainer scripts), then configured from the host;
+#       the only programs of the target run are ldconfig and a smoke test (under
+#       qemu-aarch64 for arm64). Cached: skipped when the tarball exists and its
+#       stamp matches. Needs root.
 #   scripts/fixture.sh repos DIR
 #       creates DIR/<project> (work trees) and DIR/<project>.git (bare mirrors) from
 #       testdata/fixture/projects/<project>/history with fixed authors and dates,
@@ -24,21 +29,62 @@ CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
 ROOTFS_DIR=$CACHE_DIR/rootfs
 
 SUITE=bookworm
-VARIANT=minbase
 # Same mirror apt uses on this machine (/etc/apt/sources.list.d/debian.sources).
 MIRROR=${SWEBUILD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-INCLUDE=python3,python3-venv,python3-pytest,python3-setuptools,python3-wheel,git,patch,ca-certificates
+# What each rootfs flavour adds to Debian's required packages (the set
+# debootstrap --variant=minbase installs).
+ROOTFS_FLAVOURS=(py js)
+declare -A ROOTFS_PACKAGES=(
+	[py]="python3,python3-venv,python3-pytest,python3-setuptools,python3-wheel,git,patch"
+	[js]="nodejs,git,patch"
+)
+# Left out of the tree as in Debian's -slim images (debuerreotype's slimify
+# list): documentation except copyright files, man and info pages, translations.
+# Deleted after unpacking (mmdebstrap's own filter runs a Python process per
+# package: several times slower), and written to /etc/dpkg/dpkg.cfg.d/ so that
+# later installs leave them out too.
+ROOTFS_PATH_FILTER=(
+	path-exclude=/usr/share/doc/*
+	path-include=/usr/share/doc/*/copyright
+	path-exclude=/usr/share/man/*
+	path-exclude=/usr/share/groff/*
+	path-exclude=/usr/share/info/*
+	path-exclude=/usr/share/lintian/*
+	path-exclude=/usr/share/linda/*
+	path-exclude=/usr/share/locale/*
+)
 
 log() { printf 'fixture: %s\n' "$*" >&2; }
 die() { printf 'fixture: error: %s\n' "$*" >&2; exit 1; }
 
 # --- rootfs -------------------------------------------------------------------
 
-rootfs_stamp() {
-	printf 'suite=%s variant=%s mirror=%s include=%s\n' "$SUITE" "$VARIANT" "$MIRROR" "$INCLUDE"
+# rootfs_name FLAVOUR ARCH: the tarball's base name (the py flavour keeps the
+# name the Python profile and the tests have always used).
+rootfs_name() {
+	case "$1" in
+	py) printf 'rootfs-%s' "$2" ;;
+	*) printf 'rootfs-%s-%s' "$1" "$2" ;;
+	esac
 }
 
-# Undo anything a failed or finished debootstrap left mounted under $1.
+rootfs_packages() {
+	[ -n "${ROOTFS_PACKAGES[$1]:-}" ] || die "rootfs: unknown flavour $1 (want one of ${ROOTFS_FLAVOURS[*]})"
+	printf '%s' "${ROOTFS_PACKAGES[$1]}"
+}
+
+# The stamp names every input of the tarball, including the code below, so an
+# edit of any step rebuilds it once.
+rootfs_stamp() { # flavour arch
+	{
+		printf 'suite=%s mirror=%s flavour=%s arch=%s packages=%s filter=%s\n' \
+			"$SUITE" "$MIRROR" "$1" "$2" "$(rootfs_packages "$1")" "${ROOTFS_PATH_FILTER[*]}"
+		declare -f in_target build_rootfs unpack_rootfs slim_rootfs configure_rootfs write_dpkg_status \
+			compile_python smoke_test_rootfs clean_rootfs write_rootfs_tar
+	} | sha256sum | cut -d' ' -f1
+}
+
+# Undo anything a failed run left mounted under $1.
 unmount_under() {
 	local m
 	for m in $(awk -v r="$1" '$2 ~ "^"r"/" {print $2}' /proc/mounts | sort -r); do
@@ -46,60 +92,244 @@ unmount_under() {
 	done
 }
 
-build_rootfs() { # arch
-	local arch=$1 out stamp work
-	out=$ROOTFS_DIR/rootfs-$arch.tar
-	stamp=$ROOTFS_DIR/rootfs-$arch.stamp
-	if [ -f "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(rootfs_stamp)" ]; then
-		log "rootfs $arch cached: $out"
+# in_target ROOT CMD...: runs a program of the target (natively, or through the
+# binfmt QEMU entry for a foreign arch) with a clean environment.
+in_target() {
+	local root=$1
+	shift
+	chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+}
+
+build_rootfs() { # flavour arch
+	local flavour=$1 arch=$2 name out stamp work
+	name=$(rootfs_name "$flavour" "$arch")
+	out=$ROOTFS_DIR/$name.tar
+	stamp=$ROOTFS_DIR/$name.stamp
+	if [ -f "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(rootfs_stamp "$flavour" "$arch")" ]; then
+		log "rootfs $flavour $arch cached: $out"
 		return 0
 	fi
-	[ "$(id -u)" -eq 0 ] || die "rootfs needs root (debootstrap)"
-	command -v debootstrap >/dev/null || die "debootstrap missing: run scripts/stack.sh packages"
+	[ "$(id -u)" -eq 0 ] || die "rootfs needs root (unpacking packages with their owners, chroot)"
+	command -v mmdebstrap >/dev/null || die "mmdebstrap missing: run scripts/stack.sh packages"
+	if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+		case "$arch" in
+		arm64) head -n1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null | grep -qx enabled ||
+			die "qemu-aarch64 binfmt not enabled (needed for ldconfig of the arm64 tree): run scripts/stack.sh up first" ;;
+		*) die "unsupported arch $arch" ;;
+		esac
+	fi
 	mkdir -p "$ROOTFS_DIR" "$CACHE_DIR/debs/$arch"
-	work=$(mktemp -d "$ROOTFS_DIR/.work-$arch.XXXXXX")
+	work=$(mktemp -d "$ROOTFS_DIR/.work-$name.XXXXXX")
 	# shellcheck disable=SC2064
 	trap "unmount_under '$work'; rm -rf '$work'" EXIT
 	local target=$work/root
-	log "debootstrap $SUITE $arch into $target (amd64 ~1-2 min, arm64 under QEMU ~7 min)"
-	if [ "$arch" = "$(dpkg --print-architecture)" ]; then
-		debootstrap --variant="$VARIANT" --arch="$arch" --include="$INCLUDE" \
-			--cache-dir="$CACHE_DIR/debs/$arch" \
-			"$SUITE" "$target" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
-			{ tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap $arch failed"; }
-	else
-		local qemu
-		case "$arch" in
-		arm64) qemu=qemu-aarch64-static ;;
-		*) die "unsupported arch $arch" ;;
-		esac
-		command -v "$qemu" >/dev/null || die "$qemu missing: run scripts/stack.sh packages"
-		head -n1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null | grep -qx enabled ||
-			die "qemu-aarch64 binfmt not enabled: run scripts/stack.sh up first"
-		debootstrap --foreign --variant="$VARIANT" --arch="$arch" --include="$INCLUDE" \
-			--cache-dir="$CACHE_DIR/debs/$arch" \
-			"$SUITE" "$target" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
-			{ tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap --foreign $arch failed"; }
-		# The binfmt entry has the F flag, but a copy inside the root keeps the
-		# second stage working on hosts without it; removed again below.
-		cp "$(command -v "$qemu")" "$target/usr/bin/$qemu"
-		chroot "$target" /debootstrap/debootstrap --second-stage >>"$work/debootstrap.log" 2>&1 ||
-			{ tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap second stage $arch failed"; }
-		rm -f "$target/usr/bin/$qemu"
-	fi
-	unmount_under "$target"
-	clean_rootfs "$target"
-	log "writing $out"
-	tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
-		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-		--exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' \
-		-C "$target" -cf "$out.tmp" .
-	mv "$out.tmp" "$out"
-	rootfs_stamp >"$stamp"
+	# Each step's wall and CPU time (its processes included) goes to the log.
+	local TIMEFORMAT="%R s wall, %U s user + %S s sys CPU"
+	{ time unpack_rootfs "$flavour" "$arch" "$target" "$work" 2>&3; } 3>&2 2>"$work/time"
+	log "rootfs $flavour $arch: unpacked $(wc -l <"$work/packages") packages: $(cat "$work/time")"
+	{ time {
+		configure_rootfs "$target" "$work" "$CACHE_DIR/debs/$arch"
+		smoke_test_rootfs "$flavour" "$target"
+		clean_rootfs "$target"
+	} 2>&3; } 3>&2 2>"$work/time"
+	log "rootfs $flavour $arch: configured: $(cat "$work/time")"
+	{ time write_rootfs_tar "$target" "$out" 2>&3; } 3>&2 2>"$work/time"
+	log "rootfs $flavour $arch: $(du -h "$out" | cut -f1) $out: $(cat "$work/time")"
+	rootfs_stamp "$flavour" "$arch" >"$stamp"
 	unmount_under "$work"
 	rm -rf "$work"
 	trap - EXIT
-	log "rootfs $arch: $(du -h "$out" | cut -f1) $out"
+}
+
+# unpack_rootfs FLAVOUR ARCH TARGET WORK: resolves the package set with apt (as
+# mmdebstrap does) and unpacks every package into TARGET with dpkg-deb and tar,
+# running none of their maintainer scripts. The .debs are cached per arch in
+# $CACHE_DIR/debs/<arch> (hard-linked in and out of the tree). Writes the list
+# of unpacked packages ("name version arch" per line) to WORK/packages.
+unpack_rootfs() {
+	local flavour=$1 arch=$2 target=$3 work=$4 cache
+	cache=$CACHE_DIR/debs/$arch
+	# The extract hook records what apt chose, from the same apt configuration
+	# and dpkg status the download step used.
+	cat >"$work/list-packages" <<-'EOF'
+		#!/bin/sh
+		set -eu
+		APT_CONFIG=$MMDEBSTRAP_APT_CONFIG apt-get install --simulate --yes -q \
+			--no-install-recommends "$@" |
+			awk '/^Inst / && match($0, /\([^ ]+ /) { v = substr($0, RSTART + 1, RLENGTH - 2)
+				if (match($0, /\[[a-z0-9]+\]\)/)) print $2, v, substr($0, RSTART + 1, RLENGTH - 3) }' |
+			LC_ALL=C sort >"$FIXTURE_PACKAGES_OUT"
+	EOF
+	chmod +x "$work/list-packages"
+	# The setup hook puts the cached .debs where apt looks for them: hard links
+	# when the cache is on the same file system, else copies.
+	cat >"$work/link-debs" <<-'EOF'
+		#!/bin/sh
+		set -eu
+		mkdir -p "$1/var/cache/apt/archives"
+		for deb in "$FIXTURE_DEB_CACHE"/*.deb; do
+			[ -e "$deb" ] || continue
+			ln "$deb" "$1/var/cache/apt/archives/" 2>/dev/null || cp -p "$deb" "$1/var/cache/apt/archives/"
+		done
+	EOF
+	chmod +x "$work/link-debs"
+	# usr-is-merged by name: the merged-/usr hook records a placeholder of it
+	# that would otherwise satisfy init-system-helpers' dependency.
+	local pkgs
+	pkgs=usr-is-merged,$(rootfs_packages "$flavour")
+	# The system PATH: mmdebstrap's helpers must not meet a pyenv or other
+	# interpreter shims first.
+	PATH=/usr/sbin:/usr/bin:/sbin:/bin FIXTURE_PACKAGES_OUT=$work/packages FIXTURE_DEB_CACHE=$cache \
+		mmdebstrap --variant=extract --mode=root --format=directory --architectures="$arch" \
+		--include='?priority(required)' --include="$pkgs" \
+		--setup-hook=/usr/share/mmdebstrap/hooks/merged-usr/setup00.sh \
+		--setup-hook="$work/link-debs" \
+		--extract-hook="\"$work/list-packages\" '?priority(required)' ${pkgs//,/ }" \
+		--skip=download/empty --skip=cleanup/apt/cache \
+		"$SUITE" "$target" "$MIRROR" >"$work/mmdebstrap.log" 2>&1 ||
+		{ tail -n 30 "$work/mmdebstrap.log" >&2; die "mmdebstrap ($arch, $pkgs) failed; log above"; }
+	[ -s "$work/packages" ] || die "mmdebstrap: no package list recorded"
+	local deb
+	for deb in "$target"/var/cache/apt/archives/*.deb; do
+		[ -e "$cache/${deb##*/}" ] || mv "$deb" "$cache/"
+	done
+	rm -rf "$target"/var/cache/apt/archives/*.deb
+	slim_rootfs "$target"
+}
+
+# slim_rootfs ROOT: applies ROOTFS_PATH_FILTER to the unpacked tree (dpkg's
+# semantics: a path is left out when the last matching rule excludes it) and
+# records it for dpkg.
+slim_rootfs() {
+	local r=$1 rule
+	(
+		cd "$r"
+		find usr/share/doc -mindepth 1 ! -type d ! -path "usr/share/doc/*/copyright" -delete
+		find usr/share/doc -depth -mindepth 1 -type d -empty -delete
+		rm -rf usr/share/man/* usr/share/groff/* usr/share/info/* usr/share/lintian/* \
+			usr/share/linda/* usr/share/locale/*
+	)
+	mkdir -p "$r/etc/dpkg/dpkg.cfg.d"
+	for rule in "${ROOTFS_PATH_FILTER[@]}"; do
+		printf '%s\n' "$rule"
+	done >"$r/etc/dpkg/dpkg.cfg.d/swebuild-fixture-slim"
+}
+
+# configure_rootfs ROOT WORK DEBS: the effects of the maintainer scripts the images
+# rely on, done from the host. Everything else those scripts do (systemd units,
+# debconf, man-db, initramfs, ...) is of no use in a build container.
+configure_rootfs() {
+	local r=$1 work=$2 debs=$3 f
+	# base-passwd, then passwd's "shadowconfig on": accounts from the masters,
+	# passwords moved to shadow files (no password-change date, so the bytes
+	# do not depend on the day).
+	awk -F: -v OFS=: '{ $2 = "x"; print }' "$r/usr/share/base-passwd/passwd.master" >"$r/etc/passwd"
+	awk -F: -v OFS=: '{ $2 = "x"; print }' "$r/usr/share/base-passwd/group.master" >"$r/etc/group"
+	awk -F: '{ print $1 ":*::0:99999:7:::" }' "$r/usr/share/base-passwd/passwd.master" >"$r/etc/shadow"
+	awk -F: '{ print $1 ":*::" }' "$r/usr/share/base-passwd/group.master" >"$r/etc/gshadow"
+	chmod 0644 "$r/etc/passwd" "$r/etc/group"
+	chmod 0640 "$r/etc/shadow" "$r/etc/gshadow"
+	chgrp 42 "$r/etc/shadow" "$r/etc/gshadow" # shadow
+	# libc-bin: the name service switch; base-files and readline-common: the
+	# first-install defaults; login and libpam-modules: empty files.
+	cp -p "$r/usr/share/libc-bin/nsswitch.conf" "$r/etc/nsswitch.conf"
+	for f in base-files/dot.profile:root/.profile base-files/dot.bashrc:root/.bashrc \
+		base-files/profile:etc/profile base-files/motd:etc/motd readline/inputrc:etc/inputrc; do
+		[ -e "$r/${f#*:}" ] || [ ! -e "$r/usr/share/${f%%:*}" ] || cp -p "$r/usr/share/${f%%:*}" "$r/${f#*:}"
+	done
+	for f in etc/environment etc/subuid etc/subgid; do
+		[ -e "$r/$f" ] || : >"$r/$f"
+	done
+	[ -e "$r/etc/dpkg/origins/default" ] || ln -s debian "$r/etc/dpkg/origins/default"
+	mkdir -p "$r/mnt" "$r/srv" "$r/opt" "$r/etc/opt" "$r/var/opt" "$r/media" "$r/var/mail" \
+		"$r/run/lock" "$r/usr/local/"{share/man,bin,games,lib,include,sbin,src,etc}
+	chgrp 8 "$r/var/mail" && chmod 2775 "$r/var/mail" # mail
+	chmod 1777 "$r/run/lock" "$r/tmp"
+	[ -L "$r/var/spool/mail" ] || ln -s ../mail "$r/var/spool/mail"
+	[ -L "$r/var/run" ] || { rmdir "$r/var/run" 2>/dev/null || true; ln -s /run "$r/var/run"; }
+	[ -L "$r/var/lock" ] || { rmdir "$r/var/lock" 2>/dev/null || true; ln -s /run/lock "$r/var/lock"; }
+	[ -e "$r/usr/local/man" ] || ln -s share/man "$r/usr/local/man"
+	# debianutils: the login shells.
+	{
+		cat "$r/usr/share/debianutils/shells"
+		for f in "$r"/usr/share/debianutils/shells.d/*; do
+			[ -f "$f" ] && sed -e 'p' -e 's|^/|/usr/|' "$f"
+		done
+	} | awk '!seen[$0]++' >"$r/etc/shells"
+	# tzdata: UTC.
+	ln -sfn /usr/share/zoneinfo/Etc/UTC "$r/etc/localtime"
+	echo Etc/UTC >"$r/etc/timezone"
+	# The alternatives the postinst scripts register that a script may call
+	# (update-alternatives is the host's, working on the tree).
+	local alt=(update-alternatives --root "$r" --log /dev/null --quiet --install)
+	[ -e "$r/usr/bin/mawk" ] && "${alt[@]}" /usr/bin/awk awk /usr/bin/mawk 5 --slave /usr/bin/nawk nawk /usr/bin/mawk
+	[ -e "$r/usr/bin/which.debianutils" ] && "${alt[@]}" /usr/bin/which which /usr/bin/which.debianutils 0
+	[ -e "$r/usr/bin/more" ] && "${alt[@]}" /usr/bin/pager pager /usr/bin/more 50
+	[ -e "$r/usr/sbin/rmt-tar" ] && "${alt[@]}" /usr/sbin/rmt rmt /usr/sbin/rmt-tar 50
+	write_dpkg_status "$r" "$work/packages" "$debs"
+	# python3.X-minimal: the site directory for local installs.
+	for f in "$r"/usr/lib/python3.*/; do
+		f=${f%/}
+		[ -d "$f" ] && mkdir -p "$r/usr/local/lib/${f##*/}/dist-packages"
+	done
+	compile_python "$r"
+	# libc-bin's trigger: the dynamic loader cache over the multiarch library
+	# directories (/etc/ld.so.conf.d). The host's ldconfig does not read
+	# foreign-arch libraries, so the target's own (static) ldconfig runs.
+	in_target "$r" /sbin/ldconfig
+}
+
+# write_dpkg_status ROOT LIST DEBS: dpkg's database says the unpacked packages
+# are installed (their control fields, in name order; this replaces the
+# placeholder usr-is-merged of mmdebstrap's merged-/usr hook with the real
+# one), so dpkg -l and apt see them. Their file lists are not recorded (dpkg -L
+# knows no files).
+write_dpkg_status() {
+	local r=$1 list=$2 debs=$3 name version arch deb
+	while read -r name version arch; do
+		deb=$debs/${name}_${version//:/%3a}_${arch}.deb
+		[ -f "$deb" ] || die "dpkg status: no .deb for $name $version $arch in $debs"
+		dpkg-deb -f "$deb" | awk -v st='Status: install ok installed' \
+			'NR == 1 && /^Package:/ { print; print st; next } { print }'
+		echo
+	done <"$list" >"$r/var/lib/dpkg/status"
+}
+
+# compile_python ROOT: the byte-code the python3 packages' postinst scripts
+# compile, as hash-checked .pyc files (valid whatever the files' mtimes; the
+# tarball sets them all to 0). With the host's python3 when it is the target's
+# version (same byte-code; 3 s here instead of 38 s under QEMU), else the
+# target's own.
+compile_python() {
+	local r=$1 py dirs=() d
+	py=$(readlink "$r/usr/bin/python3" 2>/dev/null) || return 0 # no python in this flavour
+	for d in "/usr/lib/$py" /usr/lib/python3/dist-packages; do
+		[ -d "$r$d" ] && dirs+=("$d")
+	done
+	if [ "$(/usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$py" ]; then
+		env -i PATH=/usr/bin:/bin PYTHONHASHSEED=0 /usr/bin/python3 -E -s -m compileall -q -j0 \
+			--invalidation-mode checked-hash -s "$r" -p / "${dirs[@]/#/$r}" >/dev/null ||
+			die "compiling the python files of $r"
+	else
+		in_target "$r" PYTHONHASHSEED=0 "/usr/bin/$py" -E -s -m compileall -q -j0 \
+			--invalidation-mode checked-hash "${dirs[@]}" >/dev/null ||
+			die "compiling the python files of $r"
+	fi
+}
+
+# smoke_test_rootfs FLAVOUR ROOT: what the fixture's images run, run once in
+# the tree (one QEMU process tree for arm64).
+smoke_test_rootfs() {
+	local flavour=$1 r=$2 check
+	check='set -eu; id -un; git --version; patch --version | head -n1; echo x | awk "{print}" >/dev/null; which bash >/dev/null; ldconfig -p | grep -q "libc.so.6 "'
+	case "$flavour" in
+	py) check="$check; python3 -c 'import pytest, venv, setuptools, wheel; print(\"python\", pytest.__version__)'" ;;
+	js) check="$check; node --version" ;;
+	esac
+	in_target "$r" /bin/bash -c "$check" >"$r/../smoke.log" 2>&1 ||
+		{ cat "$r/../smoke.log" >&2; die "smoke test of the $flavour rootfs failed"; }
+	[ -z "$(find "$r/usr" -newer "$r/../smoke.log" -name '*.pyc' -print -quit)" ] ||
+		die "smoke test of the $flavour rootfs wrote .pyc files: the compiled ones are not used"
 }
 
 # Drop caches, logs and other per-run files so the tarball is small and stable.
@@ -107,18 +337,49 @@ clean_rootfs() { # dir
 	local r=$1
 	rm -rf "$r"/var/lib/apt/lists/* "$r"/var/cache/apt/* "$r"/var/cache/debconf/*-old \
 		"$r"/var/lib/dpkg/*-old "$r"/var/log/* "$r"/tmp/* "$r"/var/tmp/* \
-		"$r"/run/* "$r"/debootstrap "$r"/var/cache/ldconfig/aux-cache \
-		"$r"/etc/machine-id "$r"/var/lib/dbus/machine-id
-	mkdir -p "$r/var/lib/apt/lists/partial" "$r/var/cache/apt/archives/partial"
+		"$r"/run/* "$r"/var/cache/ldconfig/aux-cache "$r"/root/.cache \
+		"$r"/etc/machine-id "$r"/var/lib/dbus/machine-id "$r"/etc/hostname "$r"/etc/resolv.conf
+	mkdir -p "$r/var/lib/apt/lists/partial" "$r/var/cache/apt/archives/partial" "$r/run/lock"
+	chmod 1777 "$r/run/lock"
 	: >"$r/etc/machine-id"
 }
 
+write_rootfs_tar() { # dir out
+	tar --sort=name --mtime=@0 --numeric-owner \
+		--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+		--exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' \
+		-C "$1" -cf "$2.tmp" .
+	mv "$2.tmp" "$2"
+}
+
 cmd_rootfs() {
+	local arches flavours a f
 	case "${1:-all}" in
-	amd64 | arm64) build_rootfs "$1" ;;
-	all) build_rootfs amd64 && build_rootfs arm64 ;;
-	*) die "rootfs: unknown arch ${1}" ;;
+	amd64 | arm64) arches=("$1") ;;
+	all) arches=(amd64 arm64) ;;
+	*) die "rootfs: unknown arch ${1} (want amd64, arm64 or all)" ;;
 	esac
+	case "${2:-all}" in
+	all) flavours=("${ROOTFS_FLAVOURS[@]}") ;;
+	*) rootfs_packages "$2" >/dev/null && flavours=("$2") ;;
+	esac
+	# One arch after the other would leave a core idle: unpacking is a
+	# dpkg-deb | tar pipe per package. The arches run side by side (each has
+	# its own .deb cache); the flavours of one arch share it, so they take
+	# turns.
+	local pids=() failed=0 p
+	for a in "${arches[@]}"; do
+		(
+			for f in "${flavours[@]}"; do
+				build_rootfs "$f" "$a"
+			done
+		) &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || failed=1
+	done
+	[ "$failed" -eq 0 ] || die "rootfs: a build failed (see above)"
 }
 
 # --- repositories ---------------------------------------------------------------
@@ -214,14 +475,28 @@ cmd_dataset() {
 	trap "rm -rf '$tmp'" EXIT
 	cmd_repos "$tmp/repos" 2>/dev/null
 	GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null LC_ALL=C \
-		"$py" - "$PROJECTS_DIR" "$tmp/repos" "$tmp/dataset.jsonl" <<'EOF'
+		"$py" - "$PROJECTS_DIR" "$tmp/repos" "$tmp/dataset.jsonl" "$tmp/runs" <<'EOF'
 # Builds SWE-bench-style records from each project's instances.json and the
 # replayed repositories: patch = non-test changes base..fix, test_patch = the
-# changes under tests/, both as `git diff` without index lines (as in SWE-bench).
-import json, os, re, subprocess, sys
+# changes under the project's test directory (tests/ unless test_dir says
+# otherwise), both as `git diff` without index lines (as in SWE-bench).
+#
+# Labels: a project either lists FAIL_TO_PASS / PASS_TO_PASS per instance
+# (checked by running the tests in internal/stacktest), or names a test
+# command in labels_from; then the labels are made here by running it on the
+# test patch's files in a checkout of base_commit with the test patch, then
+# again with the gold patch too: FAIL_TO_PASS = tests that pass only with the
+# gold patch, PASS_TO_PASS = tests that pass in both runs. Every test must pass
+# with the gold patch. Only the TAP log ("log": "tap") is read, by the rule of
+# upstream's parse_log_tap (a stripped line "ok N NAME" / "not ok N NAME").
+import json, os, re, shutil, subprocess, sys
 
-projects_dir, repos_dir, out = sys.argv[1:4]
+projects_dir, repos_dir, out, runs_dir = sys.argv[1:5]
 INDEX = re.compile(r"^index [0-9a-f]+\.\.[0-9a-f]+( [0-7]{6})?$")
+TAP = re.compile(r"^(ok|not ok) (\d+) (.+)$")
+
+def fail(msg):
+    sys.exit("fixture dataset: " + msg)
 
 def diff(repo, base, fix, *paths):
     text = subprocess.run(
@@ -239,6 +514,61 @@ def diff(repo, base, fix, *paths):
         lines.append(line)
     return "".join(lines)
 
+def patch_files(patch):
+    return [l[len("diff --git a/"):].split(" b/", 1)[0]
+            for l in patch.splitlines() if l.startswith("diff --git a/")]
+
+def tap_statuses(log, checkout, files):
+    """Test name -> "ok" / "not ok", in log order. A test runner's entry for a
+    whole file (node 18 reports one, named by the file's absolute path) is not
+    a test."""
+    whole_files = {"- " + os.path.join(checkout, f) for f in files} | {"- " + f for f in files}
+    st = {}
+    for line in log.split("\n"):
+        m = TAP.match(line.strip())
+        if m and m.group(3) not in whole_files:
+            st[m.group(3)] = m.group(1)
+    return st
+
+def run_tests(where, command, checkout, files):
+    st = {}
+    for f in files:  # one file at a time: the order of the log is fixed
+        env = dict(os.environ, NO_COLOR="1")
+        r = subprocess.run(command + [f], cwd=checkout, env=env, capture_output=True, text=True)
+        got = tap_statuses(r.stdout, checkout, [f])
+        if not got:
+            fail(f"{where}: {' '.join(command)} {f} reported no tests (exit {r.returncode}):\n{r.stdout}{r.stderr}")
+        st.update(got)
+    return st
+
+def make_labels(where, repo, base, patch, test_patch, labels_from, scratch):
+    if labels_from.get("log") != "tap":
+        fail(f"{where}: labels_from.log: want \"tap\"")
+    command = list(labels_from["command"])
+    if command[0] == "node" and os.environ.get("SWEBUILD_NODE"):
+        command[0] = os.environ["SWEBUILD_NODE"]
+    if shutil.which(command[0]) is None:
+        fail(f"{where}: labels_from.command: {command[0]} not found (apt-get install nodejs, or set SWEBUILD_NODE)")
+    checkout = os.path.join(scratch, "testbed")
+    subprocess.run(["git", "clone", "-q", repo, checkout], check=True)
+    subprocess.run(["git", "-C", checkout, "checkout", "-q", base], check=True)
+    files = patch_files(test_patch)
+    def apply(p):
+        subprocess.run(["git", "-C", checkout, "apply", "-"], input=p, text=True, check=True)
+    apply(test_patch)
+    before = run_tests(where + " (test patch)", command, checkout, files)
+    apply(patch)
+    after = run_tests(where + " (test patch and gold patch)", command, checkout, files)
+    failing = [t for t, s in after.items() if s != "ok"]
+    if failing:
+        fail(f"{where}: with the gold patch these tests fail: {failing}")
+    shutil.rmtree(checkout)
+    f2p = [t for t in after if before.get(t) != "ok"]
+    p2p = [t for t in after if before.get(t) == "ok"]
+    if not f2p:
+        fail(f"{where}: no test fails without the gold patch")
+    return f2p, p2p
+
 records = []
 for project in sorted(os.listdir(projects_dir)):
     spec_path = os.path.join(projects_dir, project, "instances.json")
@@ -247,6 +577,7 @@ for project in sorted(os.listdir(projects_dir)):
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     repo = os.path.join(repos_dir, project)
+    test_dir = spec.get("test_dir", "tests")
     commits = {}
     with open(os.path.join(repos_dir, project + ".commits"), encoding="utf-8") as f:
         for line in f:
@@ -254,15 +585,22 @@ for project in sorted(os.listdir(projects_dir)):
             commits[name] = sha
     def sha(name, where):
         if name not in commits:
-            sys.exit(f"{spec_path}: {where}: unknown commit {name!r}")
+            fail(f"{spec_path}: {where}: unknown commit {name!r}")
         return commits[name]
     for i, inst in enumerate(spec["instances"]):
-        where = f"instances[{i}]"
+        where = f"{spec_path}: instances[{i}]"
         base, fix = sha(inst["base"], where + ".base"), sha(inst["fix"], where + ".fix")
-        patch = diff(repo, base, fix, ".", ":(exclude)tests")
-        test_patch = diff(repo, base, fix, "tests")
+        patch = diff(repo, base, fix, ".", ":(exclude)" + test_dir)
+        test_patch = diff(repo, base, fix, test_dir)
         if not patch or not test_patch:
-            sys.exit(f"{spec_path}: {where}: empty patch or test_patch between {inst['base']} and {inst['fix']}")
+            fail(f"{where}: empty patch or test_patch between {inst['base']} and {inst['fix']}")
+        if "labels_from" in spec:
+            if "FAIL_TO_PASS" in inst or "PASS_TO_PASS" in inst:
+                fail(f"{where}: labels are made by running labels_from; do not list them")
+            f2p, p2p = make_labels(where, repo, base, patch, test_patch, spec["labels_from"],
+                                   os.path.join(runs_dir, f"{project}-{i}"))
+        else:
+            f2p, p2p = inst["FAIL_TO_PASS"], inst["PASS_TO_PASS"]
         records.append({
             "repo": spec["repo"],
             "instance_id": spec["repo"].replace("/", "__") + "-" + str(inst["number"]),
@@ -273,8 +611,8 @@ for project in sorted(os.listdir(projects_dir)):
             "hints_text": inst["hints_text"],
             "created_at": inst["created_at"],
             "version": spec["version"],
-            "FAIL_TO_PASS": json.dumps(inst["FAIL_TO_PASS"]),
-            "PASS_TO_PASS": json.dumps(inst["PASS_TO_PASS"]),
+            "FAIL_TO_PASS": json.dumps(f2p),
+            "PASS_TO_PASS": json.dumps(p2p),
             "environment_setup_commit": sha(spec["environment_setup_commit"], "environment_setup_commit"),
         })
 with open(out, "w", encoding="utf-8", newline="\n") as f:
@@ -294,7 +632,7 @@ repos) shift; cmd_repos "$@" ;;
 commits) shift; cmd_commits "$@" ;;
 dataset) shift; cmd_dataset "$@" ;;
 *)
-	echo "usage: $0 rootfs [amd64|arm64|all] | repos DIR | dataset [OUT] | commits DIR" >&2
+	echo "usage: $0 rootfs [amd64|arm64|all] [py|js|all] | repos DIR | dataset [OUT] | commits DIR" >&2
 	exit 2
 	;;
 esac

@@ -38,7 +38,7 @@ BUILDKIT_ADDR=unix://$RUN_DIR/buildkitd.sock
 REGISTRY_ADDR=${SWEBUILD_REGISTRY_ADDR:-127.0.0.1:5000}
 REGISTRY_BIN=/usr/bin/docker-registry
 # Debian packages the stack and the fixture need on the host.
-PACKAGES=(runc docker-registry qemu-user-static binfmt-support debootstrap skopeo
+PACKAGES=(runc docker-registry qemu-user-static binfmt-support debootstrap mmdebstrap skopeo
 	git curl ca-certificates python3 python3-pytest python3-setuptools)
 
 log() { printf 'stack: %s\n' "$*" >&2; }

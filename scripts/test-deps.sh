@@ -2,14 +2,16 @@
 # scripts/test-deps.sh — tools only the tests need, beyond the stack:
 # Debian's chromium (the sizes HTML screenshot test), shellcheck (actionlint
 # runs it on workflow scripts), jq and bc (scripts/bench-build.sh), iproute2
-# (publish's private-address test makes a network namespace with ip(8)) and
+# (publish's private-address test makes a network namespace with ip(8)), nodejs
+# (the fixture's JavaScript project: scripts/fixture.sh dataset makes its
+# labels by running its tests, internal/stacktest re-checks them) and
 # actionlint (a Go module, cached). The registry tests need no htpasswd: their
 # bcrypt entries are made in Go.
 # Idempotent; needs root for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=()
-for p in chromium shellcheck jq bc iproute2; do
+for p in chromium shellcheck jq bc iproute2 nodejs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || pkgs+=("$p")
 done
 if [ "${#pkgs[@]}" -gt 0 ]; then

@@ -115,6 +115,10 @@ func TestLoadExtraErrors(t *testing.T) {
 		{"unknown field", `{` + good + `, "specs": {}, "extra": 1}`, "unknown field"},
 		{"unsafe x86_only id", `{` + good + `, "specs": {}, "x86_only": ["ok-1", "../etc"]}`, "x86_only[1]: instance id"},
 		{"no clone", `{"profile": {"name": "p", "base_dockerfile": "x", "env_dockerfile": "x", "instance_dockerfile": "x", "activate": ["x"]}, "specs": {}}`, "profile.clone_url: missing"},
+		{"no activate", `{"profile": {"name": "p", "base_dockerfile": "x", "env_dockerfile": "x", "instance_dockerfile": "x", "clone_url": "x"}, "specs": {}}`, "profile.activate: missing"},
+		{"no clone in a listed profile", `{` + good + `, "specs": {}, "profiles": [{` + good + `, "specs": {}}, {"profile": {"name": "q", "base_dockerfile": "x", "env_dockerfile": "x", "instance_dockerfile": "x", "activate": []}, "specs": {}}]}`, "profiles[1].profile.clone_url: missing"},
+		{"repo in two profiles", `{` + good + `, "specs": {"a/b": {"1": {"test_cmd": "x"}}}, "profiles": [{` + good + `, "specs": {"a/b": {"1": {"test_cmd": "y"}}}}]}`, `profiles[0].specs.a/b: repo is already in profile "p"`},
+		{"neither profile nor profiles", `{"x86_only": []}`, "profile.name: missing"},
 	} {
 		p := filepath.Join(dir, tc.name+".json")
 		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
@@ -148,5 +152,54 @@ func TestLoadExtraX86OnlyAndParser(t *testing.T) {
 	}
 	if got := tables.LogParser("django/django"); got != "" {
 		t.Errorf("LogParser(django/django) = %q, want none (upstream's map decides)", got)
+	}
+}
+
+// A specs file may hold several profiles (one per language): each repo gets
+// its own profile's templates, key language and log parser.
+func TestLoadExtraProfiles(t *testing.T) {
+	dir := t.TempDir()
+	body := `{
+  "profile": {"name": "py", "language": "fixture", "log_parser": "parse_log_pytest", "base_dockerfile": "FROM scratch", "env_dockerfile": "FROM {base_image_key}", "instance_dockerfile": "FROM {env_image_name}", "activate": ["source /opt/testbed/bin/activate"], "env_create": ["python3 -m venv /opt/testbed"], "clone_url": "/m/{name}.git"},
+  "specs": {"a/py": {"1.0": {"test_cmd": "pytest"}}},
+  "profiles": [{
+    "profile": {"name": "js", "language": "js", "log_parser": "parse_log_tap", "base_dockerfile": "FROM scratch", "env_dockerfile": "FROM {base_image_key}", "instance_dockerfile": "FROM {env_image_name}", "activate": [], "clone_url": "/m/{name}.git"},
+    "specs": {"a/js": {"1.0": {"test_cmd": "node --test --test-reporter=tap"}}}
+  }]
+}`
+	p := filepath.Join(dir, "specs.json")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.LoadExtra(p); err != nil {
+		t.Fatal(err)
+	}
+	r := &Renderer{Tables: tables}
+	for _, tc := range []struct{ repo, parser, lang, env, evalTest string }{
+		{"a/py", "parse_log_pytest", "fixture", "#!/bin/bash\nset -euxo pipefail\npython3 -m venv /opt/testbed\nsource /opt/testbed/bin/activate\n", "\npytest t/test_x.js\n"},
+		{"a/js", "parse_log_tap", "js", "#!/bin/bash\nset -euxo pipefail\n", "\nnode --test --test-reporter=tap t/test_x.js\n"},
+	} {
+		if got := tables.LogParser(tc.repo); got != tc.parser {
+			t.Errorf("LogParser(%s) = %q, want %q", tc.repo, got, tc.parser)
+		}
+		inst := &dataset.Instance{Repo: tc.repo, InstanceID: "x__y-1", Version: "1.0", BaseCommit: "0123456789abcdef0123456789abcdef01234567",
+			TestPatch: "diff --git a/t/test_x.js b/t/test_x.js\n--- a/t/test_x.js\n+++ b/t/test_x.js\n@@ -1 +1 @@\n-a\n+b\n"}
+		res, err := r.Render(context.Background(), inst, core.ARM64)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.repo, err)
+		}
+		if res.BaseKey != "sweb.base."+tc.lang+".arm64:latest" || !strings.HasPrefix(res.EnvKey, "sweb.env."+tc.lang+".arm64.") {
+			t.Errorf("%s: keys %s %s", tc.repo, res.BaseKey, res.EnvKey)
+		}
+		if res.SetupEnv != tc.env {
+			t.Errorf("%s: setup_env.sh:\n%s", tc.repo, res.SetupEnv)
+		}
+		if !strings.Contains(res.Eval, tc.evalTest) {
+			t.Errorf("%s: eval.sh lacks %q:\n%s", tc.repo, tc.evalTest, res.Eval)
+		}
 	}
 }

@@ -41,17 +41,27 @@ type Profile struct {
 	specs     map[string]Spec
 }
 
-// ExtraSpecs is the --specs file format.
+// ExtraSpecs is the --specs file format: one profile with its repos, and/or a
+// list of them (one per language, say), plus the x86-only instance ids.
 type ExtraSpecs struct {
 	Profile Profile                    `json:"profile"`
 	Specs   map[string]map[string]Spec `json:"specs"`
+	// Profiles are further profiles, each with its own repos.
+	Profiles []ProfileSpecs `json:"profiles,omitempty"`
 	// X86Only lists instance ids that never get an arm64 image, like
 	// upstream's USE_X86 list.
 	X86Only []string `json:"x86_only,omitempty"`
 }
 
-// LoadExtra reads a --specs file and registers its repos with its profile.
-// Repos already in the upstream table are refused (no silent shadowing).
+// ProfileSpecs is one profile and the repos it renders.
+type ProfileSpecs struct {
+	Profile Profile                    `json:"profile"`
+	Specs   map[string]map[string]Spec `json:"specs"`
+}
+
+// LoadExtra reads a --specs file and registers its repos with their profiles.
+// Repos already in the upstream table, or named by two profiles, are refused
+// (no silent shadowing).
 func (t *Tables) LoadExtra(path string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -63,50 +73,75 @@ func (t *Tables) LoadExtra(path string) error {
 	if err := dec.Decode(&x); err != nil {
 		return fmt.Errorf("%s: decoding specs file: %w", path, err)
 	}
-	p := x.Profile
-	switch {
-	case p.Name == "":
-		return fmt.Errorf("%s: profile.name: missing", path)
-	case p.BaseDockerfile == "":
-		return fmt.Errorf("%s: profile.base_dockerfile: missing", path)
-	case p.EnvDockerfile == "":
-		return fmt.Errorf("%s: profile.env_dockerfile: missing", path)
-	case p.InstanceDockerfile == "":
-		return fmt.Errorf("%s: profile.instance_dockerfile: missing", path)
-	case p.CloneURL == "":
-		return fmt.Errorf("%s: profile.clone_url: missing", path)
-	case len(p.Activate) == 0:
-		return fmt.Errorf("%s: profile.activate: missing", path)
+	groups := x.Profiles
+	where := make([]string, len(groups))
+	for i := range groups {
+		where[i] = fmt.Sprintf("profiles[%d].", i)
 	}
-	if p.Language == "" {
-		p.Language = "py"
+	if x.Profile.Name != "" || len(x.Profiles) == 0 || x.Specs != nil {
+		groups = append([]ProfileSpecs{{Profile: x.Profile, Specs: x.Specs}}, groups...)
+		where = append([]string{""}, where...)
 	}
 	if t.Profiles == nil {
 		t.Profiles = map[string]*Profile{}
 	}
-	repos := make([]string, 0, len(x.Specs))
-	for repo := range x.Specs {
-		repos = append(repos, repo)
-	}
-	sort.Strings(repos)
-	for _, repo := range repos {
-		if _, ok := t.RepoToExt[repo]; ok {
-			return fmt.Errorf("%s: specs.%s: repo is already in the upstream table", path, repo)
+	for i, g := range groups {
+		if err := t.addProfile(g, path, where[i]); err != nil {
+			return err
 		}
-		for v, s := range x.Specs[repo] {
-			if s.TestCmd == "" {
-				return fmt.Errorf("%s: specs.%s.%s.test_cmd: missing", path, repo, v)
-			}
-		}
-		t.Profiles[repo] = &Profile{}
-		*t.Profiles[repo] = p
-		t.Profiles[repo].specs = x.Specs[repo]
 	}
 	for i, id := range x.X86Only {
 		if msg := dataset.CheckID(id); msg != "" {
 			return fmt.Errorf("%s: x86_only[%d]: instance id %s", path, i, msg)
 		}
 		t.OverridePlatforms(id, []core.Platform{core.AMD64})
+	}
+	return nil
+}
+
+// addProfile checks one profile and registers its repos; where prefixes the
+// field names in errors ("" or "profiles[N].").
+func (t *Tables) addProfile(g ProfileSpecs, path, where string) error {
+	p := g.Profile
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("%s: %sprofile.name: missing", path, where)
+	case p.BaseDockerfile == "":
+		return fmt.Errorf("%s: %sprofile.base_dockerfile: missing", path, where)
+	case p.EnvDockerfile == "":
+		return fmt.Errorf("%s: %sprofile.env_dockerfile: missing", path, where)
+	case p.InstanceDockerfile == "":
+		return fmt.Errorf("%s: %sprofile.instance_dockerfile: missing", path, where)
+	case p.CloneURL == "":
+		return fmt.Errorf("%s: %sprofile.clone_url: missing", path, where)
+	case p.Activate == nil:
+		// An explicit [] says there is no environment to activate (as for
+		// upstream's non-Python specs); a missing field is a mistake.
+		return fmt.Errorf("%s: %sprofile.activate: missing (write [] when there is nothing to activate)", path, where)
+	}
+	if p.Language == "" {
+		p.Language = "py"
+	}
+	repos := make([]string, 0, len(g.Specs))
+	for repo := range g.Specs {
+		repos = append(repos, repo)
+	}
+	sort.Strings(repos)
+	for _, repo := range repos {
+		if _, ok := t.RepoToExt[repo]; ok {
+			return fmt.Errorf("%s: %sspecs.%s: repo is already in the upstream table", path, where, repo)
+		}
+		if q, ok := t.Profiles[repo]; ok {
+			return fmt.Errorf("%s: %sspecs.%s: repo is already in profile %q", path, where, repo, q.Name)
+		}
+		for v, s := range g.Specs[repo] {
+			if s.TestCmd == "" {
+				return fmt.Errorf("%s: %sspecs.%s.%s.test_cmd: missing", path, where, repo, v)
+			}
+		}
+		t.Profiles[repo] = &Profile{}
+		*t.Profiles[repo] = p
+		t.Profiles[repo].specs = g.Specs[repo]
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
@@ -68,6 +69,23 @@ func newFixtureStack(t testing.TB) fixtureStack {
 		root: root, dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
 		specs: filepath.Join(root, "testdata", "fixture", "specs.json"), rootfs: rootfs, ctxDir: ctxDir, reg: st.Registry,
 	}
+}
+
+// parser is the log parser the fixture's spec profiles name for repo.
+func (f fixtureStack) parser(t testing.TB, repo string) string {
+	t.Helper()
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.LoadExtra(f.specs); err != nil {
+		t.Fatal(err)
+	}
+	p := tables.LogParser(repo)
+	if p == "" {
+		t.Fatalf("the fixture profiles name no log parser for %s", repo)
+	}
+	return p
 }
 
 func (f fixtureStack) build(t testing.TB, ctx context.Context, datasetPath, push, md string, extra ...string) (string, error) {
@@ -143,8 +161,10 @@ func brokenDataset(t testing.TB, src string) string {
 // TestVerifyFixture is the end-to-end check on the offline fixture built for
 // amd64 and arm64: every gold patch resolves on both platforms, the control
 // run resolves none, each report.json is what grading the saved
-// test_output.txt gives, broken gold patches are regressions against that
-// baseline, and build --verify --push does not push them.
+// test_output.txt with the parser its spec profile names gives (pytest for
+// the Python projects, TAP for the JavaScript one), broken gold patches are
+// regressions against that baseline, and build --verify --push does not push
+// them.
 func TestVerifyFixture(t *testing.T) {
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
@@ -161,7 +181,7 @@ func TestVerifyFixture(t *testing.T) {
 	base := filepath.Join(tmp, "baseline.json")
 	var stdout, stderr bytes.Buffer
 	err := runVerify(ctx, []string{"--gold", "--control", "--dataset", f.dataset, "--specs", f.specs, "--metadata-file", md,
-		"--log-parser", "parse_log_pytest", "--run-dir", runDir, "--summary", base, "--timeout", "10m"}, &stdout, &stderr)
+		"--run-dir", runDir, "--summary", base, "--timeout", "10m"}, &stdout, &stderr)
 	t.Logf("verify --gold --control:\n%s\n%s", stdout.String(), tail(stderr.String(), 4000))
 	if err != nil {
 		t.Fatalf("verify --gold --control: %v", err)
@@ -203,7 +223,7 @@ func TestVerifyFixture(t *testing.T) {
 				t.Fatal(err)
 			}
 			patch := insts[r.InstanceID].Patch
-			rep, err := grading.Grade(insts[r.InstanceID], string(log), &patch, grading.GradeOptions{Parser: "parse_log_pytest"})
+			rep, err := grading.Grade(insts[r.InstanceID], string(log), &patch, grading.GradeOptions{Parser: f.parser(t, insts[r.InstanceID].Repo)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +310,7 @@ func TestVerifyFixture(t *testing.T) {
 	// broken instances.
 	md2 := filepath.Join(tmp, "metadata-verify.jsonl")
 	pubRepo := f.reg + "/swebuild-test/verify-gate-pub"
-	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--log-parser", "parse_log_pytest", "--platform", "linux/amd64",
+	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--platform", "linux/amd64",
 		"--publish", pubRepo, "--ledger", filepath.Join(tmp, "ledger.jsonl"))
 	if err == nil {
 		t.Fatal("build --verify with broken gold patches succeeded")
@@ -320,7 +340,7 @@ func TestVerifyFixture(t *testing.T) {
 			t.Errorf("%s has a broken gold patch but was pushed", id)
 		}
 	}
-	for _, id := range []string{"fixture__calc-2", "fixture__textutil-2", "fixture__textutil-3"} {
+	for _, id := range []string{"fixture__calc-2", "fixture__textutil-2", "fixture__textutil-3", "fixture__semver-1", "fixture__semver-2"} {
 		if !pushed[id] {
 			t.Errorf("%s passed verification but was not pushed", id)
 		}
@@ -328,7 +348,8 @@ func TestVerifyFixture(t *testing.T) {
 	// --publish: per-arch image and multi-arch index for each verified
 	// instance, nothing for the broken ones.
 	namer := manifests.Namer{Repo: pubRepo}
-	for id, want := range map[string]bool{"fixture__calc-1": false, "fixture__textutil-1": false, "fixture__calc-2": true, "fixture__textutil-2": true, "fixture__textutil-3": true} {
+	for id, want := range map[string]bool{"fixture__calc-1": false, "fixture__textutil-1": false, "fixture__calc-2": true, "fixture__textutil-2": true, "fixture__textutil-3": true,
+		"fixture__semver-1": true, "fixture__semver-2": true} {
 		for _, repo := range []string{namer.ArchRepo("x86_64", id), namer.IndexRepo(id)} {
 			if got := manifestExists(t, repo+":latest"); got != want {
 				t.Errorf("build --publish: %s:latest present = %v, want %v", repo, got, want)

@@ -135,6 +135,22 @@ func TestDatasetShape(t *testing.T) {
 	if len(projects) < 2 {
 		t.Errorf("dataset covers %d projects, want at least 2", len(projects))
 	}
+	// One project is not Python: its labels come from another runner's log
+	// (labels_from), with at least two instances.
+	other := map[string]int{}
+	for _, r := range recs {
+		if projectLabelsFrom(t, r.Repo) != nil {
+			other[r.Repo]++
+		}
+	}
+	if len(other) == 0 {
+		t.Errorf("no project with labels from a non-pytest runner (labels_from)")
+	}
+	for repo, n := range other {
+		if n < 2 {
+			t.Errorf("%s has %d instances, want at least 2", repo, n)
+		}
+	}
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {
@@ -223,15 +239,111 @@ func runPytest(t *testing.T, py, dir string, files []string) map[string]string {
 	return st
 }
 
+// tapLine is upstream parse_log_tap's rule, applied to a stripped line.
+var tapLine = regexp.MustCompile(`^(ok|not ok) (\d+) (.+)$`)
+
+// tapStatuses reads a TAP log the way upstream's parse_log_tap does: on each
+// stripped line "ok N NAME" is PASSED, "not ok N NAME" FAILED, the name being
+// everything after the number (for node:test that includes its "- ").
+func tapStatuses(log string) map[string]string {
+	st := map[string]string{}
+	for _, line := range strings.Split(log, "\n") {
+		if m := tapLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			st[m[3]] = map[string]string{"ok": "PASSED", "not ok": "FAILED"}[m[1]]
+		}
+	}
+	return st
+}
+
+func TestTapStatuses(t *testing.T) {
+	tests := []struct {
+		name, log string
+		want      map[string]string
+	}{
+		{"node:test", "TAP version 13\n# Subtest: compare returns 0\nok 1 - compare returns 0\n  ---\n  duration_ms: 0.5\n  ...\n1..1",
+			map[string]string{"- compare returns 0": "PASSED"}},
+		{"nested and failed", "    not ok 2 - sort orders numerically\n      ---\n      failureType: 'testCodeFailure'",
+			map[string]string{"- sort orders numerically": "FAILED"}},
+		{"mocha style, no dash", "ok 1 supports gzip\nnot ok 2 supports deflate",
+			map[string]string{"supports gzip": "PASSED", "supports deflate": "FAILED"}},
+		{"plan and comments ignored", "1..3\n# pass 2\n# fail 1\nok\nnot ok", map[string]string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tapStatuses(tc.log); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// labelsFrom is a project's instances.json "labels_from": the test command
+// whose TAP log scripts/fixture.sh dataset made the labels from (nil for
+// projects whose labels are listed and run with pytest).
+type labelsFrom struct {
+	Command []string `json:"command"`
+	Log     string   `json:"log"`
+}
+
+func projectLabelsFrom(t *testing.T, repo string) *labelsFrom {
+	t.Helper()
+	path := filepath.Join(FixtureDir(t), "projects", Project(repo), "instances.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		LabelsFrom *labelsFrom `json:"labels_from"`
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return spec.LabelsFrom
+}
+
+// runTap runs the project's TAP test command on each test file of the patch
+// with the host's node. The runner's entry for a whole file (named by the
+// file's path) is not a test.
+func runTap(t *testing.T, node string, lf *labelsFrom, dir string, files []string) map[string]string {
+	t.Helper()
+	if lf.Log != "tap" || len(lf.Command) == 0 || lf.Command[0] != "node" {
+		t.Fatalf("labels_from %+v: want a node command with a TAP log", lf)
+	}
+	st := map[string]string{}
+	for _, f := range files {
+		cmd := exec.Command(node, append(append([]string{}, lf.Command[1:]...), f)...)
+		cmd.Dir = dir
+		out, _ := cmd.Output() // node exits 1 when tests fail; the statuses say what happened
+		got := tapStatuses(string(out))
+		delete(got, "- "+filepath.Join(dir, f))
+		delete(got, "- "+f)
+		if len(got) == 0 {
+			t.Fatalf("%s %s in %s reported no tests:\n%s", node, f, dir, out)
+		}
+		for k, v := range got {
+			st[k] = v
+		}
+	}
+	return st
+}
+
 // TestGoldPatchSatisfiesLabels checks every instance in a plain checkout of
 // its base commit: with the test patch alone FAIL_TO_PASS tests fail and
 // PASS_TO_PASS tests pass; with the gold patch too, all of them pass, and they
-// are exactly the tests pytest reports for the test patch's files.
+// are exactly the tests the runner reports for the test patch's files (pytest
+// with Debian's python3; for a project whose labels come from a TAP command,
+// that command with the host's node).
 func TestGoldPatchSatisfiesLabels(t *testing.T) {
-	py := Python(t)
 	repos := FixtureRepos(t)
 	for _, r := range loadDataset(t) {
 		t.Run(r.InstanceID, func(t *testing.T) {
+			run := func(dir string, files []string) map[string]string {
+				return runPytest(t, Python(t), dir, files)
+			}
+			if lf := projectLabelsFrom(t, r.Repo); lf != nil {
+				node := Node(t)
+				run = func(dir string, files []string) map[string]string { return runTap(t, node, lf, dir, files) }
+			}
 			f2p, p2p := labels(t, r)
 			dir := filepath.Join(t.TempDir(), "testbed")
 			if out, err := exec.Command("git", "clone", "-q", repos.Mirror(Project(r.Repo)), dir).CombinedOutput(); err != nil {
@@ -241,7 +353,7 @@ func TestGoldPatchSatisfiesLabels(t *testing.T) {
 			runGit(t, dir, r.TestPatch, "apply", "-v", "-")
 			files := testFiles(r.TestPatch)
 
-			before := runPytest(t, py, dir, files)
+			before := run(dir, files)
 			for _, name := range f2p {
 				if before[name] == "PASSED" {
 					t.Errorf("without the gold patch FAIL_TO_PASS %s passed", name)
@@ -254,7 +366,7 @@ func TestGoldPatchSatisfiesLabels(t *testing.T) {
 			}
 
 			runGit(t, dir, r.Patch, "apply", "-v", "-")
-			after := runPytest(t, py, dir, files)
+			after := run(dir, files)
 			var labelled []string
 			for _, name := range append(append([]string{}, f2p...), p2p...) {
 				labelled = append(labelled, name)
@@ -269,7 +381,7 @@ func TestGoldPatchSatisfiesLabels(t *testing.T) {
 			sort.Strings(labelled)
 			sort.Strings(reported)
 			if strings.Join(labelled, "\n") != strings.Join(reported, "\n") {
-				t.Errorf("labels do not cover the tests pytest ran:\nlabelled %v\nreported %v", labelled, reported)
+				t.Errorf("labels do not cover the tests the runner ran:\nlabelled %v\nreported %v", labelled, reported)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ const (
 	EnvRegistry     = "SWEBUILD_REGISTRY" // e.g. 127.0.0.1:5000
 	EnvCache        = "SWEBUILD_CACHE"    // default $HOME/.cache/swebuild
 	EnvPython       = "SWEBUILD_PYTHON"   // default /usr/bin/python3 (Debian's, with python3-pytest)
+	EnvNode         = "SWEBUILD_NODE"     // default node on PATH (Debian's nodejs, 18 or later)
 	EnvCI           = "CI"
 )
 
@@ -75,16 +76,30 @@ func CacheDir() (string, error) {
 	return filepath.Join(home, ".cache", "swebuild"), nil
 }
 
-// RootfsArches are the architectures scripts/fixture.sh rootfs builds, as
-// Docker TARGETARCH names.
-var rootfsArches = []string{"amd64", "arm64"}
+// rootfsArches are the architectures scripts/fixture.sh rootfs builds, as
+// Docker TARGETARCH names, and rootfsFlavours its flavours (one per fixture
+// profile language).
+var (
+	rootfsArches   = []string{"amd64", "arm64"}
+	rootfsFlavours = []string{"py", "js"}
+)
 
-// RootfsTarName is the file name of the rootfs tarball for a TARGETARCH.
-func RootfsTarName(arch string) string { return "rootfs-" + arch + ".tar" }
+// RootfsTarName is the file name of the Python flavour's rootfs tarball (bash,
+// git, python3 with pytest) for a TARGETARCH.
+func RootfsTarName(arch string) string { return RootfsFlavourTarName("py", arch) }
 
-// Rootfs returns the directory holding rootfs-amd64.tar and rootfs-arm64.tar
-// (made by scripts/fixture.sh rootfs). When a tarball is missing the test is
-// skipped, or fails if CI is set.
+// RootfsFlavourTarName is the file name of the rootfs tarball of a flavour
+// ("py", "js") for a TARGETARCH, as scripts/fixture.sh names it.
+func RootfsFlavourTarName(flavour, arch string) string {
+	if flavour == "py" {
+		return "rootfs-" + arch + ".tar"
+	}
+	return "rootfs-" + flavour + "-" + arch + ".tar"
+}
+
+// Rootfs returns the directory holding the rootfs tarballs of every flavour
+// and arch (made by scripts/fixture.sh rootfs). When a tarball is missing the
+// test is skipped, or fails if CI is set.
 func Rootfs(t testing.TB) string {
 	t.Helper()
 	cache, err := CacheDir()
@@ -92,10 +107,13 @@ func Rootfs(t testing.TB) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(cache, "rootfs")
-	for _, arch := range rootfsArches {
-		p := filepath.Join(dir, RootfsTarName(arch))
-		if _, err := os.Stat(p); err != nil {
-			missing(t, "fixture rootfs %s: %v (build it with scripts/fixture.sh rootfs)", p, err)
+	for _, flavour := range rootfsFlavours {
+		for _, arch := range rootfsArches {
+			p := filepath.Join(dir, RootfsFlavourTarName(flavour, arch))
+			if _, err := os.Stat(p); err != nil {
+				missing(t, "fixture rootfs %s: %v (build it with scripts/fixture.sh rootfs)", p, err)
+				return dir
+			}
 		}
 	}
 	return dir
@@ -204,4 +222,26 @@ func Python(t testing.TB) string {
 		missing(t, "%s cannot import pytest (apt-get install python3-pytest): %v: %s", py, err, out)
 	}
 	return py
+}
+
+// Node returns the Node.js interpreter for host-side checks of the fixture's
+// JavaScript project: $SWEBUILD_NODE or node on PATH. It must run node:test
+// with the TAP reporter (Node 18.15 or later; Debian 12 has 18.20). Skips
+// (fails under CI) when there is none.
+func Node(t testing.TB) string {
+	t.Helper()
+	node := os.Getenv(EnvNode)
+	if node == "" {
+		p, err := exec.LookPath("node")
+		if err != nil {
+			missing(t, "node not found (apt-get install nodejs, or set %s): %v", EnvNode, err)
+			return ""
+		}
+		node = p
+	}
+	out, err := exec.Command(node, "--test-reporter=tap", "-e", "require('node:test')").CombinedOutput()
+	if err != nil {
+		missing(t, "%s cannot run node:test with the TAP reporter (want Node.js 18.15 or later): %v: %s", node, err, out)
+	}
+	return node
 }
