@@ -5,11 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Annotation keys written on indexes and their child descriptors.
@@ -24,7 +27,7 @@ const (
 
 // Child is one per-platform image manifest an index lists.
 type Child struct {
-	Platform  string          // "linux/amd64" or "linux/arm64"
+	Platform  core.Platform   // linux/amd64 or linux/arm64
 	Digest    string          // manifest digest, sha256:...
 	Size      int64           // manifest size in bytes
 	MediaType types.MediaType // manifest media type
@@ -57,12 +60,10 @@ func (i *Index) MediaType() (types.MediaType, error) { return types.OCIImageInde
 func ContentTagForChildren(children []Child) string {
 	keys := make([]string, 0, len(children))
 	for _, c := range children {
-		keys = append(keys, c.Platform+"="+c.SpecKey)
+		keys = append(keys, c.Platform.String()+"="+c.SpecKey)
 	}
 	return ContentTag(keys...)
 }
-
-var platformOrder = map[string]int{"linux/amd64": 0, "linux/arm64": 1}
 
 // BuildIndex assembles the index for one instance. Children are ordered
 // amd64 then arm64; the bytes are deterministic for the same input. It
@@ -73,9 +74,9 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 		return nil, fmt.Errorf("building index: empty instance id")
 	}
 	cs := append([]Child(nil), children...)
-	seen := map[string]bool{}
+	seen := map[core.Platform]bool{}
 	for _, c := range cs {
-		if _, ok := platformOrder[c.Platform]; !ok {
+		if !c.Platform.Valid() {
 			return nil, fmt.Errorf("building index for %s: unsupported platform %q", info.InstanceID, c.Platform)
 		}
 		if seen[c.Platform] {
@@ -89,10 +90,12 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 			return nil, fmt.Errorf("building index for %s: %s manifest size %d", info.InstanceID, c.Platform, c.Size)
 		}
 	}
-	if !seen["linux/amd64"] {
+	if !seen[core.AMD64] {
 		return nil, fmt.Errorf("building index for %s: no linux/amd64 image", info.InstanceID)
 	}
-	sort.Slice(cs, func(i, j int) bool { return platformOrder[cs[i].Platform] < platformOrder[cs[j].Platform] })
+	sort.Slice(cs, func(i, j int) bool {
+		return slices.Index(core.AllPlatforms(), cs[i].Platform) < slices.Index(core.AllPlatforms(), cs[j].Platform)
+	})
 
 	specKey := info.SpecKey
 	if specKey == "" {
@@ -112,7 +115,7 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 		Annotations:   ann,
 	}
 	for _, c := range cs {
-		os, arch, _ := strings.Cut(c.Platform, "/")
+		op := c.Platform.OCI()
 		h, _ := v1.NewHash(c.Digest)
 		mt := c.MediaType
 		if mt == "" {
@@ -122,7 +125,7 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 			MediaType: mt,
 			Size:      c.Size,
 			Digest:    h,
-			Platform:  &v1.Platform{OS: os, Architecture: arch},
+			Platform:  &v1.Platform{OS: op.OS, Architecture: op.Architecture},
 		}
 		if c.SpecKey != "" {
 			d.Annotations = map[string]string{AnnotationSpecKey: c.SpecKey}

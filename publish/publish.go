@@ -322,7 +322,7 @@ func (p *publisher) admit(im core.Image) error {
 // image publishes one per-arch image; skipped reports that it was already
 // there (by the ledger, or by one HEAD of its content tag).
 func (p *publisher) image(ctx context.Context, id string, im core.Image) (published, bool, error) {
-	pub := published{child: manifests.Child{Platform: string(im.Platform), Digest: im.Digest.String(), SpecKey: im.SpecKey}}
+	pub := published{child: manifests.Child{Platform: im.Platform, Digest: im.Digest.String(), SpecKey: im.SpecKey}}
 	if err := p.admit(im); err != nil {
 		return pub, false, err
 	}
@@ -668,11 +668,7 @@ func (p *publisher) index(ctx context.Context, id string, imgs []core.Image, pub
 // digest, unless it is there already.
 func (p *publisher) copyChild(ctx context.Context, id string, repo name.Repository, pb published) error {
 	ch := pb.child
-	plat, err := core.ParsePlatform(ch.Platform)
-	if err != nil {
-		return err
-	}
-	archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(plat.Arch(), id))
+	archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(ch.Platform.Arch(), id))
 	if err != nil {
 		return err
 	}
