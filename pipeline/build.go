@@ -66,14 +66,9 @@ type BuildResult struct {
 // publish failures) and the result says what was done.
 func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	out, log := writerOr(o.Out), writerOr(o.Log)
-	o.Inputs.Log = log
-	loaded, loadErr := Load(ctx, o.Inputs)
-	if loaded == nil {
-		return nil, loadErr
-	}
-	var problems []error
-	if loadErr != nil {
-		problems = append(problems, loadErr)
+	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
+	if err != nil {
+		return nil, err
 	}
 	res := &BuildResult{}
 	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)

@@ -117,6 +117,20 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	return l, nil
 }
 
+// loadKeepGoing is Load for a stage that goes on with the valid records:
+// invalid ones are the first problem, anything else is the error.
+func loadKeepGoing(ctx context.Context, in Inputs, log io.Writer) (*Loaded, []error, error) {
+	in.Log = log
+	loaded, err := Load(ctx, in)
+	if loaded == nil {
+		return nil, nil, err
+	}
+	if err != nil {
+		return loaded, []error{err}, nil
+	}
+	return loaded, nil, nil
+}
+
 // fetcher gives render the fetch client: like upstream, any final non-200
 // answer means "try the next candidate path".
 type fetcher struct{ c *fetch.Client }

@@ -77,14 +77,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 			return nil, fmt.Errorf("reading the baseline summary: %w", err)
 		}
 	}
-	o.Inputs.Log = log
-	loaded, loadErr := Load(ctx, o.Inputs)
-	if loaded == nil {
-		return nil, loadErr
-	}
-	var problems []error
-	if loadErr != nil {
-		problems = append(problems, loadErr)
+	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
+	if err != nil {
+		return nil, err
 	}
 	var preds map[string]verify.Prediction
 	if o.PredictionsFile != "" {
