@@ -9,6 +9,7 @@
 #   scripts/stack.sh env      print the exports the tests and swebuild read
 #   scripts/stack.sh build    only build/cache buildkitd and buildctl
 #   scripts/stack.sh packages only install the Debian packages
+#   scripts/stack.sh binfmt   install the packages and enable qemu-aarch64 binfmt
 #
 # Environment: SWEBUILD_CACHE (default ~/.cache/swebuild) holds the compiled
 # BuildKit binaries under bin/buildkit-<version>/; SWEBUILD_RUN (default
@@ -371,8 +372,9 @@ status) cmd_status ;;
 env) cmd_env ;;
 build) build_buildkit ;;
 packages) require_root; install_packages ;;
+binfmt) require_root; install_packages; enable_binfmt ;;
 *)
-	echo "usage: $0 up|down|status|env|build|packages" >&2
+	echo "usage: $0 up|down|status|env|build|packages|binfmt" >&2
 	exit 2
 	;;
 esac
