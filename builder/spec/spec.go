@@ -12,7 +12,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -252,14 +253,8 @@ func (t *Tables) Branch(repo, baseCommit string) string {
 	return t.Branches[repo][baseCommit]
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// sortedKeys are m's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Versions lists the versions known for repo (upstream table or a loaded
 // profile), sorted; ok=false for an unknown repo. It satisfies
