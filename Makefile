@@ -56,12 +56,12 @@ bench-build: build stack fixture test-deps
 	scripts/bench-build.sh
 
 # demo: the main job on the offline fixture (see scripts/demo.sh). On a first
-# run the compiles (buildkitd and swebuild side by side: CPU) go on while the rootfs
+# run the compiles (buildkitd, then swebuild: CPU) go on while the rootfs
 # tarballs are made (downloads and unpacking, which need only the packages
 # and binfmt): that saves the ~3.5 min of rootfs on the 2-core VM.
 demo:
 	scripts/stack.sh binfmt
-	@$(MAKE) --no-print-directory -j2 stack build & b=$$!; \
+	@$(MAKE) --no-print-directory stack build & b=$$!; \
 	scripts/fixture.sh rootfs all; f=$$?; \
 	wait $$b && exit $$f
 	scripts/demo.sh
