@@ -56,11 +56,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		return nil, fmt.Errorf("log parser %q: want one of %s", o.Parser, strings.Join(grading.ParserNames(), ", "))
 	}
 	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir}
-	want := make([]string, len(platforms))
-	for i, p := range platforms {
-		want[i] = p.String()
-	}
-	targets, errs := verify.Targets(ctx, l.Renderer, l.Instances, want, nil)
+	targets, errs := verify.Targets(ctx, l.Renderer, l.Instances, platforms, nil)
 	for _, e := range errs {
 		fmt.Fprintf(writerOr(o.Progress), "verify: %v\n", e)
 	}

@@ -93,11 +93,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := make([]string, len(o.Platforms))
-	for i, p := range o.Platforms {
-		want[i] = p.String()
-	}
-	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, want, imageFn)
+	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, o.Platforms, imageFn)
 	for _, e := range terrs {
 		fmt.Fprintf(log, "verify: %v\n", e)
 	}

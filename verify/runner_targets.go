@@ -53,10 +53,10 @@ func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
 // (tables decide them; only those in want, when want is not empty) and
 // names its image with images (nil: no image, for the builder hook). Bad
 // instances are returned as errors, the others as targets.
-func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, want []string, images ImageFunc) ([]Target, []error) {
+func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, want []core.Platform, images ImageFunc) ([]Target, []error) {
 	var out []Target
 	var errs []error
-	wanted := map[string]bool{}
+	wanted := map[core.Platform]bool{}
 	for _, p := range want {
 		wanted[p] = true
 	}
@@ -64,7 +64,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 		inst := insts[i]
 		for _, cp := range r.Tables.Platforms(&inst) {
 			p := cp.String()
-			if len(wanted) > 0 && !wanted[p] {
+			if len(wanted) > 0 && !wanted[cp] {
 				continue
 			}
 			res, err := r.Render(ctx, &inst, cp)
@@ -72,7 +72,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
 				continue
 			}
-			t := Target{Instance: inst, Platform: core.Platform(p), EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
+			t := Target{Instance: inst, Platform: cp, EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
 			if images != nil {
 				ref, err := images(inst.InstanceID, p)
 				if err != nil {
