@@ -4,11 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 const (
@@ -96,5 +100,46 @@ func TestContentTagForChildrenChangesWithAnySpecKey(t *testing.T) {
 	ta, tb, tc := ContentTagForChildren(a), ContentTagForChildren(b), ContentTagForChildren(c)
 	if ta == tb || ta == tc {
 		t.Errorf("tags collide: %s %s %s", ta, tb, tc)
+	}
+}
+
+// TestBuildIndexMatchesPublished rebuilds an index a real `make demo` run
+// pushed to the local registry (testdata/published-index.json, copied from
+// the registry's blob store; its name is its sha256) from the records it
+// was made of, and wants the same bytes: an index assembled again for the
+// same children must keep its digest, or every nightly re-run would push
+// every index again.
+func TestBuildIndexMatchesPublished(t *testing.T) {
+	raw, err := os.ReadFile("testdata/published-index.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "sha256:63bd06426a81c9450a822a34c5c06f82c69c18fb8cab3d9bec85927cd6129d12"
+	var m v1.IndexManifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	var children []Child
+	for _, d := range m.Manifests {
+		children = append(children, Child{
+			Platform:  core.Platform(d.Platform.OS + "/" + d.Platform.Architecture),
+			Digest:    d.Digest.String(),
+			Size:      d.Size,
+			MediaType: d.MediaType,
+			SpecKey:   d.Annotations[AnnotationSpecKey],
+		})
+	}
+	slices.Reverse(children) // BuildIndex orders them itself
+	info := IndexInfo{
+		InstanceID: m.Annotations[AnnotationInstanceID],
+		BaseCommit: m.Annotations[AnnotationBaseCommit],
+		Version:    m.Annotations[AnnotationVersion],
+	}
+	idx, err := BuildIndex(info, children)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.Digest != want || string(idx.Raw) != string(raw) {
+		t.Errorf("rebuilt index %s differs from the published %s:\n got %s\nwant %s", idx.Digest, want, idx.Raw, raw)
 	}
 }
