@@ -3,13 +3,14 @@ package manifests
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/swebuild/swebuild/core"
@@ -41,6 +42,20 @@ type IndexInfo struct {
 	SpecKey    string // instance-level spec key; empty: derived from children
 	Version    string // swebuild version
 }
+
+// appendable is a Child as a mutate.Appendable: BuildIndex appends children
+// by their descriptor alone (the manifests themselves are already in the
+// registry, copied there before the index goes up).
+type appendable struct{ c Child }
+
+func (a appendable) MediaType() (types.MediaType, error) {
+	if a.c.MediaType == "" {
+		return types.OCIManifestSchema1, nil
+	}
+	return a.c.MediaType, nil
+}
+func (a appendable) Digest() (v1.Hash, error) { return v1.NewHash(a.c.Digest) }
+func (a appendable) Size() (int64, error)     { return a.c.Size, nil }
 
 // Index is an assembled OCI image index: exact bytes, digest, media type.
 // It satisfies go-containerregistry's remote.Taggable.
@@ -109,30 +124,17 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 	if info.Version != "" {
 		ann[AnnotationVersion] = info.Version
 	}
-	idx := v1.IndexManifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIImageIndex,
-		Annotations:   ann,
-	}
+	adds := make([]mutate.IndexAddendum, 0, len(cs))
 	for _, c := range cs {
 		op := c.Platform.OCI()
-		h, _ := v1.NewHash(c.Digest)
-		mt := c.MediaType
-		if mt == "" {
-			mt = types.OCIManifestSchema1
-		}
-		d := v1.Descriptor{
-			MediaType: mt,
-			Size:      c.Size,
-			Digest:    h,
-			Platform:  &v1.Platform{OS: op.OS, Architecture: op.Architecture},
-		}
+		d := v1.Descriptor{Platform: &v1.Platform{OS: op.OS, Architecture: op.Architecture}}
 		if c.SpecKey != "" {
 			d.Annotations = map[string]string{AnnotationSpecKey: c.SpecKey}
 		}
-		idx.Manifests = append(idx.Manifests, d)
+		adds = append(adds, mutate.IndexAddendum{Add: appendable{c}, Descriptor: d})
 	}
-	raw, err := json.Marshal(idx)
+	idx := mutate.AppendManifests(empty.Index, adds...)
+	raw, err := mutate.Annotations(idx, ann).RawManifest()
 	if err != nil {
 		return nil, fmt.Errorf("encoding index for %s: %w", info.InstanceID, err)
 	}
