@@ -75,56 +75,7 @@ type scheduler struct {
 // skipped with the cause; the others go on. Results come back in the order of
 // s.nodes.
 func (s *scheduler) run(ctx context.Context) []Result {
-	n := len(s.nodes)
-	results := make([]Result, n)
-	index := make(map[string]int, n)
-	for i, node := range s.nodes {
-		results[i].Node = node
-		if j, dup := index[node.ID()]; dup {
-			if node.Kind == KindInstance && s.nodes[j].Kind == KindInstance && node.InstanceID != s.nodes[j].InstanceID {
-				continue // two instances, one image: instanceClaims fails both
-			}
-			results[i].Status = StatusFailed
-			results[i].Err = fmt.Errorf("node %s: listed twice", node.ID())
-			continue
-		}
-		index[node.ID()] = i
-	}
-	for i, err := range instanceClaims(s.nodes, results) {
-		results[i].Status, results[i].Err = StatusFailed, err
-	}
-
-	// Graph: pending[i] counts unfinished parents; children[i] lists nodes
-	// waiting on i.
-	pending := make([]int, n)
-	children := make([][]int, n)
-	finished := make([]bool, n)
-	for i, node := range s.nodes {
-		if results[i].Status != "" {
-			finished[i] = true
-			continue
-		}
-		if err := validateNode(node); err != nil {
-			results[i].Status, results[i].Err = StatusFailed, err
-			finished[i] = true
-			continue
-		}
-		for _, pk := range node.Parents {
-			if _, ok := givenRef(s.given, pk); ok {
-				continue
-			}
-			j, ok := index[pk+"@"+node.Platform.String()]
-			if !ok {
-				results[i].Status = StatusFailed
-				results[i].Err = fmt.Errorf("node %s: parent %s is not in the build graph for %s", node.ID(), pk, node.Platform)
-				finished[i] = true
-				break
-			}
-			children[j] = append(children[j], i)
-			pending[i]++
-		}
-	}
-
+	g := newGraph(s.nodes, s.given)
 	type done struct {
 		i   int
 		res Result
@@ -132,52 +83,14 @@ func (s *scheduler) run(ctx context.Context) []Result {
 	doneCh := make(chan done)
 	workers := max(s.workers, 1)
 	running := 0
-	var ready []int
-
-	// skip marks the unfinished descendants of i as skipped, naming root,
-	// the node that failed, and its error.
-	var skip func(i int, root string, cause error)
-	skip = func(i int, root string, cause error) {
-		for _, c := range children[i] {
-			if finished[c] {
-				continue
-			}
-			finished[c] = true
-			results[c].Status = StatusSkipped
-			results[c].Err = fmt.Errorf("dependency %s failed: %w", root, cause)
-			skip(c, root, cause)
-		}
-	}
-	release := func(i int) {
-		for _, c := range children[i] {
-			pending[c]--
-			if pending[c] == 0 && !finished[c] {
-				ready = append(ready, c)
-			}
-		}
-	}
-
-	for i := range s.nodes {
-		if results[i].Status == StatusFailed {
-			skip(i, s.nodes[i].ID(), results[i].Err)
-		}
-	}
-	for i := range s.nodes {
-		if !finished[i] && pending[i] == 0 {
-			ready = append(ready, i)
-		}
-	}
-
 	for {
-		for running < workers && len(ready) > 0 && ctx.Err() == nil {
-			i := ready[0]
-			ready = ready[1:]
-			if finished[i] {
-				continue
+		for running < workers && ctx.Err() == nil {
+			i, ok := g.next()
+			if !ok {
+				break
 			}
-			finished[i] = true
 			running++
-			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, index, i)}
+			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, g.index, i)}
 			go func() {
 				doneCh <- done{i, s.runOne(ctx, job)}
 			}()
@@ -187,27 +100,144 @@ func (s *scheduler) run(ctx context.Context) []Result {
 		}
 		d := <-doneCh
 		running--
-		results[d.i] = d.res
-		if d.res.Status == StatusDone {
-			release(d.i)
-		} else {
-			skip(d.i, s.nodes[d.i].ID(), d.res.Err)
-		}
+		g.finish(d.i, d.res)
 	}
+	g.neverReady(ctx)
+	return g.results
+}
 
-	// Whatever is left never became ready: a cycle, or the context ended.
-	for i := range s.nodes {
-		if results[i].Status != "" {
+// graph is the scheduler's view of the nodes: which are finished, how many
+// unfinished parents each waits on, and which are ready to start.
+type graph struct {
+	nodes    []*Node
+	index    map[string]int // node id -> position in nodes
+	results  []Result       // in the order of nodes; Status "" until finished
+	pending  []int          // unfinished parents of each node
+	children [][]int        // nodes waiting on each node
+	finished []bool
+	ready    []int
+}
+
+// newGraph indexes the nodes, fails those listed twice, claiming another
+// instance's image, invalid, or naming a parent that is neither in the
+// graph nor given, skips their descendants, and queues the nodes with no
+// parent to wait for.
+func newGraph(nodes []*Node, given map[string]string) *graph {
+	n := len(nodes)
+	g := &graph{
+		nodes: nodes, index: make(map[string]int, n), results: make([]Result, n),
+		pending: make([]int, n), children: make([][]int, n), finished: make([]bool, n),
+	}
+	for i, node := range nodes {
+		g.results[i].Node = node
+		if j, dup := g.index[node.ID()]; dup {
+			if node.Kind == KindInstance && nodes[j].Kind == KindInstance && node.InstanceID != nodes[j].InstanceID {
+				continue // two instances, one image: instanceClaims fails both
+			}
+			g.fail(i, fmt.Errorf("node %s: listed twice", node.ID()))
 			continue
 		}
-		results[i].Status = StatusSkipped
-		if err := ctx.Err(); err != nil {
-			results[i].Err = fmt.Errorf("node %s: not started: %w", s.nodes[i].ID(), err)
-		} else {
-			results[i].Err = fmt.Errorf("node %s: dependency cycle", s.nodes[i].ID())
+		g.index[node.ID()] = i
+	}
+	for i, err := range instanceClaims(nodes, g.results) {
+		g.fail(i, err)
+	}
+	for i, node := range nodes {
+		if g.finished[i] {
+			continue
+		}
+		if err := validateNode(node); err != nil {
+			g.fail(i, err)
+			continue
+		}
+		for _, pk := range node.Parents {
+			if _, ok := givenRef(given, pk); ok {
+				continue
+			}
+			j, ok := g.index[pk+"@"+node.Platform.String()]
+			if !ok {
+				g.fail(i, fmt.Errorf("node %s: parent %s is not in the build graph for %s", node.ID(), pk, node.Platform))
+				break
+			}
+			g.children[j] = append(g.children[j], i)
+			g.pending[i]++
 		}
 	}
-	return results
+	for i := range nodes {
+		if g.results[i].Status == StatusFailed {
+			g.skip(i, nodes[i].ID(), g.results[i].Err)
+		}
+	}
+	for i := range nodes {
+		if !g.finished[i] && g.pending[i] == 0 {
+			g.ready = append(g.ready, i)
+		}
+	}
+	return g
+}
+
+// fail marks node i failed before it started.
+func (g *graph) fail(i int, err error) {
+	g.results[i].Status, g.results[i].Err = StatusFailed, err
+	g.finished[i] = true
+}
+
+// next takes a ready node off the queue and marks it started.
+func (g *graph) next() (int, bool) {
+	for len(g.ready) > 0 {
+		i := g.ready[0]
+		g.ready = g.ready[1:]
+		if !g.finished[i] {
+			g.finished[i] = true
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// finish records node i's result: its children move towards ready when it
+// is done; they are skipped when it is not.
+func (g *graph) finish(i int, res Result) {
+	g.results[i] = res
+	if res.Status != StatusDone {
+		g.skip(i, g.nodes[i].ID(), res.Err)
+		return
+	}
+	for _, c := range g.children[i] {
+		g.pending[c]--
+		if g.pending[c] == 0 && !g.finished[c] {
+			g.ready = append(g.ready, c)
+		}
+	}
+}
+
+// skip marks the unfinished descendants of i as skipped, naming root, the
+// node that failed, and its error.
+func (g *graph) skip(i int, root string, cause error) {
+	for _, c := range g.children[i] {
+		if g.finished[c] {
+			continue
+		}
+		g.finished[c] = true
+		g.results[c].Status = StatusSkipped
+		g.results[c].Err = fmt.Errorf("dependency %s failed: %w", root, cause)
+		g.skip(c, root, cause)
+	}
+}
+
+// neverReady skips what never became ready: a cycle, or the context ended.
+func (g *graph) neverReady(ctx context.Context) {
+	for i := range g.nodes {
+		if g.results[i].Status != "" {
+			continue
+		}
+		g.results[i].Status = StatusSkipped
+		if err := ctx.Err(); err != nil {
+			g.results[i].Err = fmt.Errorf("node %s: not started: %w", g.nodes[i].ID(), err)
+		} else {
+			g.results[i].Err = fmt.Errorf("node %s: dependency cycle", g.nodes[i].ID())
+		}
+	}
 }
 
 // runOne opens the node's log and calls the solver.
