@@ -24,7 +24,7 @@ type Config struct {
 	// MaxGrowthPercent, when set, needs Against; see Report.GrowthExceeded.
 	MaxGrowthPercent *float64
 	// Policy says which platforms an instance has images for, for sets
-	// named by scheme over --dataset; nil means builder/spec's decision
+	// named by scheme over Dataset; nil means builder/spec's decision
 	// (x86-only instances have no arm64 image).
 	Policy PlatformPolicy
 	// Source answers registry requests; nil means NewRemote over a
@@ -36,31 +36,9 @@ type Config struct {
 // are in the report (see Report.Problems); the error is for bad
 // arguments, unreadable files and cancellation.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.Images == "" {
-		return nil, errors.New("--images is required")
-	}
-	if cfg.MaxGrowthPercent != nil && cfg.Against == "" {
-		return nil, errors.New("--max-growth needs --against")
-	}
-	if len(cfg.Platforms) == 0 {
-		cfg.Platforms = []string{"linux/amd64"}
-	}
-	for _, p := range cfg.Platforms {
-		if _, err := ArchName(p); err != nil {
-			return nil, fmt.Errorf("--platform: %w", err)
-		}
-	}
-	specA, err := ParseSet(cfg.Images)
+	sets, err := cfg.parse()
 	if err != nil {
-		return nil, fmt.Errorf("--images: %w", err)
-	}
-	var specB *SetSpec
-	if cfg.Against != "" {
-		s, err := ParseSet(cfg.Against)
-		if err != nil {
-			return nil, fmt.Errorf("--against: %w", err)
-		}
-		specB = &s
+		return nil, err
 	}
 	var instances []Instance
 	if cfg.Dataset != "" {
@@ -75,54 +53,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cfg.Policy = platformPolicy(tables, instances)
 		}
 	}
-	// Targets of file sets first: a scheme set without --dataset takes
-	// its (instance, platform) pairs from the other set's file.
-	var fileTargets []Target
-	load := func(s SetSpec) ([]Target, error) {
-		if s.Scheme != SchemeFile {
-			return nil, nil
-		}
-		ts, err := LoadImageFile(s.File)
-		if err != nil {
-			return nil, err
-		}
-		ts = filterTargets(ts, instances, cfg.Platforms, cfg.PlatformsGiven)
-		if fileTargets == nil {
-			fileTargets = ts
-		}
-		return ts, nil
-	}
-	tA, err := load(specA)
-	if err != nil {
+	if err := cfg.targets(sets, instances); err != nil {
 		return nil, err
-	}
-	var tB []Target
-	if specB != nil {
-		if tB, err = load(*specB); err != nil {
-			return nil, err
-		}
-	}
-	skipped := map[*SetSpec]int{}
-	expand := func(s *SetSpec, which string) ([]Target, error) {
-		switch {
-		case instances != nil:
-			ts, n := s.Targets(instances, cfg.Platforms, cfg.Policy)
-			skipped[s] = n
-			return ts, nil
-		case fileTargets != nil:
-			return s.targetsLike(fileTargets), nil
-		}
-		return nil, fmt.Errorf("%s %q names images by a naming scheme: give --dataset (instance ids) or a metadata file for the other set", which, s.Arg)
-	}
-	if specA.Scheme != SchemeFile {
-		if tA, err = expand(&specA, "--images"); err != nil {
-			return nil, err
-		}
-	}
-	if specB != nil && specB.Scheme != SchemeFile {
-		if tB, err = expand(specB, "--against"); err != nil {
-			return nil, err
-		}
 	}
 	src := cfg.Source
 	if src == nil {
@@ -133,19 +65,91 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		src = NewRemote(c)
 	}
-	a, err := Measure(ctx, src, specA, tA, cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	a.PlatformSkipped = skipped[&specA]
-	var b *Set
-	if specB != nil {
-		if b, err = Measure(ctx, src, *specB, tB, cfg.Options); err != nil {
+	measured := make([]*Set, len(sets))
+	for i, st := range sets {
+		if measured[i], err = Measure(ctx, src, st.spec, st.targets, cfg.Options); err != nil {
 			return nil, err
 		}
-		b.PlatformSkipped = skipped[specB]
+		measured[i].PlatformSkipped = st.skipped
 	}
-	return NewReport(a, b, cfg.Uncompressed, cfg.MaxGrowthPercent), nil
+	var b *Set
+	if len(measured) > 1 {
+		b = measured[1]
+	}
+	return NewReport(measured[0], b, cfg.Uncompressed, cfg.MaxGrowthPercent), nil
+}
+
+// set is one image set of a run: the parsed spec, what it is called in
+// errors, and the images to measure.
+type set struct {
+	spec    SetSpec
+	role    string // "measured set" or "set compared against"
+	targets []Target
+	skipped int // (instance, platform) pairs the platform policy left out
+}
+
+// parse checks cfg and parses its sets: the images, then the set compared
+// against, when there is one. Platforms default to linux/amd64.
+func (cfg *Config) parse() ([]*set, error) {
+	if cfg.Images == "" {
+		return nil, errors.New("no image set to measure")
+	}
+	if cfg.MaxGrowthPercent != nil && cfg.Against == "" {
+		return nil, errors.New("a growth limit needs a set to compare against")
+	}
+	if len(cfg.Platforms) == 0 {
+		cfg.Platforms = []string{"linux/amd64"}
+	}
+	for _, p := range cfg.Platforms {
+		if _, err := ArchName(p); err != nil {
+			return nil, fmt.Errorf("platform: %w", err)
+		}
+	}
+	var sets []*set
+	for _, s := range []struct{ arg, role string }{{cfg.Images, "measured set"}, {cfg.Against, "set compared against"}} {
+		if s.arg == "" {
+			continue
+		}
+		sp, err := ParseSet(s.arg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.role, err)
+		}
+		sets = append(sets, &set{spec: sp, role: s.role})
+	}
+	return sets, nil
+}
+
+// targets lists the images of each set. A set read from a file holds its
+// own (filtered to the dataset's instances and the platforms given); a set
+// named by scheme takes its (instance, platform) pairs from the dataset,
+// or, without one, from the first set read from a file.
+func (cfg *Config) targets(sets []*set, instances []Instance) error {
+	var fileTargets []Target
+	for _, st := range sets {
+		if st.spec.Scheme != SchemeFile {
+			continue
+		}
+		ts, err := LoadImageFile(st.spec.File)
+		if err != nil {
+			return err
+		}
+		st.targets = filterTargets(ts, instances, cfg.Platforms, cfg.PlatformsGiven)
+		if fileTargets == nil {
+			fileTargets = st.targets
+		}
+	}
+	for _, st := range sets {
+		switch {
+		case st.spec.Scheme == SchemeFile:
+		case instances != nil:
+			st.targets, st.skipped = st.spec.Targets(instances, cfg.Platforms, cfg.Policy)
+		case fileTargets != nil:
+			st.targets = st.spec.targetsLike(fileTargets)
+		default:
+			return fmt.Errorf("%s %q names images by a naming scheme: give a dataset (instance ids) or a metadata file for the other set", st.role, st.spec.Arg)
+		}
+	}
+	return nil
 }
 
 // targetsLike names, with this set's template, the same (instance,

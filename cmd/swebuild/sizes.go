@@ -60,6 +60,10 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return errUsage
 	}
+	if fs.Changed("max-growth") && cfg.Against == "" {
+		fmt.Fprintln(stderr, "swebuild sizes: --max-growth needs --against")
+		return errUsage
+	}
 	if !slices.Contains(sizes.Formats, format) {
 		fmt.Fprintf(stderr, "swebuild sizes: --format: unknown format %q (want one of %s)\n", format, strings.Join(sizes.Formats, ", "))
 		return errUsage
