@@ -3,20 +3,44 @@
 # without touching the machine's own stack or caches: a clone of this
 # repository, a private stack (its own BuildKit state, so nothing is cached;
 # its own registry on 127.0.0.1:5099), an empty SWEBUILD_CACHE (buildkitd is
-# compiled, the .debs downloaded) and an empty Go build cache. The Go module
-# cache is the machine's (a fresh machine also downloads the modules).
+# compiled, the .debs downloaded), an empty Go build cache and an empty Go
+# module cache (every module is downloaded from the Go proxy).
 #
-#   scripts/bench-first-demo.sh [WORKDIR]   (default /tmp/swebuild-first-demo; removed first)
+# --fresh-packages also purges the Debian packages the stack installs that a
+# fresh machine lacks (and apt's download cache), so the run installs them
+# again as a fresh machine does. It changes this machine: the packages come
+# back at the end of the run (the demo installs them), but the machine's own
+# stack must be started again (make stack).
+#
+#   scripts/bench-first-demo.sh [--fresh-packages] [WORKDIR]   (default /tmp/swebuild-first-demo; removed first)
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
+fresh_packages=false
+if [ "${1:-}" = --fresh-packages ]; then
+	fresh_packages=true
+	shift
+fi
 F=${1:-/tmp/swebuild-first-demo}
 rm -rf "$F" && mkdir -p "$F"
+if $fresh_packages; then
+	# What the stack installs beyond a fresh machine's packages (scripts/stack.sh PACKAGES).
+	"$repo/scripts/stack.sh" down >/dev/null 2>&1
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 purge -y -q --autoremove \
+		runc docker-registry qemu-user-static binfmt-support debootstrap mmdebstrap skopeo python3-pytest >"$F/purge.log" 2>&1 ||
+		{ echo "first-demo: purging the stack's packages failed, see $F/purge.log" >&2; exit 1; }
+	apt-get clean
+	echo "first-demo: purged the stack's packages and apt's cache"
+fi
 export SWEBUILD_CACHE=$F/cache SWEBUILD_RUN=$F/run SWEBUILD_STATE=$F/state SWEBUILD_REGISTRY_ADDR=127.0.0.1:5099
-export BUILDKIT_HOST=unix://$F/run/buildkitd.sock SWEBUILD_REGISTRY=127.0.0.1:5099 GOCACHE=$F/gocache
+export BUILDKIT_HOST=unix://$F/run/buildkitd.sock SWEBUILD_REGISTRY=127.0.0.1:5099 GOCACHE=$F/gocache GOMODCACHE=$F/gomodcache
 git clone -q "$repo" "$F/repo" && cd "$F/repo" || exit 1
 echo "first-demo: load $(cut -d' ' -f1-3 /proc/loadavg); log in $F/demo.log"
 start=$(date +%s)
-make demo >"$F/demo.log" 2>&1
+# Each log line starts with the seconds since the start (bash's printf
+# clock, no process per line), so the steps can be told apart afterwards.
+set -o pipefail
+make demo 2>&1 | while IFS= read -r line; do printf '%(%s)T %s\n' -1 "$line"; done |
+	awk -v s="$start" '{ t = $1; sub(/^[0-9]+ /, ""); printf "%4d %s\n", t - s, $0 }' >"$F/demo.log"
 rc=$?
 echo "first-demo: make demo rc=$rc, wall $(($(date +%s) - start)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -A6 'wall time per step' "$F/demo.log"
