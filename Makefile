@@ -12,15 +12,9 @@ export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
 .PHONY: build vet unit test e2e bench bench-build demo stack stack-down fixture test-deps nightly-local clean
 
-# swebuild is built with the flags scripts/stack.sh builds buildkitd with
-# (static, -trimpath, the same tags): the Go build cache then holds the
-# packages both link (BuildKit's client, gRPC, containerd, OpenTelemetry)
-# once, and on a first `make demo` swebuild compiles in 41 s after buildkitd
-# instead of 136 s (idle 2-core VM, empty build cache).
-GO_BUILD_FLAGS := -trimpath -tags "osusergo netgo static_build seccomp"
-
+# build: with the flags buildkitd is built with (scripts/go-build.sh says why).
 build:
-	CGO_ENABLED=0 $(GO) build $(GO_BUILD_FLAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/swebuild
+	scripts/go-build.sh "$(LDFLAGS)" -o $(BIN) ./cmd/swebuild
 
 vet:
 	$(GO) vet ./...

@@ -27,6 +27,7 @@
 # registered with the F flag).
 set -euo pipefail
 
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BUILDKIT_VERSION=v0.34.2
 BUILDKIT_MODULE=github.com/moby/buildkit
 CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -121,13 +122,10 @@ build_buildkit() {
 	# the module cache is not a VCS checkout.
 	(
 		cd "$dir"
-		export GOWORK=off CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false"
-		# One go build, one set of flags for both: buildctl then reuses
-		# buildkitd's packages (4 s instead of 28 s after it). The Makefile
-		# builds swebuild with the same flags (GO_BUILD_FLAGS), for the same
-		# reason.
-		go build -trimpath -ldflags "$ldflags" -tags "osusergo netgo static_build seccomp" \
-			-o "$tmp/" ./cmd/buildkitd ./cmd/buildctl
+		export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false"
+		# One go build for both, with swebuild's flags (scripts/go-build.sh):
+		# buildctl and swebuild then reuse buildkitd's compiled packages.
+		"$SCRIPT_DIR/go-build.sh" "$ldflags" -o "$tmp/" ./cmd/buildkitd ./cmd/buildctl
 	) >&2 || { rm -rf "$tmp"; die "building BuildKit failed"; }
 	mv "$tmp/buildkitd" "$tmp/buildctl" "$BIN_DIR/"
 	rmdir "$tmp"
