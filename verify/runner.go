@@ -458,7 +458,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	if engine == nil {
 		engine = r.Engine
 	}
-	t, mode, patch, skipApply := s.t, s.mode, s.patch, s.skipApply
+	t, mode, patch := s.t, s.mode, s.patch
 	inst := t.Instance
 	a := Attempt{Run: k}
 	fail := func(class, format string, args ...any) Attempt {
@@ -471,25 +471,19 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		return fail(FailureInfra, "%v", err)
 	}
 	a.Dir = dir
-	if err := os.MkdirAll(a.Dir, 0o755); err != nil {
-		return fail(FailureInfra, "creating %s: %v", a.Dir, err)
-	}
 	patchText := ""
 	if patch != nil {
 		patchText = *patch
 	}
-	if err := os.WriteFile(filepath.Join(a.Dir, "patch.diff"), []byte(patchText), 0o644); err != nil {
-		return fail(FailureInfra, "writing patch.diff: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(a.Dir, "eval.sh"), []byte(t.EvalScript), 0o644); err != nil {
-		return fail(FailureInfra, "writing eval.sh: %v", err)
+	if err := writeInputs(a.Dir, patchText, t.EvalScript); err != nil {
+		return fail(FailureInfra, "%v", err)
 	}
 	if mode == ModeGold && strings.TrimSpace(patchText) == "" {
 		return fail(FailureInfra, "the dataset record has no gold patch")
 	}
 	timeout := r.timeout()
 	job := Job{
-		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: skipApply,
+		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: s.skipApply,
 		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout, MaxOutput: r.MaxOutput,
 		Nonce: fmt.Sprintf("%s/%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, PathName(s.model), k, time.Now().UnixNano()),
 	}
@@ -513,10 +507,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	a.Leak = leak
 	graded := log
 	if out.TestRan {
-		graded = out.TestOutput
-		if out.TimedOut {
-			graded += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int64(timeout/time.Second))
-		}
+		graded = testOutput(out, timeout)
 		if err := os.WriteFile(filepath.Join(a.Dir, "test_output.txt"), []byte(graded), 0o644); err != nil {
 			return fail(FailureInfra, "writing test_output.txt: %v", err)
 		}
@@ -530,23 +521,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	if err := os.WriteFile(filepath.Join(a.Dir, "report.json"), rep.JSON(), 0o644); err != nil {
 		return fail(FailureInfra, "writing report.json: %v", err)
 	}
-	a.Resolved = rep.Resolved
-	a.Labels = map[string]string{}
-	if ts := rep.TestsStatus; ts != nil {
-		a.F2P = Counts{Passed: len(ts.FailToPass.Success), Total: len(inst.FailToPass)}
-		a.P2P = Counts{Passed: len(ts.PassToPass.Success), Total: len(inst.PassToPass)}
-		for _, b := range []grading.Bucket{ts.FailToPass, ts.PassToPass} {
-			for _, s := range b.Success {
-				a.Labels[s] = "pass"
-			}
-			for _, s := range b.Failure {
-				a.Labels[s] = "fail"
-			}
-		}
-	} else {
-		a.F2P = Counts{Total: len(inst.FailToPass)}
-		a.P2P = Counts{Total: len(inst.PassToPass)}
-	}
+	a.count(inst, rep)
 	var missing []string
 	if out.TestOutputOmitted > 0 {
 		a.Truncated = &Truncation{Size: out.TestOutputSize, Omitted: out.TestOutputOmitted}
@@ -554,6 +529,61 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 			return fail(FailureInfra, "%v", err)
 		}
 	}
+	a.classify(out, rep, missing, job.maxOutput())
+	return a
+}
+
+// writeInputs creates the run directory with the patch and eval script the
+// run was given.
+func writeInputs(dir, patch, evalScript string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "patch.diff"), []byte(patch), 0o644); err != nil {
+		return fmt.Errorf("writing patch.diff: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "eval.sh"), []byte(evalScript), 0o644); err != nil {
+		return fmt.Errorf("writing eval.sh: %w", err)
+	}
+	return nil
+}
+
+// testOutput is the test output as upstream grades it: with its timeout
+// line appended when the run timed out.
+func testOutput(out *RunOutput, timeout time.Duration) string {
+	if !out.TimedOut {
+		return out.TestOutput
+	}
+	return out.TestOutput + fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int64(timeout/time.Second))
+}
+
+// count records the report's verdict, the FAIL_TO_PASS and PASS_TO_PASS
+// counts and each labelled test's result.
+func (a *Attempt) count(inst dataset.Instance, rep grading.Report) {
+	a.Resolved = rep.Resolved
+	a.Labels = map[string]string{}
+	a.F2P = Counts{Total: len(inst.FailToPass)}
+	a.P2P = Counts{Total: len(inst.PassToPass)}
+	ts := rep.TestsStatus
+	if ts == nil {
+		return
+	}
+	a.F2P.Passed = len(ts.FailToPass.Success)
+	a.P2P.Passed = len(ts.PassToPass.Success)
+	for _, b := range []grading.Bucket{ts.FailToPass, ts.PassToPass} {
+		for _, s := range b.Success {
+			a.Labels[s] = "pass"
+		}
+		for _, s := range b.Failure {
+			a.Labels[s] = "fail"
+		}
+	}
+}
+
+// classify names why a graded run failed, if it did: the patch did not
+// apply, the tests timed out, the output kept lacks labelled tests, or the
+// tests did not resolve the instance.
+func (a *Attempt) classify(out *RunOutput, rep grading.Report, missing []string, maxOutput int64) {
 	switch {
 	case !out.Applied:
 		a.Failure = FailurePatch
@@ -565,11 +595,10 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		a.Resolved = false
 		a.Failure = FailureTruncated
 		a.Error = fmt.Sprintf("the test output was %d bytes, more than the %d-byte limit: %d were left out, and %d labelled test(s) have no result in the part kept (%s), so the run cannot be graded as upstream would grade the whole output",
-			out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted, len(missing), listSome(missing, 3))
+			out.TestOutputSize, maxOutput, out.TestOutputOmitted, len(missing), listSome(missing, 3))
 	case !rep.Resolved:
 		a.Failure = FailureTests
 	}
-	return a
 }
 
 // unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
