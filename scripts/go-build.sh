@@ -5,10 +5,13 @@
 # no DWARF (-dwarf=false for every package, -s -w for the link; stack traces
 # keep their file:line). With the same flags the Go build cache holds the
 # packages they share (BuildKit's client, gRPC, containerd, OpenTelemetry)
-# once. Measured on the idle 2-core VM, empty build cache:
+# once (scripts/stack.sh builds buildkitd and buildctl as tools of swebuild's
+# module, so their dependency versions are swebuild's too). Measured on the
+# idle 2-core VM, empty build cache:
 #   buildkitd + buildctl  254 s (two builds, buildctl without the tags, DWARF)
-#                      -> 222 s (one build, these flags; 429 CPU s)
-#   swebuild after them   127 s (cgo, DWARF) -> 39 s (these flags)
+#                      -> 222-233 s (one build, these flags; 429-450 CPU s)
+#   swebuild after them   127 s (cgo, DWARF; buildkitd built in its own module)
+#                      -> 39 s (these flags) -> 25 s (buildkitd a tool of this module)
 #
 #   scripts/go-build.sh LDFLAGS go-build-arguments...   e.g.
 #   scripts/go-build.sh "-X main.version=v1" -o bin/swebuild ./cmd/swebuild

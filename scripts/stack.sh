@@ -28,6 +28,7 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT_DIR=$(dirname "$SCRIPT_DIR")
 BUILDKIT_VERSION=v0.34.2
 BUILDKIT_MODULE=github.com/moby/buildkit
 CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -108,24 +109,23 @@ build_buildkit() {
 		return 0
 	fi
 	command -v go >/dev/null 2>&1 || die "go is required to build BuildKit $BUILDKIT_VERSION"
-	local json dir tmp ldflags
-	json=$(cd / && GOWORK=off GOFLAGS= go mod download -json "$BUILDKIT_MODULE@$BUILDKIT_VERSION") ||
-		die "go mod download $BUILDKIT_MODULE@$BUILDKIT_VERSION failed"
-	dir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' | head -n1)
-	[ -n "$dir" ] && [ -f "$dir/go.mod" ] || die "no module directory in: $json"
-	mkdir -p "$BIN_DIR"
+	# buildkitd and buildctl are tools of swebuild's module (go.mod's tool
+	# block): the daemon is the BuildKit version swebuild's client library
+	# is, and they are compiled with the same dependency versions and flags
+	# (scripts/go-build.sh), so the packages they share with swebuild are
+	# compiled once (swebuild then compiles in 25 s instead of 39 s).
+	local want tmp ldflags
+	want=$(cd "$ROOT_DIR" && GOWORK=off go list -m -f '{{.Version}}' "$BUILDKIT_MODULE") ||
+		die "reading the $BUILDKIT_MODULE version from $ROOT_DIR/go.mod failed"
+	[ "$want" = "$BUILDKIT_VERSION" ] ||
+		die "go.mod requires $BUILDKIT_MODULE $want but this script runs $BUILDKIT_VERSION: change both"
 	tmp=$(mktemp -d "$BIN_DIR/.build.XXXXXX")
 	ldflags="-X $BUILDKIT_MODULE/version.Version=$BUILDKIT_VERSION -X $BUILDKIT_MODULE/version.Package=$BUILDKIT_MODULE"
-	log "building buildkitd and buildctl $BUILDKIT_VERSION in $dir (a few minutes cold)"
-	# The module cache copy is read-only; -mod=mod lets go resolve the module's
-	# own go.mod/go.sum without trying to write a vendor dir. -buildvcs=false:
-	# the module cache is not a VCS checkout.
+	log "building buildkitd and buildctl $BUILDKIT_VERSION (a few minutes cold)"
 	(
-		cd "$dir"
-		export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false"
-		# One go build for both, with swebuild's flags (scripts/go-build.sh):
-		# buildctl and swebuild then reuse buildkitd's compiled packages.
-		"$SCRIPT_DIR/go-build.sh" "$ldflags" -o "$tmp/" ./cmd/buildkitd ./cmd/buildctl
+		cd "$ROOT_DIR"
+		export GOWORK=off
+		"$SCRIPT_DIR/go-build.sh" "$ldflags" -o "$tmp/" "$BUILDKIT_MODULE/cmd/buildkitd" "$BUILDKIT_MODULE/cmd/buildctl"
 	) >&2 || { rm -rf "$tmp"; die "building BuildKit failed"; }
 	mv "$tmp/buildkitd" "$tmp/buildctl" "$BIN_DIR/"
 	rmdir "$tmp"
