@@ -40,7 +40,7 @@ start=$(date +%s)
 # clock, no process per line), so the steps can be told apart afterwards.
 set -o pipefail
 make demo 2>&1 | while IFS= read -r line; do printf '%(%s)T %s\n' -1 "$line"; done |
-	awk -v s="$start" '{ t = $1; sub(/^[0-9]+ /, ""); printf "%4d %s\n", t - s, $0 }' >"$F/demo.log"
+	awk -v s="$start" '{ t = $1; sub(/^[0-9]+ /, ""); printf "%4d %s\n", t - s, $0; fflush() }' >"$F/demo.log"
 rc=$?
 echo "first-demo: make demo rc=$rc, wall $(($(date +%s) - start)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -A6 'wall time per step' "$F/demo.log"
