@@ -37,10 +37,13 @@ git clone -q "$repo" "$F/repo" && cd "$F/repo" || exit 1
 echo "first-demo: load $(cut -d' ' -f1-3 /proc/loadavg); log in $F/demo.log"
 start=$(date +%s)
 # Each log line starts with the seconds since the start (bash's printf
-# clock, no process per line), so the steps can be told apart afterwards.
+# clock, no process per line), written as it comes so a running bench can be
+# followed.
 set -o pipefail
-make demo 2>&1 | while IFS= read -r line; do printf '%(%s)T %s\n' -1 "$line"; done |
-	awk -v s="$start" '{ t = $1; sub(/^[0-9]+ /, ""); printf "%4d %s\n", t - s, $0; fflush() }' >"$F/demo.log"
+make demo 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
+	printf -v now '%(%s)T' -1
+	printf '%4d %s\n' $((now - start)) "$line"
+done >"$F/demo.log"
 rc=$?
 echo "first-demo: make demo rc=$rc, wall $(($(date +%s) - start)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -A6 'wall time per step' "$F/demo.log"
