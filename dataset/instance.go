@@ -45,6 +45,18 @@ type Instance struct {
 	// it. Upstream's JavaScript eval.sh downloads its "test_patch" entries.
 	ImageAssets string `json:"image_assets,omitempty"`
 
+	// The v5 fields (upstream SWE-bench v5 datasets carry them in every
+	// record): the record's own eval script (v5 runs it, with the test
+	// command's exit status recorded after the end marker), the name of the
+	// log parser v5 grades with (PARSER_REGISTRY[log_parser], no lookup by
+	// repo), the eval type ("pass_and_fail" or "fail_only") and the image
+	// the record names (e.g. "swebench/sweb.eval.x86_64.<id>:latest").
+	// Empty when the record has none (v4.1.0-era datasets).
+	EvalScript string `json:"eval_script,omitempty"`
+	LogParser  string `json:"log_parser,omitempty"`
+	EvalType   string `json:"eval_type,omitempty"`
+	Image      string `json:"image,omitempty"`
+
 	// Source locates the record for error messages: "file:line" (JSONL,
 	// JSON array element) or "file:row N" (parquet, N counted from 0 as
 	// pandas and the HuggingFace viewer show it).

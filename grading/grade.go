@@ -29,7 +29,27 @@ type GradeOptions struct {
 	// repository's (e.g. "parse_log_pytest" for a profile's repositories,
 	// which upstream's map does not list); "" means MAP_REPO_TO_PARSER.
 	Parser string
+	// Rules chooses upstream's grading rules: RulesV5 (swebench 5.0.2:
+	// exit status, suite ran, infra labels, ...) or RulesV41 (v4.1.0,
+	// byte-identical to its report.json). "" means RulesV5 for a record
+	// that carries log_parser and RulesV41 otherwise.
+	Rules Rules
+	// ExitCode is the test command's exit status as the runner observed it
+	// from outside the container (verify's wrapper), nil when unknown. With
+	// RulesV5 it is used instead of the first ">>>>> Test Exit Code: N"
+	// line of the log, which the code under test can print itself; the
+	// report says when the two disagree.
+	ExitCode *int
 }
+
+// Rules names a version of upstream's grading rules.
+type Rules string
+
+// The grading rules swebuild implements.
+const (
+	RulesV41 Rules = "v4.1"
+	RulesV5  Rules = "v5"
+)
 
 // LogResult is upstream's get_logs_eval result with the reason behind it.
 type LogResult struct {
