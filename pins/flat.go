@@ -330,10 +330,10 @@ var pnpmRe = regexp.MustCompile(`(https://github\.com/pnpm/pnpm/releases/downloa
 
 func flatPnpmRule() FlatRule {
 	return FlatRule{
-		ID:     IDFlatPnpm,
-		Match:  "RUN lines (and RUN heredoc lines) downloading https://github.com/pnpm/pnpm/releases/download/<version>/pnpm-linux-x64 (the 102 Multimodal dev flat files; 3 task-repo dev tasks)",
-		Change: "the asset name becomes pnpm-linux-arm64 (same release)",
-		Reason: "pnpm-linux-x64 is an x86-64 executable; pnpm publishes pnpm-linux-arm64 in every release since 6.x (same as " + IDPnpmArm64 + ")",
+		ID:       IDFlatPnpm,
+		Match:    "RUN lines (and RUN heredoc lines) downloading https://github.com/pnpm/pnpm/releases/download/<version>/pnpm-linux-x64 (the 102 Multimodal dev flat files; 3 task-repo dev tasks)",
+		Change:   "the asset name becomes pnpm-linux-arm64 (same release)",
+		Reason:   "pnpm-linux-x64 is an x86-64 executable; pnpm publishes pnpm-linux-arm64 in every release since 6.x (same as " + IDPnpmArm64 + ")",
 		Evidence: "the evidence of " + IDPnpmArm64 + " (pnpm/pnpm#3830; release asset v9.5.0/pnpm-linux-arm64)",
 		find: func(d *flatDoc) ([]lineEdit, string) {
 			return replaceInRuns(d, "pnpm-linux-x64", pnpmRe, "${1}pnpm-linux-arm64${2}"), ""
