@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
@@ -407,25 +408,53 @@ func flatChromeTestingRule() FlatRule {
 			"https://github.com/GoogleChromeLabs/chrome-for-testing/issues/1 (Linux ARM64 support); https://github.com/cypress-io/cypress-docker-images/pull/1584 " +
 			"(CfT Linux/arm64 for 153 and above only); the task repo's Dockerfile comment on the pin (tasks/*/Dockerfile)",
 		find: func(d *flatDoc) ([]lineEdit, string) {
-			var versions []string
+			var none, later []string
 			seen := map[string]bool{}
 			for _, n := range d.instructions("run") {
 				from, to := d.span(n)
 				for i := from; i < to; i++ {
 					for _, m := range cftRe.FindAllStringSubmatch(d.lines[i], -1) {
-						if !seen[m[1]] {
-							seen[m[1]] = true
-							versions = append(versions, fmt.Sprintf("%s (line %d)", m[1], i+1))
+						if seen[m[1]] {
+							continue
+						}
+						seen[m[1]] = true
+						v := fmt.Sprintf("%s (line %d)", m[1], i+1)
+						if versionLess(m[1], ChromeForTestingArm64Since) {
+							none = append(none, v)
+						} else {
+							later = append(later, v)
 						}
 					}
 				}
 			}
-			if len(versions) == 0 {
-				return nil, ""
+			var why []string
+			if len(none) > 0 {
+				why = append(why, "Chrome for Testing linux64 "+strings.Join(none, ", ")+" has no linux-arm64 build")
 			}
-			return nil, "Chrome for Testing linux64 " + strings.Join(versions, ", ") + " has no linux-arm64 build"
+			if len(later) > 0 {
+				why = append(why, "Chrome for Testing linux64 "+strings.Join(later, ", ")+" has a linux-arm64 build, but no rule rewrites it yet")
+			}
+			return nil, strings.Join(why, "; ")
 		},
 	}
+}
+
+// versionLess compares dotted decimal versions ("151.0.7922.137").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
 }
 
 func flatOtherPlatformRule() FlatRule {

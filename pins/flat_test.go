@@ -389,7 +389,7 @@ func TestRewriteFlatArm64Cases(t *testing.T) {
 			want: "FROM ubuntu\nRUN <<EOF\nwget -qO p \"https://github.com/pnpm/pnpm/releases/download/v$V/pnpm-linux-x64\"\nEOF\n" /* replaced below */},
 		{name: "chrome for testing 153 left alone", in: "FROM ubuntu\nRUN wget https://storage.googleapis.com/chrome-for-testing-public/153.0.8010.36/linux64/chrome-linux64.zip\n",
 			want: "FROM ubuntu\nRUN wget https://storage.googleapis.com/chrome-for-testing-public/153.0.8010.36/linux64/chrome-linux64.zip\n",
-			x86:  IDFlatChromeTesting + ": Chrome for Testing linux64 153.0.8010.36 (line 2) has no linux-arm64 build"},
+			x86:  IDFlatChromeTesting + ": Chrome for Testing linux64 153.0.8010.36 (line 2) has a linux-arm64 build, but no rule rewrites it yet"},
 		{name: "mvnd in another form", in: "FROM maven\nRUN curl -o m.zip https://downloads.apache.org/maven/mvnd/1.0.2/maven-mvnd-1.0.2-linux-amd64.zip\n",
 			want: "FROM maven\nRUN curl -o m.zip https://downloads.apache.org/maven/mvnd/1.0.2/maven-mvnd-1.0.2-linux-amd64.zip\n",
 			x86:  IDFlatMvnd + ": line 2 downloads mvnd for linux-amd64 in a form this rule does not rewrite"},
