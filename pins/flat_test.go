@@ -103,6 +103,28 @@ func trimmedSet(s string) map[string]bool {
 	return m
 }
 
+// sameOutside reports whether orig without the removed lines and out
+// without the added lines are the same sequence: every other line is kept,
+// in order (the multiset diff alone would not see lines moved).
+func sameOutside(orig, out string, removed, added []string) bool {
+	strip := func(text string, drop []string) []string {
+		n := map[string]int{}
+		for _, l := range drop {
+			n[l]++
+		}
+		var kept []string
+		for _, l := range strings.Split(text, "\n") {
+			if n[l] > 0 {
+				n[l]--
+				continue
+			}
+			kept = append(kept, l)
+		}
+		return kept
+	}
+	return strings.Join(strip(orig, removed), "\n") == strings.Join(strip(out, added), "\n")
+}
+
 func flatRuleByID(t *testing.T, id string) FlatRule {
 	for _, r := range FlatRules() {
 		if r.ID == id {
@@ -189,6 +211,9 @@ func TestFlatRulesEachAlone(t *testing.T) {
 					t.Errorf("%s %s: removed %q added %q; want removed %q added %q", ref.source, ref.id, removed, added, wantRemoved, wantAdded)
 					continue
 				}
+				if !sameOutside(string(ref.body), string(res.Dockerfile), removed, added) {
+					t.Errorf("%s %s: lines other than the rule's changed or moved", ref.source, ref.id)
+				}
 				if changed := !bytes.Equal(res.Dockerfile, ref.body); changed != (len(res.Applied) == 1) {
 					t.Errorf("%s %s: changed=%v but Applied=%v", ref.source, ref.id, changed, res.Applied)
 				}
@@ -227,6 +252,9 @@ func TestFlatRulesEachAlone(t *testing.T) {
 			wantFiles++
 			if len(res.Applied) == 1 {
 				changedFiles++
+			}
+			if !sameOutside(string(ref.body), string(res.Dockerfile), removed, added) {
+				t.Errorf("%s %s: lines other than the rule's changed or moved", ref.source, ref.id)
 			}
 			rm := map[string]bool{}
 			for _, l := range removed {
