@@ -74,8 +74,9 @@ type Ref struct {
 	Name       string        `json:"name"`
 	Present    bool          `json:"present"`
 	Digest     string        `json:"digest,omitempty"`
-	// Problem says what is wrong: "missing", or for a present index what
-	// it lacks or holds at another digest; "" when all is well.
+	// Problem says what is wrong: "missing", the registry's refusal
+	// ("registry answered 401: ..."), or for a present index what it lacks
+	// or holds at another digest; "" when all is well.
 	Problem string `json:"problem,omitempty"`
 }
 
@@ -286,6 +287,8 @@ func Run(ctx context.Context, insts []dataset.Instance, o Options) (*Report, err
 				d, err := o.Client.Get(ctx, parsed)
 				switch {
 				case err != nil && isNotFound(err):
+				case err != nil && httpStatus(err) != 0:
+					ref.Problem = fmt.Sprintf("registry answered %d: %v", httpStatus(err), err)
 				case err != nil:
 					errs[i] = err
 				default:
@@ -298,6 +301,14 @@ func Run(ctx context.Context, insts []dataset.Instance, o Options) (*Report, err
 			}
 			d, err := o.Client.Head(ctx, parsed)
 			if err != nil {
+				// An HTTP answer (Docker Hub says 401 for a repository
+				// that does not exist) is this reference's gap; anything
+				// else (the registry unreachable after the client's
+				// retries) stops the check.
+				if st := httpStatus(err); st != 0 {
+					ref.Problem = fmt.Sprintf("registry answered %d: %v", st, err)
+					return
+				}
 				errs[i] = err
 				return
 			}
@@ -377,4 +388,14 @@ func indexProblem(body []byte, plats []core.Platform, archDigests []string) stri
 func isNotFound(err error) bool {
 	var terr *transport.Error
 	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
+
+// httpStatus is the registry's HTTP status in err, 0 when err is not a
+// registry answer.
+func httpStatus(err error) int {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		return terr.StatusCode
+	}
+	return 0
 }

@@ -377,3 +377,31 @@ func TestReroot(t *testing.T) {
 		t.Error("bad name: no error")
 	}
 }
+
+// TestCheckRefused: a registry that refuses (htpasswd auth, no
+// credentials given) makes every reference a gap naming the status, and
+// the check still reports instead of stopping.
+func TestCheckRefused(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{User: "u", Password: "p"})
+	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts := []dataset.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
+	both := func(*dataset.Instance) []core.Platform { return core.AllPlatforms() }
+	rep, err := Run(context.Background(), insts, Options{Repo: reg.Host + "/x", Platforms: both, Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	gaps := rep.Gaps()
+	if len(gaps) != 6 || rep.Err() == nil {
+		t.Fatalf("want 6 gaps:\n%s", out.String())
+	}
+	for _, g := range gaps {
+		if !strings.HasPrefix(g.Problem, "registry answered 401") {
+			t.Errorf("%s: %q", g.Name, g.Problem)
+		}
+	}
+}
