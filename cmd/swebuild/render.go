@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pipeline"
@@ -22,6 +23,7 @@ type genInputs struct {
 	instances []string
 	pins      string
 	specs     string
+	specsVer  string
 }
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
@@ -29,6 +31,7 @@ func (g *genInputs) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
+	fs.StringVar(&g.specsVer, "specs-version", spec.VersionV410, "upstream tables: 4.1.0 (SWE-bench v4.1.0) or final (their state at 2514c86: C libffi, Rust Cargo.lock pins, Java sequential tests, Python eval.sh rm -f of added test files)")
 }
 
 // inputs are the pipeline's inputs from the flags.
@@ -39,15 +42,19 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	if g.cacheDir == "" {
 		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
 	}
+	if g.specsVer != spec.VersionV410 && g.specsVer != spec.VersionFinal {
+		return pipeline.Inputs{}, fmt.Errorf("--specs-version %q: want %s or %s", g.specsVer, spec.VersionV410, spec.VersionFinal)
+	}
 	return pipeline.Inputs{
-		Dataset:   g.dataset,
-		Instances: g.instances,
-		Specs:     g.specs,
-		Pins:      g.pins,
-		CacheDir:  g.cacheDir,
-		Offline:   g.offline,
-		Hub:       pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
-		Log:       log,
+		Dataset:      g.dataset,
+		Instances:    g.instances,
+		Specs:        g.specs,
+		Pins:         g.pins,
+		SpecsVersion: g.specsVer,
+		CacheDir:     g.cacheDir,
+		Offline:      g.offline,
+		Hub:          pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
+		Log:          log,
 	}, nil
 }
 
