@@ -103,13 +103,13 @@ func parseArches(vals []string) ([]core.Platform, error) {
 // 0.206 s with the default GOGC -> 0.199 s (x1.07; CPU 0.333 -> 0.301 s,
 // peak RSS 47.5 -> 39.4 MiB); over Multilingual+Multimodal 0.182 -> 0.180 s
 // (x1.03; CPU x1.06, RSS 43.2 -> 38.5 MiB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*render.InstanceError) {
+func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {
 		defer debug.SetGCPercent(prev)
 	}
-	return r.WriteAll(ctx, insts, platforms, out, jobs)
+	return r.WriteAllLayout(ctx, insts, platforms, out, jobs, layout)
 }
 
 // runRender implements `swebuild render`.
@@ -122,13 +122,15 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		arches []string
 		out    string
 		jobs   int
+		layout string
 	)
 	g.register(fs)
 	fs.StringArrayVar(&arches, "arch", nil, "architecture: x86_64, arm64 or all (repeatable)")
-	fs.StringVarP(&out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json}")
+	fs.StringVarP(&out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json} (flat: {Dockerfile,eval.sh,meta.json})")
+	fs.StringVar(&layout, "layout", string(render.LayoutLayered), "layered (v4: base, env and instance Dockerfiles with their scripts) or flat (v5: one self-contained Dockerfile per instance and arch)")
 	fs.IntVarP(&jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] [--specs-version 4.1.0|final] [--layout layered|flat] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -152,6 +154,12 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errUsage
 	}
+	lay, err := render.ParseLayout(layout)
+	if err != nil {
+		fmt.Fprintf(stderr, "swebuild render: --layout: %v\n", err)
+		fs.Usage()
+		return errUsage
+	}
 	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
 		fmt.Fprintf(stderr, "swebuild render: %v\n", loadErr)
@@ -162,7 +170,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return loadErr
 	}
 	r, insts := loaded.Renderer, loaded.Instances
-	n, failed := writeAllLowGC(ctx, r, insts, archList, out, jobs)
+	n, failed := writeAllLowGC(ctx, r, insts, archList, out, jobs, lay)
 	for _, e := range failed {
 		fmt.Fprintf(stderr, "render: %v\n", e)
 	}
