@@ -40,13 +40,15 @@ func (r *Result) flat(imageAssets string, keepRepeatedBase bool) (string, error)
 	base = strings.ReplaceAll(base, "--platform=linux/x86_64", "--platform=linux/amd64")
 	base = strings.ReplaceAll(base, "ubuntu:22.04", "ubuntu:jammy")
 	parts := []string{base, ""}
+	env, envFlags := dropScriptLines(dropFrom(r.EnvDockerfile), FileSetupEnv)
 	if !r.EnvFromBase || keepRepeatedBase {
-		parts = append(parts, pyStrip(dropScriptLines(dropFrom(r.EnvDockerfile), FileSetupEnv)), "")
+		parts = append(parts, pyStrip(env), "")
 	}
+	inst, instFlags := dropScriptLines(dropFrom(r.InstanceDockerfile), FileSetupRepo)
 	parts = append(parts,
-		asHeredoc(r.SetupEnv), "",
-		pyStrip(dropScriptLines(dropFrom(r.InstanceDockerfile), FileSetupRepo)), "",
-		asHeredoc(r.SetupRepo), "",
+		asHeredocRun(envFlags, r.SetupEnv), "",
+		pyStrip(inst), "",
+		asHeredocRun(instFlags, r.SetupRepo), "",
 		assets, "",
 		"WORKDIR /testbed", "")
 	return strings.Join(parts, "\n"), nil
@@ -64,12 +66,16 @@ func heredocDelimiter(parts ...string) string {
 // asHeredoc is upstream's as_heredoc: RUN <<D, the script without trailing
 // whitespace, D; D from the unstripped script, rehashed with itself while
 // the script contains it.
-func asHeredoc(script string) string {
+func asHeredoc(script string) string { return asHeredocRun("", script) }
+
+// asHeredocRun is asHeredoc with RUN flags (e.g. "--mount=... ") before
+// the heredoc.
+func asHeredocRun(flags, script string) string {
 	d := heredocDelimiter(script)
 	for strings.Contains(script, d) {
 		d = heredocDelimiter(script, d)
 	}
-	return "RUN <<" + d + "\n" + pyRstrip(script) + "\n" + d + "\n"
+	return "RUN " + flags + "<<" + d + "\n" + pyRstrip(script) + "\n" + d + "\n"
 }
 
 // dropFrom removes the lines whose left-stripped text starts with "FROM ".
@@ -86,16 +92,28 @@ func dropFrom(dockerfile string) string {
 
 // dropScriptLines removes the lines that name script and match
 // `\s*(COPY|RUN)\b` (the COPY, sed, chmod and RUN of an inlined script).
-func dropScriptLines(dockerfile, script string) string {
+// flags are the leading --flags of the last dropped RUN, each followed by a
+// space (e.g. the fixture profile's --mount of the git mirror), which the
+// heredoc that replaces it needs too; upstream's templates have none.
+func dropScriptLines(dockerfile, script string) (_ string, flags string) {
 	lines := strings.Split(dockerfile, "\n")
 	out := lines[:0:0]
 	for _, l := range lines {
 		if strings.Contains(l, script) && copyOrRun(l) {
+			if rest, ok := strings.CutPrefix(pyLstrip(l), "RUN"); ok {
+				flags = ""
+				for _, f := range strings.Fields(rest) {
+					if !strings.HasPrefix(f, "--") {
+						break
+					}
+					flags += f + " "
+				}
+			}
 			continue
 		}
 		out = append(out, l)
 	}
-	return strings.Join(out, "\n")
+	return strings.Join(out, "\n"), flags
 }
 
 // copyOrRun is re.match(r"\s*(COPY|RUN)\b", line).
