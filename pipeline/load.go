@@ -28,6 +28,9 @@ type Inputs struct {
 	Specs string
 	// Pins names the pin set: "none" or "default".
 	Pins string
+	// SpecsVersion names the upstream tables: spec.VersionV410 ("4.1.0",
+	// also "") or spec.VersionFinal ("final", upstream 2514c86).
+	SpecsVersion string
 	// CacheDir holds downloads: hub datasets under hub/, requirements and
 	// environment files under http/ (required).
 	CacheDir string
@@ -73,7 +76,7 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	tables, err := spec.Load()
+	tables, err := spec.LoadVersion(in.SpecsVersion)
 	if err != nil {
 		return nil, err
 	}

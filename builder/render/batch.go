@@ -35,12 +35,60 @@ func (e *InstanceError) Error() string {
 
 func (e *InstanceError) Unwrap() error { return e.Err }
 
+// Layout is how WriteAllLayout writes each (instance, arch).
+type Layout string
+
+// Layouts.
+const (
+	// LayoutLayered: Dockerfile.base/env/instance, setup_env.sh,
+	// setup_repo.sh, eval.sh, meta.json (upstream v4's three images).
+	LayoutLayered Layout = "layered"
+	// LayoutFlat: one self-contained Dockerfile (v5's form, see
+	// Result.Flat), eval.sh, meta.json.
+	LayoutFlat Layout = "flat"
+)
+
+// ParseLayout accepts "layered" and "flat".
+func ParseLayout(s string) (Layout, error) {
+	switch l := Layout(s); l {
+	case LayoutLayered, LayoutFlat:
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown layout %q (want layered or flat)", s)
+}
+
+// FlatFiles are the flat layout's files of a result: Dockerfile (Flat),
+// eval.sh and meta.json.
+func (r *Result) FlatFiles(imageAssets string) ([]File, error) {
+	flat, err := r.Flat(imageAssets)
+	if err != nil {
+		return nil, err
+	}
+	files, err := r.Files()
+	if err != nil {
+		return nil, err
+	}
+	out := []File{{FileFlatDockerfile, flat}}
+	for _, f := range files {
+		if f.Name == FileEval || f.Name == FileMeta {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
 // WriteAll renders every instance for every platform and writes the files under
 // out/<instance_id>/<arch>/, jobs instances at a time (0: 4 per CPU, since
 // most of the time is spent in file system calls). It keeps going after
 // failures and returns how many (instance, arch) renders were written and the
 // failures in input order.
 func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*InstanceError) {
+	return r.WriteAllLayout(ctx, insts, platforms, out, jobs, LayoutLayered)
+}
+
+// WriteAllLayout is WriteAll in the given layout (out/<instance_id>/<arch>/
+// holds the layout's files).
+func (r *Renderer) WriteAllLayout(ctx context.Context, insts []dataset.Instance, platforms []core.Platform, out string, jobs int, layout Layout) (int, []*InstanceError) {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0) * 4
 	}
@@ -58,7 +106,7 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, platf
 			defer wg.Done()
 			n := 0
 			for i := range next {
-				k, err := r.writeInstance(ctx, &insts[i], platforms, out)
+				k, err := r.writeInstance(ctx, &insts[i], platforms, out, layout)
 				n += k
 				if err != nil {
 					errs[i] = &InstanceError{InstanceID: insts[i].InstanceID, Source: insts[i].Source, Err: err}
@@ -83,7 +131,7 @@ func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, platf
 	return written, failed
 }
 
-func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, platforms []core.Platform, out string) (int, error) {
+func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, platforms []core.Platform, out string, layout Layout) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -99,7 +147,12 @@ func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, pl
 		return 0, fmt.Errorf("creating %s: %w", idDir, err)
 	}
 	for i, res := range results {
-		files, err := res.Files()
+		var files []File
+		if layout == LayoutFlat {
+			files, err = res.FlatFiles(inst.ImageAssets)
+		} else {
+			files, err = res.Files()
+		}
 		if err != nil {
 			return i, err
 		}

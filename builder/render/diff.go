@@ -34,6 +34,22 @@ func modifiedFiles(patch string) ([]string, error) {
 	return out, nil
 }
 
+// newFiles ports get_new_files (upstream 2514c86): the target paths of the
+// files whose source is /dev/null, without a leading "b/", in patch order.
+func newFiles(patch string) ([]string, error) {
+	files, err := parsePatchSet(patch)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		if f.source == devNull {
+			out = append(out, strings.TrimPrefix(f.target, "b/"))
+		}
+	}
+	return out, nil
+}
+
 // lineReader yields lines split on "\n", each keeping its "\n" (like
 // iterating a Python StringIO).
 type lineReader struct {

@@ -137,7 +137,14 @@ func (r *Renderer) evalScriptList(rec *spec.Recipe, inst *dataset.Instance) ([]s
 	if err != nil {
 		return nil, err
 	}
-	reset := "git checkout " + inst.BaseCommit + " " + strings.Join(files, " ")
+	resets := []string{"git checkout " + inst.BaseCommit + " " + strings.Join(files, " ")}
+	if t.Version == spec.VersionFinal {
+		// #539 (f7bbbb2): check out only files that exist at the base
+		// commit, remove the ones the test patch adds.
+		if resets, err = resetCommandsFinal(inst.BaseCommit, files, inst.TestPatch); err != nil {
+			return nil, err
+		}
+	}
 	directives := testDirectives(inst.Repo, inst.TestPatch, t.NonTestExts)
 	n := len(s.TestCmd)
 	for _, d := range directives {
@@ -165,14 +172,32 @@ func (r *Renderer) evalScriptList(rec *spec.Recipe, inst *dataset.Instance) ([]s
 	if s.Install != nil {
 		cmds = append(cmds, *s.Install)
 	}
-	return append(cmds,
-		reset,
+	cmds = append(cmds, resets...)
+	cmds = append(cmds,
 		"git apply -v - <<'"+t.HeredocEval+"'\n"+inst.TestPatch+"\n"+t.HeredocEval,
 		": '"+t.StartTestOutput+"'",
 		tc.String(),
 		": '"+t.EndTestOutput+"'",
-		reset,
-	), nil
+	)
+	return append(cmds, resets...), nil
+}
+
+// resetCommandsFinal is the test-file reset of make_eval_script_list_py at
+// 2514c86: `git checkout <base> <modified>` when the patch modifies files,
+// `rm -f <added>` when it adds some (targets without "b/").
+func resetCommandsFinal(baseCommit string, modified []string, testPatch string) ([]string, error) {
+	added, err := newFiles(testPatch)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if len(modified) > 0 {
+		out = append(out, "git checkout "+baseCommit+" "+strings.Join(modified, " "))
+	}
+	if len(added) > 0 {
+		out = append(out, "rm -f "+strings.Join(added, " "))
+	}
+	return out, nil
 }
 
 // joinScript is "\n".join(["#!/bin/bash", header] + list) + "\n".

@@ -27,6 +27,22 @@ var repoSpecsFS embed.FS
 //go:embed data/envcache
 var envCache embed.FS
 
+//go:embed data/final/specs.json
+var finalSpecsJSON []byte
+
+//go:embed data/final/specs
+var finalRepoSpecsFS embed.FS
+
+// Table versions (--specs-version).
+const (
+	// VersionV410 is SWE-bench v4.1.0's tables and code (the default).
+	VersionV410 = "4.1.0"
+	// VersionFinal is the tables' final state at upstream 2514c86 (C libffi,
+	// Rust Cargo.lock pins, Java sequential tests) and the Python eval.sh of
+	// #539 (rm -f of the files a test patch adds).
+	VersionFinal = "final"
+)
+
 // Languages (upstream's MAP_REPO_TO_EXT values).
 const (
 	LangPython = "py"
@@ -125,6 +141,9 @@ type Tables struct {
 	RepoTestCmds       map[string]string `json:"repo_test_cmds"`
 	ReplaceReqPackages [][2]string       `json:"replace_req_packages"`
 
+	// Version is the table version loaded (VersionV410 or VersionFinal).
+	Version string `json:"-"`
+
 	// Profiles are extra, data-defined spec sets (see LoadExtra); a repo
 	// found here is rendered with its profile instead of upstream templates.
 	Profiles map[string]*Profile `json:"-"`
@@ -139,8 +158,12 @@ type Tables struct {
 	// BenchmarkSpecLoad; 1.7 ms with the Python repos alone), a dataset
 	// uses a few of them.
 	specsFS embed.FS
-	mu      sync.Mutex
-	repos   map[string]*repoSpecs
+	// overlayFS, when set, holds the repos whose specs differ from
+	// v4.1.0's (data/final/specs); a repo found there is read from it.
+	overlayFS  embed.FS
+	hasOverlay bool
+	mu         sync.Mutex
+	repos      map[string]*repoSpecs
 }
 
 // repoSpecs is one decoded repo of the tables.
@@ -165,7 +188,13 @@ func (t *Tables) repo(name string) (*repoSpecs, bool) {
 		return r, true
 	}
 	r := &repoSpecs{}
-	raw, err := t.specsFS.ReadFile("data/specs/" + strings.ReplaceAll(name, "/", "__") + ".json")
+	file := strings.ReplaceAll(name, "/", "__") + ".json"
+	raw, err := t.specsFS.ReadFile("data/specs/" + file)
+	if t.hasOverlay {
+		if b, oerr := t.overlayFS.ReadFile("data/final/specs/" + file); oerr == nil {
+			raw, err = b, nil
+		}
+	}
 	if err == nil {
 		err = json.Unmarshal(raw, &r.versions)
 	}
@@ -185,11 +214,26 @@ func (t *Tables) repo(name string) (*repoSpecs, bool) {
 func (t *Tables) Repos() []string { return sortedKeys(t.RepoToExt) }
 
 // Load decodes the embedded v4.1.0 tables. Each call returns a fresh value.
-func Load() (*Tables, error) {
+func Load() (*Tables, error) { return LoadVersion(VersionV410) }
+
+// LoadVersion decodes the embedded tables of one version (VersionV410 or
+// VersionFinal; "" is VersionV410). Each call returns a fresh value.
+func LoadVersion(version string) (*Tables, error) {
 	t := &Tables{specsFS: repoSpecsFS}
-	if err := json.Unmarshal(specsJSON, t); err != nil {
-		return nil, fmt.Errorf("decoding embedded spec tables: %w", err)
+	raw := specsJSON
+	switch version {
+	case VersionV410, "":
+		version = VersionV410
+	case VersionFinal:
+		raw = finalSpecsJSON
+		t.overlayFS, t.hasOverlay = finalRepoSpecsFS, true
+	default:
+		return nil, fmt.Errorf("unknown spec table version %q (want %s or %s)", version, VersionV410, VersionFinal)
 	}
+	if err := json.Unmarshal(raw, t); err != nil {
+		return nil, fmt.Errorf("decoding embedded %s spec tables: %w", version, err)
+	}
+	t.Version = version
 	t.platforms = newPlatformPolicy(t)
 	t.envCache = envCache
 	return t, nil
@@ -206,14 +250,14 @@ func (t *Tables) Lookup(repo, version string) (Spec, error) {
 	}
 	r, ok := t.repo(repo)
 	if !ok {
-		return Spec{}, fmt.Errorf("repo %q has no spec in SWE-bench v4.1.0", repo)
+		return Spec{}, fmt.Errorf("repo %q has no spec in the SWE-bench %s tables", repo, t.Version)
 	}
 	if r.err != nil {
 		return Spec{}, r.err
 	}
 	s, ok := r.versions[version]
 	if !ok {
-		return Spec{}, fmt.Errorf("repo %q: version %q not in the v4.1.0 spec table", repo, version)
+		return Spec{}, fmt.Errorf("repo %q: version %q not in the %s spec table", repo, version, t.Version)
 	}
 	return s, nil
 }

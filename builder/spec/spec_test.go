@@ -128,7 +128,8 @@ func TestLookupErrors(t *testing.T) {
 }
 
 // TestEmbeddedMatchesReference: the embedded tables equal a fresh
-// transcription of specs.json (go generate is up to date).
+// transcription of specs.json and upstream-v5/specs-final*.json (go generate
+// is up to date).
 func TestEmbeddedMatchesReference(t *testing.T) {
 	shared := spectest.SharedDir(t)
 	if _, err := os.Stat(filepath.Join(shared, "upstream-v4.1.0", "specs.json")); err != nil {
@@ -161,6 +162,25 @@ func TestEmbeddedMatchesReference(t *testing.T) {
 		if err != nil || string(a) != string(b) {
 			t.Errorf("data/specs/%s is stale or missing: run go generate ./builder/spec", e.Name())
 		}
+	}
+	// The final tables: specs.json and only the repos that differ from
+	// v4.1.0's (NOTES §4: gson, druid, lucene, tokio, axum).
+	for _, name := range []string{"specs.json", "specs/apache__druid.json", "specs/apache__lucene.json",
+		"specs/google__gson.json", "specs/tokio-rs__axum.json", "specs/tokio-rs__tokio.json"} {
+		a, err := os.ReadFile(filepath.Join(tmp, "final", name))
+		if err != nil {
+			t.Errorf("generated final/%s: %v", name, err)
+		}
+		b, err := os.ReadFile(filepath.Join("data", "final", name))
+		if err != nil || string(a) != string(b) {
+			t.Errorf("data/final/%s is stale or missing: run go generate ./builder/spec", name)
+		}
+	}
+	if gen, _ := os.ReadDir(filepath.Join(tmp, "final", "specs")); len(gen) != 5 {
+		t.Errorf("%d generated final repo files, want 5", len(gen))
+	}
+	if have, _ := os.ReadDir(filepath.Join("data", "final", "specs")); len(have) != 5 {
+		t.Errorf("%d final repo files in data/final/specs, want 5", len(have))
 	}
 	ents, _ := os.ReadDir(filepath.Join(tmp, "envcache"))
 	if len(ents) != 500 {
@@ -270,5 +290,55 @@ func TestEveryRepoDecodes(t *testing.T) {
 	}
 	if repos != 66 || versions != 689 || other != 389 {
 		t.Errorf("%d repos, %d repo-versions (%d non-Python); want 66, 689, 389", repos, versions, other)
+	}
+}
+
+// TestLoadVersion: the final tables differ from v4.1.0's where
+// upstream-v5/specs-changes.json says (a Rust Cargo.lock pin, Java's
+// sequential tests, the C base template) and nowhere else checked here;
+// an unknown version is an error naming the ones there are.
+func TestLoadVersion(t *testing.T) {
+	old, err := spec.LoadVersion("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := spec.LoadVersion(spec.VersionFinal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Version != spec.VersionV410 || final.Version != spec.VersionFinal {
+		t.Errorf("versions %q, %q", old.Version, final.Version)
+	}
+	for _, tc := range []struct {
+		repo, version string
+		field         func(spec.Spec) string
+		oldHas        string
+		finalHas      string
+	}{
+		{"tokio-rs/tokio", "6724", func(s spec.Spec) string { return strings.Join(s.PreInstall, "\n") }, "", "cat > Cargo.lock <<'EOF_CARGO_LOCK'"},
+		{"tokio-rs/tokio", "6724", func(s spec.Spec) string { return s.DockerSpecs.Repr() }, "'1.81'", "'1.83'"},
+		{"google/gson", "2158", func(s spec.Spec) string { return strings.Join(s.TestCmds, "\n") }, "mvnd test -B -T 1C", "mvnd test -B -pl"},
+		{"django/django", "3.0", func(s spec.Spec) string { return s.TestCmd }, "runtests.py", "runtests.py"},
+	} {
+		o, err := old.Lookup(tc.repo, tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := final.Lookup(tc.repo, tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tc.field(o); tc.oldHas != "" && !strings.Contains(got, tc.oldHas) || tc.oldHas == "" && got != "" {
+			t.Errorf("%s %s v4.1.0: %.80q, want %q", tc.repo, tc.version, got, tc.oldHas)
+		}
+		if got := tc.field(f); !strings.Contains(got, tc.finalHas) {
+			t.Errorf("%s %s final: %.80q, want %q", tc.repo, tc.version, got, tc.finalHas)
+		}
+	}
+	if !strings.Contains(final.BaseTemplates["c"], "libffi-dev") || strings.Contains(old.BaseTemplates["c"], "libffi-dev") {
+		t.Error("the C base template: libffi-dev should be in the final one only")
+	}
+	if _, err := spec.LoadVersion("5.0"); err == nil || !strings.Contains(err.Error(), "4.1.0 or final") {
+		t.Errorf("unknown version: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/builder/render/taskwrite"
+	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pipeline"
@@ -22,6 +25,7 @@ type genInputs struct {
 	instances []string
 	pins      string
 	specs     string
+	specsVer  string
 }
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
@@ -29,6 +33,7 @@ func (g *genInputs) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
+	fs.StringVar(&g.specsVer, "specs-version", spec.VersionV410, "upstream tables: 4.1.0 (SWE-bench v4.1.0) or final (their state at 2514c86: C libffi, Rust Cargo.lock pins, Java sequential tests, Python eval.sh rm -f of added test files)")
 }
 
 // inputs are the pipeline's inputs from the flags.
@@ -39,15 +44,19 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	if g.cacheDir == "" {
 		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
 	}
+	if g.specsVer != spec.VersionV410 && g.specsVer != spec.VersionFinal {
+		return pipeline.Inputs{}, fmt.Errorf("--specs-version %q: want %s or %s", g.specsVer, spec.VersionV410, spec.VersionFinal)
+	}
 	return pipeline.Inputs{
-		Dataset:   g.dataset,
-		Instances: g.instances,
-		Specs:     g.specs,
-		Pins:      g.pins,
-		CacheDir:  g.cacheDir,
-		Offline:   g.offline,
-		Hub:       pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
-		Log:       log,
+		Dataset:      g.dataset,
+		Instances:    g.instances,
+		Specs:        g.specs,
+		Pins:         g.pins,
+		SpecsVersion: g.specsVer,
+		CacheDir:     g.cacheDir,
+		Offline:      g.offline,
+		Hub:          pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
+		Log:          log,
 	}, nil
 }
 
@@ -96,13 +105,79 @@ func parseArches(vals []string) ([]core.Platform, error) {
 // 0.206 s with the default GOGC -> 0.199 s (x1.07; CPU 0.333 -> 0.301 s,
 // peak RSS 47.5 -> 39.4 MiB); over Multilingual+Multimodal 0.182 -> 0.180 s
 // (x1.03; CPU x1.06, RSS 43.2 -> 38.5 MiB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*render.InstanceError) {
+func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {
 		defer debug.SetGCPercent(prev)
 	}
-	return r.WriteAll(ctx, insts, platforms, out, jobs)
+	return r.WriteAllLayout(ctx, insts, platforms, out, jobs, layout)
+}
+
+// renderFlags are render's own flags.
+type renderFlags struct {
+	arches      []string
+	out         string
+	jobs        int
+	layout      string
+	taskRepo    string
+	taskDataset string
+	taskSplit   string
+}
+
+func (f *renderFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.arches, "arch", nil, "architecture: x86_64, arm64 or all (repeatable); with only --task-repo-out, default x86_64")
+	fs.StringVarP(&f.out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json} (flat: {Dockerfile,eval.sh,meta.json})")
+	fs.StringVar(&f.layout, "layout", string(render.LayoutLayered), "layered (v4: base, env and instance Dockerfiles with their scripts) or flat (v5: one self-contained Dockerfile per instance and arch)")
+	fs.StringVar(&f.taskRepo, "task-repo-out", "", "also write the dataset as an upstream v5 task repo into DIR: sweb.yaml, tasks/<id>/{task.yaml,tests.json,eval.sh,Dockerfile (flat),gold.patch,test.patch,problem_statement.md,hints.md}")
+	fs.StringVar(&f.taskDataset, "task-repo-dataset", "", "dataset name sweb.yaml publishes (default: the hub dataset's name)")
+	fs.StringVar(&f.taskSplit, "task-repo-split", "", "the tasks' split (default: the hub dataset's split, else test)")
+	fs.IntVarP(&f.jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
+}
+
+// check validates the flags: the platforms, the layout and what to write.
+func (f *renderFlags) check() ([]core.Platform, render.Layout, error) {
+	if f.out == "" && f.taskRepo == "" {
+		return nil, "", errors.New("--out or --task-repo-out is required")
+	}
+	if len(f.arches) == 0 && f.out == "" {
+		f.arches = []string{core.AMD64.Arch()}
+	}
+	archList, err := parseArches(f.arches)
+	if err != nil {
+		return nil, "", err
+	}
+	if f.taskRepo != "" && len(archList) != 1 {
+		return nil, "", errors.New("--task-repo-out writes one Dockerfile per task: give one --arch")
+	}
+	lay, err := render.ParseLayout(f.layout)
+	if err != nil {
+		return nil, "", fmt.Errorf("--layout: %w", err)
+	}
+	return archList, lay, nil
+}
+
+// writeTaskRepo writes loaded's instances as a task repo (taskwrite.Write).
+func (f *renderFlags) writeTaskRepo(ctx context.Context, loaded *pipeline.Loaded, p core.Platform, stdout, stderr io.Writer) error {
+	name, split := f.taskDataset, f.taskSplit
+	if src := loaded.Source; src.FromHub() {
+		name = cmp.Or(name, src.Name)
+		split = cmp.Or(split, src.Split)
+	}
+	if name == "" {
+		return fmt.Errorf("--task-repo-dataset is required for a dataset file (%s): %w", loaded.Source, errUsage)
+	}
+	n, failed := taskwrite.Write(ctx, loaded.Renderer, loaded.Instances, taskwrite.Options{
+		Out: f.taskRepo, Datasets: []string{name}, Split: cmp.Or(split, "test"), Platform: p,
+	})
+	for _, e := range failed {
+		fmt.Fprintf(stderr, "render: task repo: %v\n", e)
+	}
+	fmt.Fprintf(stdout, "wrote %d of %d tasks into the task repo %s\n", n, len(loaded.Instances), f.taskRepo)
+	if len(failed) > 0 {
+		return fmt.Errorf("%d task(s) failed", len(failed))
+	}
+	return nil
 }
 
 // runRender implements `swebuild render`.
@@ -111,17 +186,13 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	var (
-		g      genInputs
-		arches []string
-		out    string
-		jobs   int
+		g genInputs
+		f renderFlags
 	)
 	g.register(fs)
-	fs.StringArrayVar(&arches, "arch", nil, "architecture: x86_64, arm64 or all (repeatable)")
-	fs.StringVarP(&out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json}")
-	fs.IntVarP(&jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
+	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] [--specs-version 4.1.0|final] [--layout layered|flat] --out DIR [--task-repo-out DIR]\n\nWrite the Dockerfiles and scripts of each instance and arch, and optionally the dataset as a v5 task repo.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -134,14 +205,9 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errUsage
 	}
-	archList, err := parseArches(arches)
+	archList, lay, err := f.check()
 	if err != nil {
 		fmt.Fprintf(stderr, "swebuild render: %v\n", err)
-		fs.Usage()
-		return errUsage
-	}
-	if out == "" {
-		fmt.Fprintln(stderr, "swebuild render: --out is required")
 		fs.Usage()
 		return errUsage
 	}
@@ -154,17 +220,25 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if loaded == nil {
 		return loadErr
 	}
-	r, insts := loaded.Renderer, loaded.Instances
-	n, failed := writeAllLowGC(ctx, r, insts, archList, out, jobs)
-	for _, e := range failed {
-		fmt.Fprintf(stderr, "render: %v\n", e)
+	var errs []error
+	if f.out != "" {
+		n, failed := writeAllLowGC(ctx, loaded.Renderer, loaded.Instances, archList, f.out, f.jobs, lay)
+		for _, e := range failed {
+			fmt.Fprintf(stderr, "render: %v\n", e)
+		}
+		fmt.Fprintf(stdout, "rendered %d of %d (instance, arch) pairs into %s\n", n, len(loaded.Instances)*len(archList), f.out)
+		if len(failed) > 0 {
+			errs = append(errs, fmt.Errorf("%d render(s) failed", len(failed)))
+		}
 	}
-	fmt.Fprintf(stdout, "rendered %d of %d (instance, arch) pairs into %s\n", n, len(insts)*len(archList), out)
-	switch {
-	case len(failed) > 0 && loadErr != nil:
-		return fmt.Errorf("%w; %d render(s) failed", loadErr, len(failed))
-	case len(failed) > 0:
-		return fmt.Errorf("%d render(s) failed", len(failed))
+	if f.taskRepo != "" {
+		if err := f.writeTaskRepo(ctx, loaded, archList[0], stdout, stderr); err != nil {
+			if errors.Is(err, errUsage) {
+				fmt.Fprintf(stderr, "swebuild render: %v\n", err)
+				return errUsage
+			}
+			errs = append(errs, err)
+		}
 	}
-	return loadErr
+	return errors.Join(append([]error{loadErr}, errs...)...)
 }

@@ -80,7 +80,11 @@ func TestRenderCLIErrors(t *testing.T) {
 	}{
 		{"no arch", []string{"--dataset", ds, "--out", t.TempDir()}, "--arch is required"},
 		{"bad arch", []string{"--dataset", ds, "--arch", "s390x", "--out", t.TempDir()}, "s390x"},
-		{"no out", []string{"--dataset", ds, "--arch", "all"}, "--out is required"},
+		{"no out", []string{"--dataset", ds, "--arch", "all"}, "--out or --task-repo-out is required"},
+		{"bad layout", []string{"--dataset", ds, "--arch", "all", "--layout", "flatter", "--out", t.TempDir()}, "flatter"},
+		{"bad specs version", []string{"--dataset", ds, "--arch", "all", "--specs-version", "5.0", "--out", t.TempDir()}, `--specs-version "5.0"`},
+		{"task repo, two arches", []string{"--dataset", ds, "--arch", "all", "--task-repo-out", t.TempDir()}, "give one --arch"},
+		{"task repo of a file, no name", []string{"--dataset", ds, "--instance", "astropy__astropy-12907", "--task-repo-out", t.TempDir()}, "--task-repo-dataset is required"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := runRender(context.Background(), tc.args, &stdout, &stderr)
@@ -100,6 +104,49 @@ func TestRenderCLIErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "astropy__astropy-12907", "arm64", "eval.sh")); err != nil {
 		t.Errorf("other instance not written: %v", err)
+	}
+}
+
+// TestRenderCLIFlatAndTaskRepo runs `swebuild render --layout flat
+// --specs-version final --task-repo-out` over Multimodal dev: each flat
+// Dockerfile that upstream-v5/flat has (53) is byte-identical, and the task
+// repo holds the same Dockerfile for each of the 102 tasks.
+func TestRenderCLIFlatAndTaskRepo(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	out, repo := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := runRender(context.Background(), []string{
+		"--dataset", filepath.Join(shared, "datasets", "SWE-bench_Multimodal", "dev.jsonl"),
+		"--arch", "x86_64", "--pins", "none", "--specs-version", "final", "--layout", "flat", "--out", out,
+		"--task-repo-out", repo, "--task-repo-dataset", "SWE-bench/SWE-bench_Multimodal", "--task-repo-split", "dev",
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("render: %v\n%s", err, stderr.String())
+	}
+	ids, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := 0
+	for _, id := range ids {
+		got, err := os.ReadFile(filepath.Join(out, id.Name(), "x86_64", "Dockerfile"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inRepo, err := os.ReadFile(filepath.Join(repo, "tasks", id.Name(), "Dockerfile")); err != nil || !bytes.Equal(inRepo, got) {
+			t.Errorf("%s: task repo Dockerfile differs from the flat render (%v)", id.Name(), err)
+		}
+		want, err := os.ReadFile(filepath.Join(shared, "upstream-v5", "flat", id.Name()+".Dockerfile"))
+		if os.IsNotExist(err) {
+			continue // held-out half
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: flat Dockerfile differs from upstream", id.Name())
+		}
+		same++
+	}
+	if len(ids) != 102 || same != 53 {
+		t.Errorf("%d instances, %d compared with upstream; want 102 and 53", len(ids), same)
 	}
 }
 
