@@ -433,3 +433,29 @@ func gradeV5(inst dataset.Instance, log string, opts GradeOptions, r Report) (Re
 	r.TestsStatus = &ts
 	return r, nil
 }
+
+// RunFailure is v5's make_run_report classification of one instance that
+// was not resolved or errored (#586): classify_logs(test_output.txt,
+// run_instance.log). Environment-tier reasons go to infra_failure_ids,
+// ambiguous ones to ambiguous_failure_ids; the instance stays unresolved
+// or errored either way.
+type RunFailure struct {
+	// Reason is failure_reasons[id]; "" when no signature matched.
+	Reason string
+	// Tier is TierEnvironment or TierAmbiguous ("" with no Reason).
+	Tier string
+}
+
+// ClassifyRun is make_run_report's per-instance classification: texts are
+// the contents of test_output.txt and run_instance.log, in that order, of
+// those that exist (after universal newlines), which classify_logs joins
+// with "\n". Call it only for an instance make_run_report counts as
+// unresolved or errored (no report.json); resolved and empty-patch ones are
+// never classified.
+func ClassifyRun(texts ...string) RunFailure {
+	reason, tier, ok := ClassifyInfra(strings.Join(texts, "\n"))
+	if !ok {
+		return RunFailure{}
+	}
+	return RunFailure{Reason: reason, Tier: tier}
+}

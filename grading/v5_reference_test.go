@@ -32,11 +32,18 @@ type v5Parsed struct {
 		File        *string `json:"file"`
 		SameBytesAs string  `json:"same_bytes_as"`
 	} `json:"test_output"`
-	StatusMap json.RawMessage `json:"status_map"`
-	Found     bool            `json:"found"`
-	Report    json.RawMessage `json:"report"`
-	V4Report  json.RawMessage `json:"v4_report"`
-	V5        struct {
+	StatusMap      json.RawMessage `json:"status_map"`
+	Found          bool            `json:"found"`
+	Report         json.RawMessage `json:"report"`
+	V4Report       json.RawMessage `json:"v4_report"`
+	RunInstanceLog *string         `json:"run_instance_log"`
+	V5             struct {
+		RunReport struct {
+			Bucket         string  `json:"bucket"`
+			InfraFailureID bool    `json:"infra_failure_id"`
+			AmbiguousID    bool    `json:"ambiguous_failure_id"`
+			FailureReason  *string `json:"failure_reason"`
+		} `json:"run_report"`
 		Decision       string `json:"decision"`
 		ParserFunction string `json:"parser_function"`
 		TestExitCode   *int   `json:"test_exit_code"`
@@ -58,7 +65,7 @@ func TestReferenceV5(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no parsed files under %s", dir)
 	}
-	var n struct{ logs, v5Bytes, maps, decisions, v4Bytes, v4None, keptOut int }
+	var n struct{ logs, v5Bytes, maps, decisions, v4Bytes, v4None, keptOut, runs, runsLabelled int }
 	for _, path := range files {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -129,6 +136,13 @@ func TestReferenceV5(t *testing.T) {
 				n.v5Bytes++
 			}
 
+			if checkRunReport(t, dir, ref, log, rep) {
+				n.runs++
+				if ref.V5.RunReport.FailureReason != nil {
+					n.runsLabelled++
+				}
+			}
+
 			v4, err := Grade(inst, log, patch, GradeOptions{Rules: RulesV41})
 			if string(ref.V4Report) == "null" || len(ref.V4Report) == 0 {
 				// v4.1.0 has no parser for the repository (SWE-smith logs).
@@ -149,12 +163,52 @@ func TestReferenceV5(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("v5: %d logs (%d kept out, read from eval-logs): report.json byte-identical %d/%d, status map %d/%d, decision %d/%d; "+
-		"v4.1: report.json byte-identical %d/%d, %d not gradable by v4.1.0 (error as upstream)",
-		n.logs, n.keptOut, n.v5Bytes, n.logs, n.maps, n.logs, n.decisions, n.logs, n.v4Bytes, n.logs-n.v4None, n.v4None)
-	if n.v5Bytes != n.logs || n.maps != n.logs || n.decisions != n.logs || n.v4Bytes+n.v4None != n.logs {
+	t.Logf("v5: %d logs (%d kept out, read from eval-logs): report.json byte-identical %d/%d, status map %d/%d, decision %d/%d, "+
+		"make_run_report bucket and classification %d/%d (%d labelled); v4.1: report.json byte-identical %d/%d, %d not gradable by v4.1.0 (error as upstream)",
+		n.logs, n.keptOut, n.v5Bytes, n.logs, n.maps, n.logs, n.decisions, n.logs, n.runs, n.logs, n.runsLabelled,
+		n.v4Bytes, n.logs-n.v4None, n.v4None)
+	if n.v5Bytes != n.logs || n.maps != n.logs || n.decisions != n.logs || n.runs != n.logs || n.v4Bytes+n.v4None != n.logs {
 		t.Errorf("not every log matched")
 	}
+}
+
+// checkRunReport compares make_run_report's view of the one-instance run
+// with ours: the bucket (empty_patch and error come from the run itself:
+// no patch, or no report.json written; resolved/unresolved from our
+// report), and for unresolved or errored instances ClassifyRun over
+// test_output.txt and run_instance.log.
+func checkRunReport(t *testing.T, dir string, ref v5Parsed, log string, rep Report) bool {
+	t.Helper()
+	want := ref.V5.RunReport
+	ok := true
+	switch want.Bucket {
+	case "empty_patch", "error":
+	case "resolved", "unresolved":
+		if rep.Resolved != (want.Bucket == "resolved") {
+			t.Errorf("run report bucket %s, our resolved %v", want.Bucket, rep.Resolved)
+			ok = false
+		}
+	default:
+		t.Errorf("unknown run report bucket %q", want.Bucket)
+		return false
+	}
+	var got RunFailure
+	if want.Bucket == "unresolved" || want.Bucket == "error" {
+		texts := []string{log}
+		if ref.RunInstanceLog != nil {
+			texts = append(texts, readText(t, filepath.Join(dir, ref.Name, *ref.RunInstanceLog)))
+		}
+		got = ClassifyRun(texts...)
+	}
+	wantReason := ""
+	if want.FailureReason != nil {
+		wantReason = *want.FailureReason
+	}
+	if got.Reason != wantReason || (got.Tier == TierEnvironment) != want.InfraFailureID || (got.Tier == TierAmbiguous) != want.AmbiguousID {
+		t.Errorf("run report: got %+v, want reason %q infra %v ambiguous %v", got, wantReason, want.InfraFailureID, want.AmbiguousID)
+		ok = false
+	}
+	return ok
 }
 
 // pyDumpsIndent4 writes a JSON document as Python's json.dumps(obj,
