@@ -294,3 +294,73 @@ func TestV5Parsers(t *testing.T) {
 		}
 	}
 }
+
+// TestV5RegistryMatchesRepoMap: for every record of the local datasets
+// (1,450), the log_parser v5 picks the parser by names the function v4.1.0
+// picks by repository, and eval_type agrees with FAIL_ONLY_REPOS (what
+// upstream-v5/grading/README.md found for upstream itself).
+func TestV5RegistryMatchesRepoMap(t *testing.T) {
+	ds := filepath.Join(spectest.SharedDir(t), "datasets")
+	files, err := filepath.Glob(filepath.Join(ds, "*", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no datasets under %s (%v)", ds, err)
+	}
+	n := 0
+	for _, f := range files {
+		for id, inst := range readRecords(t, f) {
+			n++
+			base, err := v5Base(inst.LogParser)
+			if err != nil {
+				t.Errorf("%s %s: %v", f, id, err)
+				continue
+			}
+			if want, _ := ParserName(inst.Repo); base != want {
+				t.Errorf("%s %s: log_parser %s is %s, v4.1.0's map gives %s", f, id, inst.LogParser, base, want)
+			}
+			failOnly, err := v5FailOnly(inst)
+			if err != nil || failOnly != FailOnlyRepo(inst.Repo) {
+				t.Errorf("%s %s: eval_type %q: fail_only %v (%v), FAIL_ONLY_REPOS %v", f, id, inst.EvalType, failOnly, err, FailOnlyRepo(inst.Repo))
+			}
+		}
+	}
+	t.Logf("%d records", n)
+	if n < 1000 {
+		t.Errorf("only %d records read", n)
+	}
+}
+
+// FuzzGradeV5 grades arbitrary logs under v5 for a record per kind of
+// parser: no panic, and report.json stays valid JSON with v5's fields.
+func FuzzGradeV5(f *testing.F) {
+	for _, s := range []string{
+		">>>>> Start Test Output\nPASSED a\n>>>>> End Test Output\n>>>>> Test Exit Code: 1\n",
+		">>>>> Start Test Output\nSKIPPED [1] a.py:1: x\n>>>>> End Test Output\nExecuted 1 of 1\n",
+		">>>>> Start Test Output\nFAILED a[x - y\n>>>>> End Test Output\n>>>>> Test Exit Code: \u0661\n",
+		">>>>> Start Test Output\na.B > m\nPASSED\n+ mvn -Dtest=A\nBUILD SUCCESS\n>>>>> End Test Output\nKilled\n",
+	} {
+		f.Add(s, uint8(0))
+	}
+	parsers := []string{"parse_log_sphinx", "parse_log_pytest", "parse_log_gradle_custom", "parse_log_maven", "parse_log_jest", "parse_log_seaborn", "parse_log_marked"}
+	f.Fuzz(func(t *testing.T, log string, which uint8) {
+		p := parsers[int(which)%len(parsers)]
+		inst := dataset.Instance{InstanceID: "o__r-1", Repo: "o/r", LogParser: p, FailToPass: []string{"a[x", "a"}, PassToPass: []string{"A"}}
+		if p == "parse_log_marked" {
+			inst.EvalType = EvalTypeFailOnly
+		}
+		patch := ""
+		r, err := Grade(inst, log, &patch, GradeOptions{})
+		if err != nil {
+			return // not UTF-8
+		}
+		var v map[string]map[string]any
+		if err := json.Unmarshal(r.JSON(), &v); err != nil {
+			t.Fatalf("report.json is not JSON: %v\n%s", err, r.JSON())
+		}
+		if _, ok := v["o__r-1"]["infra_failure"]; !ok {
+			t.Fatalf("no infra_failure: %s", r.JSON())
+		}
+		if r.PatchSuccessfullyApplied != (r.Decision == DecisionGraded || r.Decision == DecisionWholeLog || r.Decision == DecisionSuiteRanEmpty) {
+			t.Fatalf("applied %v with decision %s", r.PatchSuccessfullyApplied, r.Decision)
+		}
+	})
+}
