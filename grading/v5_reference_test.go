@@ -44,9 +44,11 @@ type v5Parsed struct {
 			AmbiguousID    bool    `json:"ambiguous_failure_id"`
 			FailureReason  *string `json:"failure_reason"`
 		} `json:"run_report"`
-		Decision       string `json:"decision"`
-		ParserFunction string `json:"parser_function"`
-		TestExitCode   *int   `json:"test_exit_code"`
+		Decision       string  `json:"decision"`
+		ParserFunction string  `json:"parser_function"`
+		SuiteRan       bool    `json:"suite_ran"`
+		SuiteRanMatch  *string `json:"suite_ran_match"`
+		TestExitCode   *int    `json:"test_exit_code"`
 	} `json:"v5"`
 }
 
@@ -95,6 +97,14 @@ func TestReferenceV5(t *testing.T) {
 			if !ref.Prediction.PatchIsNone {
 				p := ""
 				patch = &p
+			}
+
+			if got, want := deref(ParseTestExitCode(log)), deref(ref.V5.TestExitCode); got != want {
+				t.Errorf("parse_test_exit_code: got %v, want %v", got, want)
+			}
+			m, ran := SuiteRan(log)
+			if ran != ref.V5.SuiteRan || ran && m != *ref.V5.SuiteRanMatch {
+				t.Errorf("SUITE_RAN: got %v %q, want %v %v", ran, m, ref.V5.SuiteRan, deref2(ref.V5.SuiteRanMatch))
 			}
 
 			res, err := EvalLog(inst, log, GradeOptions{})
@@ -170,6 +180,13 @@ func TestReferenceV5(t *testing.T) {
 	if n.v5Bytes != n.logs || n.maps != n.logs || n.decisions != n.logs || n.runs != n.logs || n.v4Bytes+n.v4None != n.logs {
 		t.Errorf("not every log matched")
 	}
+}
+
+func deref2(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // checkRunReport compares make_run_report's view of the one-instance run
