@@ -3,6 +3,7 @@ package grading
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -363,4 +364,59 @@ func FuzzGradeV5(f *testing.F) {
 			t.Fatalf("applied %v with decision %s", r.PatchSuccessfullyApplied, r.Decision)
 		}
 	})
+}
+
+// TestReferenceUpstreamCasesV5 runs the v5 parsers (PARSER_REGISTRY names)
+// on testdata/upstream-cases/v5.jsonl: the small logs of edge.jsonl and
+// sampled.jsonl plus edge_cases_v5.py's, with what upstream v5.0.2's own
+// functions returned or raised (oracle_v5.py).
+func TestReferenceUpstreamCasesV5(t *testing.T) {
+	path := filepath.Join("testdata", "upstream-cases", "v5.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, raising := 0, 0
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var c struct {
+			Parser     string      `json:"parser"`
+			InstanceID string      `json:"instance_id"`
+			Why        string      `json:"why"`
+			Log        string      `json:"log"`
+			StatusMap  [][2]string `json:"status_map"`
+			Raises     string      `json:"raises"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("%s:%d: %v", path, i+1, err)
+		}
+		total++
+		name := fmt.Sprintf("%s:%d %s %s", path, i+1, c.Parser, c.Why)
+		_, _, sub, parse, err := GradeOptions{Parser: c.Parser}.v5Parser(dataset.Instance{InstanceID: c.InstanceID})
+		sm := NewStatusMap()
+		if err == nil {
+			err = parse(NormalizeNewlines(c.Log), sm)
+		}
+		if c.Raises != "" {
+			raising++
+			if !errors.Is(err, ErrUpstreamParserRaises) {
+				t.Errorf("%s: upstream v5 raises %s; got %v, err %v\nlog %q", name, c.Raises, sm.Keys(), err, c.Log)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s (%s): %v\nlog %q", name, sub, err, c.Log)
+			continue
+		}
+		var got [][2]string
+		for _, k := range sm.Keys() {
+			got = append(got, [2]string{k, sm.m[k]})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.StatusMap) || len(got) != len(c.StatusMap) {
+			t.Errorf("%s:\n got  %q\n want %q\nlog %q", name, got, c.StatusMap, c.Log)
+		}
+	}
+	t.Logf("%d cases (%d where upstream v5 raises)", total, raising)
+	if total < 700 {
+		t.Errorf("only %d cases", total)
+	}
 }
