@@ -43,9 +43,9 @@ const (
 	TierAmbiguous   = "ambiguous"
 )
 
-// ErrParserNotImplemented is returned (wrapped) for a name of v5's
-// PARSER_REGISTRY that swebuild does not implement (the parsers v5 added
-// for SWE-bench Multimodal's JavaScript repositories).
+// ErrParserNotImplemented is returned (wrapped) where swebuild does not
+// follow upstream v5: parse_log_prismjs on a fullTitle that is not a
+// string (upstream would key its map by a number or null).
 var ErrParserNotImplemented = errors.New("upstream v5 log parser not implemented by swebuild")
 
 // rules returns the rules grading inst: o.Rules, or for "" RulesV5 when the
@@ -77,7 +77,7 @@ func v5Base(name string) (string, error) {
 	case "parse_log_bpmn_js", "parse_log_carbon", "parse_log_eslint", "parse_log_grommet",
 		"parse_log_highlightjs", "parse_log_lighthouse", "parse_log_next", "parse_log_openlayers",
 		"parse_log_prismjs", "parse_log_quarto_cli":
-		return "", fmt.Errorf("%w: %q", ErrParserNotImplemented, name)
+		return name, nil // added by v5 (parse_multimodal.go)
 	}
 	if _, ok := parserNamed(name); ok {
 		return name, nil
@@ -105,6 +105,22 @@ func v5Parse(base string) (parseFunc, bool) {
 		return parseGradleCustomV5, true
 	case "parse_log_jest":
 		return parseJestV5, true
+	case "parse_log_bpmn_js":
+		return parseBpmnJS, true
+	case "parse_log_carbon":
+		return parseCarbon, true
+	case "parse_log_eslint":
+		return parseESLint, true
+	case "parse_log_grommet":
+		return parseGrommet, true
+	case "parse_log_highlightjs":
+		return parseHighlightJS, true
+	case "parse_log_openlayers":
+		return parseOpenlayers, true
+	case "parse_log_prismjs":
+		return parsePrismJS, true
+	case "parse_log_quarto_cli":
+		return parseQuartoCLI, true
 	}
 	p, ok := parserNamed(base)
 	if !ok || p.parse == nil {
@@ -138,6 +154,12 @@ func (o GradeOptions) v5Parser(inst dataset.Instance) (string, string, string, p
 		}
 	}
 	parse, ok := v5Parse(sub)
+	switch sub { // the two that read test_spec.version
+	case "parse_log_next":
+		parse, ok = nextParser(inst.Version), true
+	case "parse_log_lighthouse":
+		parse, ok = lighthouseParser(inst.Version), true
+	}
 	if !ok {
 		return "", "", "", nil, fmt.Errorf("%s dispatches to %s, which is not a parser", name, sub)
 	}

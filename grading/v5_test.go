@@ -225,7 +225,6 @@ func TestV5Errors(t *testing.T) {
 		inText string
 	}{
 		{"unknown parser", func(i dataset.Instance) dataset.Instance { i.LogParser = "parse_log_nope"; return i }, GradeOptions{}, ErrUnknownParser, "parse_log_nope"},
-		{"not implemented", func(i dataset.Instance) dataset.Instance { i.LogParser = "parse_log_eslint"; return i }, GradeOptions{}, ErrParserNotImplemented, "parse_log_eslint"},
 		{"bad eval_type", func(i dataset.Instance) dataset.Instance { i.EvalType = "fail_and_pass"; return i }, GradeOptions{}, nil, "eval_type"},
 		{"bad rules", func(i dataset.Instance) dataset.Instance { return i }, GradeOptions{Rules: "v6"}, nil, `"v6"`},
 		{"v5 without log_parser", func(i dataset.Instance) dataset.Instance { i.LogParser = ""; return i }, GradeOptions{Rules: RulesV5}, nil, "--parser"},
@@ -341,7 +340,8 @@ func FuzzGradeV5(f *testing.F) {
 	} {
 		f.Add(s, uint8(0))
 	}
-	parsers := []string{"parse_log_sphinx", "parse_log_pytest", "parse_log_gradle_custom", "parse_log_maven", "parse_log_jest", "parse_log_seaborn", "parse_log_marked"}
+	parsers := []string{"parse_log_sphinx", "parse_log_pytest", "parse_log_gradle_custom", "parse_log_maven", "parse_log_jest", "parse_log_seaborn", "parse_log_marked",
+		"parse_log_carbon", "parse_log_openlayers", "parse_log_eslint", "parse_log_next", "parse_log_prismjs", "parse_log_quarto_cli", "parse_log_highlightjs"}
 	f.Fuzz(func(t *testing.T, log string, which uint8) {
 		p := parsers[int(which)%len(parsers)]
 		inst := dataset.Instance{InstanceID: "o__r-1", Repo: "o/r", LogParser: p, FailToPass: []string{"a[x", "a"}, PassToPass: []string{"A"}}
@@ -377,10 +377,12 @@ func TestReferenceUpstreamCasesV5(t *testing.T) {
 		t.Fatal(err)
 	}
 	total, raising := 0, 0
+	parsers := map[string]bool{}
 	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
 		var c struct {
 			Parser     string      `json:"parser"`
 			InstanceID string      `json:"instance_id"`
+			Version    string      `json:"version"`
 			Why        string      `json:"why"`
 			Log        string      `json:"log"`
 			StatusMap  [][2]string `json:"status_map"`
@@ -389,9 +391,10 @@ func TestReferenceUpstreamCasesV5(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("%s:%d: %v", path, i+1, err)
 		}
+		parsers[c.Parser] = true
 		total++
 		name := fmt.Sprintf("%s:%d %s %s", path, i+1, c.Parser, c.Why)
-		_, _, sub, parse, err := GradeOptions{Parser: c.Parser}.v5Parser(dataset.Instance{InstanceID: c.InstanceID})
+		_, _, sub, parse, err := GradeOptions{Parser: c.Parser}.v5Parser(dataset.Instance{InstanceID: c.InstanceID, Version: c.Version})
 		sm := NewStatusMap()
 		if err == nil {
 			err = parse(NormalizeNewlines(c.Log), sm)
@@ -415,7 +418,13 @@ func TestReferenceUpstreamCasesV5(t *testing.T) {
 			t.Errorf("%s:\n got  %q\n want %q\nlog %q", name, got, c.StatusMap, c.Log)
 		}
 	}
-	t.Logf("%d cases (%d where upstream v5 raises)", total, raising)
+	for _, n := range []string{"parse_log_bpmn_js", "parse_log_carbon", "parse_log_eslint", "parse_log_grommet", "parse_log_highlightjs",
+		"parse_log_lighthouse", "parse_log_next", "parse_log_openlayers", "parse_log_prismjs", "parse_log_quarto_cli"} {
+		if !parsers[n] {
+			t.Errorf("no case for %s", n)
+		}
+	}
+	t.Logf("%d cases (%d where upstream v5 raises), %d parser names", total, raising, len(parsers))
 	if total < 700 {
 		t.Errorf("only %d cases", total)
 	}
