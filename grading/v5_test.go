@@ -429,3 +429,71 @@ func TestReferenceUpstreamCasesV5(t *testing.T) {
 		t.Errorf("only %d cases", total)
 	}
 }
+
+// TestReferenceGradeV5Random grades testdata/upstream-cases/grade_v5.jsonl:
+// random logs (random_grade_v5.py: marker layouts, first and forged
+// exit-code lines, bad codes, SUITE_RAN evidence, infra signatures,
+// truncated and spaced labels, fail_only) with the report.json bytes and
+// found that upstream v5.0.2's own get_eval_report and get_logs_eval gave
+// (grade_oracle_v5.py). 6,000 more of them (seed 11) matched during
+// development.
+func TestReferenceGradeV5Random(t *testing.T) {
+	path := filepath.Join("testdata", "upstream-cases", "grade_v5.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, labelled := 0, 0
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var c struct {
+			InstanceID  string   `json:"instance_id"`
+			LogParser   string   `json:"log_parser"`
+			EvalType    string   `json:"eval_type"`
+			Version     string   `json:"version"`
+			FailToPass  []string `json:"FAIL_TO_PASS"`
+			PassToPass  []string `json:"PASS_TO_PASS"`
+			PatchIsNone bool     `json:"patch_is_None"`
+			Log         string   `json:"log"`
+			OK          bool     `json:"ok"`
+			Found       bool     `json:"found"`
+			Report      string   `json:"report"`
+			Err         string   `json:"err"`
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("%s:%d: %v", path, i+1, err)
+		}
+		n++
+		inst := dataset.Instance{InstanceID: c.InstanceID, LogParser: c.LogParser, EvalType: c.EvalType, Version: c.Version,
+			FailToPass: c.FailToPass, PassToPass: c.PassToPass}
+		var patch *string
+		if !c.PatchIsNone {
+			p := "diff"
+			patch = &p
+		}
+		r, err := Grade(inst, c.Log, patch, GradeOptions{})
+		res, lerr := EvalLog(inst, c.Log, GradeOptions{})
+		if !c.OK {
+			if err == nil {
+				t.Errorf("%s:%d: upstream raises %s; got %s", path, i+1, c.Err, r.JSON())
+			}
+			continue
+		}
+		if err != nil || lerr != nil {
+			t.Errorf("%s:%d: %v / %v\nlog %q", path, i+1, err, lerr, c.Log)
+			continue
+		}
+		if string(r.JSON()) != c.Report {
+			t.Errorf("%s:%d: report.json\n got %s\nwant %s\nlog %q", path, i+1, r.JSON(), c.Report, c.Log)
+		}
+		if res.Applied != c.Found {
+			t.Errorf("%s:%d: found %v, want %v (%s)\nlog %q", path, i+1, res.Applied, c.Found, res.Decision, c.Log)
+		}
+		if r.InfraFailureReason != "" {
+			labelled++
+		}
+	}
+	t.Logf("%d random logs, report.json byte-identical (%d infra-labelled)", n, labelled)
+	if n < 300 {
+		t.Errorf("only %d cases", n)
+	}
+}
