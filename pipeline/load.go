@@ -56,6 +56,10 @@ type Loaded struct {
 	// Source is the dataset file, or NAME@COMMIT:SPLIT for a hub dataset
 	// (core.Image.Dataset).
 	Source dataset.Source
+	// Fetch is the renderer's downloader of requirements.txt and
+	// environment.yml (Fetch.Unreachable: what could not be fetched for want
+	// of a network).
+	Fetch *fetch.Client
 }
 
 // ErrNoDataset is returned by Load when Inputs.Dataset is empty.
@@ -89,7 +93,7 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	if in.CacheDir == "" {
 		return nil, errors.New("no cache directory given (downloads are cached there)")
 	}
-	client, err := fetch.New(fetch.Options{CacheDir: filepath.Join(in.CacheDir, "http"), Offline: in.Offline})
+	client, err := fetch.New(fetch.Options{CacheDir: filepath.Join(in.CacheDir, "http"), Offline: in.Offline, Log: in.Log})
 	if err != nil {
 		return nil, fmt.Errorf("setting up downloads: %w", err)
 	}
@@ -110,7 +114,7 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{Renderer: &render.Renderer{Tables: tables, Pins: set, Fetcher: fetcher{client}}, Instances: insts, Source: src}
+	l := &Loaded{Renderer: &render.Renderer{Tables: tables, Pins: set, Fetcher: fetcher{client}}, Instances: insts, Source: src, Fetch: client}
 	if verr != nil {
 		return l, fmt.Errorf("%s: %d invalid record(s)", src, len(verr.Problems))
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,18 +20,13 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var format string
 	fs.StringVar(&format, "format", "text", "output format: text or json")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild pins list [--format text|json]\n\nList the pin rules applied on top of upstream specs (--pins default), then the\nrules that make instances x86-only (no linux/arm64 image) whatever the pins.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild pins list [--format text|json]\n\nList the pin rules applied on top of upstream specs (--pins default), then the\nrules that make instances x86-only (no linux/arm64 image) whatever the pins.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if done, err := parseFlags(fs, args, true, stdout, stderr); done {
+		return err
 	}
 	if fs.NArg() != 1 || fs.Arg(0) != "list" {
-		fmt.Fprintf(stderr, "swebuild pins: want the subcommand \"list\", got %q\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "want the subcommand \"list\", got %q", strings.Join(fs.Args(), " "))
 	}
 	rules := pins.All()
 	x86 := spec.X86Rules()
@@ -57,6 +51,5 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return nil
 	}
-	fmt.Fprintf(stderr, "swebuild pins: --format %q: want text or json\n", format)
-	return errUsage
+	return usageErr(fs, stderr, "--format %q: want text or json", format)
 }

@@ -57,7 +57,7 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loaded, error) {
 	in, err := g.inputs(stderr)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", err, errUsage)
+		return nil, usageProblem{err}
 	}
 	return pipeline.Load(ctx, in)
 }
@@ -121,41 +121,28 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVarP(&out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json}")
 	fs.IntVarP(&jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "swebuild render: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	archList, err := parseArches(arches)
 	if err != nil {
-		fmt.Fprintf(stderr, "swebuild render: %v\n", err)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", err)
 	}
 	if out == "" {
-		fmt.Fprintln(stderr, "swebuild render: --out is required")
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "--out is required")
 	}
 	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
-		fmt.Fprintf(stderr, "swebuild render: %v\n", loadErr)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", loadErr)
 	}
 	if loaded == nil {
 		return loadErr
 	}
 	r, insts := loaded.Renderer, loaded.Instances
 	n, failed := writeAllLowGC(ctx, r, insts, archList, out, jobs)
+	networkHint(stderr, "render", loaded, g.cacheDir)
 	for _, e := range failed {
 		fmt.Fprintf(stderr, "render: %v\n", e)
 	}
