@@ -26,7 +26,8 @@ type Inputs struct {
 	// Specs is an extra specs file with data-defined profiles (the
 	// offline fixture's testdata/fixture/specs.json); empty: none.
 	Specs string
-	// Pins names the pin set: "none" or "default".
+	// Pins selects the pin rules (pins.Parse): "none", "default",
+	// "default,-ID", "ID,ID"; -ID of an x86-only rule lifts it.
 	Pins string
 	// CacheDir holds downloads: hub datasets under hub/, requirements and
 	// environment files under http/ (required).
@@ -86,8 +87,11 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 			return nil, err
 		}
 	}
-	set, err := pins.Named(in.Pins)
+	set, err := pins.Parse(in.Pins)
 	if err != nil {
+		return nil, fmt.Errorf("pin set: %w", err)
+	}
+	if err := tables.LiftX86Rules(set.LiftedX86()...); err != nil {
 		return nil, fmt.Errorf("pin set: %w", err)
 	}
 	if in.CacheDir == "" {

@@ -61,7 +61,8 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		errCase("sizes", []string{"sizes"}, "--images is required"),
 		errCase("plan", []string{"plan", "stray"}, "unexpected argument(s): stray"),
 		errCase("ci matrix", []string{"ci", "matrix"}, "exactly one of --dataset and --ids is required"),
-		// Repeatable flags stay repeatable.
+		errCase("plan", []string{"plan", "--dataset", "x", "--pins", "default,-chrome"}, `--pins: pins "default,-chrome": unknown rule "chrome"; pin rules: sphinx-pygments-2.18,`),
+				// Repeatable flags stay repeatable.
 		errCase("render", []string{"render", "--instance", "a", "--instance", "b", "--arch", "all"}, "--out is required"),
 		// Top level.
 		tc{args: []string{"--version"}, code: 0, stdout: "swebuild ", noStderr: true},

@@ -13,6 +13,7 @@ import (
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/pipeline"
 )
 
@@ -27,7 +28,7 @@ type genInputs struct {
 func (g *genInputs) register(fs *pflag.FlagSet) {
 	g.datasetFlags.register(fs)
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
-	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
+	fs.StringVar(&g.pins, "pins", "default", "pin rules on top of upstream specs: none, default, ID,ID or default,-ID; -ID of an x86-only rule lifts it (swebuild pins list)")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
 }
 
@@ -38,6 +39,9 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	}
 	if g.cacheDir == "" {
 		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
+	}
+	if _, err := pins.Parse(g.pins); err != nil {
+		return pipeline.Inputs{}, fmt.Errorf("--pins: %w", err)
 	}
 	return pipeline.Inputs{
 		Dataset:   g.dataset,
