@@ -91,7 +91,7 @@ func TestReadRecords(t *testing.T) {
 	writeFile(t, dir, "amd64-0/meta/x__x-1.jsonl", a.String())
 	writeFile(t, dir, "arm64-0/meta/y__y-1.jsonl", b.String())
 	writeFile(t, dir, "amd64-0/runs/x__x-1/verify/summary.json", `{"results": []}`)
-	got, err := ReadRecords([]string{dir})
+	got, err := ReadRecords([]string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestReadRecords(t *testing.T) {
 		`{"kind":"instance","instance_id":"c","platform":"s390x","status":"built"}`+"\n"+
 		`{"instance_id":"d","arch":"x86_64"}`+"\n")
 	bad2 := writeFile(t, dir, "bad2.jsonl", `{"kind":"instance","instance_id":"e","platform":"linux/amd64","status":"built","digest":"md5:1"}`+"\n")
-	_, err = ReadRecords([]string{bad, bad2})
+	_, err = ReadRecords([]string{bad, bad2}, nil)
 	for _, want := range []string{"bad.jsonl:1: instance_id: required", `bad.jsonl:2: platform: "s390x"`, `bad.jsonl:3: not a record: json: unknown field "arch"`, `bad2.jsonl:1: digest: "md5:1"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to contain %q", err, want)
@@ -339,7 +339,7 @@ func TestLegacyLedger(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"))
+	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestLegacyLedger(t *testing.T) {
 	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}
-	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl")); err != nil || len(recs) != 0 {
+	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
 		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }

@@ -235,7 +235,7 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	if len(*results) > 0 {
 		// Bad lines are reported and the rest merged: their images count as
 		// missing, so the run still fails.
-		recs, readErr = ci.ReadRecords(*results)
+		recs, readErr = ci.ReadRecords(*results, stderr)
 		if readErr != nil {
 			fmt.Fprintln(stderr, readErr)
 		}

@@ -62,7 +62,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		errCase("plan", []string{"plan", "stray"}, "unexpected argument(s): stray"),
 		errCase("ci matrix", []string{"ci", "matrix"}, "exactly one of --dataset and --ids is required"),
 		errCase("plan", []string{"plan", "--dataset", "x", "--pins", "default,-chrome"}, `--pins: pins "default,-chrome": unknown rule "chrome"; pin rules: sphinx-pygments-2.18,`),
-				// Repeatable flags stay repeatable.
+		// Repeatable flags stay repeatable.
 		errCase("render", []string{"render", "--instance", "a", "--instance", "b", "--arch", "all"}, "--out is required"),
 		// Top level.
 		tc{args: []string{"--version"}, code: 0, stdout: "swebuild ", noStderr: true},
