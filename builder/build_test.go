@@ -319,6 +319,12 @@ func TestReportRecordsReadBack(t *testing.T) {
 	if b.SpecKey == amd.SpecKey || !strings.HasPrefix(amd.SpecKey, "sha256:") {
 		t.Errorf("spec keys %q %q: want distinct derived keys", b.SpecKey, amd.SpecKey)
 	}
+	// SpecKeys (what the nightly compares with the ledger) are the keys
+	// the records carry.
+	keys := SpecKeys([]*Node{inst, base, instArm})
+	if keys[inst.ID()] != amd.SpecKey || keys[base.ID()] != b.SpecKey || keys[instArm.ID()] != arm.SpecKey {
+		t.Errorf("SpecKeys %v, records %q %q %q", keys, amd.SpecKey, b.SpecKey, arm.SpecKey)
+	}
 	var sb strings.Builder
 	if err := r.WriteSummary(&sb); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -77,6 +78,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ds.register(fs)
 	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
+	pinsSel := fs.String("pins", "default", "pin rules the build uses (as for build): the spec keys compared with the ledger's depend on them")
+	contextDirs := fs.StringArray("context-dir", nil, "directory holding profile context files, as for build (default $SWEBUILD_CACHE/rootfs)")
 	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
 	shards := fs.Int("shards", 32, "shards per platform (lowered to fit 256 jobs and the instance count)")
 	maxJobs := fs.Int("max-jobs", ci.MaxMatrixJobs, "most matrix jobs in total")
@@ -104,6 +107,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Inputs: pipeline.Inputs{
 			Dataset:  ds.dataset,
 			Specs:    *specsPath,
+			Pins:     *pinsSel,
 			CacheDir: ds.cacheDir,
 			Offline:  ds.offline,
 			Hub:      pipeline.HubOptions{Endpoint: ds.env.hfEndpoint, Token: ds.env.hfToken},
@@ -117,6 +121,10 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		PlanOut:  *planOut,
 		IDsDir:   *idsDir,
 		Log:      stderr,
+	}
+	o.ContextDirs = *contextDirs
+	if len(o.ContextDirs) == 0 {
+		o.ContextDirs = []string{filepath.Join(ds.env.cacheRoot, "rootfs")}
 	}
 	if *skipRepo != "" && !*force {
 		dest, err := registry.RegistryOf(*skipRepo)
