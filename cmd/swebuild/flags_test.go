@@ -67,6 +67,8 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		// Top level.
 		tc{args: []string{"--version"}, code: 0, stdout: "swebuild ", noStderr: true},
 		tc{args: []string{"version"}, code: 0, stdout: "swebuild ", noStderr: true},
+		errCase("version", []string{"version", "--short"}, "unknown flag: --short"),
+		errCase("version", []string{"version", "x"}, "unexpected argument(s): x"),
 		tc{args: []string{"--help"}, code: 0, stdout: "Usage: swebuild COMMAND", noStderr: true},
 		tc{args: []string{"help"}, code: 0, stdout: "Usage: swebuild COMMAND", noStderr: true},
 		tc{args: []string{"help", "ci", "matrix"}, code: 0, stdout: "Usage: swebuild ci matrix", noStderr: true},
