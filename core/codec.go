@@ -82,6 +82,12 @@ func Decode(r io.Reader, name string) ([]Image, error) {
 
 var errLineTooLong = errors.New("line too long")
 
+// TornWarning is the one warning every reader gives for a dropped torn
+// last line.
+func TornWarning(le *LineError) string {
+	return fmt.Sprintf("warning: %s:%d: dropped a torn last line (a run killed while writing it; what it recorded is done again): %s", le.File, le.Line, le.Msg)
+}
+
 // DecodeRecords is ReadRecords for a reader (name is the file name in
 // errors and warnings).
 func DecodeRecords(r io.Reader, name string, warn io.Writer) ([]Image, error) {
@@ -94,7 +100,7 @@ func DecodeRecords(r io.Reader, name string, warn io.Writer) ([]Image, error) {
 	for _, le := range lines {
 		if le.Torn {
 			if warn != nil {
-				fmt.Fprintf(warn, "warning: %s:%d: dropped a torn last line (a run killed while writing it; what it recorded is done again): %s\n", le.File, le.Line, le.Msg)
+				fmt.Fprintln(warn, TornWarning(le))
 			}
 			continue
 		}
@@ -248,7 +254,12 @@ type Log struct {
 	path string
 	mu   sync.Mutex
 	f    *os.File
+	torn *LineError
 }
+
+// Torn is the torn last line OpenLog dropped from the file (nil when there
+// was none), for the warning ReadRecords writes.
+func (l *Log) Torn() *LineError { return l.torn }
 
 // OpenLog locks path (creating it if needed), reads the records already in
 // it as ReadRecords does, drops a torn last line (a kill mid-write) from the
@@ -271,16 +282,16 @@ func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err err
 		f.Close()
 		return nil, nil, nil, err
 	}
-	var torn bool
+	var tornLine *LineError
 	for _, le := range lines {
 		if le.Torn {
-			torn = true
+			tornLine = le
 			continue
 		}
 		damaged = append(damaged, le)
 	}
 	switch {
-	case torn:
+	case tornLine != nil:
 		if err := dropTail(f); err != nil {
 			f.Close()
 			return nil, nil, nil, fmt.Errorf("%s: dropping a torn last line: %w", path, err)
@@ -293,7 +304,7 @@ func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err err
 			return nil, nil, nil, fmt.Errorf("%s: ending its last line: %w", path, err)
 		}
 	}
-	return &Log{path: path, f: f}, recs, damaged, nil
+	return &Log{path: path, f: f, torn: tornLine}, recs, damaged, nil
 }
 
 // Lock takes the exclusive lock of a file of records (OpenLog's) without

@@ -96,6 +96,9 @@ func TestTornLedgerOneReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tl := l.Torn(); tl == nil || tl.Line != 21 {
+		t.Errorf("publish.OpenLedger: torn line %v, want line 21 (for its warning)", tl)
+	}
 	if !sameRecords(l.Records(), want) || len(l.Damaged()) != 0 {
 		t.Errorf("publish.OpenLedger: %d records, %d damaged; want the %d before the torn line", len(l.Records()), len(l.Damaged()), len(want))
 	}
