@@ -249,6 +249,12 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		SharedKey:    sharedKey,
 		CacheImports: cacheImports(cb.s.cacheFrom, cb.chain),
 		CacheExports: cacheExports(cb.s.cacheTo, n),
+		// The platform of the whole build request, which BuildKit's
+		// exporter checks the result against (exporter/verifier): without
+		// it the request defaults to the daemon's platform, and every
+		// arm64 image on an amd64 daemon drew "Requested platform
+		// linux/amd64 does not match result platform linux/arm64".
+		FrontendAttrs: map[string]string{"platform": n.Platform.String()},
 	}
 	// No name and no push: BuildKit makes the image manifest and reports
 	// its digest; the layers stay in its cache.

@@ -163,7 +163,7 @@ func (o VerifyOptions) images(log io.Writer, problems *[]error) (verify.ImageFun
 	if o.Images != "" {
 		return verify.ImagesFromRepo(o.Images), nil
 	}
-	recs, err := core.ReadFile(o.MetadataFile)
+	recs, err := core.ReadRecords(o.MetadataFile, log)
 	if len(recs) == 0 && err != nil {
 		return nil, fmt.Errorf("reading the metadata file: %w", err)
 	}

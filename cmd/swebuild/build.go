@@ -25,25 +25,14 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	usageErr := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "swebuild build: "+format+"\n", a...)
-		fs.Usage()
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	bo, err := f.options(stdout, stderr)
 	if err != nil {
-		return usageErr("%v", err)
+		return usageErr(fs, stderr, "%v", err)
 	}
 	if f.pub.repo != "" {
 		po, err := f.pub.options("", stdout, stderr)

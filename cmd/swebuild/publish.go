@@ -51,28 +51,27 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := pflag.NewFlagSet("publish", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: swebuild publish --metadata-file FILE --repo REPO [OPTIONS]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Push built images by digest and write one multi-arch index per instance.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Options:")
+		fmt.Fprintln(fs.Output(), "Usage: swebuild publish --metadata-file FILE --repo REPO [OPTIONS]")
+		fmt.Fprintln(fs.Output())
+		fmt.Fprintln(fs.Output(), "Push built images by digest and write one multi-arch index per instance.")
+		fmt.Fprintln(fs.Output())
+		fmt.Fprintln(fs.Output(), "Options:")
 		fs.PrintDefaults()
 	}
 	var f publishFlags
 	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON lines of image records, as `swebuild build --metadata-file` writes)")
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
-	if *metadataFile == "" || f.repo == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
+	if *metadataFile == "" {
+		return usageErr(fs, stderr, "--metadata-file is required")
 	}
-	recs, mdErr := core.ReadFile(*metadataFile)
+	if f.repo == "" {
+		return usageErr(fs, stderr, "--repo is required")
+	}
+	recs, mdErr := core.ReadRecords(*metadataFile, stderr)
 	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
