@@ -25,7 +25,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		"render": {"--out"}, "plan": {"--format"}, "grade": {"--log"}, "build": {"--progress"},
 		"verify": {"--timeout", "1m"}, "publish": {"--repo"}, "sizes": {"--format"},
 		"ci matrix": {"--shards", "2"}, "ci ids": {"--ids-file"}, "ci merge": {"--plan"}, "ci summary": {"--merge"},
-		"pins": {"--format"},
+		"pins": {"--format"}, "check": {"--repo"},
 	}
 	var cases []tc
 	for cmd, f := range cmds {
@@ -59,6 +59,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		errCase("render", []string{"render", "--arch", "all", "--out", "/nonexistent"}, "--dataset is required"),
 		errCase("publish", []string{"publish", "--repo", "r"}, "--metadata-file is required"),
 		errCase("sizes", []string{"sizes"}, "--images is required"),
+		errCase("check", []string{"check", "--dataset", "x"}, "--repo is required"),
 		errCase("plan", []string{"plan", "stray"}, "unexpected argument(s): stray"),
 		errCase("ci matrix", []string{"ci", "matrix"}, "exactly one of --dataset and --ids is required"),
 		errCase("plan", []string{"plan", "--dataset", "x", "--pins", "default,-chrome"}, `--pins: pins "default,-chrome": unknown rule "chrome"; pin rules: sphinx-pygments-2.18,`),
