@@ -12,8 +12,9 @@
 //	  -> retryTransport (Budget; a blob PATCH is retried on a new upload
 //	     session with its body fetched again, never buffered)
 //	    -> limitTransport (per host: rate, requests awaiting an answer)
-//	      -> schemeGuard (plain HTTP only where allowed)
-//	        -> net/http transport
+//	      -> answerTimer (an attempt waits Budget.AnswerTimeout for an answer)
+//	        -> schemeGuard (plain HTTP only where allowed)
+//	          -> net/http transport
 //
 // go-containerregistry's own retries are switched off (its transport is a
 // transport.Wrapper, its upload retry has one step), so a request is tried
@@ -145,7 +146,8 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, keychain: kc, insecure: insecure, authed: map[string]*authEntry{}}
 	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
-	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
+	timer := answerTimer{next: guard, budget: opts.Budget}
+	lim := &limitTransport{next: timer, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
 	c.inner = newRetryTransport(lim, opts.Budget, opts.Logf)
 	return c, nil
 }

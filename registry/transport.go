@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ import (
 //
 //	retryTransport  the one retry layer (Budget); a dead host fails fast
 //	limitTransport  per registry host: request rate, requests awaiting an answer
+//	answerTimer     an attempt waits at most the budget's AnswerTimeout for an answer
 //	schemeGuard     plain HTTP only to loopback hosts and named insecure registries
 //	net/http        (Options.Base)
 
@@ -252,7 +255,7 @@ func (t *retryTransport) loop(req *http.Request, s *tries) (*http.Response, erro
 		if !t.retryable(ctx, resp, err) {
 			return resp, err
 		}
-		s.onlyDialErrors = s.onlyDialErrors && err != nil && dialError(err)
+		s.onlyDialErrors = s.onlyDialErrors && err != nil && (dialError(err) || noAnswer(err))
 		wait, giveUp := t.nextWait(s.n, s.deadline, resp)
 		if giveUp {
 			if err == nil {
@@ -511,8 +514,9 @@ func (t *retryTransport) hostDown(host string) error {
 }
 
 // markDown makes requests to host fail at once for one budget's time: a
-// host that refused every connection of a whole budget is dead, and a run
-// over thousands of images must not pay the budget again for each.
+// host that refused every connection of a whole budget, or answered none of
+// its attempts, is dead, and a run over thousands of images must not pay the
+// budget again for each.
 func (t *retryTransport) markDown(host string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -634,4 +638,96 @@ func (b *resumeBody) Close() error {
 	defer b.mu.Unlock()
 	b.closed = true
 	return b.rc.Close()
+}
+
+// NoAnswerError is an attempt the registry did not answer (no status line)
+// within the budget's AnswerTimeout after the request was sent.
+type NoAnswerError struct {
+	Host  string
+	After time.Duration
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("registry host %s sent no answer within %s", e.Host, e.After)
+}
+
+func noAnswer(err error) bool {
+	var na *NoAnswerError
+	return errors.As(err, &na)
+}
+
+// answerTimer bounds the two waits of an attempt on the registry: from the
+// start until the request's headers are written (connecting, the TLS
+// handshake), and from the end of its body until the answer's headers come.
+// Writing the body (a long upload) and reading the answer's body (a long
+// download) are not timed here.
+type answerTimer struct {
+	next   http.RoundTripper
+	budget Budget
+}
+
+func (a answerTimer) RoundTrip(req *http.Request) (*http.Response, error) {
+	d := a.budget.AnswerTimeout
+	wait := d
+	if req.Method == http.MethodPut && isUploadSession(req.URL) {
+		wait = a.budget.CommitAnswerTimeout
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancelCause(req.Context())
+	var mu sync.Mutex
+	done := false
+	var timer *time.Timer
+	arm := func(d time.Duration) {
+		timer = time.AfterFunc(d, func() { cancel(&NoAnswerError{Host: req.URL.Host, After: d}) })
+	}
+	arm(d)
+	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				timer.Stop()
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				timer.Stop()
+				arm(wait)
+			}
+		},
+	}
+	resp, err := a.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	mu.Lock()
+	done = true
+	timer.Stop()
+	mu.Unlock()
+	if err != nil {
+		cause := context.Cause(ctx)
+		cancel(nil)
+		if noAnswer(cause) {
+			return nil, cause
+		}
+		var ne net.Error
+		if req.Context().Err() == nil && errors.As(err, &ne) && ne.Timeout() && !dialError(err) {
+			// net/http's own timeouts (the TLS handshake's): no answer either.
+			return nil, fmt.Errorf("%w: %w", &NoAnswerError{Host: req.URL.Host, After: time.Since(start).Round(time.Millisecond)}, err)
+		}
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody releases its request's context when closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
 }
