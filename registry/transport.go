@@ -299,6 +299,10 @@ func (t *retryTransport) retryable(ctx context.Context, resp *http.Response, err
 		return retryStatus(resp.StatusCode)
 	}
 	var bodyErr *rereadError
+	var dm *DigestMismatchError
+	if errors.As(err, &dm) && dm.Fetches >= mismatchLimit {
+		return false
+	}
 	return !errors.As(err, &bodyErr) && retryError(ctx, err)
 }
 
