@@ -72,7 +72,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return errUsage
 	}
-	recs, mdErr := core.ReadFile(*metadataFile)
+	recs, mdErr := core.ReadFileContext(ctx, *metadataFile)
 	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
