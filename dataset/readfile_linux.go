@@ -44,7 +44,7 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 		return nil, tooLarge(size, max)
 	}
 	if !fi.Mode().IsRegular() || size < hugeMin || int64(int(size)) != size {
-		return readAtMost(ctx, f, max)
+		return readAtMost(ctx, f, max, true)
 	}
 	// One spare byte shows whether the file grew since Stat.
 	buf := make([]byte, size+1)
@@ -57,7 +57,7 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 		if int64(len(buf)) > max {
 			return nil, tooLarge(int64(len(buf)), max)
 		}
-		rest, err := readAtMost(ctx, f, max-int64(len(buf)))
+		rest, err := readAtMost(ctx, f, max-int64(len(buf)), false)
 		if err != nil {
 			return nil, err
 		}

@@ -21,5 +21,5 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 	if fi.Mode().IsRegular() && fi.Size() > max {
 		return nil, tooLarge(fi.Size(), max)
 	}
-	return readAtMost(ctx, f, max)
+	return readAtMost(ctx, f, max, true)
 }

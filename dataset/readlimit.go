@@ -19,8 +19,9 @@ const readChunk = 1 << 20
 // chunks when ctx is done. When the first chunk already shows that the
 // input is no dataset (its first byte after spaces is not '{', '[' or the
 // start of parquet's "PAR1"), reading stops there and that chunk is
-// returned, for the decoder to report where the input went wrong.
-func readAtMost(ctx context.Context, r io.Reader, max int64) ([]byte, error) {
+// returned, for the decoder to report where the input went wrong (only
+// when r is at the start of the file: start).
+func readAtMost(ctx context.Context, r io.Reader, max int64, start bool) ([]byte, error) {
 	var chunks [][]byte
 	var total int64
 	for {
@@ -33,7 +34,7 @@ func readAtMost(ctx context.Context, r io.Reader, max int64) ([]byte, error) {
 			chunks = append(chunks, buf[:n])
 			total += int64(n)
 		}
-		if len(chunks) == 1 && n > 0 && notADataset(buf[:n]) {
+		if start && len(chunks) == 1 && n > 0 && notADataset(buf[:n]) {
 			return buf[:n], nil
 		}
 		if total > max {
