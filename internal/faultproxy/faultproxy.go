@@ -103,6 +103,10 @@ type Config struct {
 	RateLost      float64 // its answer replaced by a 500, 502 or 503 (no Retry-After)
 	RateLostReset float64 // its answer replaced by a connection reset
 	RateCutBody   float64 // its answer's body cut half-way (the connection closed); no body: a reset
+	// FlipBlob, when set, is a blob digest whose every GET answer has one
+	// byte flipped (wrong bytes from a broken source), counted in
+	// Stats.FlippedGets.
+	FlipBlob string
 }
 
 // Uniform returns a Config spreading total evenly over all six fault kinds.
@@ -130,6 +134,7 @@ type Stats struct {
 	UploadBodyBytes  int64          // request body bytes forwarded upstream for PATCH/PUT uploads
 	CompletedUploads map[string]int // digest -> upload PUTs answered 201 by the registry
 	CommitPuts       map[string]int // digest -> upload PUTs forwarded to the registry (whatever it answered)
+	FlippedGets      int            // GETs of Config.FlipBlob answered with a byte flipped
 }
 
 // Total returns the sum of all request counts.
@@ -246,6 +251,7 @@ func (p *Proxy) Stats() Stats {
 	for k, v := range p.stats.CompletedUploads {
 		out.CompletedUploads[k] = v
 	}
+	out.FlippedGets = p.stats.FlippedGets
 	out.CommitPuts = make(map[string]int, len(p.stats.CommitPuts))
 	for k, v := range p.stats.CommitPuts {
 		out.CommitPuts[k] = v
@@ -386,7 +392,35 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	default:
+		if cfg.FlipBlob != "" && kind == KindBlobGet && strings.HasSuffix(r.URL.Path, "/blobs/"+cfg.FlipBlob) {
+			p.mu.Lock()
+			p.stats.FlippedGets++
+			p.mu.Unlock()
+			w = &flipWriter{ResponseWriter: w}
+		}
 		p.rp.ServeHTTP(w, r)
+	}
+}
+
+// flipWriter flips the first byte of the body it passes on.
+type flipWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (f *flipWriter) Write(b []byte) (int, error) {
+	if !f.done && len(b) > 0 {
+		f.done = true
+		c := append([]byte(nil), b...)
+		c[0] ^= 0xff
+		return f.ResponseWriter.Write(c)
+	}
+	return f.ResponseWriter.Write(b)
+}
+
+func (f *flipWriter) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
 	}
 }
 
