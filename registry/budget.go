@@ -30,10 +30,11 @@ import (
 // statuses in RetryStatuses. Never retried: other 4xx, 501, TLS and
 // certificate errors, a cancelled context.
 //
-// An attempt waits at most AnswerTimeout for the registry's answer (its
-// status line and headers) once the request is sent, a blob commit (PUT
-// ...?digest=, which the registry answers after checking the whole blob) at
-// most CommitAnswerTimeout. A host that never answered any attempt of a
+// An attempt waits at most AnswerTimeout to connect and send its headers,
+// and again for the registry's answer (its status line and headers) once
+// the request is sent; a blob upload's PATCH and commit (PUT ...?digest=,
+// which the registry answers after storing or checking the data) wait at
+// most CommitAnswerTimeout for their answer. A host that never answered any attempt of a
 // whole request (connections refused, or accepted and left silent) is
 // marked down: requests to it fail at once for MaxElapsed.
 //

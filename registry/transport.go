@@ -673,7 +673,9 @@ type answerTimer struct {
 func (a answerTimer) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := a.budget.AnswerTimeout
 	wait := d
-	if req.Method == http.MethodPut && isUploadSession(req.URL) {
+	if (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL) {
+		// The registry answers a blob upload's PATCH once the data is
+		// stored, its commit once the blob is checked.
 		wait = a.budget.CommitAnswerTimeout
 	}
 	start := time.Now()
