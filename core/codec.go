@@ -41,8 +41,11 @@ func (e *LineError) Error() string {
 // returns every good record in file order and, joined, one *LineError per bad
 // line, so a caller can go on with the good records and still fail at the
 // end. Blank lines are skipped.
+//
+// At most MaxFileBytes are read: past that, reading stops with an error
+// wrapping ErrFileTooLarge.
 func Decode(r io.Reader, name string) ([]Image, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(&cappedReader{r: r, left: MaxFileBytes}, 64<<10)
 	var (
 		out  []Image
 		errs []error
@@ -176,7 +179,12 @@ func ReadRecords(path string, warn io.Writer) ([]Image, error) {
 		return nil, fmt.Errorf("reading records: %w", err)
 	}
 	defer f.Close()
-	recs, err := DecodeRecords(f, path, warn)
+	return readRecords(f, path, warn)
+}
+
+// readRecords is ReadRecords' decoding of the opened file r.
+func readRecords(r io.Reader, path string, warn io.Writer) ([]Image, error) {
+	recs, err := DecodeRecords(r, path, warn)
 	dir := filepath.Dir(path)
 	for i := range recs {
 		if recs[i].OCILayout != "" && !filepath.IsAbs(recs[i].OCILayout) {

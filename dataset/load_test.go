@@ -588,8 +588,10 @@ func TestEmptyAndForeignFiles(t *testing.T) {
 
 // TestFileSizeLimit: a dataset over the size limit is an error naming the
 // file and the limit, without reading it (a regular file, by its size) or
-// after reading no more than the limit (/dev/zero).
+// after reading no more than the limit (a FIFO of endless JSONL; /dev/zero
+// is refused as no dataset after its first MiB, see readlimit_test.go).
 func TestFileSizeLimit(t *testing.T) {
+	fifo := endlessFIFO(t, `{"instance_id": "x"}`+"\n")
 	sparse := filepath.Join(t.TempDir(), "huge.jsonl")
 	f, err := os.Create(sparse)
 	if err != nil {
@@ -605,7 +607,7 @@ func TestFileSizeLimit(t *testing.T) {
 		want string
 	}{
 		{sparse, Limits{}, "dataset " + sparse + ": 1073741825 bytes: over the size limit of 1 GiB a file"},
-		{"/dev/zero", Limits{MaxFileBytes: 1 << 20}, "dataset /dev/zero: more than 1048576 bytes: over the size limit of 1 MiB a file"},
+		{fifo, Limits{MaxFileBytes: 1 << 20}, "dataset " + fifo + ": more than 1048576 bytes: over the size limit of 1 MiB a file"},
 	} {
 		got, err := Load(context.Background(), tc.path, LoadOptions{Limits: tc.lim})
 		if !errors.Is(err, ErrTooLarge) || err.Error() != tc.want || got != nil {

@@ -71,7 +71,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f.repo == "" {
 		return usageErr(fs, stderr, "--repo is required")
 	}
-	recs, mdErr := core.ReadRecords(*metadataFile, stderr)
+	recs, mdErr := core.ReadRecordsContext(ctx, *metadataFile, stderr)
 	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
