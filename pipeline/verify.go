@@ -39,6 +39,11 @@ type VerifyOptions struct {
 	Workers, Repeat int
 	// Timeout limits each eval.sh run (default verify.DefaultTimeout).
 	Timeout time.Duration
+	// EvalScript chooses the script each run executes: verify.ScriptDataset
+	// ("" too: the record's eval_script as upstream v5 runs it, graded by
+	// its log_parser under v5's rules; records without one fall back to the
+	// generated eval.sh) or verify.ScriptGenerated (the v4.1.0 eval.sh).
+	EvalScript string
 	// Parser, when set, grades every repository with this upstream parser.
 	Parser string
 	// Baseline, when set, is an earlier summary: any regression against
@@ -93,7 +98,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, o.Platforms, imageFn)
+	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, verify.TargetOptions{Platforms: o.Platforms, Images: imageFn, Script: o.EvalScript})
 	for _, e := range terrs {
 		fmt.Fprintf(log, "verify: %v\n", e)
 	}

@@ -338,12 +338,13 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 		out.TestSeconds = s
 	}
 	// timeout(1) exits 124 when the limit was hit, 137 when it also had
-	// to SIGKILL.
+	// to SIGKILL. eval.sh may exit 124 itself (it exits with the test
+	// command's status when it records it), so the time must be up too.
 	t := job.Timeout
 	if t <= 0 {
 		t = DefaultTimeout
 	}
-	if rc == 124 || (rc == 137 && out.TestSeconds >= t.Seconds()) {
+	if (rc == 124 || rc == 137) && out.TestSeconds >= t.Seconds()-1 {
 		out.TimedOut = true
 	}
 	return out, nil

@@ -3,10 +3,13 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/manifests"
 )
 
@@ -49,15 +52,35 @@ func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
 	}
 }
 
-// Targets renders eval.sh for every instance and each of its platforms
-// (tables decide them; only those in want, when want is not empty) and
-// names its image with images (nil: no image, for the builder hook). Bad
+// TargetOptions choose the targets Targets makes.
+type TargetOptions struct {
+	// Platforms, when not empty, keeps only these of each instance's
+	// platforms (the tables decide them).
+	Platforms []core.Platform
+	// Images names each target's image; nil: no image (the builder hook).
+	Images ImageFunc
+	// Script is ScriptDataset ("" too: the record's eval_script as upstream
+	// v5 runs it, graded by the record's log_parser under v5's rules; the
+	// generated eval.sh for a record without one, said in ScriptInfo) or
+	// ScriptGenerated (the v4.1.0 eval.sh swebuild renders, graded by the
+	// profile's parser or upstream's map under v4.1.0's rules).
+	Script string
+}
+
+// Targets makes a target for every instance and each of its platforms: the
+// eval script chosen by o.Script (rendering eval.sh where needed), the
+// parser and rules to grade with, and the image o.Images names. Bad
 // instances are returned as errors, the others as targets.
-func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, want []core.Platform, images ImageFunc) ([]Target, []error) {
+func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, o TargetOptions) ([]Target, []error) {
 	var out []Target
 	var errs []error
+	switch o.Script {
+	case "", ScriptDataset, ScriptGenerated:
+	default:
+		return nil, []error{fmt.Errorf("eval script source %q: want %s or %s", o.Script, ScriptDataset, ScriptGenerated)}
+	}
 	wanted := map[core.Platform]bool{}
-	for _, p := range want {
+	for _, p := range o.Platforms {
 		wanted[p] = true
 	}
 	for i := range insts {
@@ -67,14 +90,13 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 			if len(wanted) > 0 && !wanted[cp] {
 				continue
 			}
-			res, err := r.Render(ctx, &inst, cp)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
+			t := Target{Instance: inst, Platform: cp}
+			if err := t.chooseScript(ctx, r, o.Script); err != nil {
+				errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 				continue
 			}
-			t := Target{Instance: inst, Platform: cp, EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
-			if images != nil {
-				ref, err := images(inst.InstanceID, p)
+			if o.Images != nil {
+				ref, err := o.Images(inst.InstanceID, p)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 					continue
@@ -85,4 +107,35 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 		}
 	}
 	return out, errs
+}
+
+// chooseScript sets the target's eval script, parser and rules.
+func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source string) error {
+	inst := &t.Instance
+	if source != ScriptGenerated && inst.EvalScript != "" {
+		if inst.LogParser == "" {
+			return fmt.Errorf("%s: the record has an eval_script but no log_parser to grade its output with", inst.Source)
+		}
+		if !slices.Contains(grading.ParserNames(), inst.LogParser) {
+			return fmt.Errorf("%s: field \"log_parser\": %q is not a log parser upstream has (%s)", inst.Source, inst.LogParser, strings.Join(grading.ParserNames(), ", "))
+		}
+		t.EvalScript, t.RecordsExit = EvalScriptV5(inst.EvalScript)
+		t.Script = scriptInfo(ScriptDataset, inst.EvalScript, "")
+		t.Parser = inst.LogParser
+		t.Rules = grading.RulesV5
+		return nil
+	}
+	res, err := r.Render(ctx, inst, t.Platform)
+	if err != nil {
+		return fmt.Errorf("rendering eval.sh: %w", err)
+	}
+	fallback := ""
+	if source != ScriptGenerated {
+		fallback = "the record has no eval_script"
+	}
+	t.EvalScript = res.Eval
+	t.Script = scriptInfo(ScriptGenerated, res.Eval, fallback)
+	t.Parser = r.Tables.LogParser(inst.Repo)
+	t.Rules = grading.RulesV41
+	return nil
 }

@@ -29,7 +29,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -70,6 +70,7 @@ type verifyFlags struct {
 	summaryFile  string
 	format       string
 	logParser    string
+	evalScript   string
 }
 
 func (f *verifyFlags) register(fs *pflag.FlagSet) {
@@ -88,7 +89,8 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-run logs and report.json (default: a new runs/verify-<UTC time>-<random>)")
 	fs.StringVar(&f.summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
 	fs.StringVar(&f.format, "format", "table", "summary on stdout: table or json")
-	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	fs.StringVar(&f.evalScript, "eval-script", verify.ScriptDataset, "eval script to run: dataset (the record's eval_script as upstream v5 runs it, graded by its log_parser under v5's rules; records without one use the generated script, and the results say so) or generated (the v4.1.0 eval.sh rendered from the spec tables, v4.1.0's rules)")
+	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the record's log_parser with its own script, else the one the spec profile names, else upstream's map")
 }
 
 // options are the pipeline's options from the flags.
@@ -109,6 +111,8 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		return o, fmt.Errorf("--format %q: want table or json", f.format)
 	case f.logParser != "" && !slices.Contains(grading.ParserNames(), f.logParser):
 		return o, fmt.Errorf("--log-parser %q: want one of %s", f.logParser, strings.Join(grading.ParserNames(), ", "))
+	case f.evalScript != verify.ScriptDataset && f.evalScript != verify.ScriptGenerated:
+		return o, fmt.Errorf("--eval-script %q: want %s or %s", f.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
 	}
 	plats, err := core.ParsePlatforms(f.platforms)
 	if err != nil {
@@ -138,6 +142,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Repeat:          f.repeat,
 		Timeout:         f.timeout,
 		Parser:          f.logParser,
+		EvalScript:      f.evalScript,
 		Baseline:        f.baseline,
 		RunDir:          f.runDir,
 		SummaryFile:     f.summaryFile,
@@ -149,14 +154,16 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 
 // verifyBuildFlags are the flags `swebuild build --verify` adds.
 type verifyBuildFlags struct {
-	timeout   time.Duration
-	logParser string
-	reverify  bool
+	timeout    time.Duration
+	logParser  string
+	evalScript string
+	reverify   bool
 }
 
 func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&v.timeout, "verify-timeout", verify.DefaultTimeout, "with --verify: time limit of each eval.sh run")
 	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	fs.StringVar(&v.evalScript, "verify-eval-script", verify.ScriptDataset, "with --verify: eval script to run: dataset (the record's, as upstream v5 runs it; generated where a record has none) or generated (the v4.1.0 eval.sh)")
 	fs.BoolVar(&v.reverify, "reverify", false, "with --verify: run every gold check even when $SWEBUILD_CACHE/verify holds a success for the same image definition and inputs")
 }
 
@@ -168,11 +175,15 @@ func (v *verifyBuildFlags) options(env datasetEnv, stderr io.Writer) (pipeline.G
 	if v.logParser != "" && !slices.Contains(grading.ParserNames(), v.logParser) {
 		return pipeline.GoldCheckOptions{}, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
 	}
+	if v.evalScript != verify.ScriptDataset && v.evalScript != verify.ScriptGenerated {
+		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-eval-script %q: want %s or %s", v.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
+	}
 	return pipeline.GoldCheckOptions{
-		Timeout:  v.timeout,
-		Parser:   v.logParser,
-		CacheDir: filepath.Join(env.cacheRoot, "verify"),
-		Reverify: v.reverify,
-		Progress: stderr,
+		Timeout:    v.timeout,
+		Parser:     v.logParser,
+		EvalScript: v.evalScript,
+		CacheDir:   filepath.Join(env.cacheRoot, "verify"),
+		Reverify:   v.reverify,
+		Progress:   stderr,
 	}, nil
 }
