@@ -67,6 +67,22 @@ type LogResult struct {
 	// choice, e.g. parse_log_minitest for jekyll/jekyll-8167); "" when the
 	// log was not parsed.
 	Parser string
+	// Rules are the rules that read the log.
+	Rules Rules
+	// Registry is, under RulesV5, the PARSER_REGISTRY name that picked the
+	// parser (e.g. "parse_log_sphinx" for parse_log_pytest_v2), and
+	// Function the __name__ of the function it names (parse_log_pytest_v2;
+	// a dispatcher's own name).
+	Registry, Function string
+	// Decision is, under RulesV5, the branch of upstream v5's get_logs_eval
+	// that decided (DecisionGraded, DecisionExitCode, ...).
+	Decision string
+	// SuiteRan is, under RulesV5, the SUITE_RAN evidence that let an empty
+	// status map be graded.
+	SuiteRan string
+	// LogExitCode is, under RulesV5, the log's first ">>>>> Test Exit Code:
+	// N" (nil without one, or when the log was not read that far).
+	LogExitCode *int
 }
 
 // badCode returns the first of upstream's bad codes found in log, in
@@ -104,24 +120,26 @@ func (o GradeOptions) parser(repo string) (parserDef, error) {
 // is parsed, and the whole log when that gives an empty map. Errors: the
 // repository has no parser (ErrNoParser), the log is not UTF-8 (upstream's
 // read() raises), or the parser raises on the log (ErrUpstreamParserRaises).
+//
+// Under RulesV5 (opts.Rules, or "" for a record with LogParser) it is
+// upstream v5.0.2's get_logs_eval instead: see evalLogV5.
 func EvalLog(inst dataset.Instance, log string, opts GradeOptions) (LogResult, error) {
+	rules, err := opts.rules(inst)
+	if err != nil {
+		return LogResult{}, fmt.Errorf("grading log: %w", err)
+	}
+	if rules == RulesV5 {
+		return evalLogV5(inst, log, opts)
+	}
 	p, err := opts.parser(inst.Repo)
 	if err != nil {
 		return LogResult{}, fmt.Errorf("grading log: %w", err)
 	}
-	if !utf8.ValidString(log) {
-		off := 0
-		for off < len(log) {
-			r, n := utf8.DecodeRuneInString(log[off:])
-			if r == utf8.RuneError && n == 1 {
-				break
-			}
-			off += n
-		}
-		return LogResult{}, fmt.Errorf("grading log: byte %d is not valid UTF-8 (upstream cannot read the log)", off)
+	if err := checkUTF8(log); err != nil {
+		return LogResult{}, err
 	}
 	log = NormalizeNewlines(log)
-	res := LogResult{StatusMap: NewStatusMap()}
+	res := LogResult{StatusMap: NewStatusMap(), Rules: RulesV41}
 	if c := badCode(log); c != "" {
 		res.Reason = fmt.Sprintf("log contains %q", c)
 		return res, nil
@@ -154,6 +172,22 @@ func EvalLog(inst dataset.Instance, log string, opts GradeOptions) (LogResult, e
 		}
 	}
 	return res, nil
+}
+
+// checkUTF8 fails for a log upstream's read() cannot decode.
+func checkUTF8(log string) error {
+	if utf8.ValidString(log) {
+		return nil
+	}
+	off := 0
+	for off < len(log) {
+		r, n := utf8.DecodeRuneInString(log[off:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		off += n
+	}
+	return fmt.Errorf("grading log: byte %d is not valid UTF-8 (upstream cannot read the log)", off)
 }
 
 // testPassed is upstream's test_passed: PASSED or XFAIL.
@@ -223,13 +257,30 @@ func ResolutionStatus(ts TestsStatus) Resolution {
 // model_patch is None (patch_is_None, nothing graded); any other patch,
 // even empty, exists. The labels are inst.FailToPass and inst.PassToPass.
 // On error (see EvalLog) upstream produces no report at all.
+//
+// Under RulesV5 it is upstream v5.0.2's get_eval_report: the record's
+// eval_type, v5's get_logs_eval (EvalLog), a log not graded classified by
+// infra_failure.py (InfraFailure, InfraFailureReason), and v5's test rules
+// (EvalTestsReportV5). With opts.ExitCode the observed status replaces the
+// log's exit-code line, and ExitCodeDisagrees says when they differ.
 func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) (Report, error) {
 	r := Report{InstanceID: inst.InstanceID}
+	rules, err := opts.rules(inst)
+	if err != nil {
+		return Report{}, fmt.Errorf("grading %s: %w", inst.InstanceID, err)
+	}
+	r.Rules = rules
 	if patch == nil {
 		r.PatchIsNone = true
+		if rules == RulesV5 {
+			r.Decision = DecisionPatchIsNone
+		}
 		return r, nil
 	}
 	r.PatchExists = true
+	if rules == RulesV5 {
+		return gradeV5(inst, log, opts, r)
+	}
 	res, err := EvalLog(inst, log, opts)
 	if err != nil {
 		return Report{}, fmt.Errorf("grading %s: %w", inst.InstanceID, err)
@@ -238,6 +289,7 @@ func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) 
 		r.NotApplied = res.Reason
 		return r, nil
 	}
+	r.Parser = res.Parser
 	r.PatchSuccessfullyApplied = true
 	ts := EvalTestsReport(res.StatusMap, inst.FailToPass, inst.PassToPass, FailOnlyRepo(inst.Repo))
 	r.Resolution = ResolutionStatus(ts)

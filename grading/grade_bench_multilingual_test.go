@@ -27,7 +27,7 @@ func BenchmarkGradeMultilingualLogs(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for _, l := range logs {
 			inst := dataset.Instance{InstanceID: l.ref.InstanceID, Repo: *l.ref.Repo, FailToPass: l.ref.FailToPass, PassToPass: l.ref.PassToPass}
-			r, err := Grade(inst, l.log, &patch, GradeOptions{})
+			r, err := Grade(inst, l.log, &patch, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -87,7 +87,7 @@ func BenchmarkGradeHugeLog(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := Grade(c.inst, log, &patch, GradeOptions{})
+				r, err := Grade(c.inst, log, &patch, GradeOptions{Rules: RulesV41})
 				if err != nil {
 					b.Fatal(err)
 				}

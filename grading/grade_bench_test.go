@@ -70,7 +70,7 @@ func BenchmarkGradeMarkerEraLogs(b *testing.B) {
 	cpu := startCPU()
 	for i := 0; i < b.N; i++ {
 		for _, j := range jobs {
-			r, err := Grade(j.inst, j.log, &patch, GradeOptions{})
+			r, err := Grade(j.inst, j.log, &patch, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func BenchmarkGradeAllLogs(b *testing.B) {
 	cpu := startCPU()
 	for i := 0; i < b.N; i++ {
 		for _, j := range jobs {
-			if _, err := Grade(j.inst, j.log, &patch, GradeOptions{WholeLog: j.whole}); err != nil {
+			if _, err := Grade(j.inst, j.log, &patch, GradeOptions{Rules: RulesV41, WholeLog: j.whole}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -128,7 +128,7 @@ func BenchmarkGradeLargestLog(b *testing.B) {
 			b.ResetTimer()
 			cpu := startCPU()
 			for i := 0; i < b.N; i++ {
-				if _, err := Grade(big.inst, big.log, &patch, GradeOptions{WholeLog: big.whole}); err != nil {
+				if _, err := Grade(big.inst, big.log, &patch, GradeOptions{Rules: RulesV41, WholeLog: big.whole}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -130,7 +130,7 @@ func TestReferencePairs(t *testing.T) {
 				}
 			}
 			// 3. get_logs_eval.
-			res, err := EvalLog(dataset.Instance{InstanceID: row["instance_id"], Repo: repo}, log, GradeOptions{})
+			res, err := EvalLog(dataset.Instance{InstanceID: row["instance_id"], Repo: repo}, log, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatalf("EvalLog: %v", err)
 			}
@@ -195,7 +195,7 @@ func TestReferencePairs(t *testing.T) {
 				patch = &p
 			}
 
-			got, err := Grade(inst, log, patch, GradeOptions{})
+			got, err := Grade(inst, log, patch, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatalf("Grade: %v", err)
 			}
@@ -214,7 +214,7 @@ func TestReferencePairs(t *testing.T) {
 					got.PatchSuccessfullyApplied, got.Resolved, got.TestsStatus != nil)
 			}
 			// What the harness that wrote the stored report did: the whole log.
-			got, err = Grade(inst, log, patch, GradeOptions{WholeLog: true})
+			got, err = Grade(inst, log, patch, GradeOptions{Rules: RulesV41, WholeLog: true})
 			if err != nil {
 				t.Fatalf("Grade --whole-log: %v", err)
 			}

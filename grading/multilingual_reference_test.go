@@ -131,7 +131,7 @@ func TestReferenceMultilingual(t *testing.T) {
 			}
 
 			inst := dataset.Instance{InstanceID: ref.InstanceID, Repo: repo, FailToPass: ref.FailToPass, PassToPass: ref.PassToPass}
-			res, err := EvalLog(inst, l.log, GradeOptions{})
+			res, err := EvalLog(inst, l.log, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatalf("EvalLog: %v", err)
 			}
@@ -160,7 +160,7 @@ func TestReferenceMultilingual(t *testing.T) {
 				}
 				patch = &p
 			}
-			rep, err := Grade(inst, l.log, patch, GradeOptions{})
+			rep, err := Grade(inst, l.log, patch, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatalf("Grade: %v", err)
 			}

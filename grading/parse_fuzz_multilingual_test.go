@@ -119,7 +119,7 @@ func FuzzGradeMultilingual(f *testing.F) {
 		patch := ""
 		inst := instanceFor(repo, []string{label}, nil)
 		inst.InstanceID = id
-		r, err := Grade(inst, log, &patch, GradeOptions{})
+		r, err := Grade(inst, log, &patch, GradeOptions{Rules: RulesV41})
 		if err != nil {
 			if !errors.Is(err, ErrUpstreamParserRaises) && !strings.Contains(err.Error(), "UTF-8") {
 				t.Fatalf("unexpected error: %v", err)
@@ -133,7 +133,7 @@ func FuzzGradeMultilingual(f *testing.F) {
 			t.Fatal("empty report")
 		}
 		if FailOnlyRepo(repo) && r.TestsStatus != nil {
-			res, err := EvalLog(inst, log, GradeOptions{})
+			res, err := EvalLog(inst, log, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatal(err)
 			}

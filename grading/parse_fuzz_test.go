@@ -65,7 +65,7 @@ func FuzzGrade(f *testing.F) {
 	f.Fuzz(func(t *testing.T, log, label string, whole bool) {
 		patch := ""
 		inst := instanceFor("django/django", []string{label}, []string{label + "2"})
-		r, err := Grade(inst, log, &patch, GradeOptions{WholeLog: whole})
+		r, err := Grade(inst, log, &patch, GradeOptions{Rules: RulesV41, WholeLog: whole})
 		if err != nil {
 			if !errors.Is(err, ErrUpstreamParserRaises) && !strings.Contains(err.Error(), "UTF-8") {
 				t.Fatalf("unexpected error: %v", err)

@@ -1,5 +1,6 @@
 // Package grading grades SWE-bench evaluation logs the way upstream SWE-bench
-// v4.1.0 does: the log parsers, get_logs_eval, get_eval_report and
+// v5.0.2 (RulesV5) or v4.1.0 (RulesV41) does: the log parsers,
+// get_logs_eval, get_eval_report, v5's infra classification and
 // report.json. Everything here is a pure function of its inputs; running a
 // patch in a container is package verify's job, which calls this one.
 package grading

@@ -44,6 +44,36 @@ type Report struct {
 	// NotApplied says why patch_successfully_applied is false when the log
 	// was read (a bad code, a missing marker). Not part of report.json.
 	NotApplied string
+
+	// Rules are the rules that graded; RulesV5 adds "infra_failure" (and
+	// "infra_failure_reason") to report.json, as upstream v5 writes it.
+	Rules Rules
+	// InfraFailure is v5's infra_failure: the log was not graded and
+	// infra_failure.py classified it in the environment tier.
+	InfraFailure bool
+	// InfraFailureReason is v5's infra_failure_reason (any tier), "" when
+	// not classified; InfraTier is its tier (not in report.json).
+	InfraFailureReason string
+	InfraTier          string
+
+	// The fields below are swebuild's and never part of report.json.
+
+	// Decision is v5's get_logs_eval branch (LogResult.Decision).
+	Decision string
+	// Parser is the __name__ of the parser function (v5: the one
+	// PARSER_REGISTRY names, e.g. parse_log_pytest_v2; v4.1: the one that
+	// parsed); ParserRegistry is v5's registry name (parse_log_sphinx).
+	Parser, ParserRegistry string
+	// LogExitCode is the log's first ">>>>> Test Exit Code: N" (v5), nil
+	// without one.
+	LogExitCode *int
+	// ExitCode is GradeOptions.ExitCode, the status the runner observed,
+	// which v5 grading used instead of LogExitCode.
+	ExitCode *int
+	// ExitCodeDisagrees is true when both LogExitCode and ExitCode are known
+	// and differ: the log's exit-code line is not the test command's status
+	// (code under test can print that line itself).
+	ExitCodeDisagrees bool
 }
 
 // MarshalJSON renders the report exactly as upstream writes report.json:
@@ -73,6 +103,16 @@ func (r Report) JSON() []byte {
 	w.boolField(2, "patch_exists", r.PatchExists, false)
 	w.boolField(2, "patch_successfully_applied", r.PatchSuccessfullyApplied, false)
 	w.boolField(2, "resolved", r.Resolved, false)
+	if r.Rules == RulesV5 {
+		w.boolField(2, "infra_failure", r.InfraFailure, false)
+		if r.InfraFailureReason != "" {
+			w.raw(",")
+			w.newline(2)
+			w.str("infra_failure_reason")
+			w.raw(": ")
+			w.str(r.InfraFailureReason)
+		}
+	}
 	if ts := r.TestsStatus; ts != nil {
 		w.raw(",")
 		w.newline(2)

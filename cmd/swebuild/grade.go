@@ -15,8 +15,8 @@ import (
 )
 
 // runGrade implements `swebuild grade`: grade one test log exactly as
-// upstream SWE-bench v4.1.0 does and print its report.json (or the parsed
-// status map).
+// upstream SWE-bench v5.0.2 or v4.1.0 does and print its report.json (or
+// the parsed status map).
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("grade", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,7 +25,8 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: swebuild grade --dataset FILE --instance ID --log FILE [--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
-			"Grade a test log as upstream SWE-bench v4.1.0 does and print report.json.\n\nOptions:\n%s", fs.FlagUsages())
+			"Grade a test log as upstream SWE-bench v5.0.2 (--grading v5) or v4.1.0 (--grading v4.1) does and print\n"+
+			"report.json; which rules and parser graded is said on stderr.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -33,6 +34,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return errUsage
 	}
+	f.exitCodeSet = fs.Changed("exit-code")
 	if err := f.check(fs.Args()); err != nil {
 		fmt.Fprintf(stderr, "swebuild grade: %v\n", err)
 		fs.Usage()
@@ -49,9 +51,11 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type gradeFlags struct {
 	ds                                 datasetFlags
 	instanceID, logPath, patchPath     string
-	parser                             string
+	parser, rules                      string
 	gold, wholeLog, statusMap, noPatch bool
 	maxLogSize                         int64
+	exitCode                           int
+	exitCodeSet                        bool
 }
 
 func (f *gradeFlags) register(fs *pflag.FlagSet) {
@@ -64,7 +68,10 @@ func (f *gradeFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.wholeLog, "whole-log", false, "parse the whole log and do not require the Start/End Test Output markers (logs of pre-marker harnesses)")
 	fs.BoolVar(&f.statusMap, "status-map", false, "print the parsed test status map instead of the report")
 	fs.Int64Var(&f.maxLogSize, "max-log-size", grading.MaxLogSize, "largest log to read, in bytes (a longer one is an error)")
-	fs.StringVar(&f.parser, "parser", "", "parser to use instead of the repo's: "+grading.ParserHelp())
+	fs.StringVar(&f.parser, "parser", "", "parser to use instead of the record's log_parser (v5) or the repo's (v4.1): "+grading.ParserHelp()+
+		"; under v5 also the aliases of upstream's PARSER_REGISTRY (parse_log_sphinx, parse_log_xarray, ...)")
+	fs.StringVar(&f.rules, "grading", "", "grading rules: v5 (upstream 5.0.2) or v4.1 (upstream 4.1.0); default v5 for a record with log_parser, else v4.1")
+	fs.IntVar(&f.exitCode, "exit-code", 0, "the test command's exit status as observed outside the container; under v5 it replaces the log's '>>>>> Test Exit Code: N' line")
 }
 
 // check reports the first usage problem: arguments, a missing required
@@ -93,6 +100,14 @@ func (f *gradeFlags) check(args []string) error {
 	}
 	if f.maxLogSize <= 0 {
 		return errors.New("--max-log-size must be a positive number of bytes")
+	}
+	switch grading.Rules(f.rules) {
+	case "", grading.RulesV5, grading.RulesV41:
+	default:
+		return fmt.Errorf("--grading %q: want %s or %s", f.rules, grading.RulesV5, grading.RulesV41)
+	}
+	if f.exitCodeSet && grading.Rules(f.rules) == grading.RulesV41 {
+		return errors.New("--exit-code needs v5 rules (v4.1 has no exit-status rule)")
 	}
 	return nil
 }
@@ -132,14 +147,18 @@ func (f *gradeFlags) grade(inst dataset.Instance, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	opts := grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser}
+	opts := grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser, Rules: grading.Rules(f.rules)}
+	if f.exitCodeSet {
+		opts.ExitCode = &f.exitCode
+	}
 	if f.statusMap {
 		res, err := grading.EvalLog(inst, log, opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.logPath, err)
 		}
+		fmt.Fprintf(stderr, "swebuild grade: %s: %s rules, parser %s%s\n", f.logPath, upstreamName(res.Rules), parserLabel(res.Registry, res.Parser), decisionLabel(res.Decision))
 		if !res.Applied {
-			fmt.Fprintf(stderr, "swebuild grade: %s: not applied for upstream v4.1.0: %s\n", f.logPath, res.Reason)
+			fmt.Fprintf(stderr, "swebuild grade: %s: not applied for %s: %s\n", f.logPath, upstreamName(res.Rules), res.Reason)
 		} else if res.FellBack {
 			fmt.Fprintf(stderr, "swebuild grade: %s: nothing parsed between the markers; parsed the whole log with %s (as upstream does)\n", f.logPath, res.Parser)
 		}
@@ -149,14 +168,50 @@ func (f *gradeFlags) grade(inst dataset.Instance, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.logPath, err)
 	}
+	fmt.Fprintf(stderr, "swebuild grade: %s: %s rules, parser %s%s\n", f.logPath, upstreamName(rep.Rules), parserLabel(rep.ParserRegistry, rep.Parser), decisionLabel(rep.Decision))
+	if rep.ExitCodeDisagrees {
+		fmt.Fprintf(stderr, "swebuild grade: %s: the log's exit-code line says %d but the test command exited %d; graded with %d\n", f.logPath, *rep.LogExitCode, *rep.ExitCode, *rep.ExitCode)
+	}
 	if rep.NotApplied != "" {
 		hint := ""
 		if !f.wholeLog && !strings.Contains(log, grading.StartTestOutput) {
 			hint = " (a log from a harness older than the markers needs --whole-log)"
 		}
-		fmt.Fprintf(stderr, "swebuild grade: %s: not applied for upstream v4.1.0: %s%s\n", f.logPath, rep.NotApplied, hint)
+		fmt.Fprintf(stderr, "swebuild grade: %s: not applied for %s: %s%s\n", f.logPath, upstreamName(rep.Rules), rep.NotApplied, hint)
+	}
+	if rep.InfraFailureReason != "" {
+		fmt.Fprintf(stderr, "swebuild grade: %s: infra_failure_reason %s (%s tier)\n", f.logPath, rep.InfraFailureReason, rep.InfraTier)
 	}
 	return writeOut(stdout, rep.JSON())
+}
+
+// upstreamName names the upstream release whose rules r are.
+func upstreamName(r grading.Rules) string {
+	if r == grading.RulesV5 {
+		return "upstream v5.0.2"
+	}
+	return "upstream v4.1.0"
+}
+
+// parserLabel is the parser's name, with the registry name v5 picked it by
+// when that is an alias; "(none)" when the log was not parsed.
+func parserLabel(registry, function string) string {
+	switch {
+	case function == "" && registry == "":
+		return "(none: the log was not parsed)"
+	case registry == "" || registry == function:
+		return function
+	case function == "":
+		return registry
+	}
+	return registry + " (" + function + ")"
+}
+
+func decisionLabel(d string) string {
+	if d == "" {
+		return ""
+	}
+	return ", decision " + d
 }
 
 func writeOut(w io.Writer, b []byte) error {

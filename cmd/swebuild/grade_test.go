@@ -30,9 +30,9 @@ func TestGradeCommandReport(t *testing.T) {
 		want string // file whose bytes + "\n" are the expected stdout
 	}{
 		{"marker-era with --patch", []string{"--dataset", verified, "--instance", "django__django-16333",
-			"--log", filepath.Join(vexp, "test_output.txt"), "--patch", filepath.Join(vexp, "patch.diff")}, filepath.Join(vexp, "report.json")},
+			"--log", filepath.Join(vexp, "test_output.txt"), "--patch", filepath.Join(vexp, "patch.diff"), "--grading", "v4.1"}, filepath.Join(vexp, "report.json")},
 		{"pre-marker --whole-log --gold", []string{"--dataset", lite, "--instance", "django__django-11001",
-			"--log", filepath.Join(uboost, "test_output.txt"), "--gold", "--whole-log"}, filepath.Join(uboost, "report.json")},
+			"--log", filepath.Join(uboost, "test_output.txt"), "--gold", "--whole-log", "--grading", "v4.1"}, filepath.Join(uboost, "report.json")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -51,7 +51,7 @@ func TestGradeCommandReport(t *testing.T) {
 
 	// v4.1.0 proper: the pre-marker log is "not applied", with a hint.
 	var stdout, stderr bytes.Buffer
-	args := []string{"--dataset", lite, "--instance", "django__django-11001", "--log", filepath.Join(uboost, "test_output.txt")}
+	args := []string{"--dataset", lite, "--instance", "django__django-11001", "--log", filepath.Join(uboost, "test_output.txt"), "--grading", "v4.1"}
 	if err := runGrade(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestGradeCommandMultilingual(t *testing.T) {
 		n++
 		t.Run(ref.Log, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			args := []string{"--dataset", ds, "--instance", ref.InstanceID, "--log", filepath.Join(logs, ref.Log, "test_output.txt")}
+			args := []string{"--dataset", ds, "--instance", ref.InstanceID, "--log", filepath.Join(logs, ref.Log, "test_output.txt"), "--grading", "v4.1"}
 			if err := runGrade(context.Background(), args, &stdout, &stderr); err != nil {
 				t.Fatalf("runGrade: %v (stderr %s)", err, stderr.String())
 			}
@@ -155,6 +155,10 @@ func TestGradeCommandErrors(t *testing.T) {
 		{"missing log", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", filepath.Join(dir, "none")}, false, "reading log"},
 		{"endless log", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", "/dev/zero", "--max-log-size", "1048576"}, false, "/dev/zero: more than the limit of 1048576 bytes"},
 		{"unknown parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--parser", "parse_log_nope"}, false, "not an upstream log parser"},
+		{"bad rules", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v6"}, true, `--grading "v6"`},
+		{"exit code under v4.1", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v4.1", "--exit-code", "1"}, true, "--exit-code needs v5"},
+		{"v5 without log_parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v5"}, false, "no log_parser"},
+		{"v5 unknown parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v5", "--parser", "parse_log_nope"}, false, "parse_log_nope"},
 		{"patch is a directory", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--patch", dir}, false, "is a directory"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -186,5 +190,44 @@ func TestGradeCommandErrors(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), `"patch_is_None": true`) {
 		t.Errorf("--no-patch output: %s", stdout.String())
+	}
+}
+
+// TestGradeCommandV5: `swebuild grade --grading v5` on upstream v5's crafted
+// log whose patch forges ">>>>> Test Exit Code: 0" and PASSED lines: as
+// upstream, resolved (the first exit-code line wins); with --exit-code 1
+// (what the runner saw, case.json) not graded, stderr naming the rules, the
+// parser, the decision and the disagreement.
+func TestGradeCommandV5(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	verified := filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl")
+	log := filepath.Join(shared, "upstream-v5", "grading", "crafted__exit-code-first-match__pytest__forged-exit-code-line", "test_output.txt")
+	base := []string{"--dataset", verified, "--instance", "pytest-dev__pytest-5809", "--log", log, "--grading", "v5", "--parser", "parse_log_pytest", "--patch", log}
+	for _, c := range []struct {
+		name           string
+		extra          []string
+		stdout, stderr []string
+	}{
+		{"as upstream", nil, []string{`"resolved": true`, `"infra_failure": false`},
+			[]string{"upstream v5.0.2 rules, parser parse_log_pytest, decision graded"}},
+		{"observed exit 1", []string{"--exit-code", "1"}, []string{`"patch_successfully_applied": false`, `"resolved": false`},
+			[]string{"decision nonzero_test_exit_code_without_a_failure", "exit-code line says 0 but the test command exited 1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := runGrade(context.Background(), append(base, c.extra...), &stdout, &stderr); err != nil {
+				t.Fatalf("runGrade: %v (stderr %s)", err, stderr.String())
+			}
+			for _, w := range c.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+		})
 	}
 }
