@@ -3,8 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
+	"errors"
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
@@ -116,8 +115,11 @@ func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source st
 		if inst.LogParser == "" {
 			return fmt.Errorf("%s: the record has an eval_script but no log_parser to grade its output with", inst.Source)
 		}
-		if !slices.Contains(grading.ParserNames(), inst.LogParser) {
-			return fmt.Errorf("%s: field \"log_parser\": %q is not a log parser upstream has (%s)", inst.Source, inst.LogParser, strings.Join(grading.ParserNames(), ", "))
+		// v5 grading resolves the name in its PARSER_REGISTRY (aliases such
+		// as parse_log_sphinx included); a name it has not is the record's
+		// fault, said before anything runs.
+		if _, err := grading.EvalLog(*inst, "", grading.GradeOptions{Rules: grading.RulesV5}); errors.Is(err, grading.ErrUnknownParser) || errors.Is(err, grading.ErrParserNotImplemented) {
+			return fmt.Errorf("%s: field \"log_parser\": %w", inst.Source, err)
 		}
 		t.EvalScript, t.RecordsExit = EvalScriptV5(inst.EvalScript)
 		t.Script = scriptInfo(ScriptDataset, inst.EvalScript, "")

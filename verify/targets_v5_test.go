@@ -91,6 +91,11 @@ func TestDatasetScriptForgedExitLine(t *testing.T) {
 		t.Errorf("the container ran %q, want upstream's eval.sh and the exit trailer", tail(job.EvalScript))
 	}
 	res := s.Results[0]
+	// v5 grades with the wrapper's status 1: not resolved, whatever the
+	// forged PASSED lines and exit-code line say.
+	if res.Resolved {
+		t.Errorf("the forged PASSED lines and exit-code line resolved the instance: %+v", res)
+	}
 	if res.Exit == nil || res.Exit.Wrapper == nil || *res.Exit.Wrapper != 1 || res.Exit.Log == nil || *res.Exit.Log != 0 || !res.Exit.Disagree {
 		t.Errorf("exit status %+v, want wrapper 1, log 0, disagree", res.Exit)
 	}
