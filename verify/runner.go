@@ -147,13 +147,18 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 	var specs []runSpec
+	var empties []Result
 	for _, t := range targets {
 		if gold {
 			p := t.Instance.Patch
 			specs = append(specs, runSpec{t: t, mode: ModeGold, patch: &p})
 		}
 		if pr, ok := preds[t.Instance.InstanceID]; ok {
-			specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
+			if pr.EmptyPatch() {
+				empties = append(empties, r.describe(aggregate(t, ModePredictions, pr.Model, []Attempt{r.emptyPatch(t, pr)}), t))
+			} else {
+				specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
+			}
 		}
 		if control {
 			empty := ""
@@ -190,6 +195,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	for i, s := range specs {
 		sum.Results = append(sum.Results, r.describe(aggregate(s.t, s.mode, s.model, attempts[i]), s.t))
 	}
+	sum.Results = append(sum.Results, empties...)
 	sum.link()
 	return sum, nil
 }
@@ -552,6 +558,39 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		}
 	}
 	a.classify(out, rep, missing, job.maxOutput())
+	return a
+}
+
+// emptyPatch is the attempt of a prediction whose patch is null or "":
+// nothing runs (upstream skips it), the run directory gets the report.json
+// grading makes of the prediction with no test output (patch_is_None for
+// null) and verify.json.
+func (r *Runner) emptyPatch(t Target, pr Prediction) Attempt {
+	a := Attempt{Run: 1, Failure: FailureEmptyPatch, Labels: map[string]string{}}
+	what := "null"
+	if pr.Patch != nil {
+		what = "empty"
+	}
+	a.Error = "model_patch is " + what + ": not run (upstream counts it in empty_patch_ids)"
+	dir, err := r.runDir(t, ModePredictions, pr.Model, 1, 1)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	var rep grading.Report
+	if err == nil {
+		rep, err = grading.Grade(t.Instance, "", pr.Patch, r.gradeOptions(t))
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "report.json"), rep.JSON(), 0o644)
+	}
+	if err != nil {
+		a.Failure, a.Error = FailureInfra, fmt.Sprintf("%s; writing its report.json: %v", a.Error, err)
+		return a
+	}
+	a.Dir = dir
+	a.count(t.Instance, rep)
+	r.writeRecord(runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch}, &a)
+	r.progress("%s %s model %q: %s", t.Instance.InstanceID, t.Platform, pr.Model, a.Error)
 	return a
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
@@ -140,4 +143,73 @@ func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source st
 	t.Parser = r.Tables.LogParser(inst.Repo)
 	t.Rules = grading.RulesV41
 	return nil
+}
+
+// ImagesFromDataset names each instance's image as its record's image field
+// says (upstream v5's TestSpec.image, e.g.
+// "swebench/sweb.eval.x86_64.astropy_1776_astropy-12907:latest": namespace,
+// "_1776_" for "__", tag), re-rooted at registry when it is not empty
+// ("127.0.0.1:5000/mirror" gives
+// "127.0.0.1:5000/mirror/swebench/sweb.eval.x86_64.astropy_1776_astropy-12907:latest").
+// On linux/arm64 a repository named sweb.eval.x86_64.<id> becomes
+// sweb.eval.arm64.<id> (upstream's arm64 name of the same instance image);
+// any other name is used for both platforms. A record without an image is
+// an error naming it.
+func ImagesFromDataset(insts []dataset.Instance, registry string) ImageFunc {
+	byID := map[string]*dataset.Instance{}
+	for i := range insts {
+		byID[insts[i].InstanceID] = &insts[i]
+	}
+	return func(id, platform string) (string, error) {
+		in, ok := byID[id]
+		switch {
+		case !ok:
+			return "", fmt.Errorf("no dataset record of %s", id)
+		case in.Image == "":
+			return "", fmt.Errorf("%s: the record has no image field", in.Source)
+		}
+		p, err := core.ParsePlatform(platform)
+		if err != nil {
+			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
+		}
+		ref, err := DatasetImage(in.Image, registry, p)
+		if err != nil {
+			return "", fmt.Errorf("%s: field \"image\": %w", in.Source, err)
+		}
+		return ref, nil
+	}
+}
+
+// DatasetImage is the reference ImagesFromDataset pulls for a record's
+// image on platform p, re-rooted at registry when it is not empty.
+func DatasetImage(image, registry string, p core.Platform) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Errorf("%q is not an image reference: %w", image, err)
+	}
+	path := reference.Path(named)
+	if p == core.ARM64 {
+		dir, base := "", path
+		if i := strings.LastIndexByte(path, '/'); i >= 0 {
+			dir, base = path[:i+1], path[i+1:]
+		}
+		if rest, ok := strings.CutPrefix(base, "sweb.eval.x86_64."); ok {
+			path = dir + "sweb.eval.arm64." + rest
+		}
+	}
+	domain := reference.Domain(named)
+	if registry != "" {
+		domain = strings.TrimSuffix(registry, "/")
+	}
+	ref := domain + "/" + path
+	if t, ok := named.(reference.Tagged); ok {
+		ref += ":" + t.Tag()
+	}
+	if d, ok := named.(reference.Digested); ok {
+		ref += "@" + d.Digest().String()
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return "", fmt.Errorf("%q re-rooted at %q is %q, not an image reference: %w", image, registry, ref, err)
+	}
+	return ref, nil
 }

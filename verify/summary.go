@@ -32,6 +32,10 @@ const (
 	// labelled tests have no result in the head and tail kept, so the run
 	// cannot be graded as upstream grades the whole output.
 	FailureTruncated = "output_truncated"
+	// FailureEmptyPatch: a prediction whose model_patch is null or "" is
+	// not run (upstream counts it in empty_patch_ids); its report.json is
+	// what grading says of it (patch_is_None for null).
+	FailureEmptyPatch = "empty_patch"
 )
 
 // Truncation says a run's test output was longer than the limit: Size bytes,
