@@ -60,7 +60,7 @@ func TestMakeRunReport(t *testing.T) {
 		"r": {InstanceID: "r", Model: "m", Patch: &fix}, "u": {InstanceID: "u", Model: "m", Patch: &fix},
 		"u2": {InstanceID: "u2", Model: "m", Patch: &fix}, "p": {InstanceID: "p", Model: "m", Patch: &fix},
 		"never": {InstanceID: "never", Model: "m", Patch: &fix},
-		"null": {InstanceID: "null", Model: "m"}, "blank": {InstanceID: "blank", Model: "m", Patch: &empty},
+		"null":  {InstanceID: "null", Model: "m"}, "blank": {InstanceID: "blank", Model: "m", Patch: &empty},
 	}
 	res := func(id string, resolved bool, failure, d string) Result {
 		return Result{InstanceID: id, Platform: core.AMD64, Mode: ModePredictions, Model: "m", Resolved: resolved, Failure: failure, Dir: d}
