@@ -550,6 +550,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		return fail(FailureInfra, "writing report.json: %v", err)
 	}
 	a.count(inst, rep)
+	a.Decision = rep.Decision
 	var missing []string
 	if out.TestOutputOmitted > 0 {
 		a.Truncated = &Truncation{Size: out.TestOutputSize, Omitted: out.TestOutputOmitted}
@@ -652,6 +653,7 @@ type RunRecord struct {
 	Parser     string        `json:"log_parser"`
 	Rules      grading.Rules `json:"grading_rules"`
 	Exit       *ExitStatus   `json:"exit_status,omitempty"`
+	Decision   string        `json:"decision,omitempty"`
 	Resolved   bool          `json:"resolved"`
 	Failure    string        `json:"failure,omitempty"`
 	Error      string        `json:"error,omitempty"`
@@ -677,7 +679,7 @@ func (r *Runner) writeRecord(s runSpec, a *Attempt) {
 	}
 	rec := RunRecord{
 		InstanceID: s.t.Instance.InstanceID, Platform: s.t.Platform, Mode: s.mode, Model: s.model,
-		Script: s.t.Script, Parser: r.parserName(s.t), Rules: r.gradeOptions(s.t).Rules, Exit: a.Exit,
+		Script: s.t.Script, Parser: r.parserName(s.t), Rules: r.gradeOptions(s.t).Rules, Exit: a.Exit, Decision: a.Decision,
 		Resolved: a.Resolved, Failure: a.Failure, Error: a.Error,
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")

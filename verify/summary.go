@@ -73,7 +73,10 @@ type Attempt struct {
 	// Exit is the test command's exit status as the wrapper took it and
 	// as the log says it (nil: neither known).
 	Exit *ExitStatus `json:"exit_status,omitempty"`
-	Dir  string      `json:"dir"`
+	// Decision is, under v5's rules, the branch of get_logs_eval that
+	// decided (grading.Report.Decision).
+	Decision string `json:"decision,omitempty"`
+	Dir      string `json:"dir"`
 	// Labels maps each labelled test to pass or fail.
 	Labels map[string]string `json:"-"`
 }
