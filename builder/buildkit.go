@@ -132,6 +132,7 @@ type bkSolver struct {
 	given      map[string]string // bound images by context name (Options.Images)
 	// verifyMounts are added to an instance node's session with verify.
 	verifyMounts map[string]fsutil.FS
+	auth         func() SessionAuth // one registry login per session; nil = anonymous
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -168,6 +169,11 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	var auth SessionAuth
+	if s.auth != nil {
+		auth = s.auth()
+		so.Session = append(so.Session, auth)
+	}
 	build := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		res, err := cb.solveChain(ctx, gc)
 		if err != nil {
@@ -192,7 +198,11 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	out.Cached = tr.cached()
 	if err != nil {
-		return out, fmt.Errorf("node %s: %w", n.ID(), explain(err, tr))
+		err = explain(err, tr)
+		if auth != nil {
+			err = auth.Explain(err)
+		}
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
 	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
 	if out.Digest == "" {

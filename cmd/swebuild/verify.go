@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -70,6 +71,7 @@ type verifyFlags struct {
 	summaryFile  string
 	format       string
 	logParser    string
+	authEnv      string
 }
 
 func (f *verifyFlags) register(fs *pflag.FlagSet) {
@@ -89,6 +91,7 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
 	fs.StringVar(&f.format, "format", "table", "summary on stdout: table or json")
 	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --images registry only) or REGISTRY=USER:PASSWORD,... for pulling the images; the Docker config and credential helpers are used too")
 }
 
 // options are the pipeline's options from the flags.
@@ -125,6 +128,16 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	if addr == "" {
 		return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
 	}
+	dest := ""
+	if f.images != "" {
+		if dest, err = registry.RegistryOf(f.images); err != nil {
+			return o, fmt.Errorf("--images: %w", err)
+		}
+	}
+	creds, err := registryCredentials(f.authEnv, dest)
+	if err != nil {
+		return o, fmt.Errorf("--registry-auth-env: %w", err)
+	}
 	return pipeline.VerifyOptions{
 		Inputs:          in,
 		Platforms:       plats,
@@ -134,6 +147,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Images:          f.images,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
+		Auth:            verifyAuth(creds),
 		Workers:         f.workers,
 		Repeat:          f.repeat,
 		Timeout:         f.timeout,
