@@ -255,10 +255,14 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		maps.Copy(mounts, cb.s.verifyMounts)
 	}
 	so := bkclient.SolveOpt{
-		LocalMounts:  mounts,
-		SharedKey:    sharedKey,
-		CacheImports: cacheImports(cb.s.cacheFrom, cb.chain),
-		CacheExports: cacheExports(cb.s.cacheTo, n),
+		LocalMounts: mounts,
+		SharedKey:   sharedKey,
+		// Not nil: BuildKit's client copies the cache imports' attributes
+		// into a clone of this map, and a clone of nil is nil (a panic,
+		// "assignment to entry in nil map", for any --cache-from).
+		FrontendAttrs: map[string]string{},
+		CacheImports:  cacheImports(cb.s.cacheFrom, cb.chain),
+		CacheExports:  cacheExports(cb.s.cacheTo, n),
 	}
 	// No name and no push: BuildKit makes the image manifest and reports
 	// its digest; the layers stay in its cache.
