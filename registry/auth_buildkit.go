@@ -187,6 +187,17 @@ func (a *SessionAuth) Explain(err error) error {
 	if len(hosts) == 0 {
 		return err
 	}
+	// The host the refused request went to, when the error's URL names
+	// one that was asked about; else every host asked about.
+	var named []string
+	for _, h := range hosts {
+		if strings.Contains(err.Error(), "://"+h+"/") {
+			named = append(named, h)
+		}
+	}
+	if len(named) > 0 {
+		hosts = named
+	}
 	notes := make([]string, len(hosts))
 	for i, h := range hosts {
 		notes[i] = a.creds.Describe(h)

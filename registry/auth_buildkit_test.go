@@ -118,6 +118,10 @@ func TestSessionAuth(t *testing.T) {
 	if !errors.As(e, &ae) || !strings.Contains(e.Error(), "credential for reg.example:5001 from "+dir) || !strings.Contains(e.Error(), "no credential found for other.example:5001") {
 		t.Errorf("Explain: %v", e)
 	}
+	e = a.Explain(errors.New("unexpected status from HEAD request to http://other.example:5001/v2/x/blobs/sha256:1: 401 Unauthorized"))
+	if !errors.As(e, &ae) || ae.Host != "other.example:5001" || strings.Contains(e.Error(), "reg.example") {
+		t.Errorf("Explain of a refusal naming its host: %v", e)
+	}
 	if e := a.Explain(errors.New("no space left")); e.Error() != "no space left" {
 		t.Errorf("Explain changed an unrelated error: %v", e)
 	}
