@@ -21,7 +21,7 @@ import (
 	"github.com/swebuild/swebuild/registry"
 )
 
-// TestAuthRegistry runs every registry path of swebuild through the stack's
+// TestAuthRegistryE2E runs every registry path of swebuild through the stack's
 // registry that requires a login, with the login only in DOCKER_CONFIG (as
 // docker login and docker/login-action leave it): build --push with a
 // registry cache (BuildKit's session asks swebuild for the credential),
@@ -30,7 +30,7 @@ import (
 // where the credential came from. A counting proxy in front of the
 // login-free registry plays "another host" on plain HTTP: it never sees an
 // Authorization header, even when it asks for a login.
-func TestAuthRegistry(t *testing.T) {
+func TestAuthRegistryE2E(t *testing.T) {
 	st := stacktest.RequireAuth(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
