@@ -40,6 +40,15 @@ type Budget struct {
 	MinBackoff    time.Duration
 	MaxBackoff    time.Duration
 	MaxRetryAfter time.Duration
+	// AnswerTimeout is how long a request with no body (GET, HEAD: every
+	// ping, existence check and manifest or blob read) waits for the
+	// answer's headers, connecting and TLS included, and never past
+	// MaxElapsed. A host that accepts connections and never answers thus
+	// costs one budget, not the transport's two minutes per attempt, and
+	// is then marked down like one that refuses connections. Requests with
+	// a body keep the transport's header timeout (a registry commits a
+	// large blob before it answers).
+	AnswerTimeout time.Duration
 }
 
 // DefaultBudget is the budget of `swebuild publish` and every other command
@@ -53,6 +62,7 @@ var DefaultBudget = Budget{
 	MinBackoff:    250 * time.Millisecond,
 	MaxBackoff:    2 * time.Second,
 	MaxRetryAfter: 30 * time.Second,
+	AnswerTimeout: 15 * time.Second,
 }
 
 // MaxWaits is the longest a request can spend waiting between attempts when
@@ -101,6 +111,9 @@ func (b Budget) withDefaults() Budget {
 	}
 	if b.MaxRetryAfter <= 0 {
 		b.MaxRetryAfter = d.MaxRetryAfter
+	}
+	if b.AnswerTimeout <= 0 {
+		b.AnswerTimeout = d.AnswerTimeout
 	}
 	return b
 }

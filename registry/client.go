@@ -145,7 +145,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, keychain: kc, insecure: insecure, authed: map[string]*authEntry{}}
 	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
-	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
+	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0), answer: opts.Budget.AnswerTimeout}
 	c.inner = newRetryTransport(lim, opts.Budget, opts.Logf)
 	return c, nil
 }

@@ -96,6 +96,70 @@ type limitTransport struct {
 	limits *hostLimits
 	logf   func(format string, args ...any)
 	stall  time.Duration // a response body silent this long is cut
+	answer time.Duration // Budget.AnswerTimeout
+}
+
+// answerByKey is the context key of the time a bodiless request's budget
+// ends (retryTransport sets it; limitTransport bounds the wait for an
+// answer by it).
+type answerByKey struct{}
+
+// NoAnswerError is a request whose host accepted (or never completed) the
+// connection and sent no answer in time.
+type NoAnswerError struct {
+	Host  string
+	After time.Duration
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("registry host %s sent no answer in %s", e.Host, e.After.Round(time.Millisecond))
+}
+
+var errNoAnswer = errors.New("no answer")
+
+// cancelOnClose cancels a request's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// roundTripAnswered sends req and waits for its answer's headers at most
+// until the request's budget ends or t.answer passes, whichever is first
+// (bodiless requests only: those retryTransport marks with answerByKey).
+// The timer starts once the request holds its host's slot, so time spent
+// queued behind the concurrency limit does not count.
+func (t *limitTransport) roundTripAnswered(req *http.Request) (*http.Response, error) {
+	by, ok := req.Context().Value(answerByKey{}).(time.Time)
+	if !ok || t.answer <= 0 {
+		return t.next.RoundTrip(req)
+	}
+	d := min(t.answer, time.Until(by))
+	if d <= 0 {
+		return nil, &NoAnswerError{Host: req.URL.Host, After: 0}
+	}
+	actx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(d, func() { cancel(errNoAnswer) })
+	resp, err := t.next.RoundTrip(req.WithContext(actx))
+	fired := !timer.Stop()
+	if fired && req.Context().Err() == nil && errors.Is(context.Cause(actx), errNoAnswer) {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, &NoAnswerError{Host: req.URL.Host, After: d}
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
 }
 
 func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -114,7 +178,7 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, ctx.Err()
 	}
 	start := time.Now()
-	resp, err := t.next.RoundTrip(req)
+	resp, err := t.roundTripAnswered(req)
 	<-l.sem
 	if err == nil && t.stall > 0 {
 		resp.Body = newStallBody(resp.Body, t.stall)
@@ -226,13 +290,16 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	start := t.now()
 	deadline := start.Add(t.budget.MaxElapsed)
+	if req.Body == nil || req.Body == http.NoBody {
+		req = req.WithContext(context.WithValue(ctx, answerByKey{}, deadline))
+	}
 	onlyDialErrors := true
 	for attempt := 1; ; attempt++ {
 		resp, err := t.attempt(req, attempt)
 		if !t.retryable(ctx, resp, err) {
 			return resp, err
 		}
-		onlyDialErrors = onlyDialErrors && err != nil && dialError(err)
+		onlyDialErrors = onlyDialErrors && err != nil && (dialError(err) || noAnswer(err))
 		wait, giveUp := t.nextWait(attempt, deadline, resp)
 		if giveUp {
 			if err == nil {
@@ -421,9 +488,16 @@ func (t *retryTransport) hostDown(host string) error {
 	return e
 }
 
+// noAnswer reports whether err is a host that sent no answer in time.
+func noAnswer(err error) bool {
+	var na *NoAnswerError
+	return errors.As(err, &na)
+}
+
 // markDown makes requests to host fail at once for one budget's time: a
-// host that refused every connection of a whole budget is dead, and a run
-// over thousands of images must not pay the budget again for each.
+// host that refused every connection (or answered none) of a whole budget
+// is dead, and a run over thousands of images must not pay the budget again
+// for each.
 func (t *retryTransport) markDown(host string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
