@@ -198,8 +198,11 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	out.Cached = tr.cached()
 	if err != nil {
+		raw := err
 		err = explain(err, tr)
-		if auth != nil {
+		// Only BuildKit's own error decides whether a registry refused a
+		// login (a RUN step's output may mention a 401 of its own).
+		if auth != nil && auth.Explain(raw) != raw {
 			err = auth.Explain(err)
 		}
 		return out, fmt.Errorf("node %s: %w", n.ID(), err)
