@@ -18,6 +18,7 @@ import (
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/session"
 	"github.com/opencontainers/go-digest"
 	"github.com/tonistiigi/fsutil"
 
@@ -123,6 +124,21 @@ type Options struct {
 	// definition, whose gRPC message BuildKit limits to 16 MiB); they are
 	// added to the session of every instance node when Verify is set.
 	VerifyMounts map[string]fsutil.FS
+	// Auth, when set, makes the registry login of one solve's session
+	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// credential of every registry the solve pushes to, pulls from (bound
+	// images, FROM) or caches with. nil: BuildKit reaches registries
+	// anonymously.
+	Auth func() SessionAuth
+}
+
+// SessionAuth answers BuildKit's registry credential requests in one
+// session; registry.SessionAuth is one.
+type SessionAuth interface {
+	session.Attachable
+	// Explain adds to a failed solve's error which credential each
+	// registry got, when the error is a registry refusing a login.
+	Explain(error) error
 }
 
 // VerifyFunc checks a solved instance image before it is exported: image is
@@ -191,7 +207,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err

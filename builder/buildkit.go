@@ -132,6 +132,7 @@ type bkSolver struct {
 	given      map[string]string // bound images by context name (Options.Images)
 	// verifyMounts are added to an instance node's session with verify.
 	verifyMounts map[string]fsutil.FS
+	auth         func() SessionAuth // one registry login per session; nil = anonymous
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -168,6 +169,11 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	var auth SessionAuth
+	if s.auth != nil {
+		auth = s.auth()
+		so.Session = append(so.Session, auth)
+	}
 	build := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		res, err := cb.solveChain(ctx, gc)
 		if err != nil {
@@ -192,7 +198,14 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	out.Cached = tr.cached()
 	if err != nil {
-		return out, fmt.Errorf("node %s: %w", n.ID(), explain(err, tr))
+		raw := err
+		err = explain(err, tr)
+		// Only BuildKit's own error decides whether a registry refused a
+		// login (a RUN step's output may mention a 401 of its own).
+		if auth != nil && auth.Explain(raw) != raw {
+			err = auth.Explain(err)
+		}
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
 	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
 	if out.Digest == "" {
@@ -254,6 +267,9 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		// it the request defaults to the daemon's platform, and every
 		// arm64 image on an amd64 daemon drew "Requested platform
 		// linux/amd64 does not match result platform linux/arm64".
+		// (Never nil either: BuildKit's client copies the cache imports'
+		// attributes into a clone of this map, and a clone of nil is nil,
+		// a panic for any --cache-from.)
 		FrontendAttrs: map[string]string{"platform": n.Platform.String()},
 	}
 	// No name and no push: BuildKit makes the image manifest and reports

@@ -51,6 +51,9 @@ type VerifyOptions struct {
 	DatasetRegistry string
 	// BuildKit is the daemon's address.
 	BuildKit string
+	// Auth, when set, makes each run's registry login (the images are
+	// pulled by BuildKit); nil: anonymous.
+	Auth func() verify.SessionAuth
 	// Workers is how many runs go at once (default 1); Repeat runs each
 	// instance that many times and flags tests whose results differ.
 	Workers, Repeat int
@@ -149,7 +152,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}
 	runner := &verify.Runner{
-		Engine:   &verify.BuildKitEngine{Client: c},
+		Engine:   &verify.BuildKitEngine{Client: c, Auth: o.Auth},
 		Workers:  max(o.Workers, 1),
 		Timeout:  o.Timeout,
 		Repeat:   max(o.Repeat, 1),

@@ -221,7 +221,7 @@ func (c *Client) registryEntry(ctx context.Context, repo name.Repository) (*auth
 		scopes := []string{repo.Scope(transport.PushScope)}
 		rt, err := transport.NewWithContext(ctx, repo.Registry, auth, c.inner, scopes)
 		if err != nil {
-			e.err = fmt.Errorf("connecting to registry %s: %w", key, err)
+			e.err = fmt.Errorf("connecting to registry %s: %w", key, c.explain(err, key))
 			return
 		}
 		e.rt = rt
@@ -267,7 +267,7 @@ func (c *Client) Head(ctx context.Context, ref name.Reference) (*v1.Descriptor, 
 		if isNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("checking %s: %w", ref, err)
+		return nil, fmt.Errorf("checking %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return d, nil
 }
@@ -281,7 +281,7 @@ func (c *Client) Image(ctx context.Context, ref name.Reference) (v1.Image, error
 	}
 	img, err := remote.Image(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching image %s: %w", ref, err)
+		return nil, fmt.Errorf("fetching image %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return img, nil
 }
@@ -294,7 +294,7 @@ func (c *Client) Get(ctx context.Context, ref name.Reference) (*remote.Descripto
 	}
 	d, err := remote.Get(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return d, nil
 }
@@ -308,7 +308,7 @@ func (c *Client) Layer(ctx context.Context, d name.Digest) (v1.Layer, error) {
 	}
 	l, err := remote.Layer(d, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("opening blob %s: %w", d, err)
+		return nil, fmt.Errorf("opening blob %s: %w", d, c.explain(err, d.Context().RegistryStr()))
 	}
 	// Named by where it comes from: Upload mounts it within one registry
 	// and names it in errors.
@@ -330,7 +330,7 @@ func (c *Client) Upload(ctx context.Context, repo name.Repository, l v1.Layer) e
 		return err
 	}
 	if err := e.pusher.Upload(ctx, repo, checkedLayer(repo, l)); err != nil {
-		return err
+		return c.explain(err, repo.RegistryStr())
 	}
 	return nil
 }
@@ -420,9 +420,24 @@ func (c *Client) Put(ctx context.Context, ref name.Reference, t remote.Taggable)
 		return fmt.Errorf("putting manifest %s: %w", ref, err)
 	}
 	if err := e.pusher.Put(ctx, ref, t); err != nil {
-		return fmt.Errorf("putting manifest %s: %w", ref, err)
+		return fmt.Errorf("putting manifest %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return nil
+}
+
+// explain turns a registry's refusal (401, 403) into an *AuthError naming
+// the host and the credential it got, when the keychain can say which.
+func (c *Client) explain(err error, host string) error {
+	d, ok := c.keychain.(describer)
+	if !ok || err == nil {
+		return err
+	}
+	var terr *transport.Error
+	status := errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
+	if !status && !IsAuthFailure(err) {
+		return err
+	}
+	return &AuthError{Host: host, Credential: d.Describe(host), Err: err}
 }
 
 func isNotFound(err error) bool {

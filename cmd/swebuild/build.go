@@ -14,6 +14,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // runBuild implements `swebuild build`: flags -> pipeline.BuildOptions ->
@@ -100,6 +101,22 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 	if err != nil {
 		return bo, err
 	}
+	// One login for every solve: pushes, bound images, registry caches.
+	// An unscoped USER:PASSWORD is for the --publish registry, else the
+	// --push one.
+	dest := ""
+	for _, repo := range []string{f.push, f.pub.repo} {
+		if repo != "" {
+			if dest, err = registry.RegistryOf(repo); err != nil {
+				return bo, fmt.Errorf("--push/--publish: %w", err)
+			}
+		}
+	}
+	creds, err := registryCredentials(f.pub.authEnv, dest)
+	if err != nil {
+		return bo, fmt.Errorf("--registry-auth-env: %w", err)
+	}
+	opts.Auth = builderAuth(creds, f.pub.insecure)
 	if len(f.contextDirs) == 0 {
 		f.contextDirs = []string{filepath.Join(f.g.env.cacheRoot, "rootfs")}
 	}

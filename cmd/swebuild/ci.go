@@ -131,9 +131,9 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return fmt.Errorf("--skip-existing: %w", err)
 		}
-		kc, err := registry.Keychain(os.Getenv(*authEnv), dest)
+		kc, err := registryCredentials(*authEnv, dest)
 		if err != nil {
-			return fmt.Errorf("$%s: %w", *authEnv, err)
+			return fmt.Errorf("--registry-auth-env: %w", err)
 		}
 		if o.Registry, err = registry.New(registry.Options{Keychain: kc, Insecure: *insecure, Concurrency: *parallel}); err != nil {
 			return err

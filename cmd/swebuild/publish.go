@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -106,9 +105,9 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 	if err != nil {
 		return publish.RunOptions{}, fmt.Errorf("repository prefix: %w", err)
 	}
-	kc, err := registry.Keychain(os.Getenv(f.authEnv), dest)
+	kc, err := registryCredentials(f.authEnv, dest)
 	if err != nil {
-		return publish.RunOptions{}, fmt.Errorf("$%s: %w", f.authEnv, err)
+		return publish.RunOptions{}, fmt.Errorf("--registry-auth-env: %w", err)
 	}
 	var logf func(string, ...any)
 	if f.debug {

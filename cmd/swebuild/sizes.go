@@ -60,9 +60,9 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.Changed("max-growth") {
 		cfg.MaxGrowthPercent = &maxGrowth
 	}
-	kc, err := registry.Keychain(os.Getenv(*authEnv), "")
+	kc, err := registryCredentials(*authEnv, "")
 	if err != nil {
-		return fmt.Errorf("$%s: %w", *authEnv, err)
+		return fmt.Errorf("--registry-auth-env: %w", err)
 	}
 	client, err := registry.New(registry.Options{Keychain: kc})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -62,6 +63,7 @@ type verifyFlags struct {
 	format       string
 	logParser    string
 	evalScript   string
+	authEnv      string
 }
 
 func (f *verifyFlags) register(fs *pflag.FlagSet) {
@@ -83,6 +85,7 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.format, "format", "table", "summary on stdout: table or json")
 	fs.StringVar(&f.evalScript, "eval-script", verify.ScriptDataset, "eval script to run: dataset (the record's eval_script as upstream v5 runs it, graded by its log_parser under v5's rules; records without one use the generated script, and the results say so) or generated (the v4.1.0 eval.sh rendered from the spec tables, v4.1.0's rules)")
 	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the record's log_parser with its own script, else the one the spec profile names, else upstream's map")
+	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --images registry only) or REGISTRY=USER:PASSWORD,... for pulling the images; the Docker config and credential helpers are used too")
 }
 
 // options are the pipeline's options from the flags.
@@ -133,6 +136,21 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 			}
 		}
 	}
+	dest := ""
+	switch {
+	case images != "":
+		if dest, err = registry.RegistryOf(images); err != nil {
+			return o, fmt.Errorf("--images: %w", err)
+		}
+	case datasetRegistry != "":
+		if dest, err = registry.RegistryOf(datasetRegistry); err != nil {
+			return o, fmt.Errorf("--images dataset=: %w", err)
+		}
+	}
+	creds, err := registryCredentials(f.authEnv, dest)
+	if err != nil {
+		return o, fmt.Errorf("--registry-auth-env: %w", err)
+	}
 	return pipeline.VerifyOptions{
 		Inputs:          in,
 		DatasetImages:   datasetImages,
@@ -145,6 +163,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Images:          images,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
+		Auth:            verifyAuth(creds),
 		Workers:         f.workers,
 		Repeat:          f.repeat,
 		Timeout:         f.timeout,

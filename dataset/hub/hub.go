@@ -12,8 +12,10 @@
 //     ("refs%2Fconvert%2Fparquet");
 //   - GET {endpoint}/datasets/{name}/resolve/{commit}/{path}: a file, always
 //     at the commit found above, never at a branch; LFS files answer with a
-//     redirect to a CDN on another host, which is followed (without the
-//     token: Go drops Authorization on a redirect to another host).
+//     redirect to a CDN on another host, which is followed without the
+//     token: it goes only to the endpoint's scheme, host and port (Go's
+//     client alone keeps it for the same host name on another port or
+//     scheme, and for subdomains).
 //
 // The files of a split are found as datasets finds them (see splits): the
 // card's default config, else data/{split}-NNNNN-of-NNNNN.*, else the
@@ -206,6 +208,7 @@ func New(opts Options) (*Client, error) {
 	if c.http == nil {
 		c.http = cleanhttp.DefaultPooledClient()
 	}
+	c.http = tokenOnlyToOrigin(c.http)
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -806,4 +809,40 @@ func (c *Client) attempt(ctx context.Context, u string, read func(io.Reader, *ht
 		}
 	}
 	return resp, err
+}
+
+// tokenOnlyToOrigin returns a copy of hc whose redirects carry no
+// Authorization header unless they stay on the first request's scheme, host
+// and port (http.Client keeps it for the same host name on any port or
+// scheme, and for a subdomain). hc's own redirect policy still applies.
+func tokenOnlyToOrigin(hc *http.Client) *http.Client {
+	cp := *hc
+	next := hc.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && origin(req.URL) != origin(via[0].URL) {
+			req.Header.Del("Authorization")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
+}
+
+// origin is scheme://host:port with the scheme's default port filled in.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }

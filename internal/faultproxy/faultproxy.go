@@ -107,6 +107,11 @@ type Config struct {
 	// byte flipped (wrong bytes from a broken source), counted in
 	// Stats.FlippedGets.
 	FlipBlob string
+	// Challenge, when set, answers every request that carries no
+	// Authorization header 401 with WWW-Authenticate: Basic realm=Challenge,
+	// as a registry with a login does: a client that would send some
+	// credential to any host that asks, sends it here.
+	Challenge string
 }
 
 // Uniform returns a Config spreading total evenly over all six fault kinds.
@@ -135,6 +140,7 @@ type Stats struct {
 	CompletedUploads map[string]int // digest -> upload PUTs answered 201 by the registry
 	CommitPuts       map[string]int // digest -> upload PUTs forwarded to the registry (whatever it answered)
 	FlippedGets      int            // GETs of Config.FlipBlob answered with a byte flipped
+	Authorization    int            // requests that carried an Authorization header
 }
 
 // Total returns the sum of all request counts.
@@ -158,7 +164,7 @@ func (s Stats) String() string {
 		faults = append(faults, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(faults)
-	return fmt.Sprintf("requests[%s] faults[%s] upload-bytes=%d", strings.Join(keys, " "), strings.Join(faults, " "), s.UploadBodyBytes)
+	return fmt.Sprintf("requests[%s] faults[%s] upload-bytes=%d authorization=%d", strings.Join(keys, " "), strings.Join(faults, " "), s.UploadBodyBytes, s.Authorization)
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -238,7 +244,7 @@ func (p *Proxy) SetConfig(cfg Config) {
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := Stats{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Faults: map[string]int{}, CompletedUploads: map[string]int{}, UploadBodyBytes: p.stats.UploadBodyBytes}
+	out := Stats{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Faults: map[string]int{}, CompletedUploads: map[string]int{}, UploadBodyBytes: p.stats.UploadBodyBytes, Authorization: p.stats.Authorization}
 	for k, v := range p.stats.Requests {
 		out.Requests[k] = v
 	}
@@ -312,6 +318,15 @@ func (p *Proxy) decide(kind Kind) (string, Config, int64) {
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	kind := Classify(r.Method, r.URL)
 	fault, cfg, cut := p.decide(kind)
+	if r.Header.Get("Authorization") != "" {
+		p.mu.Lock()
+		p.stats.Authorization++
+		p.mu.Unlock()
+	} else if cfg.Challenge != "" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+cfg.Challenge+`"`)
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+		return
+	}
 	switch fault {
 	case fault429, fault503:
 		w.Header().Set("Retry-After", cfg.RetryAfter)

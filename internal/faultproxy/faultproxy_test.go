@@ -207,3 +207,32 @@ func TestFaultsAfterTheRegistryActed(t *testing.T) {
 		})
 	}
 }
+
+// Challenge makes the proxy ask for a login as a registry with one does;
+// requests carrying Authorization are counted and forwarded.
+func TestProxyChallengeCountsAuthorization(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer up.Close()
+	p := Start(t, strings.TrimPrefix(up.URL, "http://"), Config{Challenge: "test"})
+	get := func(auth string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+p.Host+"/v2/", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := get(""); r.StatusCode != http.StatusUnauthorized || r.Header.Get("WWW-Authenticate") != `Basic realm="test"` {
+		t.Errorf("no credential: %d %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+	if r := get("Basic dTpw"); r.StatusCode != http.StatusOK {
+		t.Errorf("with a credential: %d", r.StatusCode)
+	}
+	if st := p.Stats(); st.Authorization != 1 || st.Forwarded[KindPing] != 1 || st.Requests[KindPing] != 2 {
+		t.Errorf("stats %s, forwarded %v", st, st.Forwarded)
+	}
+}
