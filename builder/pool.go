@@ -146,8 +146,8 @@ func splitTLS(addr string) (string, *TLS, error) {
 	return u.String(), t, nil
 }
 
-// clientOpts are BuildKit client options for t.
-func (t *TLS) clientOpts() []bkclient.ClientOpt {
+// ClientOpts are the BuildKit client options for t (none for nil).
+func (t *TLS) ClientOpts() []bkclient.ClientOpt {
 	if t.empty() {
 		return nil
 	}
@@ -354,7 +354,7 @@ func connectPool(ctx context.Context, specs []BuilderSpec, opts PoolOptions) (*p
 	var daemons []*daemon
 	closeAll := func() {
 		for _, d := range daemons {
-			if d.remote != nil {
+			if d.remote != nil && d.c != nil {
 				d.c.Close()
 			}
 		}
@@ -382,8 +382,11 @@ func connectPool(ctx context.Context, specs []BuilderSpec, opts PoolOptions) (*p
 		if sp.Name != "" {
 			d.name = sp.Name
 		}
-		r, err := connect(ctx, sp.Addr, sp.TLS.clientOpts()...)
+		r, err := connect(ctx, sp.Addr, sp.TLS.ClientOpts()...)
 		if err != nil {
+			if !sp.TLS.empty() {
+				err = fmt.Errorf("%w (TLS: the daemon must trust the client certificate's CA in its --tlscacert, and its certificate must be signed by tlscacert for tlsservername)", err)
+			}
 			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
 			d.remote = &remote{addr: sp.Addr}
 			d.state, d.reason, d.downAt = NodeDown, err, time.Now()
