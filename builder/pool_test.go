@@ -239,13 +239,14 @@ func TestPoolNodeLoss(t *testing.T) {
 	t.Logf("attempts: %v", f.ran)
 }
 
-// TestPoolRetriesBounded: with every amd64 daemon failing, a node is tried
-// 1 + Retries times at most, then fails naming every lost attempt.
+// TestPoolRetriesBounded: every daemon dies when a solve starts on it; a
+// node is tried 1 + Retries times, then fails naming every lost attempt,
+// though a third daemon is still up.
 func TestPoolRetriesBounded(t *testing.T) {
 	f := newPoolSolver()
+	f.onStart = func(_, d string) { f.setDead(d) }
 	opts := PoolOptions{DownAfter: 100 * time.Millisecond, ProbeEvery: 20 * time.Millisecond, Retries: 1}
 	p := fakePool(f, opts, "linux/amd64=a", "linux/amd64=b", "linux/amd64=c")
-	f.dead["a"], f.dead["b"], f.dead["c"] = true, true, true
 	nodes := []*Node{node("base", KindBase, core.AMD64)}
 	s := &scheduler{nodes: nodes, solver: f, workers: 1, pool: p}
 	res := s.run(context.Background())
