@@ -329,12 +329,12 @@ func TestPoolMutualTLS(t *testing.T) {
 	}
 }
 
-// TestPoolNodeLoss kills (SIGKILL, the whole process group) one of two
+// TestPoolKillDaemons kills (SIGKILL, the whole process group) one of two
 // amd64 daemons while it runs an instance, and the only arm64 daemon while
 // it runs an env. The amd64 daemon's queued and running nodes finish on the
 // other one: every amd64 image is built and pushed once. Every arm64 node
 // fails, naming the lost daemon.
-func TestPoolNodeLoss(t *testing.T) {
+func TestPoolKillDaemons(t *testing.T) {
 	nodes := fixtureNodes(t, core.AllPlatforms())
 	reg := regtest.Start(t, regtest.Options{})
 	dopts := bkdaemon.Options{Registries: []string{reg.Host}, MaxParallelism: 2}
