@@ -457,7 +457,7 @@ func (p *pool) confirm(ctx context.Context, d *daemon, err error) bool {
 			return d.isDown()
 		}
 		if time.Now().After(deadline) {
-			d.markDown(fmt.Errorf("solve failed (%v) and no answer for %s: %w", err, p.opts.DownAfter, perr))
+			d.markDown(fmt.Errorf("a solve lost its connection and no answer for %s: %w", p.opts.DownAfter, perr))
 			return true
 		}
 		select {

@@ -129,7 +129,7 @@ func (s *scheduler) run(ctx context.Context) []Result {
 				if err != nil {
 					res := Result{Node: job.Node, Status: StatusFailed, Err: err, Lost: lost[i]}
 					if len(lost[i]) > 0 {
-						res.Err = fmt.Errorf("%w (earlier attempts lost: %s)", err, strings.Join(lost[i], "; "))
+						res.Err = fmt.Errorf("%w (%d earlier attempt(s) lost with their node; see the node's log)", err, len(lost[i]))
 					}
 					g.finish(i, res)
 					continue

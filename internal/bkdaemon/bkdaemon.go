@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,8 +142,9 @@ func Start(t testing.TB, name string, o Options) *Daemon {
 	}()
 	t.Cleanup(func() {
 		d.Stop()
-		// Snapshots may hold files only root can remove; the state is
-		// removed with the directory.
+		// A killed daemon leaves the overlay mounts of the steps it was
+		// running; they go before the state directory.
+		unmountUnder(t, dir)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Logf("bkdaemon: removing %s: %v", dir, err)
 		}
@@ -239,6 +241,28 @@ func (d *Daemon) CountRecords(ctx context.Context, sub string, opts ...bkclient.
 		}
 	}
 	return n, nil
+}
+
+// unmountUnder detaches every mount below dir, deepest first.
+func unmountUnder(t testing.TB, dir string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Logf("bkdaemon: %v", err)
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			mounts = append(mounts, f[1])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			t.Logf("bkdaemon: unmounting %s: %v", m, err)
+		}
+	}
 }
 
 func tail(s string, n int) string {
