@@ -511,7 +511,13 @@ func (p *pool) place(n *Node, key, parentKey string) (*daemon, error) {
 	}
 	if len(up) == 0 {
 		if len(downs) == 0 {
-			return nil, fmt.Errorf("node %s: no builder for %s", n.ID(), n.Platform)
+			var ws []string
+			for _, d := range p.daemons {
+				if d.remote != nil && len(d.workers) > 0 {
+					ws = append(ws, fmt.Sprintf("%s's workers run %s", d.addr, strings.Join(d.workers, ",")))
+				}
+			}
+			return nil, fmt.Errorf("node %s: no builder for %s (%s; is binfmt/QEMU set up?)", n.ID(), n.Platform, strings.Join(ws, "; "))
 		}
 		return nil, fmt.Errorf("node %s: no BuildKit node left for %s: %s", n.ID(), n.Platform, strings.Join(downs, "; "))
 	}

@@ -393,3 +393,21 @@ func TestParsePoolFile(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestPoolNoBuilderForPlatform: a daemon given without a platform serves
+// only the platforms its workers run; a node of another platform fails
+// naming what the workers run.
+func TestPoolNoBuilderForPlatform(t *testing.T) {
+	f := newPoolSolver()
+	d := &daemon{name: "builder-1", state: NodeUp, remote: &remote{addr: "fake://b", native: core.AMD64, platforms: []core.Platform{core.AMD64}, workers: []string{"linux/amd64", "linux/amd64/v2"}}}
+	p := newPoolOf([]*daemon{d}, PoolOptions{}.withDefaults(1))
+	s := &scheduler{nodes: []*Node{node("base", KindBase, core.AMD64), node("base", KindBase, core.ARM64)}, solver: f, workers: 1, pool: p}
+	res := results(t, s.run(context.Background()))
+	if r := res["base@linux/amd64"]; r.Status != StatusDone {
+		t.Errorf("amd64: %s %v", r.Status, r.Err)
+	}
+	want := "no builder for linux/arm64 (fake://b's workers run linux/amd64,linux/amd64/v2; is binfmt/QEMU set up?)"
+	if r := res["base@linux/arm64"]; r.Status != StatusFailed || !strings.Contains(r.Err.Error(), want) {
+		t.Errorf("arm64: %s %v; want %q", r.Status, r.Err, want)
+	}
+}
