@@ -346,52 +346,15 @@ func TestPoolKillDaemons(t *testing.T) {
 	runDir := t.TempDir()
 	downAfter := 10 * time.Second
 
-	// Watch the node logs: the scheduler writes "attempt 1 on NAME" before
-	// each solve starts.
-	var mu sync.Mutex
-	killed := map[string]time.Time{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			logs, _ := filepath.Glob(filepath.Join(runDir, "logs", "*.log"))
-			for _, l := range logs {
-				b, _ := os.ReadFile(l)
-				base := filepath.Base(l)
-				for _, k := range []struct {
-					d      *bkdaemon.Daemon
-					prefix string
-				}{{a1, "sweb.eval."}, {r1, "sweb.env."}} {
-					mu.Lock()
-					_, done := killed[k.d.Name]
-					mu.Unlock()
-					if done || !strings.HasPrefix(base, k.prefix) || !strings.Contains(string(b), "attempt 1 on "+k.d.Name+" ") {
-						continue
-					}
-					time.Sleep(time.Second) // mid-solve
-					k.d.Kill()
-					mu.Lock()
-					killed[k.d.Name] = time.Now()
-					mu.Unlock()
-					t.Logf("killed %s while it ran %s", k.d.Name, base)
-				}
-			}
-		}
-	}()
+	stop := onSolve(t, runDir,
+		trigger{a1, "sweb.eval.", "killed", a1.Kill},
+		trigger{r1, "sweb.env.", "killed", r1.Kill})
 	rep, err := builder.Build(ctx, nodes, builder.Options{
 		Builders: []builder.BuilderSpec{{Platform: core.AMD64, Addr: a1.Addr}, {Platform: core.AMD64, Addr: a2.Addr}, {Platform: core.ARM64, Addr: r1.Addr}},
 		Workers:  3, Push: reg.Host + "/pool/loss", Progress: "quiet", RunDir: runDir,
 		Pool: builder.PoolOptions{DownAfter: downAfter, ProbeEvery: time.Second},
 	})
-	close(stop)
-	wg.Wait()
+	killed := stop()
 	if rep == nil {
 		t.Fatal(err)
 	}
@@ -440,4 +403,118 @@ func TestPoolKillDaemons(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("killed: %s; %d amd64 nodes retried on amd64-2", strings.Join(names, ", "), retried)
+}
+
+// trigger is what onSolve does to a daemon: when a node log whose file name
+// starts with prefix says the node's first attempt started on d, wait a
+// second (mid-solve) and call do.
+type trigger struct {
+	d      *bkdaemon.Daemon
+	prefix string
+	what   string
+	do     func()
+}
+
+// onSolve watches the node logs of a build (the scheduler writes "attempt
+// 1 on NAME (ADDR)" before a solve starts) and fires each trigger once.
+// The returned stop ends the watch and says when each fired.
+func onSolve(t *testing.T, runDir string, triggers ...trigger) (stop func() map[string]time.Time) {
+	var mu sync.Mutex
+	fired := map[string]time.Time{}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			logs, _ := filepath.Glob(filepath.Join(runDir, "logs", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				base := filepath.Base(l)
+				for _, k := range triggers {
+					mu.Lock()
+					_, done := fired[k.d.Name]
+					mu.Unlock()
+					if done || !strings.HasPrefix(base, k.prefix) || !strings.Contains(string(b), "attempt 1 on "+k.d.Name+" ") {
+						continue
+					}
+					time.Sleep(time.Second) // mid-solve
+					k.do()
+					mu.Lock()
+					fired[k.d.Name] = time.Now()
+					mu.Unlock()
+					t.Logf("%s %s while it ran %s", k.what, k.d.Name, base)
+				}
+			}
+		}
+	}()
+	return func() map[string]time.Time {
+		close(quit)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return fired
+	}
+}
+
+// TestPoolFrozenDaemon freezes (SIGSTOP) one of two amd64 daemons while it
+// runs an env: it holds its connections and never answers, as a hung
+// machine would. It is marked down after DownAfter, its solve is cancelled
+// and started again on the other daemon, and every image is built.
+func TestPoolFrozenDaemon(t *testing.T) {
+	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1", "fixture__semver-1")
+	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 2}
+	a1 := bkdaemon.Start(t, "amd64-1", dopts)
+	a2 := bkdaemon.Start(t, "amd64-2", dopts)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	runDir := t.TempDir()
+	downAfter := 10 * time.Second
+	stop := onSolve(t, runDir, trigger{a1, "sweb.env.", "froze", a1.Freeze})
+	start := time.Now()
+	rep, err := builder.Build(ctx, nodes, builder.Options{
+		Builders: []builder.BuilderSpec{{Platform: core.AMD64, Addr: a1.Addr}, {Platform: core.AMD64, Addr: a2.Addr}},
+		Workers:  2, Progress: "quiet", RunDir: runDir,
+		Pool: builder.PoolOptions{DownAfter: downAfter, ProbeEvery: time.Second},
+	})
+	wall := time.Since(start)
+	froze := stop()
+	if rep == nil {
+		t.Fatal(err)
+	}
+	t.Logf("wall %.1fs, build error %v\n%s", wall.Seconds(), err, summary(t, rep))
+	if len(froze) != 1 {
+		t.Fatalf("amd64-1 never ran an env")
+	}
+	if err != nil {
+		t.Errorf("build: %v", err)
+	}
+	retried := 0
+	for _, r := range rep.Results {
+		if r.Status != builder.StatusDone {
+			t.Errorf("%s: %s %v", r.Node.ID(), r.Status, r.Err)
+		}
+		if len(r.Lost) > 0 {
+			retried++
+			if r.Outcome.Builder != a2.Addr || !strings.Contains(r.Lost[0], "amd64-1") {
+				t.Errorf("%s: retried on %s after %v", r.Node.ID(), r.Outcome.Builder, r.Lost)
+			}
+		}
+	}
+	if retried == 0 {
+		t.Error("nothing was retried after amd64-1 froze")
+	}
+	for _, st := range rep.Builders {
+		if st.Name == "amd64-1" && (st.State != builder.NodeDown || !strings.Contains(st.Reason, "no answer for 10s")) {
+			t.Errorf("amd64-1: %s %q", st.State, st.Reason)
+		}
+	}
+	if since := time.Since(froze["amd64-1"]); since > wall {
+		t.Errorf("froze at %s, after the build", froze["amd64-1"])
+	}
 }
