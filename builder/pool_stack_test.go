@@ -518,3 +518,91 @@ func TestPoolFrozenDaemon(t *testing.T) {
 		t.Errorf("froze at %s, after the build", froze["amd64-1"])
 	}
 }
+
+// TestPoolFlatPrefix builds the fixture's flat (v5) Dockerfiles, one per
+// task and no env image, on two amd64 daemons. The five Python tasks share
+// their first steps (the rootfs, the venv) and the two JavaScript tasks
+// theirs: each group lands on one daemon, so the shared steps run once in
+// the pool (counted from the daemons' cache records).
+func TestPoolFlatPrefix(t *testing.T) {
+	stacktest.Require(t)
+	rootfs := stacktest.Rootfs(t)
+	root, err := stacktest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	ctxDir := t.TempDir()
+	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := pipeline.Load(ctx, pipeline.Inputs{
+		Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
+		Specs:   filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default",
+		CacheDir: t.TempDir(), Offline: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*builder.Node
+	lang := map[string]string{} // node ID -> profile language
+	for i := range loaded.Instances {
+		inst := &loaded.Instances[i]
+		res, err := loaded.Renderer.Render(ctx, inst, core.AMD64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat, err := res.Flat(inst.ImageAssets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &builder.Node{Key: "sweb.flat.x86_64." + strings.ToLower(inst.InstanceID) + ":latest", Kind: builder.KindInstance,
+			InstanceID: inst.InstanceID, Platform: core.AMD64, Dockerfile: []byte(flat), ContextFiles: map[string]string{}}
+		for _, rn := range res.Nodes() {
+			for _, ext := range rn.External {
+				for _, d := range []string{rootfs, ctxDir} {
+					if _, err := os.Stat(filepath.Join(d, ext)); err == nil {
+						n.ContextFiles[ext] = filepath.Join(d, ext)
+					}
+				}
+			}
+		}
+		lang[n.ID()] = "py"
+		if strings.Contains(flat, "rootfs-js-") {
+			lang[n.ID()] = "js"
+		}
+		nodes = append(nodes, n)
+	}
+	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 2}
+	a1, a2 := bkdaemon.Start(t, "amd64-1", dopts), bkdaemon.Start(t, "amd64-2", dopts)
+	rep, err := builder.Build(ctx, nodes, builder.Options{
+		Builders: []builder.BuilderSpec{{Platform: core.AMD64, Addr: a1.Addr}, {Platform: core.AMD64, Addr: a2.Addr}},
+		Workers:  2, Progress: "quiet", RunDir: t.TempDir(),
+	})
+	if rep == nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", summary(t, rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := map[string]map[string]bool{} // language -> daemons
+	for _, r := range rep.Results {
+		l := lang[r.Node.ID()]
+		if where[l] == nil {
+			where[l] = map[string]bool{}
+		}
+		where[l][r.Outcome.Builder] = true
+	}
+	if len(where["py"]) != 1 || len(where["js"]) != 1 {
+		t.Errorf("Python tasks ran on %v, JavaScript tasks on %v; want one daemon each", where["py"], where["js"])
+	}
+	// The venv step is in the Python prefix only; the rootfs ADD of each
+	// flavour in its own.
+	venv := records(t, `echo "source /opt/testbed/bin/activate" > /root/.bashrc`, a1, a2)
+	t.Logf("shared Python prefix step ran per daemon: %v", venv)
+	if venv["amd64-1"]+venv["amd64-2"] != 1 {
+		t.Errorf("the shared Python prefix step ran %v times, want once in the pool", venv)
+	}
+}
