@@ -30,11 +30,20 @@ import (
 type BuilderSpec struct {
 	Platform core.Platform
 	Addr     string
+	// TLS is the mutual-TLS material of a tcp:// address (nil: plain).
+	TLS *TLS
+	// Name is how progress and the summary call it (default ARCH-N).
+	Name string
 }
 
 // ParseBuilder parses a builder value: "ADDR" or "PLATFORM=ADDR", e.g.
 // "unix:///run/swebuild/buildkitd.sock" or "linux/arm64=tcp://arm-host:1234".
+// A tcp:// address takes its TLS material as query parameters named after
+// buildctl's flags: tcp://HOST:PORT?tlscacert=CA&tlscert=CERT&tlskey=KEY
+// &tlsservername=NAME. Any BuildKit address works, including those of its
+// connection helpers (ssh://, docker-container://, kube-pod://; pool.go).
 func ParseBuilder(v string) (BuilderSpec, error) {
+	sp := BuilderSpec{Addr: v}
 	if p, addr, ok := strings.Cut(v, "="); ok && !strings.Contains(p, "://") {
 		pl, err := core.ParsePlatform(p)
 		if err != nil {
@@ -43,12 +52,17 @@ func ParseBuilder(v string) (BuilderSpec, error) {
 		if addr == "" {
 			return BuilderSpec{}, fmt.Errorf("builder %q: empty address", v)
 		}
-		return BuilderSpec{Platform: pl, Addr: addr}, nil
+		sp = BuilderSpec{Platform: pl, Addr: addr}
 	}
-	if v == "" {
+	if sp.Addr == "" {
 		return BuilderSpec{}, errors.New("builder: empty address")
 	}
-	return BuilderSpec{Addr: v}, nil
+	addr, tls, err := splitTLS(sp.Addr)
+	if err != nil {
+		return BuilderSpec{}, fmt.Errorf("builder %q: %w", v, err)
+	}
+	sp.Addr, sp.TLS = addr, tls
+	return sp, nil
 }
 
 // ParseCacheOption parses a --cache-from/--cache-to value in buildctl's
@@ -83,11 +97,14 @@ func ParseCacheOption(v string) (bkclient.CacheOptionsEntry, error) {
 
 // Options configure Build.
 type Options struct {
-	// Builders are the BuildKit daemons (at least one).
+	// Builders are the BuildKit daemons (at least one): a pool of one or
+	// more per platform (pool.go).
 	Builders []BuilderSpec
 	// NotPlanned are the instance images of the run that have no node
 	// (x86-only on linux/arm64, planning errors): the summary lists them.
 	NotPlanned []NotPlanned
+	// Pool tunes node-loss handling and per-daemon slots.
+	Pool PoolOptions
 	// Workers is the number of solves running at once (default 2).
 	Workers int
 	// Push is the repository every image is pushed to by digest, e.g.
@@ -151,6 +168,8 @@ type Report struct {
 	Results []Result
 	// NotPlanned is Options.NotPlanned.
 	NotPlanned []NotPlanned
+	// Builders says what each BuildKit daemon did.
+	Builders []BuilderStat
 	// given are the bound images (Options.Images) by context name.
 	given map[string]string
 }
@@ -208,15 +227,15 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	}
 
 	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth}
-	remotes, err := connectAll(ctx, opts.Builders, solver)
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 2
+	}
+	pool, err := connectPool(ctx, opts.Builders, opts.Pool.withDefaults(workers))
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, r := range remotes {
-			r.c.Close()
-		}
-	}()
+	defer pool.close()
 
 	hub, err := newProgressHub(ctx, opts.ProgressOut, opts.Progress)
 	if err != nil {
@@ -227,17 +246,16 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		nodes:   nodes,
 		given:   given,
 		solver:  solver,
-		workers: opts.Workers,
+		workers: workers,
+		pool:    pool,
 		openLog: func(n *Node) (io.WriteCloser, string, error) {
 			p := filepath.Join(logDir, logName(n))
 			f, err := os.Create(p)
 			return f, p, err
 		},
 	}
-	if s.workers <= 0 {
-		s.workers = 2
-	}
 	report := &Report{Results: s.run(ctx), given: given, NotPlanned: opts.NotPlanned}
+	report.Builders = pool.stats()
 	hub.close()
 
 	var errs []error
@@ -257,42 +275,6 @@ func isLocalRegistry(host string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-// connectAll dials every builder once and fills solver's platform map.
-func connectAll(ctx context.Context, specs []BuilderSpec, solver *bkSolver) ([]*remote, error) {
-	if len(specs) == 0 {
-		return nil, errors.New("no BuildKit builder given")
-	}
-	byAddr := map[string]*remote{}
-	var remotes []*remote
-	for _, sp := range specs {
-		r := byAddr[sp.Addr]
-		if r == nil {
-			var err error
-			r, err = connect(ctx, sp.Addr)
-			if err != nil {
-				for _, r := range remotes {
-					r.c.Close()
-				}
-				return nil, err
-			}
-			byAddr[sp.Addr] = r
-			remotes = append(remotes, r)
-		}
-		if sp.Platform == "" {
-			if solver.fallback != nil && solver.fallback != r {
-				return remotes, fmt.Errorf("builder %s: only one builder may be given without a platform", sp.Addr)
-			}
-			solver.fallback = r
-			continue
-		}
-		if old := solver.byPlatform[sp.Platform]; old != nil && old != r {
-			return remotes, fmt.Errorf("builder %s=%s: %s already has builder %s", sp.Platform, sp.Addr, sp.Platform, old.addr)
-		}
-		solver.byPlatform[sp.Platform] = r
-	}
-	return remotes, nil
 }
 
 // logName is the file name of a node's log: its key and arch, with
@@ -399,6 +381,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing summary: %w", err)
+	}
+	if err := writeBuilders(w, r.Builders); err != nil {
+		return err
 	}
 	done, cached := 0, 0
 	for _, res := range r.Results {

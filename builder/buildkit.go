@@ -81,8 +81,8 @@ type remote struct {
 }
 
 // connect dials addr and reads its workers' platforms.
-func connect(ctx context.Context, addr string) (*remote, error) {
-	c, err := bkclient.New(ctx, addr)
+func connect(ctx context.Context, addr string, opts ...bkclient.ClientOpt) (*remote, error) {
+	c, err := bkclient.New(ctx, addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to BuildKit at %s: %w", addr, err)
 	}
@@ -153,8 +153,12 @@ func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
 func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	n := job.Node
 	p := n.Platform
-	r, err := s.remoteFor(p)
-	if err != nil {
+	label := n.ID()
+	var r *remote
+	var err error
+	if d := job.daemon; d != nil { // placed by the pool (pool.go)
+		r, label = d.remote, n.ID()+" on "+d.name
+	} else if r, err = s.remoteFor(p); err != nil {
 		return Outcome{}, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
 	out := Outcome{Builder: r.addr, Native: p == r.native}
@@ -191,7 +195,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 
 	tr := newTracker()
 	ch := make(chan *bkclient.SolveStatus)
-	fwd := s.progress.attach(ctx, n.ID(), job.Log, tr, ch)
+	fwd := s.progress.attach(ctx, label, job.Log, tr, ch)
 	resp, err := r.c.Build(ctx, so, "swebuild", build, ch)
 	if werr := fwd(); werr != nil && err == nil {
 		err = fmt.Errorf("writing log: %w", werr)

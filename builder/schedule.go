@@ -25,6 +25,11 @@ type Job struct {
 	// Log receives the node's build log (already open; the solver must not
 	// close it).
 	Log io.Writer
+	// daemon is the pool's daemon the scheduler placed the node on; nil
+	// without a pool.
+	daemon *daemon
+	// lost are the earlier attempts of the node whose daemon was lost.
+	lost []string
 }
 
 // Outcome is what a Solver reports for a node it built.
@@ -53,6 +58,10 @@ type Result struct {
 	Started time.Time
 	Elapsed time.Duration
 	LogPath string
+	// Lost lists the earlier attempts cut off because their BuildKit node
+	// was lost (node loss), each naming the node; the node was then
+	// started again on another node of its platform.
+	Lost []string
 }
 
 // scheduler runs Solver calls over the node graph.
@@ -68,38 +77,107 @@ type scheduler struct {
 	openLog func(n *Node) (io.WriteCloser, string, error)
 	// now returns the time; tests use the real clock too.
 	now func() time.Time
+	// pool places nodes on BuildKit daemons and watches their health; nil:
+	// the solver picks (tests).
+	pool *pool
 }
 
 // run builds every node once all its parents are done, up to s.workers at a
-// time. A node whose parent failed (or is missing, or is in a cycle) is
-// skipped with the cause; the others go on. Results come back in the order of
-// s.nodes.
+// time, each on the daemon of the pool its affinity group is bound to. A node
+// whose parent failed (or is missing, or is in a cycle) is skipped with the
+// cause; the others go on. A node whose daemon was lost is started again on
+// another daemon of its platform, at most the pool's Retries times. Results
+// come back in the order of s.nodes.
 func (s *scheduler) run(ctx context.Context) []Result {
 	g := newGraph(s.nodes, s.given)
 	type done struct {
-		i   int
-		res Result
+		i    int
+		res  Result
+		d    *daemon
+		lost bool
 	}
 	doneCh := make(chan done)
 	workers := max(s.workers, 1)
+	var keys, parentKeys []string
+	if s.pool != nil {
+		keys, parentKeys = affinityKeys(s.nodes, g.index, s.given)
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		s.pool.watch(wctx)
+	}
+	lost := map[int][]string{}
+	var waiting []int // ready, not started
 	running := 0
 	for {
-		for running < workers && ctx.Err() == nil {
+		for {
 			i, ok := g.next()
 			if !ok {
 				break
 			}
+			waiting = append(waiting, i)
+		}
+		kept := waiting[:0]
+		for k, i := range waiting {
+			if running >= workers || ctx.Err() != nil {
+				kept = append(kept, waiting[k:]...)
+				break
+			}
+			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, g.index, i), lost: lost[i]}
+			jctx, cancel := ctx, context.CancelCauseFunc(func(error) {})
+			if s.pool != nil {
+				d, err := s.pool.place(job.Node, keys[i], parentKeys[i])
+				if err != nil {
+					res := Result{Node: job.Node, Status: StatusFailed, Err: err, Lost: lost[i]}
+					if len(lost[i]) > 0 {
+						res.Err = fmt.Errorf("%w (%d earlier attempt(s) lost with their node; see the node's log)", err, len(lost[i]))
+					}
+					g.finish(i, res)
+					continue
+				}
+				if d == nil {
+					kept = append(kept, i) // its daemon is busy
+					continue
+				}
+				job.daemon = d
+				d.running++
+				d.solves++
+				jctx, cancel = context.WithCancelCause(ctx)
+				d.track(i, cancel)
+			}
 			running++
-			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, g.index, i)}
 			go func() {
-				doneCh <- done{i, s.runOne(ctx, job)}
+				res := s.runOne(jctx, job)
+				d, isLost := job.daemon, false
+				if d != nil {
+					d.untrack(i)
+					isLost = res.Status == StatusFailed && s.pool.confirm(ctx, d, res.Err)
+				}
+				cancel(nil)
+				doneCh <- done{i, res, d, isLost}
 			}()
 		}
+		waiting = kept
 		if running == 0 {
-			break
+			if len(waiting) == 0 || ctx.Err() != nil {
+				break
+			}
+			continue // nodes failed at placement may have made others ready
 		}
 		d := <-doneCh
 		running--
+		if d.d != nil {
+			d.d.running--
+		}
+		if d.lost {
+			d.d.lost++
+			lost[d.i] = append(lost[d.i], fmt.Sprintf("%s: %v", d.d.name, d.res.Err))
+			if len(lost[d.i]) <= s.pool.opts.Retries && ctx.Err() == nil {
+				waiting = append(waiting, d.i)
+				continue
+			}
+			d.res.Err = fmt.Errorf("%w (BuildKit node lost %d times: %s)", d.res.Err, len(lost[d.i]), strings.Join(lost[d.i], "; "))
+		}
+		d.res.Lost = lost[d.i]
 		g.finish(d.i, d.res)
 	}
 	g.neverReady(ctx)
@@ -263,6 +341,12 @@ func (s *scheduler) runOne(ctx context.Context, job Job) Result {
 		}()
 	}
 	job.Log = log
+	for k, l := range job.lost {
+		fmt.Fprintf(log, "attempt %d lost with its BuildKit node: %s\n", k+1, l)
+	}
+	if job.daemon != nil {
+		fmt.Fprintf(log, "attempt %d on %s (%s)\n", len(job.lost)+1, job.daemon.name, job.daemon.addr)
+	}
 	out, err := s.solver.Solve(ctx, job)
 	res.Elapsed = now().Sub(res.Started)
 	res.Outcome = out

@@ -13,6 +13,13 @@
 #   scripts/stack.sh build    only build/cache buildkitd and buildctl
 #   scripts/stack.sh packages only install the Debian packages
 #   scripts/stack.sh binfmt   install the packages and enable qemu-aarch64 binfmt
+#   scripts/stack.sh pool up N [PLATFORM]   start N more buildkitds for PLATFORM
+#                             (default linux/amd64; linux/arm64 runs under QEMU),
+#                             each with its own state, socket, pid file and log; with
+#                             POOL_TLS=1 each listens on tcp://127.0.0.1 with mutual
+#                             TLS (a CA and certificates made with openssl)
+#   scripts/stack.sh pool down|status|file  stop / list the pool's daemons / print a
+#                             pool file for swebuild build --pool
 #
 # Environment: SWEBUILD_CACHE (default ~/.cache/swebuild) holds the compiled
 # BuildKit binaries under bin/buildkit-<version>/; SWEBUILD_RUN (default
@@ -482,6 +489,174 @@ cmd_env() {
 	echo "export PATH=$BIN_DIR:\$PATH"
 }
 
+# --- pool: extra daemons for swebuild build --builder/--pool ---------------------
+# The pool never touches the stack's own buildkitd or registries: each pool daemon
+# has its state in $STATE_DIR/pool/NAME, its socket, pid file, log and config in
+# $RUN_DIR/pool/, and is named ARCH-K (amd64-1, arm64-1, ...).
+
+POOL_RUN=$RUN_DIR/pool
+POOL_STATE=$STATE_DIR/pool
+POOL_PORT_BASE=${SWEBUILD_POOL_PORT_BASE:-12400}
+
+pool_names() {
+	local f
+	for f in "$POOL_RUN"/*.pid; do
+		[ -e "$f" ] || continue
+		basename "$f" .pid
+	done
+}
+
+# pool_addr NAME: the daemon's address (from its .addr file).
+pool_addr() { cat "$POOL_RUN/$1.addr"; }
+
+# pool_client_flags NAME: buildctl's TLS flags for a tcp daemon.
+pool_client_flags() {
+	case "$(pool_addr "$1")" in
+	tcp://*) echo "--tlscacert $POOL_RUN/tls/ca.pem --tlscert $POOL_RUN/tls/client.pem --tlskey $POOL_RUN/tls/client-key.pem --tlsservername localhost" ;;
+	esac
+}
+
+pool_ready() { # NAME
+	# shellcheck disable=SC2046
+	"$BIN_DIR/buildctl" --addr "$(pool_addr "$1")" $(pool_client_flags "$1") debug workers >/dev/null 2>&1
+}
+
+# pool_tls makes a CA, a server certificate for localhost and 127.0.0.1 and a
+# client certificate once, in $POOL_RUN/tls.
+pool_tls() {
+	local d=$POOL_RUN/tls
+	[ -f "$d/client.pem" ] && return 0
+	mkdir -p "$d"
+	(
+		cd "$d"
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+			-subj "/CN=swebuild pool CA" -keyout ca-key.pem -out ca.pem 2>/dev/null
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+			-keyout server-key.pem -out server.csr 2>/dev/null
+		printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 30 \
+			-extfile server.ext -out server.pem 2>/dev/null
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=swebuild client" \
+			-keyout client-key.pem -out client.csr 2>/dev/null
+		printf 'extendedKeyUsage=clientAuth\n' >client.ext
+		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 30 \
+			-extfile client.ext -out client.pem 2>/dev/null
+		chmod 600 ./*-key.pem
+	) || die "making the pool's TLS material in $d failed"
+}
+
+pool_write_config() { # NAME
+	cat >"$POOL_RUN/$1.toml" <<EOF
+# written by scripts/stack.sh pool up
+root = "$POOL_STATE/$1"
+
+[worker.oci]
+  enabled = true
+  snapshotter = "overlayfs"
+  binary = "runc"
+
+[worker.containerd]
+  enabled = false
+
+# the local registry speaks plain HTTP
+[registry."$REGISTRY_ADDR"]
+  http = true
+  insecure = true
+EOF
+}
+
+pool_up() { # N [PLATFORM]
+	local n=${1:-} platform=${2:-linux/amd64} arch k=0 i name addr pidfile logf port
+	[[ "$n" =~ ^[1-9][0-9]*$ ]] || die "pool up: N must be a positive number (got '$n')"
+	case "$platform" in
+	linux/amd64) arch=amd64 ;;
+	linux/arm64) arch=arm64 ;;
+	*) die "pool up: platform $platform (want linux/amd64 or linux/arm64)" ;;
+	esac
+	require_root
+	lock_stack
+	build_buildkit
+	if [ "$arch" = arm64 ]; then enable_binfmt; fi
+	mkdir -p "$POOL_RUN" "$POOL_STATE"
+	if [ "${POOL_TLS:-0}" = 1 ]; then pool_tls; fi
+	for ((i = 0; i < n; i++)); do
+		while :; do
+			k=$((k + 1))
+			name=$arch-$k
+			[ -e "$POOL_RUN/$name.pid" ] || break
+		done
+		local tlsflags=()
+		if [ "${POOL_TLS:-0}" = 1 ]; then
+			port=$POOL_PORT_BASE
+			while grep -qsx "tcp://127.0.0.1:$port" "$POOL_RUN"/*.addr; do port=$((port + 1)); done
+			addr=tcp://127.0.0.1:$port
+			tlsflags=(--tlscert "$POOL_RUN/tls/server.pem" --tlskey "$POOL_RUN/tls/server-key.pem" --tlscacert "$POOL_RUN/tls/ca.pem")
+		else
+			addr=unix://$POOL_RUN/$name.sock
+			rm -f "$POOL_RUN/$name.sock"
+		fi
+		echo "$addr" >"$POOL_RUN/$name.addr"
+		pool_write_config "$name"
+		pidfile=$POOL_RUN/$name.pid logf=$POOL_RUN/$name.log
+		# 8>&- 9>&-: the daemons must not inherit (and hold forever) the script's locks.
+		setsid "$BIN_DIR/buildkitd" --config "$POOL_RUN/$name.toml" --addr "$addr" "${tlsflags[@]}" \
+			--oci-worker=true --containerd-worker=false --oci-worker-snapshotter=overlayfs \
+			--oci-worker-platform "$platform" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
+		echo $! >"$pidfile"
+		POOL_CHECK_NAME=$name wait_for "$name" 60 pool_check "$pidfile" "$logf"
+		log "pool: $name ready at $addr ($platform, pid $(cat "$pidfile"))"
+	done
+}
+
+pool_check() { pool_ready "$POOL_CHECK_NAME"; }
+
+pool_down() {
+	require_root
+	lock_stack
+	local name
+	for name in $(pool_names); do
+		stop_daemon "$name" "$POOL_RUN/$name.pid"
+		rm -f "$POOL_RUN/$name.addr" "$POOL_RUN/$name.sock"
+	done
+}
+
+pool_status() {
+	local name rc=0
+	for name in $(pool_names); do
+		if pid_alive "$POOL_RUN/$name.pid" && pool_ready "$name"; then
+			echo "$name: running (pid $(cat "$POOL_RUN/$name.pid"), $(pool_addr "$name"))"
+		else
+			echo "$name: not running ($(pool_addr "$name"))"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# pool_file prints one PLATFORM=ADDR line per pool daemon, with the TLS
+# material as query parameters for tcp daemons (swebuild build --pool FILE).
+pool_file() {
+	local name addr
+	echo "# swebuild build --pool FILE: the daemons of scripts/stack.sh pool"
+	for name in $(pool_names); do
+		addr=$(pool_addr "$name")
+		case "$addr" in
+		tcp://*) addr="$addr?tlscacert=$POOL_RUN/tls/ca.pem&tlscert=$POOL_RUN/tls/client.pem&tlskey=$POOL_RUN/tls/client-key.pem&tlsservername=localhost" ;;
+		esac
+		echo "linux/${name%-*}=$addr"
+	done
+}
+
+cmd_pool() {
+	case "${1:-}" in
+	up) shift; pool_up "$@" ;;
+	down) pool_down ;;
+	status) pool_status ;;
+	file) pool_file ;;
+	*) echo "usage: $0 pool up N [PLATFORM] | pool down | pool status | pool file" >&2; exit 2 ;;
+	esac
+}
+
 case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
@@ -490,8 +665,9 @@ env) cmd_env ;;
 build) build_buildkit ;;
 packages) require_root; install_packages ;;
 binfmt) require_root; install_packages; enable_binfmt ;;
+pool) shift; cmd_pool "$@" ;;
 *)
-	echo "usage: $0 up|down|status|env|build|packages|binfmt" >&2
+	echo "usage: $0 up|down|status|env|build|packages|binfmt|pool" >&2
 	exit 2
 	;;
 esac

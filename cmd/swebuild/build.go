@@ -26,7 +26,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--pool FILE] [--node-down-after D] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -51,6 +51,8 @@ type buildFlags struct {
 	g            genInputs
 	platforms    []string
 	builders     []string
+	poolFile     string
+	downAfter    time.Duration
 	workers      int
 	push         string
 	cacheFrom    []string
@@ -68,7 +70,9 @@ type buildFlags struct {
 func (f *buildFlags) register(fs *pflag.FlagSet) {
 	f.g.register(fs)
 	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to build (x86-only instances never get linux/arm64)")
-	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform (repeatable; default $BUILDKIT_HOST)")
+	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform; repeat for a pool of several per platform; tcp:// takes ?tlscacert=F&tlscert=F&tlskey=F&tlsservername=N; ssh://, docker-container://, kube-pod:// work (default $BUILDKIT_HOST)")
+	fs.StringVar(&f.poolFile, "pool", "", "file of builders, one [PLATFORM=]ADDR per line (# comments), added to --builder")
+	fs.DurationVar(&f.downAfter, "node-down-after", builder.DefaultDownAfter, "a BuildKit node that does not answer for this long is marked down; its solves move to the other nodes of its platform")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
 	fs.StringVar(&f.push, "push", "", "push every image by digest to this repository, e.g. 127.0.0.1:5000/swebuild/build")
 	fs.StringArrayVar(&f.cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
@@ -171,6 +175,17 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 		}
 		opts.Builders = append(opts.Builders, sp)
 	}
+	if f.poolFile != "" {
+		specs, err := builder.ReadPoolFile(f.poolFile)
+		if err != nil {
+			return opts, fmt.Errorf("--pool: %w", err)
+		}
+		opts.Builders = append(opts.Builders, specs...)
+	}
+	if f.downAfter <= 0 {
+		return opts, fmt.Errorf("--node-down-after %s: want a positive duration", f.downAfter)
+	}
+	opts.Pool.DownAfter = f.downAfter
 	for _, v := range f.buildCtxs {
 		key, src, ok := strings.Cut(v, "=")
 		ref, isImage := strings.CutPrefix(src, "docker-image://")

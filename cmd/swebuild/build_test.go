@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,12 +15,19 @@ func TestBuildCLIErrors(t *testing.T) {
 	shared := spectest.SharedDir(t)
 	ds := filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl")
 	t.Setenv("BUILDKIT_HOST", "")
+	pool := filepath.Join(t.TempDir(), "pool.txt")
+	if err := os.WriteFile(pool, []byte("# two nodes\nlinux/amd64=unix:///run/a.sock\nlinux/amd64=tcp://h:1?tlscert=/c.pem\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args      []string
 		wantUsage bool
 		want      string
 	}{
 		{args: []string{"--dataset", ds, "--builder", "linux/amd64="}, wantUsage: true, want: "empty address"},
+		{args: []string{"--dataset", ds, "--pool", pool}, wantUsage: true, want: "--pool: " + pool + ":3: builder \"linux/amd64=tcp://h:1?tlscert=/c.pem\": address \"tcp://h:1?tlscert=/c.pem\": tlscert and tlskey go together"},
+		{args: []string{"--dataset", ds, "--pool", pool + ".missing"}, wantUsage: true, want: "--pool: reading pool file"},
+		{args: []string{"--dataset", ds, "--node-down-after", "0s"}, wantUsage: true, want: "--node-down-after 0s"},
 		{args: []string{"--dataset", ds, "--cache-to", "mode=max"}, wantUsage: true, want: "type= is required"},
 		{args: []string{"--dataset", ds, "--workers", "0"}, wantUsage: true, want: "--workers 0"},
 		{args: []string{"--dataset", ds, "--build-context", "sweb.base.py.x86_64=oci-layout:///x"}, wantUsage: true, want: "want KEY=docker-image://REF"},
