@@ -1,0 +1,156 @@
+package taskrepo
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/swebuild/swebuild/core"
+)
+
+// Arm64 is what the arm64 rules make of a task's flat Dockerfile
+// (pins.RewriteFlatArm64): the rewritten Dockerfile and the rules applied,
+// or the reason the task stays x86-only.
+type Arm64 struct {
+	Dockerfile []byte
+	Applied    []string
+	// X86Only is the reason there is no arm64 image; "" when arm64 works.
+	X86Only string
+}
+
+// Planned is one task's platforms and the Dockerfile each builds.
+type Planned struct {
+	Task *Task
+	// Language is the task's language (the caller's lookup by repo).
+	Language string
+	// Platforms are the platforms the task gets, of those asked.
+	Platforms []core.Platform
+	// Dockerfiles are the Dockerfile per platform: the task's own for
+	// linux/amd64, the rewritten one for linux/arm64.
+	Dockerfiles map[core.Platform][]byte
+	// Applied are the arm64 rules applied; X86Only the reason there is no
+	// arm64 image ("" when there is one or arm64 was not asked for).
+	Applied []string
+	X86Only string
+}
+
+// Plan is the platforms of a set of tasks.
+type Plan struct {
+	Tasks []Planned
+}
+
+// Options for PlanTasks.
+type PlanOptions struct {
+	// Platforms asked for (linux/amd64, linux/arm64).
+	Platforms []core.Platform
+	// Language names a repo's language ("" when unknown: "unknown").
+	Language func(repo string) string
+	// RewriteArm64 is the arm64 rule set (pins.RewriteFlatArm64).
+	RewriteArm64 func(dockerfile []byte) (Arm64, error)
+}
+
+// PlanTasks decides each task's platforms: linux/amd64 always (the task
+// repo's Dockerfiles are written for it), linux/arm64 only when an arm64
+// rule covers the Dockerfile. An error of the rule set for one task is
+// that task's x86-only reason.
+func PlanTasks(tasks []Task, o PlanOptions) Plan {
+	var p Plan
+	for i := range tasks {
+		t := &tasks[i]
+		pl := Planned{Task: t, Language: "unknown", Dockerfiles: map[core.Platform][]byte{}}
+		if o.Language != nil {
+			if l := o.Language(t.Instance.Repo); l != "" {
+				pl.Language = l
+			}
+		}
+		for _, plat := range o.Platforms {
+			switch plat {
+			case core.AMD64:
+				pl.Platforms = append(pl.Platforms, plat)
+				pl.Dockerfiles[plat] = t.Dockerfile
+			case core.ARM64:
+				var res Arm64
+				var err error
+				if o.RewriteArm64 == nil {
+					res.X86Only = "no arm64 rule set"
+				} else if res, err = o.RewriteArm64(t.Dockerfile); err != nil {
+					res.X86Only = fmt.Sprintf("arm64 rules: %v", err)
+				}
+				pl.Applied = res.Applied
+				if res.X86Only != "" {
+					pl.X86Only = res.X86Only
+					continue
+				}
+				pl.Platforms = append(pl.Platforms, plat)
+				pl.Dockerfiles[plat] = res.Dockerfile
+			}
+		}
+		p.Tasks = append(p.Tasks, pl)
+	}
+	return p
+}
+
+// WriteTable prints the counts per language and platform, then how many
+// tasks each x86-only reason keeps off arm64.
+func (p Plan) WriteTable(w io.Writer) error {
+	type row struct{ tasks, amd64, arm64 int }
+	langs := map[string]*row{}
+	reasons := map[string]int{}
+	total := row{}
+	for _, t := range p.Tasks {
+		r := langs[t.Language]
+		if r == nil {
+			r = &row{}
+			langs[t.Language] = r
+		}
+		for _, rr := range []*row{r, &total} {
+			rr.tasks++
+			if slices.Contains(t.Platforms, core.AMD64) {
+				rr.amd64++
+			}
+			if slices.Contains(t.Platforms, core.ARM64) {
+				rr.arm64++
+			}
+		}
+		if t.X86Only != "" {
+			reasons[t.X86Only]++
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANGUAGE\tTASKS\tLINUX/AMD64\tLINUX/ARM64")
+	names := make([]string, 0, len(langs))
+	for l := range langs {
+		names = append(names, l)
+	}
+	sort.Strings(names)
+	for _, l := range names {
+		r := langs[l]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", l, r.tasks, r.amd64, r.arm64)
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\n", total.tasks, total.amd64, total.arm64)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nx86-only (no linux/arm64):")
+	rs := make([]string, 0, len(reasons))
+	for r := range reasons {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		if reasons[rs[i]] != reasons[rs[j]] {
+			return reasons[rs[i]] > reasons[rs[j]]
+		}
+		return rs[i] < rs[j]
+	})
+	for _, r := range rs {
+		if _, err := fmt.Fprintf(w, "  %4d  %s\n", reasons[r], r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
