@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/taskrepo"
 )
 
 // BuildOptions are one `swebuild build`: what to build (Inputs, Platforms),
@@ -52,7 +53,10 @@ type BuildOptions struct {
 // BuildResult is what Build did. Every field may be nil when Build returned
 // before that stage.
 type BuildResult struct {
-	Plan      *plan.Plan
+	Plan *plan.Plan
+	// TaskPlan is the plan of a task repo's tasks (Inputs.TaskRepo; Plan
+	// is then nil).
+	TaskPlan  *taskrepo.Plan
 	Report    *builder.Report
 	Records   []core.Image
 	Gold      *GoldCheck
@@ -71,22 +75,33 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		return nil, err
 	}
 	res := &BuildResult{}
-	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
-	if err != nil {
-		return nil, err
-	}
-	res.Plan = p
-	for _, e := range p.Errors {
-		fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-	}
-	if len(p.Errors) > 0 {
-		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
-	}
-	nodes, err := Nodes(p, loaded.Instances, o.ContextDirs)
-	if err != nil {
-		return nil, err
+	var nodes []*builder.Node
+	if loaded.Tasks != nil {
+		tp := loaded.TaskPlan(o.Platforms)
+		res.TaskPlan = &tp
+		nodes = TaskNodes(tp)
+	} else {
+		p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
+		if err != nil {
+			return nil, err
+		}
+		res.Plan = p
+		for _, e := range p.Errors {
+			fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+		}
+		if len(p.Errors) > 0 {
+			problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
+		}
+		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err != nil {
+			return nil, err
+		}
 	}
 	bopts := o.Builder
+	if o.Verify != nil && loaded.Tasks != nil {
+		// The gold check renders eval.sh from the spec tables; a task
+		// carries its own eval.sh, which verify does not take yet.
+		return nil, errors.New("verifying a task repo's images inside the build is not supported yet: build, then verify")
+	}
 	if o.Verify != nil {
 		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
 		if err != nil {
@@ -220,6 +235,30 @@ func Nodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([]*bui
 		}
 	}
 	return nodes, nil
+}
+
+// TaskNodes turns a task repo's plan into builder nodes: one instance node
+// per task and platform, its flat Dockerfile (rewritten for linux/arm64)
+// with its task directory as the whole build context. The key is the
+// instance image key upstream's harness uses, sweb.eval.<arch>.<id>:latest.
+func TaskNodes(tp taskrepo.Plan) []*builder.Node {
+	var nodes []*builder.Node
+	for _, pt := range tp.Tasks {
+		in := pt.Task.Instance
+		for _, plat := range pt.Platforms {
+			nodes = append(nodes, &builder.Node{
+				Key:        "sweb.eval." + plat.Arch() + "." + strings.ToLower(in.InstanceID) + ":latest",
+				Kind:       builder.KindInstance,
+				Platform:   plat,
+				InstanceID: in.InstanceID,
+				BaseCommit: in.BaseCommit,
+				X86Only:    pt.X86Only != "",
+				Dockerfile: pt.Dockerfiles[plat],
+				ContextDir: pt.Task.Dir,
+			})
+		}
+	}
+	return nodes
 }
 
 func findContextFile(name string, dirs []string) (string, error) {

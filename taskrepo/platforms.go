@@ -1,8 +1,11 @@
 package taskrepo
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"text/tabwriter"
@@ -153,4 +156,58 @@ func (p Plan) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// NoArm64Rules stands in for pins.RewriteFlatArm64 (branch arm64-check)
+// until that is merged: it covers no Dockerfile, so every task is x86-only.
+func NoArm64Rules(dockerfile []byte) (Arm64, error) {
+	return Arm64{X86Only: "no arm64 rule set yet (pins.RewriteFlatArm64, branch arm64-check, not merged)"}, nil
+}
+
+// plannedJSON is one task of the plan as `swebuild plan --format json`
+// prints it.
+type plannedJSON struct {
+	InstanceID string          `json:"instance_id"`
+	Split      string          `json:"split"`
+	Language   string          `json:"language"`
+	Platforms  []core.Platform `json:"platforms"`
+	Applied    []string        `json:"arm64_rules_applied,omitempty"`
+	X86Only    string          `json:"x86_only,omitempty"`
+	Dir        string          `json:"dir"`
+}
+
+// MarshalJSON writes the plan as {"tasks": [...]}: id, split, language,
+// platforms, arm64 rules applied, x86-only reason and task directory.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Tasks []plannedJSON `json:"tasks"`
+	}{Tasks: []plannedJSON{}}
+	for _, t := range p.Tasks {
+		out.Tasks = append(out.Tasks, plannedJSON{InstanceID: t.Task.Instance.InstanceID, Split: t.Task.Split, Language: t.Language,
+			Platforms: t.Platforms, Applied: t.Applied, X86Only: t.X86Only, Dir: t.Task.Dir})
+	}
+	return json.Marshal(out)
+}
+
+// Write writes, for every task and platform it gets, the Dockerfile that
+// platform builds and the task's eval.sh to dir/<instance_id>/<arch>/, and
+// returns how many (task, platform) pairs it wrote.
+func (p Plan) Write(dir string) (int, error) {
+	n := 0
+	for _, t := range p.Tasks {
+		for _, plat := range t.Platforms {
+			d := filepath.Join(dir, t.Task.Instance.InstanceID, plat.Arch())
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return n, fmt.Errorf("writing %s: %w", t.Task.Instance.InstanceID, err)
+			}
+			if err := os.WriteFile(filepath.Join(d, DockerfileName), t.Dockerfiles[plat], 0o644); err != nil {
+				return n, fmt.Errorf("writing %s: %w", t.Task.Instance.InstanceID, err)
+			}
+			if err := os.WriteFile(filepath.Join(d, EvalScriptFile), []byte(t.Task.Instance.EvalScript), 0o644); err != nil {
+				return n, fmt.Errorf("writing %s: %w", t.Task.Instance.InstanceID, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }

@@ -19,6 +19,7 @@ import (
 // genInputs are the flags shared by render, plan, build and verify.
 type genInputs struct {
 	datasetFlags
+	taskRepo  string
 	instances []string
 	pins      string
 	specs     string
@@ -26,21 +27,26 @@ type genInputs struct {
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
 	g.datasetFlags.register(fs)
-	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
+	fs.StringVar(&g.taskRepo, "task-repo", "", "upstream v5 task repo directory (sweb.yaml + tasks/<id>/), instead of --dataset: its published splits, or --instance ids from any split")
+	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all, or a task repo's published splits)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
 }
 
 // inputs are the pipeline's inputs from the flags.
 func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
-	if g.dataset == "" {
-		return pipeline.Inputs{}, errors.New("--dataset is required")
+	switch {
+	case g.dataset == "" && g.taskRepo == "":
+		return pipeline.Inputs{}, errors.New("--dataset or --task-repo is required")
+	case g.dataset != "" && g.taskRepo != "":
+		return pipeline.Inputs{}, errors.New("--dataset and --task-repo: give one")
 	}
 	if g.cacheDir == "" {
 		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
 	}
 	return pipeline.Inputs{
 		Dataset:   g.dataset,
+		TaskRepo:  g.taskRepo,
 		Instances: g.instances,
 		Specs:     g.specs,
 		Pins:      g.pins,
@@ -121,7 +127,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVarP(&out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json}")
 	fs.IntVarP(&jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE|--task-repo DIR [--instance ID]... --arch x86_64|arm64|all [--pins none|default] --out DIR\n\nWrite the Dockerfiles and scripts of each instance and arch (a task repo: DIR/<id>/<arch>/{Dockerfile,eval.sh}, the Dockerfile rewritten for arm64, for the arches a task gets).\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -153,6 +159,11 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if loaded == nil {
 		return loadErr
+	}
+	if loaded.Tasks != nil {
+		n, err := loaded.TaskPlan(archList).Write(out)
+		fmt.Fprintf(stdout, "wrote %d (task, arch) pairs of %d tasks into %s\n", n, len(loaded.Tasks), out)
+		return errors.Join(loadErr, err)
 	}
 	r, insts := loaded.Renderer, loaded.Instances
 	n, failed := writeAllLowGC(ctx, r, insts, archList, out, jobs)
