@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/fetch"
 	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/taskrepo"
+	"github.com/swebuild/swebuild/verify"
 )
 
 // Inputs say what to generate from: the dataset, which of its instances,
@@ -171,6 +172,35 @@ func (l *Loaded) TaskPlan(platforms []core.Platform) taskrepo.Plan {
 		Language:     l.Renderer.Tables.Language,
 		RewriteArm64: taskrepo.NoArm64Rules,
 	})
+}
+
+// Targets are the verify targets of the loaded instances on platforms
+// (their images named by images; nil for the builder's gold check). A
+// dataset's eval.sh is rendered from the spec tables (verify.Targets); a
+// task repo's task carries its own eval.sh and names its log parser, and
+// gets the platforms of TaskPlan.
+func (l *Loaded) Targets(ctx context.Context, platforms []core.Platform, images verify.ImageFunc) ([]verify.Target, []error) {
+	if l.Tasks == nil {
+		return verify.Targets(ctx, l.Renderer, l.Instances, platforms, images)
+	}
+	var out []verify.Target
+	var errs []error
+	for _, pt := range l.TaskPlan(platforms).Tasks {
+		for _, p := range pt.Platforms {
+			inst := pt.Task.Instance
+			t := verify.Target{Instance: inst, Platform: p, EvalScript: inst.EvalScript, Parser: inst.LogParser}
+			if images != nil {
+				ref, err := images(inst.InstanceID, p.String())
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
+					continue
+				}
+				t.Image = ref
+			}
+			out = append(out, t)
+		}
+	}
+	return out, errs
 }
 
 // loadKeepGoing is Load for a stage that goes on with the valid records:

@@ -93,7 +93,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, o.Platforms, imageFn)
+	targets, terrs := loaded.Targets(ctx, o.Platforms, imageFn)
 	for _, e := range terrs {
 		fmt.Fprintf(log, "verify: %v\n", e)
 	}

@@ -37,7 +37,7 @@ func (g *genInputs) register(fs *pflag.FlagSet) {
 func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	switch {
 	case g.dataset == "" && g.taskRepo == "":
-		return pipeline.Inputs{}, errors.New("--dataset or --task-repo is required")
+		return pipeline.Inputs{}, errors.New("--dataset is required (or --task-repo DIR)")
 	case g.dataset != "" && g.taskRepo != "":
 		return pipeline.Inputs{}, errors.New("--dataset and --task-repo: give one")
 	}
