@@ -33,6 +33,7 @@ func commands() []command {
 		{"build", "build images with BuildKit", runBuild},
 		{"verify", "run gold (or predicted) patches through the graded test flow", runVerify},
 		{"publish", "push built images by digest and write multi-arch indexes", runPublish},
+		{"check", "check that a dataset's published images are all in a registry", runCheck},
 		{"sizes", "compare image set sizes", runSizes},
 		{"ci", "helpers for the nightly GitHub Actions workflow", runCI},
 		{"version", "print the swebuild version", runVersion},

@@ -156,6 +156,13 @@ func TestPinsList(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range pins.FlatRules() {
+		for _, s := range []string{r.ID, r.Match, r.Change, r.Reason, r.Evidence} {
+			if !strings.Contains(stdout.String(), s) {
+				t.Errorf("pins list lacks flat rule text %q", s)
+			}
+		}
+	}
 	if err := runPins(context.Background(), nil, &stdout, &stderr); err != errUsage {
 		t.Errorf("pins without list: %v", err)
 	}

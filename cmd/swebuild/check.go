@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swebuild/swebuild/check"
+	"github.com/swebuild/swebuild/registry"
+)
+
+// runCheck implements `swebuild check`: are the dataset's images in the
+// registry?
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var g genInputs
+	g.register(fs)
+	// (The v5 task repository input, --task-repo, is added next to
+	// --dataset by genInputs/pipeline.Inputs; check takes whatever
+	// pipeline.Load returns.)
+	repo := fs.String("repo", "", "repository prefix the images were published under, e.g. 127.0.0.1:5000/swebench")
+	tag := fs.String("tag", check.DefaultTag, "tag checked on every name")
+	digests := fs.String("digests", "", "write instance -> digest per platform and the index digest to FILE (JSON lines)")
+	recordRoot := fs.String("record-images", "", "also check each record's own image name (its image field) re-rooted at this registry[/prefix], e.g. 127.0.0.1:5000")
+	keepUU := fs.Bool("keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
+	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --repo registry only) or REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
+	insecure := fs.StringArray("insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
+	jobs := fs.IntP("jobs", "j", 8, "references checked at once")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: swebuild check --dataset DATASET --repo REPO [OPTIONS]\n\nCheck that every image the dataset's records call for is in the registry: per instance\nREPO/sweb.eval.<arch>.<id> for each platform plan decides (no arm64 name for x86-only ids)\nand the index REPO/sweb.eval.<id> listing exactly those platforms. One request per\nreference. Prints N/M images present and the gaps; exits non-zero on any gap.\n\nOptions:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if *repo == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "swebuild check: --repo is required and no arguments are taken")
+		fs.Usage()
+		return errUsage
+	}
+	loaded, loadErr := g.load(ctx, stderr)
+	if errors.Is(loadErr, errUsage) {
+		fmt.Fprintf(stderr, "swebuild check: %v\n", loadErr)
+		fs.Usage()
+		return errUsage
+	}
+	if loaded == nil {
+		return loadErr
+	}
+	dest, err := registry.RegistryOf(*repo)
+	if err != nil {
+		return fmt.Errorf("--repo: %w", err)
+	}
+	kc, err := registry.Keychain(os.Getenv(*authEnv), dest)
+	if err != nil {
+		return fmt.Errorf("$%s: %w", *authEnv, err)
+	}
+	client, err := registry.New(registry.Options{Keychain: kc, InsecureRegistries: *insecure})
+	if err != nil {
+		return err
+	}
+	rep, err := check.Run(ctx, loaded.Instances, check.Options{
+		Repo:                 *repo,
+		KeepDoubleUnderscore: *keepUU,
+		Tag:                  *tag,
+		Platforms:            loaded.Renderer.Tables.Platforms,
+		RecordRoot:           *recordRoot,
+		Client:               client,
+		Jobs:                 *jobs,
+	})
+	if err != nil {
+		return err
+	}
+	rep.Print(stdout)
+	if *digests != "" {
+		var buf bytes.Buffer
+		if err := rep.WriteDigests(&buf); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*digests, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--digests: %w", err)
+		}
+	}
+	return errors.Join(rep.Err(), loadErr)
+}
