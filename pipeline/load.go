@@ -170,8 +170,14 @@ func (l *Loaded) TaskPlan(platforms []core.Platform) taskrepo.Plan {
 	return taskrepo.PlanTasks(l.Tasks, taskrepo.PlanOptions{
 		Platforms:    platforms,
 		Language:     l.Renderer.Tables.Language,
-		RewriteArm64: taskrepo.NoArm64Rules,
+		RewriteArm64: rewriteFlatArm64,
 	})
+}
+
+// rewriteFlatArm64 is pins.RewriteFlatArm64 as taskrepo takes it.
+func rewriteFlatArm64(dockerfile []byte) (taskrepo.Arm64, error) {
+	r, err := pins.RewriteFlatArm64(dockerfile)
+	return taskrepo.Arm64{Dockerfile: r.Dockerfile, Applied: r.Applied, X86Only: r.X86Only}, err
 }
 
 // Targets are the verify targets of the loaded instances on platforms

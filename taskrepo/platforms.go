@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/swebuild/swebuild/core"
@@ -96,11 +97,13 @@ func PlanTasks(tasks []Task, o PlanOptions) Plan {
 }
 
 // WriteTable prints the counts per language and platform, then how many
-// tasks each x86-only reason keeps off arm64.
+// tasks each x86-only rule keeps off arm64 (a reason "<rule>: <detail>" is
+// counted by rule, with the first task's reason as an example).
 func (p Plan) WriteTable(w io.Writer) error {
 	type row struct{ tasks, amd64, arm64 int }
 	langs := map[string]*row{}
-	reasons := map[string]int{}
+	reasons := map[string]int{}    // by rule: the reason up to its first ": "
+	example := map[string]string{} // the first full reason of each rule
 	total := row{}
 	for _, t := range p.Tasks {
 		r := langs[t.Language]
@@ -118,7 +121,11 @@ func (p Plan) WriteTable(w io.Writer) error {
 			}
 		}
 		if t.X86Only != "" {
-			reasons[t.X86Only]++
+			rule, _, _ := strings.Cut(t.X86Only, ": ")
+			reasons[rule]++
+			if _, ok := example[rule]; !ok {
+				example[rule] = t.X86Only
+			}
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -151,17 +158,11 @@ func (p Plan) WriteTable(w io.Writer) error {
 		return rs[i] < rs[j]
 	})
 	for _, r := range rs {
-		if _, err := fmt.Fprintf(w, "  %4d  %s\n", reasons[r], r); err != nil {
+		if _, err := fmt.Fprintf(w, "  %4d  %s\n        e.g. %s\n", reasons[r], r, example[r]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// NoArm64Rules stands in for pins.RewriteFlatArm64 (branch arm64-check)
-// until that is merged: it covers no Dockerfile, so every task is x86-only.
-func NoArm64Rules(dockerfile []byte) (Arm64, error) {
-	return Arm64{X86Only: "no arm64 rule set yet (pins.RewriteFlatArm64, branch arm64-check, not merged)"}, nil
 }
 
 // plannedJSON is one task of the plan as `swebuild plan --format json`
