@@ -286,3 +286,49 @@ func TestMultimodalReference(t *testing.T) {
 	}
 	t.Logf("%d tasks, %d published, %d compared with dev.jsonl", len(r.Tasks), len(sel), compared)
 }
+
+// TestFixtureTaskRepo opens the fixture's task repo (scripts/fixture.sh
+// taskrepo): no problems, the 7 tasks of dataset.jsonl, each with the
+// record's fields, its own eval.sh recording the test exit status after the
+// end marker, and a Dockerfile that COPYs the git bundle from its directory.
+func TestFixtureTaskRepo(t *testing.T) {
+	fixture := filepath.Join("..", "testdata", "fixture")
+	r, err := Open(filepath.Join(fixture, "taskrepo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := dataset.Load(context.Background(), filepath.Join(fixture, "dataset.jsonl"), dataset.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := r.Select(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel) != len(recs) {
+		t.Fatalf("%d tasks, want the %d records of dataset.jsonl", len(sel), len(recs))
+	}
+	for i, rec := range recs {
+		in := sel[i].Instance
+		rec.Source, in.Source = "", ""
+		eval, parser, image, evalType := in.EvalScript, in.LogParser, in.Image, in.EvalType
+		in.EvalScript, in.LogParser, in.Image, in.EvalType = "", "", "", ""
+		got, _ := json.Marshal(in)
+		want, _ := json.Marshal(rec)
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", rec.InstanceID, got, want)
+		}
+		if !strings.Contains(eval, "SWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\necho \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\"\n") {
+			t.Errorf("%s: eval.sh does not echo the test exit status after the end marker", rec.InstanceID)
+		}
+		if parser == "" || evalType != "pass_and_fail" || image != ExpectedImage(rec.InstanceID) {
+			t.Errorf("%s: log_parser %q, eval_type %q, image %q", rec.InstanceID, parser, evalType, image)
+		}
+		if !strings.Contains(string(sel[i].Dockerfile), "\nCOPY repo.bundle ") {
+			t.Errorf("%s: the Dockerfile does not COPY its bundle", rec.InstanceID)
+		}
+		if _, err := os.Stat(filepath.Join(sel[i].Dir, "repo.bundle")); err != nil {
+			t.Error(err)
+		}
+	}
+}
