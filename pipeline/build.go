@@ -108,7 +108,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		problems = append(problems, gc.Problems()...)
 	}
 	given := ""
-	if len(bopts.Images) > 0 {
+	if len(bopts.Images) > 0 && loaded.Tasks == nil {
 		given = " (less those bound to existing images, and the parents only they needed)"
 	}
 	fmt.Fprintf(log, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, bopts.RunDir)

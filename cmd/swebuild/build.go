@@ -87,7 +87,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "write one record per image and platform (digest, pushed ref, verified; JSON lines) to this file")
 	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
-	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; repeatable")
+	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; with --task-repo, NAME=docker-image://REF binds a name the flat Dockerfiles start FROM; repeatable")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
 	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
