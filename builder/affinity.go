@@ -86,7 +86,7 @@ func prefixKeys(nodes []*Node, parentOf []int) map[int]string {
 		if parentOf[i] >= 0 {
 			continue
 		}
-		ins := instructions(n.Dockerfile)
+		ins := instructionTexts(n.Dockerfile)
 		instrs[i] = ins
 		t := tries[n.Platform.String()]
 		if t == nil {
@@ -130,10 +130,10 @@ func prefixKeys(nodes []*Node, parentOf []int) map[int]string {
 	return out
 }
 
-// instructions are the instructions of a Dockerfile as text (heredoc
+// instructionTexts are the instructions of a Dockerfile as text (heredoc
 // bodies included); a Dockerfile that does not parse is one instruction,
 // its whole text.
-func instructions(df []byte) []string {
+func instructionTexts(df []byte) []string {
 	res, err := parser.Parse(bytes.NewReader(df))
 	if err != nil || res.AST == nil {
 		return []string{string(df)}

@@ -349,6 +349,14 @@ func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string
 		return nil, fmt.Errorf("marshaling Dockerfile of %s: %w", c.ID(), err)
 	}
 	inputs["dockerfile"] = dfDef.ToPB()
+	if c.ContextDir != "" {
+		// A flat Dockerfile names its base images itself: every bound
+		// image is offered to it as a named context (unused ones are
+		// ignored by the frontend).
+		for cn, ref := range cb.s.given {
+			attrs["context:"+cn] = "docker-image://" + ref
+		}
+	}
 	for j, pk := range c.Parents {
 		cn, err := contextName(pk)
 		if err != nil {
@@ -424,6 +432,9 @@ func (cb *chainBuild) verify(ctx context.Context, gc gateway.Client) error {
 // and its files on disk, nothing else. Local mounts it needs are added to
 // mounts.
 func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
+	if n.ContextDir != "" {
+		return contextDirState(n, mounts)
+	}
 	var parts []llb.State
 	if len(n.Context) > 0 {
 		names := make([]string, 0, len(n.Context))

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -61,6 +62,14 @@ type Node struct {
 	// Only these files (or directories, with their contents) are sent to
 	// BuildKit, never the rest of the directory they are in.
 	ContextFiles map[string]string
+	// ContextDir, when set, is a directory on disk sent whole as the build
+	// context: a task repo's task directory, which its flat Dockerfile may
+	// COPY from. Nothing outside it is sent. Absolute; exclusive with
+	// Context and ContextFiles. Before the solve every COPY/ADD source of
+	// the Dockerfile (all but COPY --from) must exist in it (checkCopySources).
+	// Images bound with Options.Images are offered to its Dockerfile as
+	// named contexts (FROM <name>).
+	ContextDir string
 }
 
 // ID is the node's unique identity: key and platform.
@@ -184,6 +193,14 @@ func validateNode(n *Node) error {
 			return fmt.Errorf("node %s: context: %w", n.ID(), err)
 		}
 	}
+	if n.ContextDir != "" {
+		if !path.IsAbs(filepath.ToSlash(n.ContextDir)) {
+			return fmt.Errorf("node %s: context dir: %q is not absolute", n.ID(), n.ContextDir)
+		}
+		if len(n.Context) > 0 || len(n.ContextFiles) > 0 {
+			return fmt.Errorf("node %s: context dir: set together with context files (a context directory is the whole context)", n.ID())
+		}
+	}
 	for name, p := range n.ContextFiles {
 		if err := checkContextName(name); err != nil {
 			return fmt.Errorf("node %s: context files: %w", n.ID(), err)
@@ -260,6 +277,12 @@ func inputKeys(nodes []*Node, given map[string]string) map[string]string {
 			field(name)
 			if fi, err := os.Stat(n.ContextFiles[name]); err == nil {
 				field(fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano()))
+			}
+		}
+		if n.ContextDir != "" {
+			field("dir " + n.ContextDir)
+			if fp, err := fingerprintTree(n.ContextDir); err == nil {
+				field(fp)
 			}
 		}
 		for _, pk := range n.Parents {

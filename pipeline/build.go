@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/publish"
+	"github.com/swebuild/swebuild/taskrepo"
 )
 
 // BuildOptions are one `swebuild build`: what to build (Inputs, Platforms),
@@ -53,7 +54,10 @@ type BuildOptions struct {
 // BuildResult is what Build did. Every field may be nil when Build returned
 // before that stage.
 type BuildResult struct {
-	Plan      *plan.Plan
+	Plan *plan.Plan
+	// TaskPlan is the plan of a task repo's tasks (Inputs.TaskRepo; Plan
+	// is then nil).
+	TaskPlan  *taskrepo.Plan
 	Report    *builder.Report
 	Records   []core.Image
 	Gold      *GoldCheck
@@ -72,23 +76,34 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		return nil, err
 	}
 	res := &BuildResult{}
-	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
-	if err != nil {
-		return nil, err
-	}
-	res.Plan = p
-	for _, e := range p.Errors {
-		fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-	}
-	if len(p.Errors) > 0 {
-		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
-	}
-	nodes, err := Nodes(p, loaded.Instances, o.ContextDirs)
-	if err != nil {
-		return nil, err
+	var (
+		nodes      []*builder.Node
+		notPlanned []builder.NotPlanned
+	)
+	if loaded.Tasks != nil {
+		tp := loaded.TaskPlan(o.Platforms)
+		res.TaskPlan = &tp
+		nodes = TaskNodes(tp)
+		notPlanned = taskNotPlanned(tp)
+	} else {
+		p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
+		if err != nil {
+			return nil, err
+		}
+		res.Plan = p
+		notPlanned = planNotPlanned(p, o.Platforms)
+		for _, e := range p.Errors {
+			fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+		}
+		if len(p.Errors) > 0 {
+			problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
+		}
+		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err != nil {
+			return nil, err
+		}
 	}
 	bopts := o.Builder
-	bopts.NotPlanned = notPlanned(p, o.Platforms)
+	bopts.NotPlanned = notPlanned
 	if o.Verify != nil {
 		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
 		if err != nil {
@@ -100,7 +115,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		problems = append(problems, gc.Problems()...)
 	}
 	given := ""
-	if len(bopts.Images) > 0 {
+	if len(bopts.Images) > 0 && loaded.Tasks == nil {
 		given = " (less those bound to existing images, and the parents only they needed)"
 	}
 	fmt.Fprintf(log, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, bopts.RunDir)
@@ -151,7 +166,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 // notPlanned are the instance images of the run the plan has no node for:
 // the x86-only instances on linux/arm64 (with the rule that decided it) and
 // the instances that could not be planned.
-func notPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
+func planNotPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
 	var out []builder.NotPlanned
 	if slices.Contains(platforms, core.ARM64) {
 		for _, id := range p.X86Only {
@@ -160,6 +175,18 @@ func notPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
 	}
 	for _, e := range p.Errors {
 		out = append(out, builder.NotPlanned{InstanceID: e.InstanceID, Platform: e.Platform, Reason: "could not be planned"})
+	}
+	return out
+}
+
+// taskNotPlanned are a task repo's x86-only tasks on linux/arm64, with the
+// arm64 rule's reason.
+func taskNotPlanned(tp taskrepo.Plan) []builder.NotPlanned {
+	var out []builder.NotPlanned
+	for _, t := range tp.Tasks {
+		if t.X86Only != "" {
+			out = append(out, builder.NotPlanned{InstanceID: t.Task.Instance.InstanceID, Platform: core.ARM64, Reason: "x86-only (" + t.X86Only + ")"})
+		}
 	}
 	return out
 }
@@ -238,6 +265,30 @@ func Nodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([]*bui
 		}
 	}
 	return nodes, nil
+}
+
+// TaskNodes turns a task repo's plan into builder nodes: one instance node
+// per task and platform, its flat Dockerfile (rewritten for linux/arm64)
+// with its task directory as the whole build context. The key is the
+// instance image key upstream's harness uses, sweb.eval.<arch>.<id>:latest.
+func TaskNodes(tp taskrepo.Plan) []*builder.Node {
+	var nodes []*builder.Node
+	for _, pt := range tp.Tasks {
+		in := pt.Task.Instance
+		for _, plat := range pt.Platforms {
+			nodes = append(nodes, &builder.Node{
+				Key:        "sweb.eval." + plat.Arch() + "." + strings.ToLower(in.InstanceID) + ":latest",
+				Kind:       builder.KindInstance,
+				Platform:   plat,
+				InstanceID: in.InstanceID,
+				BaseCommit: in.BaseCommit,
+				X86Only:    pt.X86Only != "",
+				Dockerfile: pt.Dockerfiles[plat],
+				ContextDir: pt.Task.Dir,
+			})
+		}
+	}
+	return nodes
 }
 
 func findContextFile(name string, dirs []string) (string, error) {

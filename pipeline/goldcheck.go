@@ -60,7 +60,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		return nil, fmt.Errorf("log parser %q: want one of %s", o.Parser, strings.Join(grading.ParserNames(), ", "))
 	}
 	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir}
-	targets, errs := verify.Targets(ctx, l.Renderer, l.Instances, verify.TargetOptions{Platforms: platforms, Script: o.EvalScript})
+	targets, errs := l.Targets(ctx, platforms, nil, o.EvalScript)
 	for _, e := range errs {
 		fmt.Fprintf(writerOr(o.Progress), "verify: %v\n", e)
 	}

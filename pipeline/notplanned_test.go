@@ -27,7 +27,7 @@ func TestNotPlannedX86Only(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		np := notPlanned(p, tc.platforms)
+		np := planNotPlanned(p, tc.platforms)
 		if len(np) != tc.want {
 			t.Errorf("%v: %d not planned, want %d", tc.platforms, len(np), tc.want)
 		}

@@ -128,7 +128,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, verify.TargetOptions{Platforms: o.Platforms, Images: imageFn, Script: o.EvalScript})
+	targets, terrs := loaded.Targets(ctx, o.Platforms, imageFn, o.EvalScript)
 	for _, e := range terrs {
 		fmt.Fprintf(log, "verify: %v\n", e)
 	}

@@ -7,6 +7,11 @@
 # parse_log_tap), push by digest to the local registry, publish one
 # multi-arch index per instance, and print the summary. Then check every image
 # and index independently with skopeo, and print how long each step took.
+# Then the same for the fixture as an upstream v5 task repo
+# (testdata/fixture/taskrepo): one flat Dockerfile per task, built with its
+# task directory as the context, the fixture base images just pushed bound by
+# digest to the names the Dockerfiles start FROM; verified, pushed, published
+# under $DEMO_REPO/taskrepo and checked the same way.
 #
 # Last, one instance for both platforms is built, pushed and published again
 # through the stack's registry that requires a login, with the login only in
@@ -76,8 +81,8 @@ log "publish $repo"
 step "publish" "$bin" publish --metadata-file "$dir/metadata.jsonl" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified
 
 log "check with skopeo: one manifest per allowed platform, none for x86-only on arm64, one index per instance"
-check() {
-	python3 - "$dir/metadata.jsonl" "$repo" <<'PY'
+check() { # [METADATA REPO]
+	python3 - "${1:-$dir/metadata.jsonl}" "${2:-$repo}" <<'PY'
 import json, subprocess, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 repo = sys.argv[2]
@@ -108,6 +113,54 @@ sys.exit(1 if bad else 0)
 PY
 }
 step "skopeo check" check
+step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl"
+
+# --- the fixture as a task repo ---------------------------------------------------
+taskrepo=testdata/fixture/taskrepo
+
+# The task Dockerfiles start FROM swebuild-fixture-base-<py|js>-${TARGETARCH}:
+# the base images of the build above (kind "base" in its metadata file),
+# pushed by digest, bound to those names (a flat Dockerfile in a task dir
+# cannot reach the rootfs tarballs).
+base_contexts() {
+	python3 - "$dir/metadata.jsonl" <<'PY'
+import json, sys
+flavours = {"fixture": "py", "js": "js"}  # sweb.base.<language>.<arch>
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "base" and r.get("ref"):
+        flavour = flavours[r["key"].split(".")[2]]
+        arch = r["platform"].split("/")[1]
+        print(f'--build-context=swebuild-fixture-base-{flavour}-{arch}=docker-image://{r["ref"]}')
+PY
+}
+mapfile -t contexts < <(base_contexts)
+[ "${#contexts[@]}" -eq 4 ] || { log "expected 4 fixture base images in $dir/metadata.jsonl, got ${#contexts[@]}"; exit 1; }
+
+log "task repo: plan"
+step "task repo: plan" "$bin" plan --task-repo "$taskrepo" --specs "$specs" --platform linux/amd64,linux/arm64
+
+log "task repo: build --verify --push $repo/taskrepo-build"
+status=0
+step "task repo: build, verify" "$bin" build --task-repo "$taskrepo" --specs "$specs" "${contexts[@]}" \
+	--platform linux/amd64,linux/arm64 --verify --push "$repo/taskrepo-build" \
+	--progress "${DEMO_PROGRESS:-plain}" \
+	--metadata-file "$dir/taskrepo-metadata.jsonl" --run-dir "$dir/taskrepo-build" || status=$?
+if [ "$status" -ne 0 ]; then
+	log "task repo build failed (exit $status); see $dir/taskrepo-build"
+	exit "$status"
+fi
+
+log "task repo: publish $repo/taskrepo"
+step "task repo: publish" "$bin" publish --metadata-file "$dir/taskrepo-metadata.jsonl" --repo "$repo/taskrepo" \
+	--ledger "$dir/taskrepo-ledger.jsonl" --require-verified
+
+log "task repo: check with skopeo"
+step "task repo: skopeo check" check "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo"
+
+log "task repo: swebuild check $repo/taskrepo"
+step "task repo: swebuild check" "$bin" check --task-repo "$taskrepo" --specs "$specs" --repo "$repo/taskrepo" \
+	--digests "$dir/taskrepo-digests.jsonl"
 
 # The login registry: build (cached by now: only the pushes run), push and
 # publish one instance for both platforms, the credential read from

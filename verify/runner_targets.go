@@ -111,6 +111,17 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 	return out, errs
 }
 
+// NewTarget is the target of inst on platform p whose platforms were
+// decided elsewhere (a task repo's plan): the eval script chosen by source
+// as Targets chooses it, the parser and rules to grade with; no image.
+func NewTarget(ctx context.Context, r *render.Renderer, inst dataset.Instance, p core.Platform, source string) (Target, error) {
+	t := Target{Instance: inst, Platform: p}
+	if err := t.chooseScript(ctx, r, source); err != nil {
+		return Target{}, err
+	}
+	return t, nil
+}
+
 // chooseScript sets the target's eval script, parser and rules.
 func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source string) error {
 	inst := &t.Instance

@@ -21,9 +21,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	var g genInputs
 	g.register(fs)
-	// (The v5 task repository input, --task-repo, is added next to
-	// --dataset by genInputs/pipeline.Inputs; check takes whatever
-	// pipeline.Load returns.)
+	// --task-repo comes with genInputs: a task repo's tasks get the
+	// platforms of its plan (the flat arm64 rules), a dataset's those of
+	// the spec tables.
 	repo := fs.String("repo", "", "repository prefix the images were published under, e.g. 127.0.0.1:5000/swebench")
 	tag := fs.String("tag", check.DefaultTag, "tag checked on every name")
 	digests := fs.String("digests", "", "write instance -> digest per platform and the index digest to FILE (JSON lines)")
@@ -64,7 +64,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Repo:                 *repo,
 		KeepDoubleUnderscore: *keepUU,
 		Tag:                  *tag,
-		Platforms:            loaded.Renderer.Tables.Platforms,
+		Platforms:            loaded.PlatformsOf(),
 		RecordRoot:           *recordRoot,
 		Client:               client,
 		Jobs:                 *jobs,

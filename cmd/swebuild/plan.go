@@ -11,6 +11,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/taskrepo"
 )
 
 // runPlan implements `swebuild plan`.
@@ -27,7 +28,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to plan (linux/amd64, linux/arm64)")
 	fs.StringVar(&format, "format", "table", "output format: table or json")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild plan --dataset FILE [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild plan --dataset FILE|--task-repo DIR [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform (a task repo: its tasks per language and platform, and why the rest are x86-only).\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -45,6 +46,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if loaded == nil {
 		return loadErr
+	}
+	if loaded.Tasks != nil {
+		return writeTaskPlan(loaded.TaskPlan(plats), format, stdout, loadErr)
 	}
 	r, insts := loaded.Renderer, loaded.Instances
 	p, err := plan.Build(ctx, r, insts, plats)
@@ -71,6 +75,23 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%w; %d instance(s) could not be planned", loadErr, len(p.Errors))
 		}
 		return fmt.Errorf("%d instance(s) could not be planned", len(p.Errors))
+	}
+	return loadErr
+}
+
+// writeTaskPlan prints a task repo's plan: per language and platform, and
+// the reasons tasks stay x86-only (table), or every task (json).
+func writeTaskPlan(tp taskrepo.Plan, format string, stdout io.Writer, loadErr error) error {
+	var err error
+	if format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(tp)
+	} else {
+		err = tp.WriteTable(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("writing plan: %w", err)
 	}
 	return loadErr
 }

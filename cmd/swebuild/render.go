@@ -23,6 +23,7 @@ import (
 // genInputs are the flags shared by render, plan, build and verify.
 type genInputs struct {
 	datasetFlags
+	taskRepo  string
 	instances []string
 	pins      string
 	specs     string
@@ -31,7 +32,8 @@ type genInputs struct {
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
 	g.datasetFlags.register(fs)
-	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
+	fs.StringVar(&g.taskRepo, "task-repo", "", "upstream v5 task repo directory (sweb.yaml + tasks/<id>/), instead of --dataset: its published splits, or --instance ids from any split")
+	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all, or a task repo's published splits)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules on top of upstream specs: none, default, ID,ID or default,-ID; -ID of an x86-only rule lifts it (swebuild pins list)")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
 	fs.StringVar(&g.specsVer, "specs-version", spec.VersionV410, "upstream tables: 4.1.0 (SWE-bench v4.1.0) or final (their state at 2514c86: C libffi, Rust Cargo.lock pins, Java sequential tests, Python eval.sh rm -f of added test files)")
@@ -39,8 +41,11 @@ func (g *genInputs) register(fs *pflag.FlagSet) {
 
 // inputs are the pipeline's inputs from the flags.
 func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
-	if g.dataset == "" {
-		return pipeline.Inputs{}, errors.New("--dataset is required")
+	switch {
+	case g.dataset == "" && g.taskRepo == "":
+		return pipeline.Inputs{}, errors.New("--dataset is required (or --task-repo DIR)")
+	case g.dataset != "" && g.taskRepo != "":
+		return pipeline.Inputs{}, errors.New("--dataset and --task-repo: give one")
 	}
 	if g.cacheDir == "" {
 		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
@@ -53,6 +58,7 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	}
 	return pipeline.Inputs{
 		Dataset:      g.dataset,
+		TaskRepo:     g.taskRepo,
 		Instances:    g.instances,
 		Specs:        g.specs,
 		Pins:         g.pins,
@@ -196,7 +202,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	g.register(fs)
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default|default,-ID|ID,ID] [--specs-version 4.1.0|final] [--layout layered|flat] --out DIR [--task-repo-out DIR]\n\nWrite the Dockerfiles and scripts of each instance and arch, and optionally the dataset as a v5 task repo.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild render --dataset FILE|--task-repo DIR [--instance ID]... --arch x86_64|arm64|all [--pins none|default|default,-ID|ID,ID] [--specs-version 4.1.0|final] [--layout layered|flat] --out DIR [--task-repo-out DIR]\n\nWrite the Dockerfiles and scripts of each instance and arch, and optionally the dataset as a v5 task repo (a task repo: DIR/<id>/<arch>/{Dockerfile,eval.sh}, the Dockerfile rewritten for arm64, for the arches a task gets).\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -211,6 +217,14 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if loaded == nil {
 		return loadErr
+	}
+	if loaded.Tasks != nil {
+		if f.out == "" {
+			return usageErr(fs, stderr, "--out is required for a task repo")
+		}
+		n, err := loaded.TaskPlan(archList).Write(f.out)
+		fmt.Fprintf(stdout, "wrote %d (task, arch) pairs of %d tasks into %s\n", n, len(loaded.Tasks), f.out)
+		return errors.Join(loadErr, err)
 	}
 	var errs []error
 	if f.out != "" {

@@ -1,0 +1,97 @@
+package builder
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tonistiigi/fsutil"
+
+	"github.com/swebuild/swebuild/core"
+)
+
+func TestCheckCopySources(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a.txt", "problem_assets/0-x.png", "sub/b.sh"} {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, dockerfile string
+		wantErr          []string // substrings; none: no error
+	}{
+		{"present file and dir, JSON form", "FROM scratch\nCOPY a.txt /a\nCOPY [\"problem_assets\", \"/problem_assets\"]\n", nil},
+		{"leading slash and dot-dot stay in the context", "FROM scratch\nCOPY /sub/b.sh ../a.txt /x/\n", nil},
+		{"glob with a match", "FROM scratch\nCOPY problem_assets/*.png /p/\n", nil},
+		{"COPY --from and ADD of a URL read no context", "FROM scratch AS s\nFROM scratch\nCOPY --from=s /nothing /n\nADD https://example.com/x.tar /x\n", nil},
+		{"heredoc COPY reads no context", "FROM scratch\nCOPY <<EOF /x\nhello\nEOF\n", nil},
+		{"build argument is not checked", "FROM scratch\nARG F=gone\nCOPY $F /f\n", nil},
+		{"missing directory", "FROM scratch\nRUN true\nCOPY [\"problem_assets2\", \"/problem_assets\"]\n", []string{`line 3: COPY source "problem_assets2" is not in the context directory`}},
+		{"missing ADD source and glob without a match", "FROM scratch\nADD gone.tar /\nCOPY *.gif /g/\n", []string{`line 2: ADD source "gone.tar"`, `line 3: COPY source "*.gif" matches no file`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkCopySources([]byte(tc.dockerfile), dir)
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("got %v, want no error", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got no error, want %q", tc.wantErr)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestContextDirState(t *testing.T) {
+	dir := t.TempDir()
+	n := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
+		Dockerfile: []byte("FROM scratch\nCOPY [\"problem_assets\", \"/problem_assets\"]\n"), ContextDir: dir}
+	_, err := contextState(n, map[string]fsutil.FS{})
+	if err == nil || !strings.Contains(err.Error(), "task a__b-1: Dockerfile line 2: COPY source \"problem_assets\"") {
+		t.Fatalf("missing source: got %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "problem_assets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mounts := map[string]fsutil.FS{}
+	if _, err := contextState(n, mounts); err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 1 {
+		t.Fatalf("got %d local mounts, want the one directory", len(mounts))
+	}
+}
+
+func TestValidateContextDir(t *testing.T) {
+	base := Node{Key: "k:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM scratch\n")}
+	rel := base
+	rel.ContextDir = "tasks/a__b-1"
+	if err := validateNode(&rel); err == nil || !strings.Contains(err.Error(), "context dir") {
+		t.Errorf("relative dir: got %v", err)
+	}
+	both := base
+	both.ContextDir = "/tmp"
+	both.Context = map[string][]byte{"x": nil}
+	if err := validateNode(&both); err == nil || !strings.Contains(err.Error(), "context dir") {
+		t.Errorf("dir and files: got %v", err)
+	}
+	ok := base
+	ok.ContextDir = "/tmp"
+	if err := validateNode(&ok); err != nil {
+		t.Errorf("absolute dir: got %v", err)
+	}
+}

@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/plan"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
+)
+
+// fixtureBases builds the layered fixture's base images (Debian rootfs
+// tarballs, py and js flavours) for both platforms, pushes them by digest to
+// the stack's registry and returns them as the named contexts the fixture
+// task repo's Dockerfiles start FROM: swebuild-fixture-base-<py|js>-<arch>.
+func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack, root string) map[string]string {
+	t.Helper()
+	rootfs := stacktest.Rootfs(t)
+	ctxDir := t.TempDir()
+	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(ctx, Inputs{Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
+		Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default", CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, core.AllPlatforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := Nodes(p, loaded.Instances, []string{rootfs, ctxDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bases []*builder.Node
+	for _, n := range nodes {
+		if n.Kind == builder.KindBase {
+			bases = append(bases, n)
+		}
+	}
+	rep, err := builder.Build(ctx, bases, builder.Options{Builders: []builder.BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2,
+		Push: st.Registry + "/swebuild-test/taskrepo-base", RunDir: t.TempDir(), Progress: "quiet"})
+	if err != nil {
+		t.Fatalf("building the fixture bases: %v", err)
+	}
+	images := map[string]string{}
+	for _, r := range rep.Records() {
+		// sweb.base.fixture.<arch> is the py flavour, sweb.base.js.<arch> the js one
+		flavour := map[string]string{"fixture": "py", "js": "js"}[strings.Split(r.Key, ".")[2]]
+		images[fmt.Sprintf("swebuild-fixture-base-%s-%s", flavour, r.Platform.GOARCH())] = r.Ref
+	}
+	if len(images) != 4 {
+		t.Fatalf("base images %v, want py and js for amd64 and arm64", images)
+	}
+	return images
+}
+
+// TestBuildFixtureTaskRepo builds the fixture task repo (testdata/fixture/
+// taskrepo, scripts/fixture.sh taskrepo) on the stack for linux/amd64 and
+// linux/arm64 (QEMU), each task's flat Dockerfile with its task directory as
+// the context and the fixture bases bound by digest, verifies every gold
+// patch inside the build with the task's own eval.sh and log parser, and
+// pushes by digest: 7 tasks x 2 platforms, all built, verified and pushed.
+func TestBuildFixtureTaskRepo(t *testing.T) {
+	st := stacktest.Require(t)
+	root, err := stacktest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	images := fixtureBases(t, ctx, st, root)
+
+	var out strings.Builder
+	res, err := Build(ctx, BuildOptions{
+		Inputs: Inputs{TaskRepo: filepath.Join(root, "testdata", "fixture", "taskrepo"),
+			Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default", CacheDir: t.TempDir()},
+		Platforms: core.AllPlatforms(),
+		Builder: builder.Options{Builders: []builder.BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2, Images: images,
+			Push: st.Registry + "/swebuild-test/taskrepo", RunDir: t.TempDir(), Progress: "quiet"},
+		Verify: &GoldCheckOptions{Progress: io.Discard},
+		Out:    &out,
+	})
+	t.Logf("%s", out.String())
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if len(res.TaskPlan.Tasks) != 7 {
+		t.Fatalf("%d tasks planned, want the fixture's 7", len(res.TaskPlan.Tasks))
+	}
+	built := map[string]bool{}
+	for _, r := range res.Records {
+		if r.Kind != core.KindInstance || r.Status != core.StatusBuilt || !strings.HasPrefix(r.Ref, st.Registry+"/swebuild-test/taskrepo@sha256:") || r.Verified == nil || !*r.Verified {
+			t.Errorf("%s %s: status %s, ref %q, verified %v", r.InstanceID, r.Platform, r.Status, r.Ref, r.Verified)
+			continue
+		}
+		built[r.InstanceID+"@"+r.Platform.String()] = true
+	}
+	for _, pt := range res.TaskPlan.Tasks {
+		for _, p := range core.AllPlatforms() {
+			if !built[pt.Task.Instance.InstanceID+"@"+p.String()] {
+				t.Errorf("%s: no verified %s image", pt.Task.Instance.InstanceID, p)
+			}
+		}
+	}
+	resolved := 0
+	for _, r := range res.Gold.Summary().Results {
+		if r.Resolved {
+			resolved++
+		}
+	}
+	if resolved != 14 {
+		t.Errorf("%d gold checks resolved, want 14", resolved)
+	}
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/swebuild/swebuild/core"
+)
+
+func fixtureTaskRepo(t *testing.T) string {
+	t.Helper()
+	return filepath.Join("..", "testdata", "fixture", "taskrepo")
+}
+
+// TestLoadTaskRepo: Load with a task repo gives its tasks as instances and
+// targets that run each task's own eval.sh with its log parser; the build
+// nodes use the task directory as the whole context.
+func TestLoadTaskRepo(t *testing.T) {
+	ctx := context.Background()
+	l, err := Load(ctx, Inputs{TaskRepo: fixtureTaskRepo(t), Pins: "default", CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Tasks) != 7 || len(l.Instances) != 7 {
+		t.Fatalf("%d tasks, %d instances; want 7", len(l.Tasks), len(l.Instances))
+	}
+	targets, errs := l.Targets(ctx, core.AllPlatforms(), nil, "")
+	if len(errs) > 0 || len(targets) != 14 {
+		t.Fatalf("%d targets, errors %v; want 7 tasks x 2 platforms", len(targets), errs)
+	}
+	for i, tg := range targets {
+		task := l.Tasks[i/2]
+		if tg.EvalScript != task.Instance.EvalScript || tg.Parser != task.Instance.LogParser || tg.Instance.InstanceID != task.Instance.InstanceID {
+			t.Errorf("target %d (%s %s): not the task's own eval.sh and parser", i, tg.Instance.InstanceID, tg.Platform)
+		}
+	}
+	nodes := TaskNodes(l.TaskPlan(core.AllPlatforms()))
+	if len(nodes) != 14 {
+		t.Fatalf("%d nodes, want 14", len(nodes))
+	}
+	for _, n := range nodes {
+		if !filepath.IsAbs(n.ContextDir) || filepath.Base(n.ContextDir) != n.InstanceID || len(n.Context)+len(n.ContextFiles) != 0 {
+			t.Errorf("%s: context dir %q", n.ID(), n.ContextDir)
+		}
+	}
+}
+
+func TestLoadTaskRepoErrors(t *testing.T) {
+	ctx := context.Background()
+	broken := t.TempDir()
+	if err := os.CopyFS(broken, os.DirFS(fixtureTaskRepo(t))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(broken, "tasks", "fixture__calc-1", "eval.sh")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		in      Inputs
+		loaded  int // tasks loaded; -1: no Loaded
+		wantErr string
+	}{
+		{"dataset and task repo", Inputs{Dataset: "x.jsonl", TaskRepo: fixtureTaskRepo(t)}, -1, "a dataset and a task repo given"},
+		{"no sweb.yaml", Inputs{TaskRepo: t.TempDir()}, -1, "sweb.yaml"},
+		{"a task with a problem", Inputs{TaskRepo: broken}, 6, "1 task(s) left out for problems"},
+		{"unknown id", Inputs{TaskRepo: fixtureTaskRepo(t), Instances: []string{"fixture__calc-1", "nope__x-1"}}, 1, "nope__x-1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Pins, tc.in.CacheDir = "default", t.TempDir()
+			var log strings.Builder
+			tc.in.Log = &log
+			l, err := Load(ctx, tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+			if tc.loaded < 0 {
+				if l != nil {
+					t.Fatalf("got %d tasks, want no Loaded", len(l.Tasks))
+				}
+				return
+			}
+			if l == nil || len(l.Tasks) != tc.loaded {
+				t.Fatalf("got %v, want %d tasks", l, tc.loaded)
+			}
+		})
+	}
+}
