@@ -89,6 +89,10 @@ type Options struct {
 	// "127.0.0.1:5000/swebuild/build"; empty: no push (BuildKit still makes
 	// the image manifest, and reports its digest; layers stay in its cache).
 	Push string
+	// Output, when set, exports every image into an OCI image layout
+	// directory (ParseOutput), named in its index.json by the image key;
+	// with Push too, images are both pushed and written.
+	Output *Output
 	// Insecure allows plain-HTTP registries; always on for localhost and
 	// 127.0.0.1.
 	Insecure bool
@@ -173,6 +177,17 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 			opts.Insecure = true
 		}
 	}
+	var layout *ociLayout
+	if opts.Output != nil {
+		if opts.Output.Type != OutputOCI {
+			return nil, fmt.Errorf("output type %q: only %q is supported", opts.Output.Type, OutputOCI)
+		}
+		var err error
+		if layout, err = openLayout(opts.Output.Dest); err != nil {
+			return nil, err
+		}
+		defer layout.close()
+	}
 	given, err := givenImages(opts.Images)
 	if err != nil {
 		return nil, err
@@ -185,7 +200,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -309,6 +324,7 @@ func (r *Report) Records() []core.Image {
 		if res.Status == StatusDone {
 			im.Digest = digest.Digest(res.Outcome.Digest)
 			im.Ref = res.Outcome.Ref
+			im.OCILayout = res.Outcome.OCILayout
 			im.Verified = res.Outcome.Verified
 		} else {
 			im.Status = core.StatusFailed

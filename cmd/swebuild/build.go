@@ -25,7 +25,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--output type=oci,dest=DIR] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -63,6 +63,7 @@ type buildFlags struct {
 	builders     []string
 	workers      int
 	push         string
+	outputs      []string
 	cacheFrom    []string
 	cacheTo      []string
 	progress     string
@@ -81,6 +82,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform (repeatable; default $BUILDKIT_HOST)")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
 	fs.StringVar(&f.push, "push", "", "push every image by digest to this repository, e.g. 127.0.0.1:5000/swebuild/build")
+	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "export every image without a registry, as buildx --output: type=oci,dest=DIR writes one OCI image layout directory (index.json names each image by its key); with --push, both")
 	fs.StringArrayVar(&f.cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
 	fs.StringArrayVar(&f.cacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
@@ -105,7 +107,7 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 		return bo, fmt.Errorf("--platform: %w", err)
 	}
 	if f.pub.repo != "" && f.push == "" {
-		return bo, errors.New("--publish needs --push: the images are published from the registry they were pushed to")
+		return bo, errors.New("--publish needs --push: the images are published from the registry they were pushed to (or build with --output type=oci,dest=DIR, then swebuild publish --metadata-file)")
 	}
 	opts, err := f.builderOptions(stderr)
 	if err != nil {
@@ -164,6 +166,17 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 			return opts, fmt.Errorf("--builder: %w", err)
 		}
 		opts.Builders = append(opts.Builders, sp)
+	}
+	switch len(f.outputs) {
+	case 0:
+	case 1:
+		o, err := builder.ParseOutput(f.outputs[0])
+		if err != nil {
+			return opts, fmt.Errorf("--output: %w", err)
+		}
+		opts.Output = &o
+	default:
+		return opts, fmt.Errorf("--output given %d times: one OCI layout directory holds every image", len(f.outputs))
 	}
 	for _, v := range f.buildCtxs {
 		key, src, ok := strings.Cut(v, "=")
