@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -28,8 +29,11 @@ type VerifyOptions struct {
 	Gold, Control   bool
 	PredictionsFile string
 	// Images is a registry repository prefix holding the per-arch
-	// instance images (REPO/sweb.eval.<arch>.<id>:latest); MetadataFile
-	// names the built images instead (core records). Exactly one is set.
+	// instance images (REPO/sweb.eval.<arch>.<id>:latest), or oci:DIR, an
+	// OCI layout a build wrote (its instance images by the instance-id
+	// annotation); MetadataFile names the built images instead (core
+	// records: a pushed ref, else the record's OCI layout). Exactly one is
+	// set.
 	Images       string
 	MetadataFile string
 	// BuildKit is the daemon's address.
@@ -160,6 +164,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 // or as the metadata file's records name it (a file with some invalid
 // records still names the others; the invalid ones are a problem).
 func (o VerifyOptions) images(log io.Writer, problems *[]error) (verify.ImageFunc, error) {
+	if dir, ok := strings.CutPrefix(o.Images, "oci:"); ok {
+		return verify.ImagesFromLayout(dir)
+	}
 	if o.Images != "" {
 		return verify.ImagesFromRepo(o.Images), nil
 	}

@@ -29,7 +29,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|oci:DIR|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -77,8 +77,8 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.gold, "gold", false, "run each record's gold patch")
 	fs.BoolVar(&f.control, "control", false, "also run with no patch applied: must come out unresolved, or the tests do not discriminate")
 	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
-	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
-	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
+	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), or oci:DIR, an OCI layout written by swebuild build --output type=oci,dest=DIR")
+	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the instance image of each platform (its pushed ref, else its OCI layout)")
 	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "runs at once")
