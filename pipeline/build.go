@@ -38,7 +38,8 @@ type BuildOptions struct {
 	// image before it is exported (GoldCheck).
 	Verify *GoldCheckOptions
 	// Publish, when set, publishes the instance images built and pushed
-	// (and with Verify, verified) under Publish.Repo. Publish.LedgerPath
+	// or written to the OCI layout (and with Verify, verified) under
+	// Publish.Repo. Publish.LedgerPath
 	// defaults to publish-ledger.jsonl beside the metadata file, else in
 	// the run directory.
 	Publish *publish.RunOptions

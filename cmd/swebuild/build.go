@@ -92,7 +92,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; repeatable")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
-	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
+	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push or --output (published from the registry or the layout), and with --verify only verified images go")
 	fs.IntVar(&f.pub.jobs, "publish-jobs", 8, "with --publish: instances published at once")
 }
 
@@ -106,8 +106,8 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 	if err != nil {
 		return bo, fmt.Errorf("--platform: %w", err)
 	}
-	if f.pub.repo != "" && f.push == "" {
-		return bo, errors.New("--publish needs --push: the images are published from the registry they were pushed to (or build with --output type=oci,dest=DIR, then swebuild publish --metadata-file)")
+	if f.pub.repo != "" && f.push == "" && len(f.outputs) == 0 {
+		return bo, errors.New("--publish needs --push REPO or --output type=oci,dest=DIR: the images are published from the registry they were pushed to, or from the OCI layout")
 	}
 	opts, err := f.builderOptions(stderr)
 	if err != nil {

@@ -27,7 +27,6 @@ func TestBuildCLIErrors(t *testing.T) {
 		{args: []string{"--dataset", ds, "--output", "type=oci"}, wantUsage: true, want: "--output: \"type=oci\": dest= is required"},
 		{args: []string{"--dataset", ds, "--output", "out"}, wantUsage: true, want: "--output: \"out\": a bare path"},
 		{args: []string{"--dataset", ds, "--output", "type=oci,dest=a", "--output", "type=oci,dest=b"}, wantUsage: true, want: "--output given 2 times"},
-		{args: []string{"--dataset", ds, "--publish", "127.0.0.1:5000/x", "--output", "type=oci,dest=a"}, wantUsage: true, want: "--publish needs --push"},
 		{args: []string{"--instance", "x"}, wantUsage: true, want: "--dataset is required"},
 		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir()}, wantUsage: true, want: "no builder"},
 		{args: []string{"--dataset", ds, "--instance", "django__django-11099", "--pins", "none", "--run-dir", t.TempDir(), "--progress", "fancy"}, wantUsage: true, want: `--progress "fancy"`},
