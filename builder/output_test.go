@@ -167,3 +167,39 @@ func TestLayoutIndex(t *testing.T) {
 		t.Errorf("add with a mismatched descriptor: %v", err)
 	}
 }
+
+// TestExportEntries: a push, an OCI layout, both, or neither (the image
+// kept in BuildKit's cache) become the solve's export entries.
+func TestExportEntries(t *testing.T) {
+	l, err := openLayout(filepath.Join(t.TempDir(), "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch\n")}
+	for _, tc := range []struct {
+		push   string
+		layout *ociLayout
+		want   string // type[push]... in order
+	}{
+		{want: "image[]"},
+		{push: "127.0.0.1:5000/x", want: "image[true]"},
+		{layout: l, want: "oci[]"},
+		{push: "127.0.0.1:5000/x", layout: l, want: "image[true] oci[]"},
+	} {
+		cb := &chainBuild{s: &bkSolver{push: tc.push, layout: tc.layout}, job: Job{Node: n}, chain: []*Node{n}, done: map[string]solvedNode{}}
+		so, err := cb.prepare()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range so.Exports {
+			got = append(got, e.Type+"["+e.Attrs["push"]+"]")
+			if e.Type == "oci" && (e.OutputStore != l.store || e.Attrs["tar"] != "false") {
+				t.Errorf("push %q: the oci export does not write into the layout's store as a directory: %+v", tc.push, e)
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("push %q, layout %v: exports %v, want %s", tc.push, tc.layout != nil, got, tc.want)
+		}
+	}
+}
