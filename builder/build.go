@@ -195,6 +195,10 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	if len(given) > 0 {
 		nodes = withoutGiven(nodes, given)
 	}
+	if layout != nil {
+		// The layout names each image's spec key, as the records do.
+		layout.specKeys = inputKeys(nodes, given)
+	}
 	logDir := filepath.Join(opts.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)

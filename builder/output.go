@@ -2,6 +2,7 @@ package builder
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/csv"
@@ -35,7 +36,8 @@ import (
 // already holds is not sent again, so the images of a graph (an instance
 // image holds its env's and base's layers) share their blobs. The exporter
 // does not touch index.json; the builder adds one descriptor per node after
-// its solve, named by the image key, under the same lock file BuildKit's
+// its solve, named by the image key (with the instance id, spec key and
+// base commit of its record), under the same lock file BuildKit's
 // own oci exporter takes (index.json.lock), so two builds into one layout
 // do not lose each other's entries.
 
@@ -126,6 +128,9 @@ type ociLayout struct {
 	dir   string // absolute
 	store content.Store
 	mu    sync.Mutex // index.json within this process; the lock file across processes
+	// specKeys are the derived spec keys of nodes without their own, by
+	// node ID (inputKeys; what the records carry).
+	specKeys map[string]string
 }
 
 // openLayout creates (or opens) the layout directory: oci-layout, an
@@ -155,7 +160,9 @@ func (l *ociLayout) export() bkclient.ExportEntry {
 }
 
 // add names node n's exported image in index.json (replacing an entry of
-// the same key and platform), from the exporter's response.
+// the same key and platform), from the exporter's response: the image key,
+// and the instance id, spec key and base commit its record carries, so the
+// layout alone says what to publish.
 func (l *ociLayout) add(n *Node, resp map[string]string) error {
 	dg, err := digest.Parse(resp[exptypes.ExporterImageDigestKey])
 	if err != nil {
@@ -185,6 +192,12 @@ func (l *ociLayout) add(n *Node, resp map[string]string) error {
 	}
 	if n.InstanceID != "" {
 		desc.Annotations[manifests.AnnotationInstanceID] = n.InstanceID
+	}
+	if k := cmp.Or(n.SpecKey, l.specKeys[n.ID()]); k != "" {
+		desc.Annotations[manifests.AnnotationSpecKey] = k
+	}
+	if n.BaseCommit != "" {
+		desc.Annotations[manifests.AnnotationBaseCommit] = n.BaseCommit
 	}
 	return l.update(func(idx *ocispecs.Index) {
 		idx.Manifests = slices.DeleteFunc(idx.Manifests, func(d ocispecs.Descriptor) bool {

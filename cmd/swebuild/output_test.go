@@ -31,7 +31,8 @@ import (
 //   - publish from the layout's records and publish from the pushed records,
 //     into two repositories of the stack's registry, write the same indexes:
 //     same index digest, same children (platform and digest) for every
-//     instance;
+//     instance; so do publish --images oci:DIR (the layout alone) and
+//     build --output --publish;
 //   - verify runs gold patches from the layout (metadata records, and
 //     --images oci:DIR) through BuildKit's oci-layout source;
 //   - a build with neither --push nor --output says nothing was exported,
@@ -189,6 +190,29 @@ func TestOutputOCILayout(t *testing.T) {
 	t.Logf("%d/%d instance indexes equal (index digest and children) between publish from the layout and from the pushed build", equal, len(ids))
 	if equal != len(ids) || len(ids) != 7 {
 		t.Errorf("%d/%d indexes equal; want all 7 fixture instances", equal, len(ids))
+	}
+
+	// 3a. publish --images oci:DIR: the layout alone (its index.json names
+	// instance, spec key and base commit) gives the same indexes.
+	{
+		var stdout, stderr bytes.Buffer
+		err := runPublish(ctx, []string{"--images", "oci:" + layoutDir, "--repo", prefix + "/from-layout", "--ledger", filepath.Join(tmp, "layout.ledger")}, &stdout, &stderr)
+		t.Logf("publish --images oci:%s:\n%s\n%s", layoutDir, tail(stdout.String(), 1500), tail(stderr.String(), 1500))
+		if err != nil {
+			t.Fatalf("publish --images oci:DIR: %v", err)
+		}
+	}
+	fromLayout := 0
+	for id := range ids {
+		a := children(t, ctx, manifests.Namer{Repo: prefix + "/from-layout"}.IndexRepo(id))
+		b := children(t, ctx, manifests.Namer{Repo: prefix + "/from-push"}.IndexRepo(id))
+		if a.digest != "" && a.digest == b.digest && strings.Join(a.children, " ") == strings.Join(b.children, " ") {
+			fromLayout++
+		}
+	}
+	t.Logf("publish --images oci:DIR: %d/%d indexes equal those of the pushed build", fromLayout, len(ids))
+	if fromLayout != len(ids) {
+		t.Errorf("publish --images oci:DIR: %d/%d indexes equal those of the pushed build", fromLayout, len(ids))
 	}
 
 	// 3b. build --output --publish publishes straight from the layout (every

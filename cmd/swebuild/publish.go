@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -51,7 +53,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := pflag.NewFlagSet("publish", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: swebuild publish --metadata-file FILE --repo REPO [OPTIONS]")
+		fmt.Fprintln(stderr, "Usage: swebuild publish --metadata-file FILE|--images oci:DIR --repo REPO [OPTIONS]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Push built images by digest and write one multi-arch index per instance.")
 		fmt.Fprintln(stderr)
@@ -60,6 +62,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var f publishFlags
 	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON lines of image records, as `swebuild build --metadata-file` writes)")
+	images := fs.String("images", "", "oci:DIR: publish the instance images of an OCI layout swebuild build --output type=oci,dest=DIR wrote, instead of a metadata file (default ledger: publish-ledger.jsonl beside DIR)")
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
 	if err := fs.Parse(args); err != nil {
@@ -68,11 +71,36 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return errUsage
 	}
-	if *metadataFile == "" || f.repo == "" || fs.NArg() > 0 {
+	layoutDir, fromLayout := strings.CutPrefix(*images, "oci:")
+	switch {
+	case f.repo == "" || fs.NArg() > 0 || (*metadataFile == "") == (*images == ""):
+		if *metadataFile != "" && *images != "" {
+			fmt.Fprintln(stderr, "swebuild publish: give one of --metadata-file and --images")
+		}
+		fs.Usage()
+		return errUsage
+	case *images != "" && (!fromLayout || layoutDir == ""):
+		fmt.Fprintf(stderr, "swebuild publish: --images %q: want oci:DIR (an OCI layout from swebuild build --output type=oci,dest=DIR)\n", *images)
 		fs.Usage()
 		return errUsage
 	}
-	recs, mdErr := core.ReadFile(*metadataFile)
+	var recs []core.Image
+	var mdErr error
+	ledgerBeside := *metadataFile
+	if fromLayout {
+		var errs []error
+		var err error
+		if recs, errs, err = publish.RecordsFromLayout(layoutDir); err != nil {
+			return err
+		}
+		mdErr = errors.Join(errs...)
+		if len(recs) == 0 && mdErr == nil {
+			return fmt.Errorf("OCI layout %s names no instance image (index.json entries with %s)", layoutDir, manifests.AnnotationInstanceID)
+		}
+		ledgerBeside = filepath.Clean(layoutDir)
+	} else {
+		recs, mdErr = core.ReadFile(*metadataFile)
+	}
 	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
@@ -80,8 +108,11 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// Publish the valid records, report the bad ones, fail at the end.
 		fmt.Fprintln(stderr, mdErr)
 	}
-	if err := f.publish(ctx, recs, *metadataFile, stdout, stderr); err != nil {
+	if err := f.publish(ctx, recs, ledgerBeside, stdout, stderr); err != nil {
 		return err
+	}
+	if mdErr != nil && fromLayout {
+		return errors.New("OCI layout has entries that cannot be published (see above)")
 	}
 	if mdErr != nil {
 		return errors.New("metadata file has invalid records (see above)")
@@ -134,7 +165,8 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 }
 
 // publish pushes the instance images of recs and writes their indexes;
-// metadataFile locates the default ledger.
+// the default ledger is publish-ledger.jsonl beside metadataFile (the
+// metadata file or the layout directory).
 func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
 	opts, err := f.options(filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl"), stdout, stderr)
 	if err != nil {
