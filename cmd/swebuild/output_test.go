@@ -314,3 +314,26 @@ func children(t *testing.T, ctx context.Context, repo string) indexChildren {
 	sort.Strings(out.children)
 	return out
 }
+
+func TestPublishImagesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--images", "127.0.0.1:5000/x", "--repo", "127.0.0.1:5000/r"}, "want oci:DIR"},
+		{[]string{"--images", "oci:", "--repo", "127.0.0.1:5000/r"}, "want oci:DIR"},
+		{[]string{"--images", "oci:/x", "--metadata-file", "m.jsonl", "--repo", "127.0.0.1:5000/r"}, "give one of --metadata-file and --images"},
+		{[]string{"--repo", "127.0.0.1:5000/r"}, "Usage: swebuild publish --metadata-file FILE|--images oci:DIR"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := runPublish(context.Background(), tc.args, &stdout, &stderr)
+		if err != errUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: err %v, stderr %q; want a usage error with %q", tc.args, err, stderr.String(), tc.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	err := runPublish(context.Background(), []string{"--images", "oci:" + filepath.Join(t.TempDir(), "missing"), "--repo", "127.0.0.1:5000/r"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "opening OCI layout") {
+		t.Errorf("a missing layout: %v", err)
+	}
+}
