@@ -39,9 +39,8 @@ type BuildOptions struct {
 	Verify *GoldCheckOptions
 	// Publish, when set, publishes the instance images built and pushed
 	// or written to the OCI layout (and with Verify, verified) under
-	// Publish.Repo. Publish.LedgerPath
-	// defaults to publish-ledger.jsonl beside the metadata file, else in
-	// the run directory.
+	// Publish.Repo. Publish.LedgerPath defaults to publish-ledger.jsonl
+	// beside the metadata file, else in the run directory.
 	Publish *publish.RunOptions
 	// Out receives the summary tables (build, verification, publish).
 	Out io.Writer
