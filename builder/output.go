@@ -147,10 +147,64 @@ func openLayout(dir string) (*ociLayout, error) {
 	if err := l.update(func(*ocispecs.Index) {}); err != nil {
 		return nil, err
 	}
-	if l.store, err = contentlocal.NewStore(abs); err != nil {
+	store, err := contentlocal.NewStore(abs)
+	if err != nil {
 		return nil, fmt.Errorf("opening OCI layout %s: %w", abs, err)
 	}
+	l.store = &serialWriters{Store: store, locks: map[string]chan struct{}{}}
 	return l, nil
+}
+
+// serialWriters makes concurrent writers of one blob wait for each other:
+// containerd's local store refuses a second writer of a ref ("locked",
+// Unavailable), which BuildKit retries but the session's content server
+// logs as an error on every attempt (two nodes of a graph export their
+// shared base layers at once). The waiting writer then finds the blob
+// committed (AlreadyExists: nothing sent again).
+type serialWriters struct {
+	content.Store
+	mu    sync.Mutex
+	locks map[string]chan struct{} // by writer ref; a full channel is a held lock
+}
+
+func (s *serialWriters) Writer(ctx context.Context, opts ...content.WriterOpt) (content.Writer, error) {
+	var wo content.WriterOpts
+	for _, o := range opts {
+		if err := o(&wo); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	lock, ok := s.locks[wo.Ref]
+	if !ok {
+		lock = make(chan struct{}, 1)
+		s.locks[wo.Ref] = lock
+	}
+	s.mu.Unlock()
+	select {
+	case lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	w, err := s.Store.Writer(ctx, opts...)
+	if err != nil {
+		<-lock
+		return nil, err
+	}
+	return &releasingWriter{Writer: w, release: sync.OnceFunc(func() { <-lock })}, nil
+}
+
+// releasingWriter releases its ref's lock when closed (the content server
+// closes every writer it opened).
+type releasingWriter struct {
+	content.Writer
+	release func()
+}
+
+func (w *releasingWriter) Close() error {
+	err := w.Writer.Close()
+	w.release()
+	return err
 }
 
 // export is the solve's export entry: BuildKit's oci exporter writing the

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	"github.com/opencontainers/go-digest"
@@ -201,5 +203,55 @@ func TestExportEntries(t *testing.T) {
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("push %q, layout %v: exports %v, want %s", tc.push, tc.layout != nil, got, tc.want)
 		}
+	}
+}
+
+// TestSerialWriters: a second writer of the same blob waits for the first
+// to close instead of failing with "locked", then finds the blob there.
+func TestSerialWriters(t *testing.T) {
+	l, err := openLayout(filepath.Join(t.TempDir(), "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	body := "blob"
+	desc := ocispecs.Descriptor{Digest: digest.FromString(body), Size: int64(len(body))}
+	w1, err := l.store.Writer(ctx, content.WithRef("layer-x"), content.WithDescriptor(desc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		w2, err := l.store.Writer(ctx, content.WithRef("layer-x"), content.WithDescriptor(desc))
+		if err == nil {
+			w2.Close()
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("the second writer did not wait for the first: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := w1.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.Commit(ctx, desc.Size, desc.Digest); err != nil {
+		t.Fatal(err)
+	}
+	w1.Close()
+	if err := <-second; !errdefs.IsAlreadyExists(err) {
+		t.Errorf("the second writer after the first committed: %v, want already exists", err)
+	}
+	// A cancelled wait returns.
+	w3, err := l.store.Writer(ctx, content.WithRef("layer-y"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w3.Close()
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := l.store.Writer(cctx, content.WithRef("layer-y")); err == nil {
+		t.Error("a writer waiting on a held ref ignored its context")
 	}
 }
