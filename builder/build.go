@@ -111,6 +111,10 @@ type Options struct {
 	// "127.0.0.1:5000/swebuild/build"; empty: no push (BuildKit still makes
 	// the image manifest, and reports its digest; layers stay in its cache).
 	Push string
+	// Output, when set, exports every image into an OCI image layout
+	// directory (ParseOutput), named in its index.json by the image key;
+	// with Push too, images are both pushed and written.
+	Output *Output
 	// Insecure allows plain-HTTP registries; always on for localhost and
 	// 127.0.0.1.
 	Insecure bool
@@ -214,6 +218,17 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 			opts.Insecure = true
 		}
 	}
+	var layout *ociLayout
+	if opts.Output != nil {
+		if opts.Output.Type != OutputOCI {
+			return nil, fmt.Errorf("output type %q: only %q is supported", opts.Output.Type, OutputOCI)
+		}
+		var err error
+		if layout, err = openLayout(opts.Output.Dest); err != nil {
+			return nil, err
+		}
+		defer layout.close()
+	}
 	given, err := givenImages(opts.Images)
 	if err != nil {
 		return nil, err
@@ -221,12 +236,16 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	if len(given) > 0 {
 		nodes = withoutGiven(nodes, given)
 	}
+	if layout != nil {
+		// The layout names each image's spec key, as the records do.
+		layout.specKeys = inputKeys(nodes, given)
+	}
 	logDir := filepath.Join(opts.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 2
@@ -313,6 +332,7 @@ func (r *Report) Records() []core.Image {
 		if res.Status == StatusDone {
 			im.Digest = digest.Digest(res.Outcome.Digest)
 			im.Ref = res.Outcome.Ref
+			im.OCILayout = res.Outcome.OCILayout
 			im.Verified = res.Outcome.Verified
 		} else {
 			im.Status = core.StatusFailed

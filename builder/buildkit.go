@@ -133,6 +133,8 @@ type bkSolver struct {
 	// verifyMounts are added to an instance node's session with verify.
 	verifyMounts map[string]fsutil.FS
 	auth         func() SessionAuth // one registry login per session; nil = anonymous
+	// layout is the OCI layout every image is exported into; nil: none.
+	layout *ociLayout
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -218,6 +220,12 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	if s.push != "" {
 		out.Ref = s.push + "@" + out.Digest
 	}
+	if s.layout != nil {
+		if err := s.layout.add(n, resp.ExporterResponse); err != nil {
+			return out, fmt.Errorf("node %s: %w", n.ID(), err)
+		}
+		out.OCILayout = s.layout.dir
+	}
 	return out, nil
 }
 
@@ -245,8 +253,9 @@ func (cb *chainBuild) verifies() bool { return cb.s.verify != nil && cb.node().K
 
 // prepare makes each chain member's build context and the session's solve
 // options: local mounts (context files, and the verify hook's inputs for an
-// instance), cache imports and exports, and the image export (pushed by
-// digest, or kept in BuildKit's cache).
+// instance), cache imports and exports, and the image exports (pushed by
+// digest, written into the OCI layout, or both; else kept in BuildKit's
+// cache).
 func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 	n := cb.node()
 	mounts := map[string]fsutil.FS{}
@@ -290,7 +299,12 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 			attrs["registry.insecure"] = "true"
 		}
 	}
-	so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: attrs}}
+	if cb.s.push != "" || cb.s.layout == nil {
+		so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: attrs}}
+	}
+	if cb.s.layout != nil {
+		so.Exports = append(so.Exports, cb.s.layout.export())
+	}
 	return so, nil
 }
 

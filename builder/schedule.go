@@ -39,6 +39,8 @@ type Outcome struct {
 	Cached  bool   // every build step was a cache hit
 	Digest  string // image manifest digest, when exported
 	Ref     string // pushed reference (name@digest), when pushed
+	// OCILayout is the OCI layout directory the image was exported into.
+	OCILayout string
 	// Verified is true when Options.Verify passed the image; nil when it
 	// was not verified.
 	Verified *bool

@@ -40,9 +40,9 @@ type BuildOptions struct {
 	// image before it is exported (GoldCheck).
 	Verify *GoldCheckOptions
 	// Publish, when set, publishes the instance images built and pushed
-	// (and with Verify, verified) under Publish.Repo. Publish.LedgerPath
-	// defaults to publish-ledger.jsonl beside the metadata file, else in
-	// the run directory.
+	// or written to the OCI layout (and with Verify, verified) under
+	// Publish.Repo. Publish.LedgerPath defaults to publish-ledger.jsonl
+	// beside the metadata file, else in the run directory.
 	Publish *publish.RunOptions
 	// Out receives the summary tables (build, verification, publish).
 	Out io.Writer
@@ -125,6 +125,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		if werr := report.WriteSummary(out); werr != nil {
 			problems = append(problems, werr)
 		}
+		writeExports(out, bopts)
 		res.Records = report.Records()
 		for i := range res.Records {
 			res.Records[i].Dataset = loaded.Source.String()
@@ -189,6 +190,21 @@ func taskNotPlanned(tp taskrepo.Plan) []builder.NotPlanned {
 		}
 	}
 	return out
+}
+
+// writeExports says where the built images went: pushed, written to an OCI
+// layout, or nowhere but BuildKit's cache (and how to export them).
+func writeExports(out io.Writer, o builder.Options) {
+	if o.Push == "" && o.Output == nil {
+		fmt.Fprintln(out, "nothing exported: the images are only in BuildKit's cache (the metadata file's digests name no pushed image and no layout, so publish and verify cannot use them); export with --push REPO, or --output type=oci,dest=DIR for an OCI layout without a registry")
+		return
+	}
+	if o.Push != "" {
+		fmt.Fprintf(out, "exported: pushed by digest to %s\n", o.Push)
+	}
+	if o.Output != nil {
+		fmt.Fprintf(out, "exported: OCI layout %s (index.json names each image by its key)\n", o.Output.Dest)
+	}
 }
 
 // defaultLedger is publish-ledger.jsonl beside the metadata file, else in

@@ -41,10 +41,13 @@ type VerifyOptions struct {
 	// directory's name.
 	RunID string
 	// Images is a registry repository prefix holding the per-arch
-	// instance images (REPO/sweb.eval.<arch>.<id>:latest); MetadataFile
-	// names the built images instead (core records); DatasetImages names
-	// them as each record's image field says, re-rooted at DatasetRegistry
-	// when it is set (verify.ImagesFromDataset). Exactly one is set.
+	// instance images (REPO/sweb.eval.<arch>.<id>:latest), or oci:DIR, an
+	// OCI layout a build wrote (its instance images by the instance-id
+	// annotation); MetadataFile names the built images instead (core
+	// records: a pushed ref, else the record's OCI layout); DatasetImages
+	// names them as each record's image field says, re-rooted at
+	// DatasetRegistry when it is set (verify.ImagesFromDataset). Exactly
+	// one is set.
 	Images          string
 	MetadataFile    string
 	DatasetImages   bool
@@ -202,10 +205,13 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 }
 
 // images says where each instance's image is: under the repository prefix,
-// as the records' image fields say, or as the metadata file's records name
-// it (a file with some invalid records still names the others; the invalid
-// ones are a problem).
+// an OCI layout (oci:DIR), as the records' image fields say, or as the
+// metadata file's records name it (a file with some invalid records still
+// names the others; the invalid ones are a problem).
 func (o VerifyOptions) images(insts []dataset.Instance, log io.Writer, problems *[]error) (verify.ImageFunc, error) {
+	if dir, ok := strings.CutPrefix(o.Images, "oci:"); ok {
+		return verify.ImagesFromLayout(dir)
+	}
 	switch {
 	case o.Images != "":
 		return verify.ImagesFromRepo(o.Images), nil

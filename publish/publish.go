@@ -315,9 +315,15 @@ func (p *publisher) admit(im core.Image) error {
 		return errors.New("not verified: only images whose gold patch passed are published")
 	case !im.Platform.Valid():
 		return fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", im.Platform)
+	case im.Ref == "" && im.OCILayout == "":
+		return errNotExported
 	}
 	return nil
 }
+
+// errNotExported refuses a record of an image that stayed in BuildKit's
+// cache: nothing to copy from.
+var errNotExported = errors.New("nothing to publish from: the record has no pushed ref and no OCI layout (the build exported nothing); build with swebuild build --push REPO, or --output type=oci,dest=DIR, and publish that build's metadata file")
 
 // image publishes one per-arch image; skipped reports that it was already
 // there (by the ledger, or by one HEAD of its content tag).
@@ -508,7 +514,7 @@ func (p *publisher) source(ctx context.Context, im core.Image) (v1.Image, *name.
 	}
 	if img == nil {
 		if im.Ref == "" {
-			return nil, nil, errors.New("the record has neither a ref nor an OCI layout to publish from")
+			return nil, nil, errNotExported
 		}
 		ref, err := p.c.ParseReference(im.Ref)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
@@ -213,5 +214,26 @@ func TestCollidingIDsAreRefusedBeforeAnyPush(t *testing.T) {
 		if strings.Contains(r, "a_1776_a-1") {
 			t.Errorf("request for a colliding id: %s", r)
 		}
+	}
+}
+
+// A record of an image the build did not export (no ref, no OCI layout) is
+// refused without a request, saying how to export it; the instance gets no
+// index.
+func TestPublishRefusesUnexportedRecords(t *testing.T) {
+	dst := startMem(t)
+	recs := []core.Image{{
+		Kind: core.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Status: core.StatusBuilt,
+		Digest: digest.Digest("sha256:" + strings.Repeat("1", 64)), SpecKey: "sha256:" + strings.Repeat("2", 64),
+	}}
+	sum, progress := publishMem(t, dst.host()+"/rel", recs)
+	if sum.ImagesFailed != 1 || sum.IndexesFailed != 1 || sum.ImagesPushed+sum.IndexesPushed != 0 {
+		t.Errorf("summary %+v, want the image and its index failed", sum)
+	}
+	if !strings.Contains(progress, "nothing to publish from") || !strings.Contains(progress, "--output type=oci,dest=DIR") {
+		t.Errorf("progress does not say how to export:\n%s", progress)
+	}
+	if reqs := dst.requests(); len(reqs) != 0 {
+		t.Errorf("%d requests for a record with nothing to publish from: %v", len(reqs), reqs)
 	}
 }

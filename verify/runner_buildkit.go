@@ -43,8 +43,8 @@ type SessionAuth interface {
 	Explain(error) error
 }
 
-// Run pulls job.Image (resolving its config for ENV, WORKDIR and USER) and
-// runs the job on it.
+// Run pulls job.Image (resolving its config for ENV, WORKDIR and USER), or
+// reads it from an OCI layout (LayoutRef), and runs the job on it.
 func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	if job.Image == "" {
 		return nil, errors.New("running verification: no image reference")
@@ -62,8 +62,23 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 		auth = e.Auth()
 		so.Session = append(so.Session, auth)
 	}
+	var fromLayout *layoutSource
+	if dir, h, ok, err := parseLayoutRef(job.Image); ok {
+		if err != nil {
+			return nil, fmt.Errorf("running verification: %w", err)
+		}
+		if fromLayout, err = openLayoutImage(dir, h, &so); err != nil {
+			return nil, fmt.Errorf("running verification: %w", err)
+		}
+	}
 	_, err := e.Client.Build(ctx, so, "swebuild-verify", func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		img := llb.Image(job.Image, llb.Platform(p.OCI()), llb.WithMetaResolver(gc), llb.WithCustomName("[verify] "+job.Image))
+		if fromLayout != nil {
+			var err error
+			if img, err = fromLayout.state(p, job.Image); err != nil {
+				return nil, fmt.Errorf("reading the image config: %w", err)
+			}
+		}
 		o, err := RunInGateway(ctx, gc, img, job, inputs)
 		if err != nil {
 			return nil, err

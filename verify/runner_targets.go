@@ -32,7 +32,8 @@ func ImagesFromRepo(repo string) ImageFunc {
 }
 
 // ImagesFromRecords looks images up in build records (a metadata file):
-// built instance images with a pushed Ref.
+// built instance images with a pushed Ref, else in their OCI layout
+// (LayoutRef).
 func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
 	byKey := map[string]core.Image{}
 	for _, im := range recs {
@@ -47,8 +48,10 @@ func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
 			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
 		case im.Status == core.StatusFailed:
 			return "", fmt.Errorf("%s: the %s image of %s failed to build: %s", file, platform, id, im.Error)
+		case im.Ref == "" && im.OCILayout != "" && im.Digest != "":
+			return LayoutRef(im.OCILayout, im.Digest.String()), nil
 		case im.Ref == "":
-			return "", fmt.Errorf("%s: the %s image of %s was not pushed (no ref); verify runs images from a registry", file, platform, id)
+			return "", fmt.Errorf("%s: the %s image of %s was not exported (no ref, no OCI layout): build it with --push REPO or --output type=oci,dest=DIR", file, platform, id)
 		}
 		return im.Ref, nil
 	}

@@ -26,7 +26,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE|--task-repo DIR [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--pool FILE] [--node-down-after D] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE|--task-repo DIR [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--pool FILE] [--node-down-after D] [--workers N] [--push REPO] [--output type=oci,dest=DIR] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -55,6 +55,7 @@ type buildFlags struct {
 	downAfter    time.Duration
 	workers      int
 	push         string
+	outputs      []string
 	cacheFrom    []string
 	cacheTo      []string
 	progress     string
@@ -75,6 +76,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.downAfter, "node-down-after", builder.DefaultDownAfter, "a BuildKit node that does not answer for this long is marked down; its solves move to the other nodes of its platform")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
 	fs.StringVar(&f.push, "push", "", "push every image by digest to this repository, e.g. 127.0.0.1:5000/swebuild/build")
+	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "export every image without a registry, as buildx --output: type=oci,dest=DIR writes one OCI image layout directory (index.json names each image by its key); with --push, both")
 	fs.StringArrayVar(&f.cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
 	fs.StringArrayVar(&f.cacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
 	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
@@ -84,7 +86,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; with --task-repo, NAME=docker-image://REF binds a name the flat Dockerfiles start FROM; repeatable")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
-	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push, and with --verify only verified images go")
+	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push or --output (published from the registry or the layout), and with --verify only verified images go")
 	fs.IntVar(&f.pub.jobs, "publish-jobs", 8, "with --publish: instances published at once")
 }
 
@@ -98,8 +100,8 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 	if err != nil {
 		return bo, fmt.Errorf("--platform: %w", err)
 	}
-	if f.pub.repo != "" && f.push == "" {
-		return bo, errors.New("--publish needs --push: the images are published from the registry they were pushed to")
+	if f.pub.repo != "" && f.push == "" && len(f.outputs) == 0 {
+		return bo, errors.New("--publish needs --push REPO or --output type=oci,dest=DIR: the images are published from the registry they were pushed to, or from the OCI layout")
 	}
 	opts, err := f.builderOptions(stderr)
 	if err != nil {
@@ -186,6 +188,17 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 		return opts, fmt.Errorf("--node-down-after %s: want a positive duration", f.downAfter)
 	}
 	opts.Pool.DownAfter = f.downAfter
+	switch len(f.outputs) {
+	case 0:
+	case 1:
+		o, err := builder.ParseOutput(f.outputs[0])
+		if err != nil {
+			return opts, fmt.Errorf("--output: %w", err)
+		}
+		opts.Output = &o
+	default:
+		return opts, fmt.Errorf("--output given %d times: one OCI layout directory holds every image", len(f.outputs))
+	}
 	for _, v := range f.buildCtxs {
 		key, src, ok := strings.Cut(v, "=")
 		ref, isImage := strings.CutPrefix(src, "docker-image://")

@@ -13,6 +13,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	clog "github.com/containerd/log"
+	"github.com/sirupsen/logrus"
 )
 
 // command is one subcommand: run gets the arguments after the subcommand name.
@@ -55,7 +58,19 @@ func usage(w io.Writer) {
 }
 
 func main() {
+	quietContainerdLog()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// quietContainerdLog keeps containerd's own warnings off the terminal:
+// its content store (the OCI layout of build --output, verify's oci-layout
+// source) warns on every open that the file system has no fs-verity, which
+// is nothing the user can act on. Errors still show.
+func quietContainerdLog() {
+	l := logrus.New()
+	l.SetOutput(os.Stderr)
+	l.SetLevel(logrus.ErrorLevel)
+	clog.L = logrus.NewEntry(l)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -50,7 +52,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := pflag.NewFlagSet("publish", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: swebuild publish --metadata-file FILE --repo REPO [OPTIONS]")
+		fmt.Fprintln(fs.Output(), "Usage: swebuild publish --metadata-file FILE|--images oci:DIR --repo REPO [OPTIONS]")
 		fmt.Fprintln(fs.Output())
 		fmt.Fprintln(fs.Output(), "Push built images by digest and write one multi-arch index per instance.")
 		fmt.Fprintln(fs.Output())
@@ -59,18 +61,40 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var f publishFlags
 	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON lines of image records, as `swebuild build --metadata-file` writes)")
+	images := fs.String("images", "", "oci:DIR: publish the instance images of an OCI layout swebuild build --output type=oci,dest=DIR wrote, instead of a metadata file (default ledger: publish-ledger.jsonl beside DIR)")
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
 	}
-	if *metadataFile == "" {
-		return usageErr(fs, stderr, "--metadata-file is required")
-	}
-	if f.repo == "" {
+	layoutDir, fromLayout := strings.CutPrefix(*images, "oci:")
+	switch {
+	case f.repo == "":
 		return usageErr(fs, stderr, "--repo is required")
+	case *metadataFile == "" && *images == "":
+		return usageErr(fs, stderr, "--metadata-file is required (or --images oci:DIR)")
+	case *metadataFile != "" && *images != "":
+		return usageErr(fs, stderr, "give one of --metadata-file and --images")
+	case *images != "" && (!fromLayout || layoutDir == ""):
+		return usageErr(fs, stderr, "--images %q: want oci:DIR (an OCI layout from swebuild build --output type=oci,dest=DIR)", *images)
 	}
-	recs, mdErr := core.ReadRecordsContext(ctx, *metadataFile, stderr)
+	var recs []core.Image
+	var mdErr error
+	ledgerBeside := *metadataFile
+	if fromLayout {
+		var errs []error
+		var err error
+		if recs, errs, err = publish.RecordsFromLayout(layoutDir); err != nil {
+			return err
+		}
+		mdErr = errors.Join(errs...)
+		if len(recs) == 0 && mdErr == nil {
+			return fmt.Errorf("OCI layout %s names no instance image (index.json entries with %s)", layoutDir, manifests.AnnotationInstanceID)
+		}
+		ledgerBeside = filepath.Clean(layoutDir)
+	} else {
+		recs, mdErr = core.ReadRecordsContext(ctx, *metadataFile, stderr)
+	}
 	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
@@ -78,8 +102,11 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// Publish the valid records, report the bad ones, fail at the end.
 		fmt.Fprintln(stderr, mdErr)
 	}
-	if err := f.publish(ctx, recs, *metadataFile, stdout, stderr); err != nil {
+	if err := f.publish(ctx, recs, ledgerBeside, stdout, stderr); err != nil {
 		return err
+	}
+	if mdErr != nil && fromLayout {
+		return errors.New("OCI layout has entries that cannot be published (see above)")
 	}
 	if mdErr != nil {
 		return errors.New("metadata file has invalid records (see above)")
@@ -132,7 +159,8 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 }
 
 // publish pushes the instance images of recs and writes their indexes;
-// metadataFile locates the default ledger.
+// the default ledger is publish-ledger.jsonl beside metadataFile (the
+// metadata file or the layout directory).
 func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
 	opts, err := f.options(filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl"), stdout, stderr)
 	if err != nil {

@@ -30,7 +30,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE [--instance ID]... [--images REPO|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -72,8 +72,8 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.control, "control", false, "also run with no patch applied: must come out unresolved, or the tests do not discriminate")
 	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade, or gold (the records' patches, model \"gold\"); ids not in the dataset are an error, null or empty patches are not run; writes upstream's <model>.<run_id>.json run report")
 	fs.StringVar(&f.runID, "run-id", "", "run id in the run reports' names (default: the run directory's name)")
-	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), or dataset[=REGISTRY]: each record's image field (sweb.eval.arm64.<id> on linux/arm64), re-rooted at REGISTRY when given")
-	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
+	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), oci:DIR (an OCI layout written by swebuild build --output type=oci,dest=DIR), or dataset[=REGISTRY]: each record's image field (sweb.eval.arm64.<id> on linux/arm64), re-rooted at REGISTRY when given")
+	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the instance image of each platform (its pushed ref, else its OCI layout)")
 	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "runs at once")
@@ -138,6 +138,8 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	}
 	dest := ""
 	switch {
+	case strings.HasPrefix(images, "oci:"):
+		// An OCI layout: no registry to log in to.
 	case images != "":
 		if dest, err = registry.RegistryOf(images); err != nil {
 			return o, fmt.Errorf("--images: %w", err)

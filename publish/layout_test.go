@@ -1,0 +1,64 @@
+package publish
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests"
+)
+
+// TestRecordsFromLayout: instance entries become built records with the
+// layout; base/env entries are left out; an entry without a spec key is an
+// error naming index.json, the entry and the field.
+func TestRecordsFromLayout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(p string, ann map[string]string) v1.Hash {
+		img, err := random.Image(32, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, err := v1.ParsePlatform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lp.AppendImage(img, layout.WithPlatform(*pl), layout.WithAnnotations(ann)); err != nil {
+			t.Fatal(err)
+		}
+		h, _ := img.Digest()
+		return h
+	}
+	add("linux/amd64", map[string]string{ociRefName: "sweb.base.py.x86_64:latest"})
+	good := add("linux/arm64", map[string]string{ociRefName: "sweb.eval.arm64.a__b-1:latest", manifests.AnnotationInstanceID: "a__b-1",
+		manifests.AnnotationSpecKey: "sha256:k", manifests.AnnotationBaseCommit: "abc"})
+	add("linux/amd64", map[string]string{ociRefName: "sweb.eval.x86_64.a__b-1:latest", manifests.AnnotationInstanceID: "a__b-1"})
+
+	recs, errs, err := RecordsFromLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("records %+v, want the one complete instance entry", recs)
+	}
+	r := recs[0]
+	if r.Kind != core.KindInstance || r.InstanceID != "a__b-1" || r.Platform != core.ARM64 || r.Digest.String() != good.String() ||
+		r.SpecKey != "sha256:k" || r.BaseCommit != "abc" || r.OCILayout != dir || r.Status != core.StatusBuilt || r.Key != "sweb.eval.arm64.a__b-1:latest" {
+		t.Errorf("record %+v", r)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join(dir, "index.json")+": manifests[2] (a__b-1): spec_key: required") {
+		t.Errorf("errors %v, want one naming index.json, manifests[2] and spec_key", errs)
+	}
+	if _, _, err := RecordsFromLayout(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("a directory that is no layout gave no error")
+	}
+}
