@@ -119,8 +119,14 @@ if [ "$SPECS" = testdata/fixture/specs.json ] && [ -z "${CONTEXT_DIRS:-}" ]; the
 fi
 export CONTEXT_DIRS="${CONTEXT_DIRS:-}"
 
+context_args=()
+IFS=: read -r -a context_list <<<"$CONTEXT_DIRS"
+for d in "${context_list[@]}"; do
+	if [ -n "$d" ]; then context_args+=(--context-dir "$d"); fi
+done
+
 log "prepare: plan, skip what the registry has, shard"
-"$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" --platform "$PLATFORMS" --shards "$shards" \
+"$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" "${context_args[@]}" --platform "$PLATFORMS" --shards "$shards" \
 	--skip-existing "$REPO" --ledger "$ledger" --force="$force" \
 	--env-ledger "$env_ledger" --env-shards "$env_shards" \
 	--runner "linux/amd64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
