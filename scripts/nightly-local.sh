@@ -103,6 +103,9 @@ if [ -z "${VERIFY_FLAGS+set}" ]; then
 	fi
 fi
 export VERIFY_FLAGS
+# The local stack's BuildKit cache is the user's (and on a shared machine,
+# everyone's): the shards do not prune it as a hosted runner's shards do.
+export KEEP_STORAGE_MB=${KEEP_STORAGE_MB:-none}
 specs_args=()
 if [ -n "$SPECS" ]; then specs_args=(--specs "$SPECS"); fi
 if [ "$SPECS" = testdata/fixture/specs.json ] && [ -z "${CONTEXT_DIRS:-}" ]; then

@@ -24,7 +24,8 @@
 #                  result for `swebuild ci merge`) and logs/<id>.log
 #   BUILDKIT_HOST  BuildKit address (scripts/stack.sh env)
 #   SWEBUILD       swebuild binary (default bin/swebuild)
-#   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000)
+#   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000; "none":
+#                  no prune, as scripts/nightly-local.sh runs on a shared stack)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
 #   CONTEXT_DIRS   colon-separated directories of context files the profile
 #                  names (rootfs tarballs, the fixture's git mirrors)
@@ -180,7 +181,7 @@ build_shard() {
 			log "[$n/${#ids[@]}] FAILED $id (log: $logf); last lines:"
 			tail -n 20 "$logf" >&2 || true
 		fi
-		if [ -n "$buildctl" ] && [ -n "${BUILDKIT_HOST:-}" ]; then
+		if [ "$keep" != none ] && [ -n "$buildctl" ] && [ -n "${BUILDKIT_HOST:-}" ]; then
 			"$buildctl" --addr "$BUILDKIT_HOST" prune --keep-storage "$keep" >/dev/null ||
 				log "warning: prune failed after $id"
 		fi
