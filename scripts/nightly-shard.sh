@@ -163,7 +163,8 @@ build_shard() {
 			if [ -n "${ENVS_DIR:-}" ] && [ -d "$ENVS_DIR" ]; then
 				envs_args=(--envs "$ENVS_DIR")
 			fi
-			if ! ctx=$("$swebuild" ci contexts --plan "$PLAN" "${envs_args[@]}" --platform "$PLATFORM" --instance "$id" 2>"$logf"); then
+			if ! ctx=$("$swebuild" ci contexts --plan "$PLAN" "${envs_args[@]}" --platform "$PLATFORM" --instance "$id" \
+				--failure-record "$OUT/meta/$id.jsonl" 2>"$logf"); then
 				failed=$((failed + 1))
 				log "[$n/${#ids[@]}] FAILED $id: its env image is not available: $(cat "$logf")"
 				continue

@@ -267,6 +267,7 @@ func runCIContexts(args []string, stdout, stderr io.Writer) error {
 	envs := fs.StringArray("envs", nil, "env job records: a metadata file, or a directory whose *.jsonl files are read (repeatable)")
 	platform := fs.String("platform", "", "the shard's platform")
 	instance := fs.String("instance", "", "instance id")
+	failureRecord := fs.String("failure-record", "", "when the env is not available, also write a failed record of the instance image here (the shard's metadata file, so `ci merge` says why)")
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
@@ -291,6 +292,13 @@ func runCIContexts(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	key, ref, err := plan.EnvBinding(recs, *instance, pl.String())
+	if err != nil && *failureRecord != "" {
+		rec := core.Image{Kind: core.KindInstance, InstanceID: *instance, Platform: pl, Status: core.StatusFailed,
+			Error: "not built: its env image is not available: " + err.Error()}
+		if werr := core.WriteFile(*failureRecord, []core.Image{rec}); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
 	if err != nil || key == "" {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestCIContexts: `ci contexts` prints the --build-context of an instance's
@@ -52,7 +54,19 @@ func TestCIContexts(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", tt.id, code, stdout.String(), stderr.String())
 		}
 	}
+	// The shard's metadata file then says why for `ci merge`.
+	failed := filepath.Join(dir, "meta", "c__c-1.jsonl")
+	if err := os.MkdirAll(filepath.Dir(failed), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var stdout, stderr bytes.Buffer
+	if code := run([]string{"ci", "contexts", "--plan", plan, "--envs", filepath.Join(dir, "envs"), "--platform", "linux/amd64", "--instance", "c__c-1", "--failure-record", failed}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	got, err := core.ReadFile(failed)
+	if err != nil || len(got) != 1 || got[0].InstanceID != "c__c-1" || got[0].Status != core.StatusFailed || !strings.Contains(got[0].Error, "failed in env job envs-amd64-0") {
+		t.Errorf("failure record %+v, %v", got, err)
+	}
 	code := run([]string{"ci", "envs", "--dataset", filepath.Join(dir, "none.jsonl"), "--plan", plan, "--job", "envs-arm64-0",
 		"--push", "127.0.0.1:5000/x", "--metadata-file", filepath.Join(dir, "m.jsonl")}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), `no env job named "envs-arm64-0"`) {
