@@ -71,8 +71,11 @@ demo:
 	$(MAKE) --no-print-directory stack
 	scripts/demo.sh
 
+# nightly-local: rehearse the nightly workflow on the local stack (env stage,
+# two instance shards per platform); e.g. NIGHTLY_ARGS="--shards 3 --force".
+NIGHTLY_ARGS ?=
 nightly-local: build stack fixture test-deps
-	scripts/nightly-local.sh
+	scripts/nightly-local.sh $(NIGHTLY_ARGS)
 
 clean:
 	rm -rf bin runs .nightly-local

@@ -304,3 +304,22 @@ func inputKeys(nodes []*Node, given map[string]string) map[string]string {
 	}
 	return keys
 }
+
+// SpecKeysBound is SpecKeys for a build that binds images to parent keys
+// (Options.Images, `build --build-context KEY=docker-image://REF`): the key
+// of a node whose parent is bound covers the bound reference instead of the
+// parent's inputs, as Report.Records then records it. The nightly computes
+// the keys its instance shards will record on the env images it reuses.
+func SpecKeysBound(nodes []*Node, images map[string]string) (map[string]string, error) {
+	given, err := givenImages(images)
+	if err != nil {
+		return nil, err
+	}
+	keys := inputKeys(nodes, given)
+	for _, n := range nodes {
+		if n.SpecKey != "" {
+			keys[n.ID()] = n.SpecKey
+		}
+	}
+	return keys, nil
+}

@@ -118,6 +118,9 @@ type PlatformCount struct {
 type Matrix struct {
 	Include []Job           `json:"include"`
 	Counts  []PlatformCount `json:"-"`
+	// Envs is the env stage that runs before the shards (envs.go); empty
+	// when the plan has none.
+	Envs EnvMatrix `json:"-"`
 }
 
 // Empty reports whether nothing is left to build.

@@ -62,6 +62,10 @@ type MergeReport struct {
 	Outcomes  []Outcome       `json:"outcomes"`
 	// Unexpected lists results no plan target asked for ("file:line id platform").
 	Unexpected []string `json:"unexpected,omitempty"`
+	// BuiltInShards lists the base and env images an instance shard built
+	// itself rather than starting from the env stage's digests ("kind key
+	// platform"); empty when every shard reused them.
+	BuiltInShards []string `json:"built_in_shards,omitempty"`
 }
 
 // Failed reports whether any instance regressed or failed.
@@ -137,6 +141,12 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 		}
 	}
 	sort.Strings(rep.Unexpected)
+	for _, r := range results {
+		if (r.Kind == core.KindBase || r.Kind == core.KindEnv) && r.Status == core.StatusBuilt {
+			rep.BuiltInShards = append(rep.BuiltInShards, fmt.Sprintf("%s %s %s", r.Kind, r.Key, r.Platform))
+		}
+	}
+	sort.Strings(rep.BuiltInShards)
 	return rep
 }
 

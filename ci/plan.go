@@ -23,6 +23,9 @@ type Plan struct {
 	Platforms  []string        `json:"platforms"`
 	Counts     []PlatformCount `json:"counts"`
 	Instances  []PlanInstance  `json:"instances"`
+	// Envs are the env images the instances to build start from (the env
+	// stage, envs.go): built tonight by an env job or reused.
+	Envs []EnvTarget `json:"envs,omitempty"`
 }
 
 // PlanInstance lists the images of one instance.
@@ -41,6 +44,9 @@ type Target struct {
 	Repository string `json:"repository,omitempty"`
 	Digest     string `json:"digest,omitempty"`
 	SpecKey    string `json:"spec_key,omitempty"`
+	// Env is the key of the env image a build target starts from, when the
+	// plan has an env stage (see Plan.Envs).
+	Env string `json:"env,omitempty"`
 	// PreviouslyVerified is true when the ledger's last word on this image
 	// was "verified": failing now is then a regression.
 	PreviouslyVerified bool `json:"previously_verified,omitempty"`
@@ -85,6 +91,21 @@ func NewPlan(m Matrix, existing, previous map[Key]core.Image, repository string,
 	return p
 }
 
+// SetEnvs records the env stage in the plan: the env targets, and the env
+// each build target starts from (envOf, by instance and platform).
+func (p *Plan) SetEnvs(envs []EnvTarget, envOf map[Key]string) {
+	p.Envs = envs
+	for i := range p.Instances {
+		in := &p.Instances[i]
+		for j := range in.Targets {
+			t := &in.Targets[j]
+			if t.Action == ActionBuild {
+				t.Env = envOf[Key{in.InstanceID, t.Platform}]
+			}
+		}
+	}
+}
+
 // WritePlan writes p as indented JSON to path.
 func WritePlan(path string, p Plan) error {
 	b, err := json.MarshalIndent(p, "", "  ")
@@ -115,6 +136,18 @@ func ReadPlan(path string) (Plan, error) {
 			if t.Action != ActionBuild && t.Action != ActionExisting {
 				return p, fmt.Errorf("reading plan %s: instances[%d].targets[%d].action: %q is neither %q nor %q", path, i, j, t.Action, ActionBuild, ActionExisting)
 			}
+		}
+	}
+	for i, e := range p.Envs {
+		switch {
+		case e.Key == "" || e.Platform == "":
+			return p, fmt.Errorf("reading plan %s: envs[%d]: key and platform are required", path, i)
+		case e.Action == ActionBuild && e.Shard == "":
+			return p, fmt.Errorf("reading plan %s: envs[%d].shard: missing for an env to build", path, i)
+		case e.Action == ActionExisting && e.Ref == "":
+			return p, fmt.Errorf("reading plan %s: envs[%d].ref: missing for an env reused", path, i)
+		case e.Action != ActionBuild && e.Action != ActionExisting:
+			return p, fmt.Errorf("reading plan %s: envs[%d].action: %q is neither %q nor %q", path, i, e.Action, ActionBuild, ActionExisting)
 		}
 	}
 	return p, nil

@@ -3,13 +3,17 @@ package ci
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // actionlintPath finds actionlint: $ACTIONLINT, the swebuild cache where
@@ -122,5 +126,195 @@ func TestWorkflowPinsAndPermissions(t *testing.T) {
 		if !topPermissions {
 			t.Errorf("%s: no top-level `permissions: {}` (each job must ask for what it needs)", f)
 		}
+	}
+}
+
+// The nightly workflow as far as the tests below read it.
+type wfStep struct {
+	ID   string            `yaml:"id"`
+	Name string            `yaml:"name"`
+	If   string            `yaml:"if"`
+	Uses string            `yaml:"uses"`
+	Run  string            `yaml:"run"`
+	With map[string]any    `yaml:"with"`
+	Env  map[string]string `yaml:"env"`
+}
+
+type wfJob struct {
+	Needs    any               `yaml:"needs"`
+	If       string            `yaml:"if"`
+	Outputs  map[string]string `yaml:"outputs"`
+	Env      map[string]string `yaml:"env"`
+	Strategy struct {
+		Matrix any `yaml:"matrix"`
+	} `yaml:"strategy"`
+	Steps []wfStep `yaml:"steps"`
+}
+
+func (j wfJob) needs() []string {
+	switch v := j.Needs.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, x := range v {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+func readNightly(t *testing.T) map[string]wfJob {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, ".github", "workflows", "nightly.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]wfJob `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("nightly.yml: %v", err)
+	}
+	return wf.Jobs
+}
+
+// compilesBuildKit reports whether a run step would compile buildkitd:
+// scripts/stack.sh build, make demo or stack (which build it when it is
+// missing), or a go build/install of BuildKit's commands.
+func compilesBuildKit(run string) bool {
+	return strings.Contains(run, "stack.sh build") || strings.Contains(run, "make demo") || strings.Contains(run, "make stack") ||
+		(strings.Contains(run, "go ") && strings.Contains(run, "moby/buildkit/cmd"))
+}
+
+// TestNightlyNoJobCompilesBuildKit: only the buildkit job compiles
+// buildkitd, and only when its cache entry (keyed on the runner arch, the
+// BuildKit version of go.mod and the build flags) is missing; every job that
+// starts BuildKit first restores exactly that entry and fails without it, so
+// `stack.sh up` finds the binaries and compiles nothing.
+func TestNightlyNoJobCompilesBuildKit(t *testing.T) {
+	jobs := readNightly(t)
+	bk, ok := jobs["buildkit"]
+	if !ok {
+		t.Fatal("no buildkit job")
+	}
+	var saveKey, savePath string
+	var lookup *wfStep
+	for i, s := range bk.Steps {
+		switch {
+		case strings.HasPrefix(s.Uses, "actions/cache/restore@"):
+			lookup = &bk.Steps[i]
+		case strings.HasPrefix(s.Uses, "actions/cache/save@"):
+			saveKey, savePath = fmt.Sprint(s.With["key"]), fmt.Sprint(s.With["path"])
+			if !strings.Contains(s.If, "cache-hit != 'true'") {
+				t.Errorf("buildkit job: the save runs on a cache hit too (if %q)", s.If)
+			}
+		case compilesBuildKit(s.Run):
+			if !strings.Contains(s.If, "cache-hit != 'true'") {
+				t.Errorf("buildkit job: step %q compiles BuildKit on a cache hit too (if %q)", s.Name, s.If)
+			}
+		}
+	}
+	if lookup == nil || lookup.With["lookup-only"] != true || fmt.Sprint(lookup.With["key"]) != saveKey {
+		t.Fatalf("buildkit job: no lookup-only restore with the save's key %q", saveKey)
+	}
+	for _, part := range []string{"runner.arch", "steps.buildkit.outputs.version", "hashFiles('scripts/go-build.sh'"} {
+		if !strings.Contains(saveKey, part) {
+			t.Errorf("buildkit cache key %q does not depend on %s", saveKey, part)
+		}
+	}
+	starts := 0
+	for name, j := range jobs {
+		restored := false
+		for _, s := range j.Steps {
+			if name != "buildkit" && compilesBuildKit(s.Run) {
+				t.Errorf("job %s: step %q compiles BuildKit", name, s.Name)
+			}
+			if name != "buildkit" && strings.HasPrefix(s.Uses, "actions/cache/restore@") && fmt.Sprint(s.With["key"]) == saveKey {
+				if fmt.Sprint(s.With["path"]) != savePath || s.With["fail-on-cache-miss"] != true {
+					t.Errorf("job %s: the BuildKit restore has path %v, fail-on-cache-miss %v", name, s.With["path"], s.With["fail-on-cache-miss"])
+				}
+				restored = true
+			}
+			if strings.Contains(s.Run, "stack.sh up") {
+				starts++
+				if !restored {
+					t.Errorf("job %s: starts BuildKit before restoring the cached binaries", name)
+				}
+				if !slices.Contains(j.needs(), "buildkit") {
+					t.Errorf("job %s: starts BuildKit but does not wait for the buildkit job (needs %v)", name, j.needs())
+				}
+			}
+		}
+	}
+	if starts != 2 {
+		t.Errorf("%d jobs start BuildKit, want 2 (envs and build)", starts)
+	}
+}
+
+// TestNightlyEnvStage: the plan's env stage is wired through: prepare emits
+// the env matrix (reading the env ledger), the envs job builds one env job
+// per matrix entry and uploads its records, every instance shard waits for
+// it and builds FROM those records (PLAN, ENVS_DIR), and the merge keeps the
+// night's env records in the env ledger.
+func TestNightlyEnvStage(t *testing.T) {
+	jobs := readNightly(t)
+	prep := jobs["prepare"]
+	if !strings.Contains(prep.Outputs["envs_matrix"], "steps.matrix.outputs.envs_matrix") {
+		t.Errorf("prepare outputs %v: no envs_matrix", prep.Outputs)
+	}
+	runs := func(j wfJob, what string) *wfStep {
+		for i, s := range j.Steps {
+			if strings.Contains(s.Run, what) {
+				return &j.Steps[i]
+			}
+		}
+		return nil
+	}
+	if s := runs(prep, "ci matrix"); s == nil || !strings.Contains(s.Run, "--env-ledger state/envs.jsonl") {
+		t.Error("prepare: ci matrix does not read the env ledger")
+	}
+	envs, ok := jobs["envs"]
+	if !ok {
+		t.Fatal("no envs job")
+	}
+	if fmt.Sprint(envs.Strategy.Matrix) != "${{ fromJSON(needs.prepare.outputs.envs_matrix) }}" || !strings.Contains(envs.If, "envs_jobs != '0'") {
+		t.Errorf("envs job: matrix %v, if %q", envs.Strategy.Matrix, envs.If)
+	}
+	if runs(envs, "nightly-shard.sh envs") == nil || envs.Env["ENV_JOB"] == "" || envs.Env["PLAN"] == "" {
+		t.Error("envs job: does not run `nightly-shard.sh envs` with ENV_JOB and PLAN")
+	}
+	uploads := false
+	for _, s := range envs.Steps {
+		uploads = uploads || (strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.HasPrefix(fmt.Sprint(s.With["name"]), "envs-"))
+	}
+	if !uploads {
+		t.Error("envs job: its records are not uploaded as an envs-* artifact")
+	}
+	build := jobs["build"]
+	if !slices.Contains(build.needs(), "envs") || !strings.Contains(build.If, "needs.envs.result == 'skipped'") {
+		t.Errorf("build job: needs %v, if %q: must wait for the env stage and run when it had nothing to do", build.needs(), build.If)
+	}
+	if build.Env["PLAN"] == "" || build.Env["ENVS_DIR"] == "" || runs(build, "nightly-shard.sh build") == nil {
+		t.Errorf("build job env %v: the shards do not build FROM the env stage", build.Env)
+	}
+	downloads := false
+	for _, s := range build.Steps {
+		downloads = downloads || (strings.HasPrefix(s.Uses, "actions/download-artifact@") && fmt.Sprint(s.With["pattern"]) == "envs-*" && fmt.Sprint(s.With["path"]) == build.Env["ENVS_DIR"]+"/")
+	}
+	if !downloads {
+		t.Error("build job: the envs-* artifacts are not downloaded into ENVS_DIR")
+	}
+	saved := false
+	for _, s := range jobs["merge"].Steps {
+		saved = saved || (strings.HasPrefix(s.Uses, "actions/cache/save@") && fmt.Sprint(s.With["path"]) == "state/envs.jsonl")
+	}
+	if !saved || runs(jobs["merge"], ">> state/envs.jsonl") == nil {
+		t.Error("merge job: tonight's env records are not kept in the env ledger")
 	}
 }

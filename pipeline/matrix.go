@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
+	"sort"
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/plan"
@@ -46,6 +49,15 @@ type MatrixOptions struct {
 	// ContextDirs are where profile context files are found, as for
 	// BuildOptions: the spec keys compared with the ledger's hash them.
 	ContextDirs []string
+	// EnvStage plans the env stage (ci/envs.go): the env images the
+	// instances to build need are built once per platform by EnvShards
+	// jobs (default 1 per platform; a base's envs never split) before the
+	// shards, which start from their digests. An env EnvLedger (the env
+	// jobs' records of earlier nights) shows built from the same inputs,
+	// still under SkipRepo, is reused. Needs a dataset (not IDsFile).
+	EnvStage  bool
+	EnvLedger string
+	EnvShards int
 	// PlanOut, when set, receives the plan `ci merge` reads; IDsDir holds
 	// per-shard id files when the matrix is too large for a job output.
 	PlanOut, IDsDir string
@@ -54,7 +66,9 @@ type MatrixOptions struct {
 }
 
 // Matrix shards the instances into a GitHub Actions matrix and returns it
-// with its encoding for the job output.
+// with its encoding for the job output. With EnvStage, m.Envs is the env
+// stage that builds, before the shards, the env images the instances to
+// build need and the ledger cannot give (see ci/envs.go).
 func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	log := writerOr(o.Log)
 	loaded, tables, ids, insts, err := o.instances(ctx, log)
@@ -71,6 +85,14 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 		}
 		return out
 	}
+	var want []ci.Key
+	for _, id := range ids {
+		for _, p := range platformsFor(id) {
+			if len(o.Matrix.Platforms) == 0 || slices.Contains(o.Matrix.Platforms, p) {
+				want = append(want, ci.Key{InstanceID: id, Platform: p})
+			}
+		}
+	}
 	var previous, existing map[ci.Key]core.Image
 	if o.Ledger != "" {
 		recs, err := ci.ReadLedger(o.Ledger, log)
@@ -79,21 +101,39 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 		}
 		previous = ci.Latest(recs)
 	}
-	if o.SkipRepo != "" && !o.Force {
-		var chk ci.DigestChecker = o.Checker
-		if chk == nil {
-			if o.Registry == nil {
-				return ci.Matrix{}, "", fmt.Errorf("skipping what %s holds: no registry client", o.SkipRepo)
-			}
-			chk = ci.ClientChecker{Client: o.Registry}
+	skipping := o.SkipRepo != "" && !o.Force
+	var chk ci.DigestChecker = o.Checker
+	if skipping && chk == nil {
+		if o.Registry == nil {
+			return ci.Matrix{}, "", fmt.Errorf("skipping what %s holds: no registry client", o.SkipRepo)
 		}
-		var want []ci.Key
-		for _, id := range ids {
-			for _, p := range platformsFor(id) {
-				want = append(want, ci.Key{InstanceID: id, Platform: p})
+		chk = ci.ClientChecker{Client: o.Registry}
+	}
+	g := o.graph(ctx, loaded, log)
+	envStage := o.EnvStage && g != nil
+	if o.EnvStage && loaded == nil {
+		fmt.Fprintln(log, "ci matrix: no dataset records (--ids): no env stage, each shard builds the envs its instances need")
+	}
+	// Envs an earlier night built from the same inputs and the registry
+	// still holds are reused; the instance keys compared with the ledger
+	// are then those of builds starting from them.
+	var envReused map[ci.EnvKey]core.Image
+	if envStage && skipping && o.EnvLedger != "" {
+		recs, err := ci.ReadRecords([]string{o.EnvLedger}, log)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ci.Matrix{}, "", fmt.Errorf("env ledger: %w", err)
+		}
+		if envReused, err = ci.FindExistingEnvs(ctx, ci.LatestEnvs(recs), g.envNeeds(want), o.SkipRepo, chk, o.Parallel); err != nil {
+			return ci.Matrix{}, "", err
+		}
+	}
+	if skipping {
+		var specKeys map[ci.Key]string
+		if g != nil {
+			if specKeys, err = g.instanceKeys(envReused); err != nil {
+				return ci.Matrix{}, "", err
 			}
 		}
-		specKeys := o.specKeys(ctx, loaded, log)
 		if existing, err = ci.FindExisting(ctx, previous, want, specKeys, o.SkipRepo, chk, max(o.Parallel, 1)); err != nil {
 			return ci.Matrix{}, "", err
 		}
@@ -108,8 +148,51 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
+	var envTargets []ci.EnvTarget
+	envOf := map[ci.Key]string{}
+	if envStage {
+		var build []ci.Key
+		for _, j := range m.Include {
+			for _, id := range j.InstanceIDs() {
+				k := ci.Key{InstanceID: id, Platform: j.Platform}
+				build = append(build, k)
+				if env := g.envOf(k); env != nil {
+					envOf[k] = env.Key
+				}
+			}
+		}
+		var toBuild []ci.EnvNeed
+		for _, n := range g.envNeeds(build) {
+			if r, ok := envReused[ci.EnvKey{Key: n.Key, Platform: n.Platform}]; ok {
+				envTargets = append(envTargets, ci.EnvTarget{Key: n.Key, Platform: n.Platform, Base: n.Base, Action: ci.ActionExisting, Ref: r.Ref, SpecKey: r.SpecKey})
+				continue
+			}
+			toBuild = append(toBuild, n)
+		}
+		shards := max(o.EnvShards, 1)
+		if m.Envs, err = ci.BuildEnvMatrix(toBuild, mo.Platforms, shards, mo.Runners); err != nil {
+			return ci.Matrix{}, "", err
+		}
+		for _, j := range m.Envs.Include {
+			for _, k := range j.EnvKeys() {
+				n := g.byID[k+"@"+j.Platform]
+				envTargets = append(envTargets, ci.EnvTarget{Key: k, Platform: j.Platform, Base: firstParent(n), Action: ci.ActionBuild, Shard: j.Name, SpecKey: g.unbound[n.ID()]})
+			}
+		}
+		sort.Slice(envTargets, func(a, b int) bool {
+			if envTargets[a].Platform != envTargets[b].Platform {
+				return envTargets[a].Platform < envTargets[b].Platform
+			}
+			return envTargets[a].Key < envTargets[b].Key
+		})
+		fmt.Fprintf(log, "env stage: %d env images to build in %d jobs, %d reused from the env ledger\n", len(toBuild), len(m.Envs.Include), len(envTargets)-len(toBuild))
+	}
 	if o.PlanOut != "" {
-		if err := ci.WritePlan(o.PlanOut, ci.NewPlan(m, existing, previous, o.SkipRepo, mo.Platforms)); err != nil {
+		plan := ci.NewPlan(m, existing, previous, o.SkipRepo, mo.Platforms)
+		if envStage {
+			plan.SetEnvs(envTargets, envOf)
+		}
+		if err := ci.WritePlan(o.PlanOut, plan); err != nil {
 			return ci.Matrix{}, "", err
 		}
 	}
@@ -123,11 +206,21 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	return m, string(out), nil
 }
 
-// specKeys are the spec keys the wanted images would be built with now
-// (plan, render, nodes: what Build records), by instance and platform; nil
-// when they cannot be computed (an id list has no records), which
-// FindExisting takes as "not compared", said on the log.
-func (o MatrixOptions) specKeys(ctx context.Context, loaded *Loaded, log io.Writer) map[ci.Key]string {
+// matrixGraph is the build graph the matrix reasons about: the nodes a
+// build of the whole dataset would solve (plan, render, Nodes), by node
+// ID and by instance image, with their unbound spec keys.
+type matrixGraph struct {
+	nodes   []*builder.Node
+	byID    map[string]*builder.Node
+	inst    map[ci.Key]*builder.Node
+	unbound map[string]string
+}
+
+// graph plans and renders the dataset for the requested platforms; nil
+// when that cannot be done here (an id list has no records, or planning
+// failed), said on the log: the ledger's spec keys are then not compared
+// and there is no env stage.
+func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer) *matrixGraph {
 	if loaded == nil {
 		fmt.Fprintln(log, "ci matrix: no dataset records (--ids): the ledger's spec keys are not compared with the specs now")
 		return nil
@@ -142,21 +235,95 @@ func (o MatrixOptions) specKeys(ctx context.Context, loaded *Loaded, log io.Writ
 	if err == nil {
 		var nodes []*builder.Node
 		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err == nil {
-			keys := map[ci.Key]string{}
-			byNode := builder.SpecKeys(nodes)
-			for _, n := range nodes {
-				if n.Kind == string(render.KindInstance) {
-					keys[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform.String()}] = byNode[n.ID()]
-				}
-			}
 			for _, e := range p.Errors {
 				fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
 			}
-			return keys
+			g := &matrixGraph{nodes: nodes, byID: map[string]*builder.Node{}, inst: map[ci.Key]*builder.Node{}, unbound: builder.SpecKeys(nodes)}
+			for _, n := range nodes {
+				g.byID[n.ID()] = n
+				if n.Kind == string(render.KindInstance) {
+					g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform.String()}] = n
+				}
+			}
+			return g
 		}
 	}
 	fmt.Fprintf(log, "ci matrix: the spec keys of the build cannot be computed here (%v): the ledger's are not compared\n", err)
 	return nil
+}
+
+// envOf is the env node the instance image k builds FROM, nil when it has
+// none (a profile or layout without env images).
+func (g *matrixGraph) envOf(k ci.Key) *builder.Node {
+	n := g.inst[k]
+	if n == nil || len(n.Parents) != 1 {
+		return nil
+	}
+	p := g.byID[n.Parents[0]+"@"+n.Platform.String()]
+	if p == nil || p.Kind != string(render.KindEnv) {
+		return nil
+	}
+	return p
+}
+
+// envNeeds are the env images the instance images keys build FROM, once
+// each, sorted by platform and key.
+func (g *matrixGraph) envNeeds(keys []ci.Key) []ci.EnvNeed {
+	seen := map[string]bool{}
+	var out []ci.EnvNeed
+	for _, k := range keys {
+		env := g.envOf(k)
+		if env == nil || seen[env.ID()] {
+			continue
+		}
+		seen[env.ID()] = true
+		out = append(out, ci.EnvNeed{Key: env.Key, Platform: env.Platform.String(), Base: firstParent(env), SpecKey: g.unbound[env.ID()]})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Platform != out[b].Platform {
+			return out[a].Platform < out[b].Platform
+		}
+		return out[a].Key < out[b].Key
+	})
+	return out
+}
+
+// instanceKeys are the spec keys the instance images would be recorded
+// with now, by instance and platform: built FROM the reused env images
+// where bound has one (`build --build-context`), else from their inputs.
+func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]string, error) {
+	keys := map[ci.Key]string{}
+	for _, p := range core.AllPlatforms() {
+		var nodes []*builder.Node
+		for _, n := range g.nodes {
+			if n.Platform == p {
+				nodes = append(nodes, n)
+			}
+		}
+		images := map[string]string{}
+		for k, r := range bound {
+			if k.Platform == p.String() {
+				images[k.Key] = r.Ref
+			}
+		}
+		byNode, err := builder.SpecKeysBound(nodes, images)
+		if err != nil {
+			return nil, fmt.Errorf("env ledger: %w", err)
+		}
+		for _, n := range nodes {
+			if n.Kind == string(render.KindInstance) {
+				keys[ci.Key{InstanceID: n.InstanceID, Platform: p.String()}] = byNode[n.ID()]
+			}
+		}
+	}
+	return keys, nil
+}
+
+func firstParent(n *builder.Node) string {
+	if n == nil || len(n.Parents) == 0 {
+		return ""
+	}
+	return n.Parents[0]
 }
 
 // instances are the loaded dataset (nil for an id list), the spec tables

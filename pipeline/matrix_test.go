@@ -40,7 +40,10 @@ func TestMatrixSkipsBySpecKeyAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := o.specKeys(context.Background(), loaded, nil)
+	keys, err := o.graph(context.Background(), loaded, nil).instanceKeys(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(keys) != 2 {
 		t.Fatalf("spec keys %v", keys)
 	}
@@ -81,4 +84,172 @@ func TestMatrixSkipsBySpecKeyAndRegistry(t *testing.T) {
 			t.Errorf("--pins %s: %s", tc.pins, log.String())
 		}
 	}
+}
+
+// TestMatrixEnvStage: with the env stage, the matrix plans each env image
+// the instances to build need once per platform (three Verified instances,
+// two of them django 3.0 sharing one env: two envs, one job, as all share
+// the Python base), records which env each shard target starts from, and
+// on the next night reuses an env the env ledger shows built from the same
+// inputs and the registry holds: no env job, and instance images recorded
+// as built FROM that env's digest are skipped, those recorded with the
+// unbound key (a shard that built its env itself) are not.
+func TestMatrixEnvStage(t *testing.T) {
+	ds := filepath.Join(spectest.SharedDir(t), "datasets", "SWE-bench_Verified", "test.jsonl")
+	ids := []string{"astropy__astropy-12907", "django__django-11099", "django__django-11133"}
+	const repo = "127.0.0.1:5000/swebench"
+	amd := core.AMD64.String()
+	dir := t.TempDir()
+	opts := func() MatrixOptions {
+		return MatrixOptions{
+			Inputs:    Inputs{Dataset: ds, Instances: ids, Pins: "default", CacheDir: dir, Offline: true},
+			Matrix:    ci.MatrixOptions{Platforms: []string{amd}, Shards: 2},
+			Ledger:    filepath.Join(dir, "ledger.jsonl"),
+			SkipRepo:  repo,
+			EnvStage:  true,
+			EnvLedger: filepath.Join(dir, "envs.jsonl"),
+			EnvShards: 4,
+			PlanOut:   filepath.Join(dir, "plan.json"),
+		}
+	}
+	ctx := context.Background()
+
+	// Night one: nothing in any ledger.
+	o := opts()
+	o.Checker = ci.NewMapChecker()
+	m, _, err := Matrix(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Include) != 2 || len(m.Envs.Include) != 1 {
+		t.Fatalf("%d shards, %d env jobs; want 2 and 1", len(m.Include), len(m.Envs.Include))
+	}
+	job := m.Envs.Include[0]
+	if job.Platform != amd || job.Count != 2 || job.Name != "envs-amd64-0" {
+		t.Fatalf("env job %+v", job)
+	}
+	plan, err := ci.ReadPlan(o.PlanOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Envs) != 2 {
+		t.Fatalf("plan envs %+v", plan.Envs)
+	}
+	envOf := map[string]string{}
+	for _, in := range plan.Instances {
+		for _, tg := range in.Targets {
+			if tg.Action != ci.ActionBuild || tg.Env == "" {
+				t.Fatalf("%s: target %+v", in.InstanceID, tg)
+			}
+			envOf[in.InstanceID] = tg.Env
+		}
+	}
+	if envOf[ids[1]] != envOf[ids[2]] || envOf[ids[0]] == envOf[ids[1]] || !strings.HasPrefix(envOf[ids[0]], "sweb.env.py.x86_64.") {
+		t.Errorf("envs of the instances: %v", envOf)
+	}
+	for _, e := range plan.Envs {
+		if e.Action != ci.ActionBuild || e.Shard != job.Name || e.Base != "sweb.base.py.x86_64:latest" || !strings.HasPrefix(e.SpecKey, "sha256:") {
+			t.Errorf("env target %+v", e)
+		}
+	}
+	// The env job's records for those envs, as its build writes them.
+	var envRecs []core.Image
+	var refs []string
+	for _, e := range plan.Envs {
+		d := digest.FromString(e.Key)
+		ref := repo + "/build-cache@" + d.String()
+		refs = append(refs, ref)
+		envRecs = append(envRecs, core.Image{Kind: core.KindEnv, Key: e.Key, Platform: core.AMD64, Digest: d, Ref: ref, SpecKey: e.SpecKey, Status: core.StatusBuilt})
+	}
+	for _, id := range ids {
+		key, ref, err := plan.EnvBinding(envRecs, id, amd)
+		if err != nil || key != envOf[id] || !strings.HasPrefix(ref, repo+"/build-cache@sha256:") {
+			t.Errorf("EnvBinding(%s) = %q %q %v", id, key, ref, err)
+		}
+	}
+	if err := core.WriteFile(o.EnvLedger, envRecs); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the shards record: astropy built FROM the env's digest (the
+	// key SpecKeysBound predicts), django-11099 with the unbound key.
+	g := o.graph(ctx, mustLoad(t, o), nil)
+	bound := ci.LatestEnvs(envRecs)
+	boundKeys, err := g.instanceKeys(bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unboundKeys, _ := g.instanceKeys(nil)
+	var ledger []core.Image
+	for i, id := range ids[:2] {
+		k := ci.Key{InstanceID: id, Platform: amd}
+		sk := boundKeys[k]
+		if i == 1 {
+			sk = unboundKeys[k]
+		}
+		if boundKeys[k] == unboundKeys[k] {
+			t.Fatalf("%s: bound and unbound keys are equal", id)
+		}
+		d := digest.FromString("inst " + id)
+		ref := repo + "/sweb.eval.x86_64." + id + "@" + d.String()
+		refs = append(refs, ref)
+		ledger = append(ledger, core.Image{Kind: core.KindInstance, InstanceID: id, Platform: core.AMD64, Digest: d, Ref: ref,
+			SpecKey: sk, Verified: core.Bool(true), Status: core.StatusPublished})
+	}
+	if err := core.WriteFile(o.Ledger, ledger); err != nil {
+		t.Fatal(err)
+	}
+
+	// Night two: both envs reused, astropy skipped, the djangos built.
+	o = opts()
+	o.Checker = ci.NewMapChecker(refs...)
+	if m, _, err = Matrix(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Envs.Include) != 0 || m.Counts[0].Skipped != 1 || m.Counts[0].ToBuild != 2 {
+		t.Fatalf("night two: %d env jobs, counts %+v; want 0 jobs, 1 skipped", len(m.Envs.Include), m.Counts)
+	}
+	if plan, err = ci.ReadPlan(o.PlanOut); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Envs) != 1 || plan.Envs[0].Action != ci.ActionExisting || plan.Envs[0].Key != envOf[ids[1]] || plan.Envs[0].Ref == "" {
+		t.Fatalf("night two envs %+v: want django's env reused", plan.Envs)
+	}
+
+	// Night three: the registry lost django's env: it is built again for
+	// django-11133; astropy (FROM its env's digest, still held) and
+	// django-11099 (recorded with the unbound key, which is now the key
+	// again) are skipped.
+	var kept []string
+	for i, r := range refs {
+		if i >= len(envRecs) || envRecs[i].Key != envOf[ids[1]] {
+			kept = append(kept, r)
+		}
+	}
+	o = opts()
+	o.Checker = ci.NewMapChecker(kept...)
+	if m, _, err = Matrix(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Envs.Include) != 1 || m.Envs.Include[0].Keys != envOf[ids[1]] || m.Counts[0].Skipped != 2 {
+		t.Fatalf("night three env jobs %+v, counts %+v: want django's env %s built, two skipped", m.Envs.Include, m.Counts, envOf[ids[1]])
+	}
+	// Forced: nothing reused, every env built.
+	o = opts()
+	o.Force = true
+	if m, _, err = Matrix(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Envs.Include) != 1 || m.Envs.Include[0].Count != 2 || len(m.Include) != 2 {
+		t.Fatalf("forced: env jobs %+v, %d shards", m.Envs.Include, len(m.Include))
+	}
+}
+
+func mustLoad(t *testing.T, o MatrixOptions) *Loaded {
+	t.Helper()
+	loaded, _, _, _, err := o.instances(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loaded
 }

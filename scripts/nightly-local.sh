@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # scripts/nightly-local.sh — rehearse .github/workflows/nightly.yml on this
 # machine, against the local stack (scripts/stack.sh) and the offline fixture
-# dataset: prepare -> two shards -> merge (sizes, publish) -> summary, the same
-# commands in the same order as the workflow.
+# dataset: prepare -> env stage (base and env images once per platform, pushed
+# by digest) -> instance shards (built FROM those digests) -> merge (sizes,
+# publish) -> summary, the same commands in the same order as the workflow.
+# Ends by counting, from the records, how often each env was built tonight.
 #
 #   scripts/nightly-local.sh [--break-gold ID] [--force] [--shards N] [--state DIR]
 #
 #   --break-gold ID  replace ID's gold patch with one that cannot apply; the run
 #                    rebuilds everything (--force) and must fail naming ID
 #   --force          ignore what the registry already has
-#   --shards N       shards per platform (default 1: two shards, amd64 + arm64)
-#   --state DIR      keeps the ledger between runs (default .nightly-local);
-#                    a second run right after a good one skips every image
+#   --shards N       shards per platform (default 2)
+#   --env-shards N   env jobs per platform at most (default 1)
+#   --state DIR      keeps the ledger and the env ledger between runs (default
+#                    .nightly-local); a second run right after a good one
+#                    skips every image and every env
 # Environment: DATASET (default testdata/fixture/dataset.jsonl), SPECS (default
 # testdata/fixture/specs.json with the fixture dataset), PLATFORMS (default
 # linux/amd64,linux/arm64), MAX_GROWTH (default 10), VERIFY_FLAGS (default
@@ -25,15 +29,17 @@ die() { printf 'nightly-local: error: %s\n' "$*" >&2; exit 2; }
 
 break_gold=""
 force=false
-shards=1
+shards=2
+env_shards=1
 state=.nightly-local
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--break-gold) break_gold=${2:?--break-gold needs an instance id}; force=true; shift 2 ;;
 	--force) force=true; shift ;;
 	--shards) shards=${2:?--shards needs a number}; shift 2 ;;
+	--env-shards) env_shards=${2:?--env-shards needs a number}; shift 2 ;;
 	--state) state=${2:?--state needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
@@ -59,8 +65,9 @@ export REPO BUILDKIT_HOST
 [ -f "$DATASET" ] || die "$DATASET not found (scripts/fixture.sh makes the fixture dataset)"
 
 run="$state/run-$(date -u +%Y%m%dT%H%M%SZ)"
-mkdir -p "$run/plan" "$run/shards" "$state"
+mkdir -p "$run/plan" "$run/shards" "$run/envs" "$state"
 ledger="$state/ledger.jsonl"
+env_ledger="$state/envs.jsonl"
 
 if [ -n "$break_gold" ]; then
 	python3 - "$DATASET" "$run/dataset.jsonl" "$break_gold" <<'PY'
@@ -96,6 +103,9 @@ if [ -z "${VERIFY_FLAGS+set}" ]; then
 	fi
 fi
 export VERIFY_FLAGS
+# The local stack's BuildKit cache is the user's (and on a shared machine,
+# everyone's): the shards do not prune it as a hosted runner's shards do.
+export KEEP_STORAGE_MB=${KEEP_STORAGE_MB:-none}
 specs_args=()
 if [ -n "$SPECS" ]; then specs_args=(--specs "$SPECS"); fi
 if [ "$SPECS" = testdata/fixture/specs.json ] && [ -z "${CONTEXT_DIRS:-}" ]; then
@@ -112,13 +122,45 @@ if [ "$SPECS" = testdata/fixture/specs.json ] && [ -z "${CONTEXT_DIRS:-}" ]; the
 fi
 export CONTEXT_DIRS="${CONTEXT_DIRS:-}"
 
+context_args=()
+IFS=: read -r -a context_list <<<"$CONTEXT_DIRS"
+for d in "${context_list[@]}"; do
+	if [ -n "$d" ]; then context_args+=(--context-dir "$d"); fi
+done
+
 log "prepare: plan, skip what the registry has, shard"
-"$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" --platform "$PLATFORMS" --shards "$shards" \
+"$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" "${context_args[@]}" --platform "$PLATFORMS" --shards "$shards" \
 	--skip-existing "$REPO" --ledger "$ledger" --force="$force" \
+	--env-ledger "$env_ledger" --env-shards "$env_shards" \
 	--runner "linux/amd64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
 	--runner "linux/arm64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
 	--plan-out "$run/plan/plan.json" --ids-dir "$run/plan/ids" \
 	--github-output "$run/github-output" >"$run/matrix.json"
+
+runner_arch=$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')
+log "env stage"
+env_rc=0
+while IFS='|' read -r name platform count; do
+	[ -n "$name" ] || continue
+	log "env job $name ($platform, $count env images)"
+	qemu=false
+	[ "$platform" = "$runner_arch" ] || qemu=true
+	PLATFORM=$platform PLAN="$run/plan/plan.json" ENV_JOB=$name QEMU=$qemu OUT="$run/envs/$name" \
+		scripts/nightly-shard.sh envs || env_rc=1
+	# The env ledger keeps what was built, for the next run to reuse.
+	if [ -f "$run/envs/$name/envs.jsonl" ]; then
+		cat "$run/envs/$name/envs.jsonl" >>"$env_ledger"
+	fi
+done < <(python3 -c '
+import json, sys
+out = {}
+for line in open(sys.argv[1]):
+    k, _, v = line.rstrip("\n").partition("=")
+    out[k] = v
+for j in json.loads(out.get("envs_matrix") or "{\"include\":[]}")["include"]:
+    print("|".join([j["name"], j["platform"], str(j["count"])]))
+' "$run/github-output")
+[ "$env_rc" -eq 0 ] || printf 'nightly-local: an env job failed; its instances fail in their shards\n' >&2
 
 log "build shards"
 shard_rc=0
@@ -128,6 +170,7 @@ while IFS='|' read -r name platform ids ids_file qemu; do
 	idsf=""
 	if [ -n "$ids_file" ]; then idsf="$run/plan/ids/$ids_file"; fi
 	PLATFORM=$platform IDS=$ids IDS_FILE=$idsf QEMU=$qemu OUT="$run/shards/$name" \
+		PLAN="$run/plan/plan.json" ENVS_DIR="$run/envs" \
 		scripts/nightly-shard.sh build || shard_rc=1
 done < <(python3 -c '
 import json, sys
@@ -156,11 +199,55 @@ log "publish indexes"
 publish_rc=0
 "$SWEBUILD" publish --metadata-file "$run/publish.jsonl" --repo "$REPO" --ledger "$ledger" --require-verified || publish_rc=$?
 
+log "env builds tonight ($run/env-counts.txt)"
+envs_once=0
+python3 - "$run" >"$run/env-counts.txt" <<'PY' || envs_once=$?
+import collections, glob, json, os, sys
+run = sys.argv[1]
+def records(pattern):
+    for path in sorted(glob.glob(os.path.join(run, pattern), recursive=True)):
+        for line in open(path, encoding="utf-8"):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # a torn last line of a killed shard
+            yield path, rec
+plan = json.load(open(os.path.join(run, "plan", "plan.json")))
+built = collections.Counter()
+for _, r in records("envs/*/envs.jsonl"):
+    if r["kind"] in ("base", "env") and r.get("status") == "built":
+        built[(r["kind"], r["key"], r["platform"])] += 1
+in_shards = collections.Counter()
+shard_instances = 0
+for _, r in records("shards/**/meta/*.jsonl"):
+    if r["kind"] in ("base", "env"):
+        in_shards[(r["kind"], r["key"], r["platform"])] += 1
+    elif r["kind"] == "instance" and r.get("status") == "built":
+        shard_instances += 1
+reused = [e for e in plan.get("envs", []) if e["action"] == "existing"]
+print(f"env stage: {sum(1 for k in built if k[0] == 'env')} env and {sum(1 for k in built if k[0] == 'base')} base images built")
+for (kind, key, plat), n in sorted(built.items()):
+    print(f"  {kind} {key} {plat}: built {n} time(s) tonight")
+for e in reused:
+    print(f"  env {e['key']} {e['platform']}: reused {e['ref']}")
+print(f"instance shards: {shard_instances} instance images built, {sum(in_shards.values())} base/env records in their metadata")
+for (kind, key, plat), n in sorted(in_shards.items()):
+    print(f"  BUILT IN A SHARD: {kind} {key} {plat} x{n}")
+bad = [k for k, n in built.items() if n > 1] + list(in_shards)
+print("each env built at most once tonight: " + ("no" if bad else "yes"))
+sys.exit(1 if bad else 0)
+PY
+cat "$run/env-counts.txt"
+
 log "summary ($run/summary.md)"
 summary_rc=0
 "$SWEBUILD" ci summary --merge "$run/merge.json" "${sizes_args[@]}" --sizes-failed="$sizes_failed" \
 	-o "$run/summary.md" || summary_rc=$?
 cat "$run/summary.md"
+if [ "$envs_once" -ne 0 ]; then
+	printf 'nightly-local: an env was built more than once, or inside an instance shard\n' >&2
+	exit 1
+fi
 if [ "$publish_rc" -ne 0 ]; then
 	printf 'nightly-local: publish failed (exit %s)\n' "$publish_rc" >&2
 	exit 1

@@ -4,9 +4,15 @@
 #
 #   nightly-shard.sh free-disk   remove preinstalled toolchains a hosted runner
 #                                does not need (~14 GB free is too little)
+#   nightly-shard.sh envs        the env stage: build and push by digest the base
+#                                and env images of env job ENV_JOB of PLAN
+#                                (`swebuild ci envs`); records in OUT/envs.jsonl
 #   nightly-shard.sh build       build, verify and push by digest every instance
 #                                of the shard, one at a time, pruning BuildKit's
-#                                cache down to KEEP_STORAGE_MB after each image
+#                                cache down to KEEP_STORAGE_MB after each image;
+#                                with PLAN, each starts FROM its env's digest
+#                                (`swebuild ci contexts`: ENVS_DIR, the env jobs'
+#                                records, or the env the plan reuses)
 #
 # Environment for build:
 #   DATASET        dataset file
@@ -18,12 +24,15 @@
 #                  result for `swebuild ci merge`) and logs/<id>.log
 #   BUILDKIT_HOST  BuildKit address (scripts/stack.sh env)
 #   SWEBUILD       swebuild binary (default bin/swebuild)
-#   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000)
+#   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000; "none":
+#                  no prune, as scripts/nightly-local.sh runs on a shared stack)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
 #   CONTEXT_DIRS   colon-separated directories of context files the profile
 #                  names (rootfs tarballs, the fixture's git mirrors)
 #   QEMU           "true" when the runner's arch differs from PLATFORM: the
 #                  matching qemu-user-static binfmt handler is enabled first
+#   PLAN           the plan (`ci matrix --plan-out`); ENV_JOB (envs) the env job,
+#                  ENVS_DIR (build) the env jobs' records, if any ran
 #   VERIFY_FLAGS   how build verifies (default --verify); empty builds unverified
 #                  images, which the merge then refuses to index
 # Exit status 1 when any instance failed (the merge decides what that means).
@@ -72,6 +81,44 @@ enable_qemu() {
 	update-binfmts --enable "qemu-$arch"
 }
 
+context_dir_args() {
+	local d dirs
+	IFS=: read -r -a dirs <<<"${CONTEXT_DIRS:-}"
+	for d in "${dirs[@]}"; do
+		if [ -n "$d" ]; then
+			printf -- '--context-dir\n%s\n' "$d"
+		fi
+	done
+}
+
+build_envs() {
+	: "${DATASET:?DATASET is required}" "${PLATFORM:?PLATFORM is required}" "${REPO:?REPO is required}" "${OUT:?OUT is required}"
+	: "${PLAN:?PLAN is required}" "${ENV_JOB:?ENV_JOB is required}"
+	local swebuild=${SWEBUILD:-bin/swebuild}
+	local push_repo=${PUSH_REPO:-$REPO/build-cache}
+	local extra=()
+	if [ -n "${SPECS:-}" ]; then
+		extra+=(--specs "$SPECS")
+	fi
+	local cd_args
+	mapfile -t cd_args < <(context_dir_args)
+	extra+=("${cd_args[@]}")
+	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
+	if [ "${QEMU:-false}" = true ]; then
+		enable_qemu
+	fi
+	mkdir -p "$OUT"
+	log "$PLATFORM: env job $ENV_JOB, pushing by digest to $push_repo"
+	if "$swebuild" ci envs --dataset "$DATASET" --plan "$PLAN" --job "$ENV_JOB" --push "$push_repo" \
+		--metadata-file "$OUT/envs.jsonl" --run-dir "$OUT/runs" --progress plain "${extra[@]}" >"$OUT/envs.log" 2>&1; then
+		log "env job $ENV_JOB: ok ($(grep -c '"kind":"env"' "$OUT/envs.jsonl") env records)"
+	else
+		log "env job $ENV_JOB FAILED (log: $OUT/envs.log); last lines:"
+		tail -n 20 "$OUT/envs.log" >&2 || true
+		return 1
+	fi
+}
+
 build_shard() {
 	: "${DATASET:?DATASET is required}" "${PLATFORM:?PLATFORM is required}" "${REPO:?REPO is required}" "${OUT:?OUT is required}"
 	local swebuild=${SWEBUILD:-bin/swebuild}
@@ -110,16 +157,32 @@ build_shard() {
 	for id in "${ids[@]}"; do
 		n=$((n + 1))
 		local logf="$OUT/logs/$id.log"
+		local bind=()
+		if [ -n "${PLAN:-}" ]; then
+			local envs_args=() ctx
+			if [ -n "${ENVS_DIR:-}" ] && [ -d "$ENVS_DIR" ]; then
+				envs_args=(--envs "$ENVS_DIR")
+			fi
+			if ! ctx=$("$swebuild" ci contexts --plan "$PLAN" "${envs_args[@]}" --platform "$PLATFORM" --instance "$id" \
+				--failure-record "$OUT/meta/$id.jsonl" 2>"$logf"); then
+				failed=$((failed + 1))
+				log "[$n/${#ids[@]}] FAILED $id: its env image is not available: $(cat "$logf")"
+				continue
+			fi
+			if [ -n "$ctx" ]; then
+				bind=(--build-context "$ctx")
+			fi
+		fi
 		if "$swebuild" build --dataset "$DATASET" --instance "$id" --platform "$PLATFORM" \
 			--push "$push_repo" --metadata-file "$OUT/meta/$id.jsonl" --run-dir "$OUT/runs/$id" \
-			--progress plain "${extra[@]}" >"$logf" 2>&1; then
+			--progress plain "${bind[@]}" "${extra[@]}" >"$logf" 2>&1; then
 			log "[$n/${#ids[@]}] ok $id"
 		else
 			failed=$((failed + 1))
 			log "[$n/${#ids[@]}] FAILED $id (log: $logf); last lines:"
 			tail -n 20 "$logf" >&2 || true
 		fi
-		if [ -n "$buildctl" ] && [ -n "${BUILDKIT_HOST:-}" ]; then
+		if [ "$keep" != none ] && [ -n "$buildctl" ] && [ -n "${BUILDKIT_HOST:-}" ]; then
 			"$buildctl" --addr "$BUILDKIT_HOST" prune --keep-storage "$keep" >/dev/null ||
 				log "warning: prune failed after $id"
 		fi
@@ -131,8 +194,9 @@ build_shard() {
 case "${1:-}" in
 free-disk) free_disk ;;
 build) build_shard ;;
+envs) build_envs ;;
 *)
-	sed -n '2,25p' "$0" >&2
+	sed -n '2,33p' "$0" >&2
 	exit 2
 	;;
 esac

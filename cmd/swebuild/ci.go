@@ -27,6 +27,8 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Commands:")
 		fmt.Fprintln(w, "  matrix    shard the instances into a GitHub matrix, skipping what the registry has")
+		fmt.Fprintln(w, "  envs      build and push by digest one env-stage job's base and env images")
+		fmt.Fprintln(w, "  contexts  print the --build-context of an instance's env from the env stage")
 		fmt.Fprintln(w, "  ids       print the instance ids of one matrix job, one per line")
 		fmt.Fprintln(w, "  merge     decide per instance what to index and what regressed")
 		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
@@ -43,6 +45,10 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCIMatrix(ctx, args[1:], stdout, stderr)
 	case "ids":
 		return runCIIDs(args[1:], stdout, stderr)
+	case "envs":
+		return runCIEnvs(ctx, args[1:], stdout, stderr)
+	case "contexts":
+		return runCIContexts(args[1:], stdout, stderr)
 	case "merge":
 		return runCIMerge(args[1:], stdout, stderr)
 	case "summary":
@@ -89,7 +95,10 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	force := fs.Bool("force", false, "build everything: ignore --skip-existing")
 	planOut := fs.String("plan-out", "", "write the plan (per instance: build in which shard, or reuse which digest) for `ci merge`")
 	idsDir := fs.String("ids-dir", "", "directory for per-shard id files, used when the matrix would exceed the 1 MiB job output limit")
-	githubOutput := fs.String("github-output", os.Getenv("GITHUB_OUTPUT"), "append matrix=... and jobs=N to this file (default $GITHUB_OUTPUT)")
+	envStage := fs.Bool("env-stage", true, "plan the env stage: the env images the shards need are built once per platform by `ci envs` jobs (envs_matrix=...), or reused from --env-ledger")
+	envLedger := fs.String("env-ledger", "", "env stage records of earlier nights (JSON lines); an env built from the same inputs that --skip-existing's registry still holds is reused")
+	envShards := fs.Int("env-shards", 1, "env jobs per platform at most (a base's envs stay in one job)")
+	githubOutput := fs.String("github-output", os.Getenv("GITHUB_OUTPUT"), "append matrix=..., jobs=N, envs_matrix=... and envs_jobs=N to this file (default $GITHUB_OUTPUT)")
 	parallel := fs.Int("registry-parallel", 8, "registry lookups at once for --skip-existing")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
 	insecure := fs.Bool("insecure-registry", false, "allow plain HTTP to a non-loopback registry")
@@ -102,6 +111,9 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	runners, err := parseRunners(*runnerFlags)
 	if err != nil {
 		return err
+	}
+	if *envShards < 1 {
+		return usageErr(fs, stderr, "--env-shards %d: want at least 1", *envShards)
 	}
 	o := pipeline.MatrixOptions{
 		Inputs: pipeline.Inputs{
@@ -121,6 +133,10 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		PlanOut:  *planOut,
 		IDsDir:   *idsDir,
 		Log:      stderr,
+
+		EnvStage:  *envStage,
+		EnvLedger: *envLedger,
+		EnvShards: *envShards,
 	}
 	o.ContextDirs = *contextDirs
 	if len(o.ContextDirs) == 0 {
@@ -143,7 +159,11 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := appendGitHubOutput(*githubOutput, fmt.Sprintf("matrix=%s\njobs=%d\n", out, len(m.Include))); err != nil {
+	envs, err := m.Envs.Encode()
+	if err != nil {
+		return err
+	}
+	if err := appendGitHubOutput(*githubOutput, fmt.Sprintf("matrix=%s\njobs=%d\nenvs_matrix=%s\nenvs_jobs=%d\n", out, len(m.Include), envs, len(m.Envs.Include))); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "%s\n", out)
@@ -187,6 +207,103 @@ func parseRunners(flags []string) (map[string]ci.Runner, error) {
 		runners[platform] = ci.Runner{Label: label, Arch: arch}
 	}
 	return runners, nil
+}
+
+func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newCIFlags("envs", "--dataset FILE --plan FILE --job NAME --push REPO [OPTIONS]",
+		"Build one env-stage job of the plan (`ci matrix --plan-out`): its env images and the base images\n"+
+			"they build FROM, pushed by digest to --push, one record per image in --metadata-file (what\n"+
+			"`ci contexts` binds and the env ledger keeps).", stderr)
+	var f buildFlags
+	f.g.register(fs)
+	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
+	job := fs.String("job", "", "env job name (the envs matrix's name, e.g. envs-amd64-0)")
+	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR (repeatable; default $BUILDKIT_HOST)")
+	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
+	fs.StringVar(&f.push, "push", "", "push every image by digest to this repository (required)")
+	fs.StringArrayVar(&f.cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
+	fs.StringArrayVar(&f.cacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
+	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
+	fs.StringVar(&f.metadataFile, "metadata-file", "", "write one record per image (digest, pushed ref, spec key) to this file (required)")
+	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
+	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
+	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
+		return err
+	}
+	switch {
+	case *planPath == "":
+		return usageErr(fs, stderr, "--plan is required")
+	case *job == "":
+		return usageErr(fs, stderr, "--job is required")
+	case f.push == "":
+		return usageErr(fs, stderr, "--push is required: the instance shards start from the pushed digests")
+	case f.metadataFile == "":
+		return usageErr(fs, stderr, "--metadata-file is required: the instance shards read the env digests from it")
+	}
+	plan, err := ci.ReadPlan(*planPath)
+	if err != nil {
+		return err
+	}
+	platform, keys, err := plan.EnvJobKeys(*job)
+	if err != nil {
+		return err
+	}
+	f.platforms = []string{platform}
+	bo, err := f.options(stdout, stderr)
+	if err != nil {
+		return usageErr(fs, stderr, "%v", err)
+	}
+	_, err = pipeline.BuildEnvs(ctx, bo, keys)
+	return err
+}
+
+func runCIContexts(args []string, stdout, stderr io.Writer) error {
+	fs := newCIFlags("contexts", "--plan FILE --envs PATH... --platform P --instance ID",
+		"Print the env image an instance shard's build of ID starts from, as KEY=docker-image://REF for\n"+
+			"`swebuild build --build-context`: the env stage's pushed digest (--envs: the env jobs' metadata\n"+
+			"files or directories) or the one the plan reuses. Prints nothing when the plan names no env\n"+
+			"for it; fails naming the env when its env job failed or left no record.", stderr)
+	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
+	envs := fs.StringArray("envs", nil, "env job records: a metadata file, or a directory whose *.jsonl files are read (repeatable)")
+	platform := fs.String("platform", "", "the shard's platform")
+	instance := fs.String("instance", "", "instance id")
+	failureRecord := fs.String("failure-record", "", "when the env is not available, also write a failed record of the instance image here (the shard's metadata file, so `ci merge` says why)")
+	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
+		return err
+	}
+	switch {
+	case *planPath == "":
+		return usageErr(fs, stderr, "--plan is required")
+	case *instance == "":
+		return usageErr(fs, stderr, "--instance is required")
+	}
+	pl, err := core.ParsePlatform(*platform)
+	if err != nil {
+		return usageErr(fs, stderr, "--platform: %v", err)
+	}
+	plan, err := ci.ReadPlan(*planPath)
+	if err != nil {
+		return err
+	}
+	var recs []core.Image
+	if len(*envs) > 0 {
+		if recs, err = ci.ReadRecords(*envs, stderr); err != nil {
+			return err
+		}
+	}
+	key, ref, err := plan.EnvBinding(recs, *instance, pl.String())
+	if err != nil && *failureRecord != "" {
+		rec := core.Image{Kind: core.KindInstance, InstanceID: *instance, Platform: pl, Status: core.StatusFailed,
+			Error: "not built: its env image is not available: " + err.Error()}
+		if werr := core.WriteFile(*failureRecord, []core.Image{rec}); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	if err != nil || key == "" {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s=docker-image://%s\n", key, ref)
+	return err
 }
 
 func runCIIDs(args []string, stdout, stderr io.Writer) error {
@@ -266,6 +383,10 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d instances: %d to index, %d unchanged, %d regressed, %d failed\n", c.Instances, c.Indexed, c.Unchanged, c.Regressed, c.Failed)
+	fmt.Fprintf(stdout, "%d base/env images built inside instance shards (0 when every shard started from the env stage)\n", len(rep.BuiltInShards))
+	for _, b := range rep.BuiltInShards {
+		fmt.Fprintf(stdout, "  built in a shard: %s\n", b)
+	}
 	for _, o := range rep.Outcomes {
 		if o.Status != ci.StatusRegressed && o.Status != ci.StatusFailed {
 			continue
