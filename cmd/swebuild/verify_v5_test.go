@@ -149,7 +149,10 @@ func writePredictions(t *testing.T, preds ...map[string]any) string {
 //     output and exit-status files after eval.sh ends is not resolved;
 //   - prediction ids not in the dataset fail the run, naming them, before
 //     anything runs; a null patch is not run and reported as upstream does;
-//   - the run reports are upstream's <model>.<run_id>.json.
+//   - the run reports are upstream's <model>.<run_id>.json;
+//   - a prediction whose suite never starts (its conftest.py cannot be
+//     imported: pytest exits 4 with no test run) is not graded, with v5's
+//     reason (no results and no sign the suite ran).
 func TestVerifyV5Records(t *testing.T) {
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
@@ -279,5 +282,20 @@ func TestVerifyV5Records(t *testing.T) {
 	rep, _ = os.ReadFile(filepath.Join(tmp, "null", "m.null.json"))
 	if !strings.Contains(string(rep), "\"empty_patch_ids\": [\n        \"fixture__calc-1\"\n    ],") {
 		t.Errorf("null patch run report:\n%s", rep)
+	}
+
+	// 5. A suite that never starts: pytest cannot import the patch's
+	// conftest.py, so no test runs and nothing in the log says a suite ran.
+	// v5 does not grade it (v4.1.0 graded it as every test failing).
+	broken := writePredictions(t, map[string]any{"instance_id": inst.InstanceID, "model_name_or_path": "m", "model_patch": newFilePatch("conftest.py", "raise ImportError(\"broken on purpose\")\n")})
+	sum, _, _ = verifyRun("no-suite", "--predictions", broken)
+	ns := result(t, sum, verify.ModePredictions)
+	b, _ = os.ReadFile(filepath.Join(ns.Dir, "report.json"))
+	decision := ""
+	if len(ns.Runs) > 0 {
+		decision = ns.Runs[0].Decision
+	}
+	if ns.Resolved || decision != grading.DecisionNoResults || !strings.Contains(string(b), "\"patch_successfully_applied\": false,") {
+		t.Errorf("a suite that never started: resolved %v, decision %q, failure %q; want not graded with %q\nreport.json %s", ns.Resolved, decision, ns.Failure, grading.DecisionNoResults, b)
 	}
 }
