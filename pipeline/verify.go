@@ -32,8 +32,13 @@ type VerifyOptions struct {
 	// names the built images instead (core records). Exactly one is set.
 	Images       string
 	MetadataFile string
-	// BuildKit is the daemon's address.
+	// BuildKit is the BuildKit daemon's address (Engine EngineBuildKit).
 	BuildKit string
+	// Engine runs the containers: EngineBuildKit ("" too) or EngineDocker.
+	Engine string
+	// DockerHost is the Docker daemon's address with EngineDocker
+	// (unix:///path or tcp://host:port; "": the client's default).
+	DockerHost string
 	// Workers is how many runs go at once (default 1); Repeat runs each
 	// instance that many times and flags tests whose results differ.
 	Workers, Repeat int
@@ -67,8 +72,14 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if (o.Images == "") == (o.MetadataFile == "") {
 		return nil, errors.New("images: give exactly one of a repository prefix and a metadata file")
 	}
-	if o.BuildKit == "" {
-		return nil, errors.New("no BuildKit address")
+	switch o.Engine {
+	case "", EngineBuildKit:
+		if o.BuildKit == "" {
+			return nil, errors.New("no BuildKit address")
+		}
+	case EngineDocker:
+	default:
+		return nil, fmt.Errorf("unknown engine %q: want %s or %s", o.Engine, EngineBuildKit, EngineDocker)
 	}
 	var base *verify.Summary
 	if o.Baseline != "" {
@@ -101,11 +112,11 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
 	}
 
-	c, err := bkclient.New(ctx, o.BuildKit)
+	engine, closeEngine, err := o.engine(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to BuildKit at %s: %w", o.BuildKit, err)
+		return nil, err
 	}
-	defer c.Close()
+	defer closeEngine()
 	runDir, summaryFile := o.RunDir, o.SummaryFile
 	if runDir == "" {
 		if runDir, err = verify.NewRunDir("runs", time.Now()); err != nil {
@@ -116,7 +127,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}
 	runner := &verify.Runner{
-		Engine:   &verify.BuildKitEngine{Client: c},
+		Engine:   engine,
 		Workers:  max(o.Workers, 1),
 		Timeout:  o.Timeout,
 		Repeat:   max(o.Repeat, 1),
@@ -172,4 +183,26 @@ func (o VerifyOptions) images(log io.Writer, problems *[]error) (verify.ImageFun
 		*problems = append(*problems, fmt.Errorf("metadata file %s has invalid records", o.MetadataFile))
 	}
 	return verify.ImagesFromRecords(recs, o.MetadataFile), nil
+}
+
+// The engines VerifyOptions.Engine names.
+const (
+	EngineBuildKit = "buildkit"
+	EngineDocker   = "docker"
+)
+
+// engine connects to the daemon o.Engine names.
+func (o VerifyOptions) engine(ctx context.Context) (verify.Engine, func(), error) {
+	if o.Engine == EngineDocker {
+		e, err := verify.NewDockerEngine(ctx, o.DockerHost)
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, func() { e.Close() }, nil
+	}
+	c, err := bkclient.New(ctx, o.BuildKit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to BuildKit at %s: %w", o.BuildKit, err)
+	}
+	return &verify.BuildKitEngine{Client: c}, func() { c.Close() }, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--engine buildkit|docker] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit or Docker and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -52,6 +53,8 @@ type verifyFlags struct {
 	metadataFile string
 	platforms    []string
 	builderAddr  string
+	engine       string
+	dockerHost   string
 	workers      int
 	timeout      time.Duration
 	repeat       int
@@ -70,7 +73,9 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
 	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	fs.StringVar(&f.engine, "engine", pipeline.EngineBuildKit, "what runs the containers: buildkit (a BuildKit daemon, --builder) or docker (a Docker daemon, --docker-host)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
+	fs.StringVar(&f.dockerHost, "docker-host", os.Getenv("DOCKER_HOST"), "with --engine docker: the Docker daemon's address, unix:///PATH or tcp://HOST:PORT (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "runs at once")
 	fs.DurationVar(&f.timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
 	fs.IntVar(&f.repeat, "repeat", 1, "run every instance N times and flag tests whose results differ")
@@ -99,6 +104,10 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		return o, fmt.Errorf("--format %q: want table or json", f.format)
 	case f.logParser != "" && !slices.Contains(grading.ParserNames(), f.logParser):
 		return o, fmt.Errorf("--log-parser %q: want one of %s", f.logParser, strings.Join(grading.ParserNames(), ", "))
+	case f.engine != pipeline.EngineBuildKit && f.engine != pipeline.EngineDocker:
+		return o, fmt.Errorf("--engine %q: want %s or %s", f.engine, pipeline.EngineBuildKit, pipeline.EngineDocker)
+	case f.engine == pipeline.EngineDocker && f.builderAddr != "":
+		return o, errors.New("--builder is for --engine buildkit; with --engine docker give --docker-host")
 	}
 	plats, err := core.ParsePlatforms(f.platforms)
 	if err != nil {
@@ -109,11 +118,11 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		return o, err
 	}
 	addr := f.builderAddr
-	if addr == "" {
+	if addr == "" && f.engine == pipeline.EngineBuildKit {
 		addr = f.g.env.buildkitHost
-	}
-	if addr == "" {
-		return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+		if addr == "" {
+			return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST (or use --engine docker)")
+		}
 	}
 	return pipeline.VerifyOptions{
 		Inputs:          in,
@@ -124,6 +133,8 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Images:          f.images,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
+		Engine:          f.engine,
+		DockerHost:      f.dockerHost,
 		Workers:         f.workers,
 		Repeat:          f.repeat,
 		Timeout:         f.timeout,
