@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -112,7 +113,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
 	}
 
-	engine, closeEngine, err := o.engine(ctx)
+	// The runner's workers and the engine both write progress lines.
+	progress := &lockedWriter{w: log}
+	engine, closeEngine, err := o.engine(ctx, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +136,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		Repeat:   max(o.Repeat, 1),
 		RunDir:   runDir,
 		Grade:    grading.GradeOptions{Parser: o.Parser},
-		Progress: log,
+		Progress: progress,
 	}
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout
@@ -192,12 +195,13 @@ const (
 )
 
 // engine connects to the daemon o.Engine names.
-func (o VerifyOptions) engine(ctx context.Context) (verify.Engine, func(), error) {
+func (o VerifyOptions) engine(ctx context.Context, progress io.Writer) (verify.Engine, func(), error) {
 	if o.Engine == EngineDocker {
 		e, err := verify.NewDockerEngine(ctx, o.DockerHost)
 		if err != nil {
 			return nil, nil, err
 		}
+		e.Progress = progress
 		return e, func() { e.Close() }, nil
 	}
 	c, err := bkclient.New(ctx, o.BuildKit)
@@ -205,4 +209,16 @@ func (o VerifyOptions) engine(ctx context.Context) (verify.Engine, func(), error
 		return nil, nil, fmt.Errorf("connecting to BuildKit at %s: %w", o.BuildKit, err)
 	}
 	return &verify.BuildKitEngine{Client: c}, func() { c.Close() }, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -44,6 +44,8 @@ type DockerEngine struct {
 	// leak check, the patch, the diffs) before it is killed and the run is
 	// an infrastructure error (default DefaultDockerGrace).
 	Grace time.Duration
+	// Progress, when set, receives a line when a pull starts and ends.
+	Progress io.Writer
 
 	mu     sync.Mutex
 	pulled map[string]string // ref@platform -> image id
@@ -135,6 +137,8 @@ func (e *DockerEngine) pull(ctx context.Context, ref string, p core.Platform) (s
 	if ok {
 		return id, nil
 	}
+	begin := time.Now()
+	e.progress("verify: pulling %s for %s", ref, p)
 	resp, err := e.Client.ImagePull(ctx, ref, dockerclient.ImagePullOptions{Platforms: []ocispec.Platform{p.OCI()}})
 	if err != nil {
 		return "", fmt.Errorf("pulling: %w", err)
@@ -142,6 +146,7 @@ func (e *DockerEngine) pull(ctx context.Context, ref string, p core.Platform) (s
 	if err := resp.Wait(ctx); err != nil {
 		return "", fmt.Errorf("pulling: %w", err)
 	}
+	e.progress("verify: pulled %s for %s in %.1fs", ref, p, time.Since(begin).Seconds())
 	img, err := e.Client.ImageInspect(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("inspecting the pulled image: %w", err)
@@ -153,6 +158,12 @@ func (e *DockerEngine) pull(ctx context.Context, ref string, p core.Platform) (s
 	e.pulled[key] = img.ID
 	e.mu.Unlock()
 	return img.ID, nil
+}
+
+func (e *DockerEngine) progress(format string, args ...any) {
+	if e.Progress != nil {
+		fmt.Fprintf(e.Progress, format+"\n", args...)
+	}
 }
 
 // runContainer runs job in a new container of the image id and removes it.
