@@ -280,3 +280,21 @@ func TestDockerEngineWrongPlatform(t *testing.T) {
 	}
 	t.Logf("error: %v", err)
 }
+
+// TestNewDockerEngineNoDaemon: an address where no daemon answers is an
+// error naming it, before any run.
+func TestNewDockerEngineNoDaemon(t *testing.T) {
+	for _, host := range []string{"unix://" + t.TempDir() + "/docker.sock", "tcp://127.0.0.1:1", "ftp://example"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		e, err := NewDockerEngine(ctx, host)
+		cancel()
+		if err == nil {
+			e.Close()
+			t.Errorf("%s: connected", host)
+			continue
+		}
+		if !strings.Contains(err.Error(), host) {
+			t.Errorf("%s: error %q does not name the address", host, err)
+		}
+	}
+}
