@@ -11,9 +11,10 @@ export SWEBUILD_REGISTRY ?= 127.0.0.1:5000
 # The stack's registry that requires a login, and the Docker config holding it.
 export SWEBUILD_AUTH_REGISTRY ?= 127.0.0.1:5001
 export DOCKER_CONFIG ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/docker-config
+export SWEBUILD_DOCKER_HOST ?= unix:///run/swebuild/docker.sock
 export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
-.PHONY: build vet unit test e2e bench bench-build demo stack stack-down fixture test-deps nightly-local clean
+.PHONY: build vet unit test e2e bench bench-build demo stack stack-down stack-docker fixture test-deps nightly-local clean
 
 # build: with the flags buildkitd is built with (scripts/go-build.sh says why).
 build:
@@ -29,6 +30,11 @@ stack:
 
 stack-down:
 	scripts/stack.sh down
+	scripts/stack.sh docker down
+
+# stack-docker: Debian's dockerd on its own socket (verify --engine docker's tests).
+stack-docker:
+	scripts/stack.sh docker up
 
 # fixture: the offline fixture's base image inputs (rootfs tarballs unpacked from Debian packages, cached).
 fixture: stack
@@ -42,11 +48,11 @@ unit:
 	$(GO) test -count=1 ./...
 
 # test: what CI runs: vet, every test, with the real stack and fixture up.
-test: vet stack fixture test-deps
+test: vet stack stack-docker fixture test-deps
 	$(GO) test -count=1 -timeout 60m ./...
 
 # e2e: only the end-to-end tests against the running stack.
-e2e: stack fixture
+e2e: stack stack-docker fixture
 	$(GO) test -count=1 -timeout 60m -run 'Integration|E2E|Stack|Real' ./builder ./verify ./publish ./sizes ./ci ./internal/... ./cmd/swebuild
 
 # In-process render benchmarks write into a tmpfs when there is one (as

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -52,11 +53,16 @@ type VerifyOptions struct {
 	MetadataFile    string
 	DatasetImages   bool
 	DatasetRegistry string
-	// BuildKit is the daemon's address.
+	// BuildKit is the BuildKit daemon's address (Engine EngineBuildKit).
 	BuildKit string
 	// Auth, when set, makes each run's registry login (the images are
 	// pulled by BuildKit); nil: anonymous.
 	Auth func() verify.SessionAuth
+	// Engine runs the containers: EngineBuildKit ("" too) or EngineDocker.
+	Engine string
+	// DockerHost is the Docker daemon's address with EngineDocker
+	// (unix:///path or tcp://host:port; "": the client's default).
+	DockerHost string
 	// Workers is how many runs go at once (default 1); Repeat runs each
 	// instance that many times and flags tests whose results differ.
 	Workers, Repeat int
@@ -95,8 +101,14 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if n := btoi(o.Images != "") + btoi(o.MetadataFile != "") + btoi(o.DatasetImages); n != 1 {
 		return nil, errors.New("images: give exactly one of a repository prefix, a metadata file and the dataset's image fields")
 	}
-	if o.BuildKit == "" {
-		return nil, errors.New("no BuildKit address")
+	switch o.Engine {
+	case "", EngineBuildKit:
+		if o.BuildKit == "" {
+			return nil, errors.New("no BuildKit address")
+		}
+	case EngineDocker:
+	default:
+		return nil, fmt.Errorf("unknown engine %q: want %s or %s", o.Engine, EngineBuildKit, EngineDocker)
 	}
 	var base *verify.Summary
 	if o.Baseline != "" {
@@ -140,11 +152,13 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	}
 	scriptNote(log, targets)
 
-	c, err := bkclient.New(ctx, o.BuildKit)
+	// The runner's workers and the engine both write progress lines.
+	progress := &lockedWriter{w: log}
+	engine, closeEngine, err := o.engine(ctx, progress)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to BuildKit at %s: %w", o.BuildKit, err)
+		return nil, err
 	}
-	defer c.Close()
+	defer closeEngine()
 	runDir, summaryFile := o.RunDir, o.SummaryFile
 	if runDir == "" {
 		if runDir, err = verify.NewRunDir("runs", time.Now()); err != nil {
@@ -155,13 +169,13 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}
 	runner := &verify.Runner{
-		Engine:   &verify.BuildKitEngine{Client: c, Auth: o.Auth},
+		Engine:   engine,
 		Workers:  max(o.Workers, 1),
 		Timeout:  o.Timeout,
 		Repeat:   max(o.Repeat, 1),
 		RunDir:   runDir,
 		Grade:    grading.GradeOptions{Parser: o.Parser},
-		Progress: log,
+		Progress: progress,
 	}
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout
@@ -346,4 +360,39 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// The engines VerifyOptions.Engine names.
+const (
+	EngineBuildKit = "buildkit"
+	EngineDocker   = "docker"
+)
+
+// engine connects to the daemon o.Engine names.
+func (o VerifyOptions) engine(ctx context.Context, progress io.Writer) (verify.Engine, func(), error) {
+	if o.Engine == EngineDocker {
+		e, err := verify.NewDockerEngine(ctx, o.DockerHost)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.Progress = progress
+		return e, func() { e.Close() }, nil
+	}
+	c, err := bkclient.New(ctx, o.BuildKit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to BuildKit at %s: %w", o.BuildKit, err)
+	}
+	return &verify.BuildKitEngine{Client: c, Auth: o.Auth}, func() { c.Close() }, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -20,6 +20,12 @@
 #                             TLS (a CA and certificates made with openssl)
 #   scripts/stack.sh pool down|status|file  stop / list the pool's daemons / print a
 #                             pool file for swebuild build --pool
+#   scripts/stack.sh docker up|down|status|env
+#                             Debian's dockerd (docker.io, with its containerd and
+#                             runc) on its own socket $SWEBUILD_RUN/docker.sock and
+#                             data-root $SWEBUILD_STATE/docker, for `swebuild verify
+#                             --engine docker` and its tests; separate from `up`
+#                             and `down`, and it leaves any other dockerd alone
 #
 # Environment: SWEBUILD_CACHE (default ~/.cache/swebuild) holds the compiled
 # BuildKit binaries under bin/buildkit-<version>/; SWEBUILD_RUN (default
@@ -481,6 +487,84 @@ cmd_status() {
 	return $rc
 }
 
+# --- Docker Engine (verify --engine docker) -----------------------------------
+#
+# Debian's docker.io 20.10 (API 1.41) on its own socket, data-root and
+# exec-root, with its own containerd (dockerd starts one under the exec-root
+# when none is given) and its own daemon.json, so it shares nothing with a
+# dockerd the machine may run. No bridge and no iptables rules: verify runs
+# its containers with network none. The stack's registry is plain HTTP on
+# loopback, which dockerd allows insecure by default; it is named with
+# --insecure-registry too, for a non-loopback SWEBUILD_REGISTRY_ADDR.
+DOCKER_PACKAGES=(docker.io containerd runc)
+DOCKER_ADDR=unix://$RUN_DIR/docker.sock
+DOCKER_ROOT=$STATE_DIR/docker
+
+docker_ready() {
+	curl -fsS -o /dev/null --max-time 2 --unix-socket "$RUN_DIR/docker.sock" http://localhost/_ping 2>/dev/null
+}
+
+docker_up() {
+	require_root
+	lock_stack
+	local p missing=()
+	for p in "${DOCKER_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing: ${missing[*]}"
+		apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || die "apt-get update failed"
+		# policy-rc.d (exit 101) keeps the package from starting the
+		# system's own dockerd where there is no policy already.
+		DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+			--no-install-recommends "${missing[@]}" >&2 || die "apt-get install failed"
+	fi
+	local pidfile=$RUN_DIR/dockerd.pid logf=$RUN_DIR/dockerd.log
+	if pid_alive "$pidfile" && docker_ready; then
+		log "dockerd already running (pid $(cat "$pidfile"))"
+		return 0
+	fi
+	if pid_alive "$pidfile"; then
+		wait_for dockerd 60 docker_ready "$pidfile" "$logf"
+		return 0
+	fi
+	mkdir -p "$DOCKER_ROOT" "$RUN_DIR/docker-exec"
+	rm -f "$RUN_DIR/docker.sock"
+	echo '{}' >"$RUN_DIR/docker-daemon.json"
+	# dockerd writes its own pid file; the one we read is setsid's child.
+	setsid /usr/sbin/dockerd --host "$DOCKER_ADDR" --data-root "$DOCKER_ROOT" \
+		--exec-root "$RUN_DIR/docker-exec" --pidfile "$RUN_DIR/docker-exec/dockerd.pid" \
+		--config-file "$RUN_DIR/docker-daemon.json" \
+		--bridge=none --iptables=false --ip6tables=false --ip-masq=false \
+		--insecure-registry "$REGISTRY_ADDR" \
+		</dev/null >>"$logf" 2>&1 8>&- 9>&- &
+	echo $! >"$pidfile"
+	wait_for dockerd 60 docker_ready "$pidfile" "$logf"
+	log "dockerd ready at $DOCKER_ADDR (pid $(cat "$pidfile"), data-root $DOCKER_ROOT)"
+}
+
+docker_status() {
+	if pid_alive "$RUN_DIR/dockerd.pid" && docker_ready; then
+		echo "dockerd: running (pid $(cat "$RUN_DIR/dockerd.pid"), $DOCKER_ADDR)"
+		return 0
+	fi
+	echo "dockerd: not running"
+	return 1
+}
+
+cmd_docker() {
+	case "${1:-}" in
+	up) docker_up ;;
+	down) require_root; lock_stack; stop_daemon dockerd "$RUN_DIR/dockerd.pid" ;;
+	status) docker_status ;;
+	env) echo "export SWEBUILD_DOCKER_HOST=$DOCKER_ADDR" ;;
+	*)
+		echo "usage: $0 docker up|down|status|env" >&2
+		exit 2
+		;;
+	esac
+}
+
 cmd_env() {
 	echo "export BUILDKIT_HOST=$BUILDKIT_ADDR"
 	echo "export SWEBUILD_REGISTRY=$REGISTRY_ADDR"
@@ -666,8 +750,9 @@ build) build_buildkit ;;
 packages) require_root; install_packages ;;
 binfmt) require_root; install_packages; enable_binfmt ;;
 pool) shift; cmd_pool "$@" ;;
+docker) cmd_docker "${2:-}" ;;
 *)
-	echo "usage: $0 up|down|status|env|build|packages|binfmt|pool" >&2
+	echo "usage: $0 up|down|status|env|build|packages|binfmt|pool|docker" >&2
 	exit 2
 	;;
 esac

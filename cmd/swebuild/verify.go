@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,7 +31,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--engine buildkit|docker] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit or Docker and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -54,6 +55,8 @@ type verifyFlags struct {
 	metadataFile string
 	platforms    []string
 	builderAddr  string
+	engine       string
+	dockerHost   string
 	workers      int
 	timeout      time.Duration
 	repeat       int
@@ -75,7 +78,9 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), oci:DIR (an OCI layout written by swebuild build --output type=oci,dest=DIR), or dataset[=REGISTRY]: each record's image field (sweb.eval.arm64.<id> on linux/arm64), re-rooted at REGISTRY when given")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the instance image of each platform (its pushed ref, else its OCI layout)")
 	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	fs.StringVar(&f.engine, "engine", pipeline.EngineBuildKit, "what runs the containers: buildkit (a BuildKit daemon, --builder) or docker (a Docker daemon, --docker-host)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
+	fs.StringVar(&f.dockerHost, "docker-host", os.Getenv("DOCKER_HOST"), "with --engine docker: the Docker daemon's address, unix:///PATH or tcp://HOST:PORT (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "runs at once")
 	fs.DurationVar(&f.timeout, "timeout", verify.DefaultTimeout, "time limit of each eval.sh run")
 	fs.IntVar(&f.repeat, "repeat", 1, "run every instance N times and flag tests whose results differ")
@@ -110,6 +115,10 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		return o, fmt.Errorf("--run-id %q: want a plain name ([A-Za-z0-9._-], not starting with '.')", f.runID)
 	case f.evalScript != verify.ScriptDataset && f.evalScript != verify.ScriptGenerated:
 		return o, fmt.Errorf("--eval-script %q: want %s or %s", f.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
+	case f.engine != pipeline.EngineBuildKit && f.engine != pipeline.EngineDocker:
+		return o, fmt.Errorf("--engine %q: want %s or %s", f.engine, pipeline.EngineBuildKit, pipeline.EngineDocker)
+	case f.engine == pipeline.EngineDocker && f.builderAddr != "":
+		return o, errors.New("--builder is for --engine buildkit; with --engine docker give --docker-host")
 	}
 	plats, err := core.ParsePlatforms(f.platforms)
 	if err != nil {
@@ -120,11 +129,11 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		return o, err
 	}
 	addr := f.builderAddr
-	if addr == "" {
+	if addr == "" && f.engine == pipeline.EngineBuildKit {
 		addr = f.g.env.buildkitHost
-	}
-	if addr == "" {
-		return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
+		if addr == "" {
+			return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST (or use --engine docker)")
+		}
 	}
 	var datasetImages bool
 	images, datasetRegistry := f.images, ""
@@ -166,6 +175,8 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
 		Auth:            verifyAuth(creds),
+		Engine:          f.engine,
+		DockerHost:      f.dockerHost,
 		Workers:         f.workers,
 		Repeat:          f.repeat,
 		Timeout:         f.timeout,

@@ -37,6 +37,8 @@ func TestVerifyFlagErrors(t *testing.T) {
 		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--format", "xml"}, "--format"},
 		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--log-parser", "parse_log_nope"}, "--log-parser"},
 		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--platform", "linux/s390x"}, "--platform"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--engine", "podman"}, "--engine \"podman\": want buildkit or docker"},
+		{[]string{"--gold", "--dataset", "x.jsonl", "--images", "r", "--engine", "docker", "--builder", "unix:///b.sock"}, "--builder is for --engine buildkit"},
 		{[]string{"--gold", "--images", "r"}, "--dataset is required"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -1,0 +1,451 @@
+package verify
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/buildkit/client/llb"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	dockerclient "github.com/moby/moby/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	fstypes "github.com/tonistiigi/fsutil/types"
+
+	"github.com/swebuild/swebuild/core"
+)
+
+// DockerEngine runs jobs in containers of a Docker daemon, through the
+// Docker Engine API: the same wrapper script (wrapperScript), the same input
+// files (inputFiles) and the same reading of the outputs (readOutputs,
+// parseOutputs) as BuildKitEngine, so both engines grade a run alike.
+//
+// A run: the image is pulled for the job's platform (once per reference and
+// platform in the engine's life), a container is created from the pulled
+// image's id with no network (NetworkMode none) and the wrapper as its
+// command, the inputs are copied in (a tar to /), it runs, the output
+// directory is copied out (a tar) and the container is removed.
+type DockerEngine struct {
+	// Client talks to the daemon (NewDockerEngine).
+	Client *dockerclient.Client
+	// Grace is how long a container may run beyond the job's timeout (the
+	// leak check, the patch, the diffs) before it is killed and the run is
+	// an infrastructure error (default DefaultDockerGrace).
+	Grace time.Duration
+	// Progress, when set, receives a line when a pull starts and ends.
+	Progress io.Writer
+
+	mu     sync.Mutex
+	pulled map[string]string // ref@platform -> image id
+	locks  map[string]*sync.Mutex
+}
+
+// DefaultDockerGrace is DockerEngine.Grace's default.
+const DefaultDockerGrace = 30 * time.Minute
+
+// NewDockerEngine connects to the Docker daemon at host (unix:///path or
+// tcp://host:port; "" is the client's default, unix:///var/run/docker.sock),
+// negotiating the API version with it, and checks that it answers.
+func NewDockerEngine(ctx context.Context, host string) (*DockerEngine, error) {
+	opts := []dockerclient.Opt{dockerclient.WithAPIVersionNegotiation()}
+	if host != "" {
+		opts = append(opts, dockerclient.WithHost(host))
+	}
+	c, err := dockerclient.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Docker at %s: %w", dockerHostName(host), err)
+	}
+	if _, err := c.Ping(ctx, dockerclient.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("connecting to Docker at %s: %w", dockerHostName(host), err)
+	}
+	return &DockerEngine{Client: c}, nil
+}
+
+func dockerHostName(host string) string {
+	if host == "" {
+		return dockerclient.DefaultDockerHost
+	}
+	return host
+}
+
+// Close closes the connection to the daemon.
+func (e *DockerEngine) Close() error { return e.Client.Close() }
+
+// Run pulls job.Image for job.Platform and runs the job in a new container
+// of it.
+func (e *DockerEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
+	start := time.Now()
+	if job.Image == "" {
+		return nil, errors.New("running verification: no image reference")
+	}
+	p := job.Platform
+	if !p.Valid() {
+		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
+	}
+	id, err := e.pull(ctx, job.Image, p)
+	if err != nil {
+		return nil, fmt.Errorf("running verification of %s (%s): %w", job.Image, p, err)
+	}
+	out, err := e.runContainer(ctx, id, job)
+	if err != nil {
+		return nil, fmt.Errorf("running verification of %s (%s): %w", job.Image, p, err)
+	}
+	out.Wall = time.Since(start)
+	return out, nil
+}
+
+// pull pulls ref for p, once per engine, and returns the id of the image
+// pulled. Pulls of one reference are serialized: a tag naming an index is
+// one local name for every platform, so the id is read right after the pull
+// that set it. The image's own platform must be p.
+func (e *DockerEngine) pull(ctx context.Context, ref string, p core.Platform) (string, error) {
+	key := ref + "@" + p.String()
+	e.mu.Lock()
+	if e.pulled == nil {
+		e.pulled = map[string]string{}
+		e.locks = map[string]*sync.Mutex{}
+	}
+	if id, ok := e.pulled[key]; ok {
+		e.mu.Unlock()
+		return id, nil
+	}
+	l := e.locks[ref]
+	if l == nil {
+		l = &sync.Mutex{}
+		e.locks[ref] = l
+	}
+	e.mu.Unlock()
+
+	l.Lock()
+	defer l.Unlock()
+	e.mu.Lock()
+	id, ok := e.pulled[key]
+	e.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	begin := time.Now()
+	e.progress("verify: pulling %s for %s", ref, p)
+	resp, err := e.Client.ImagePull(ctx, ref, dockerclient.ImagePullOptions{Platforms: []ocispec.Platform{p.OCI()}})
+	if err != nil {
+		return "", fmt.Errorf("pulling: %w", err)
+	}
+	if err := resp.Wait(ctx); err != nil {
+		return "", fmt.Errorf("pulling: %w", err)
+	}
+	e.progress("verify: pulled %s for %s in %.1fs", ref, p, time.Since(begin).Seconds())
+	img, err := e.Client.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("inspecting the pulled image: %w", err)
+	}
+	if img.Os != "linux" || img.Architecture != p.GOARCH() {
+		return "", fmt.Errorf("the image pulled for %s is %s/%s", p, img.Os, img.Architecture)
+	}
+	e.mu.Lock()
+	e.pulled[key] = img.ID
+	e.mu.Unlock()
+	return img.ID, nil
+}
+
+func (e *DockerEngine) progress(format string, args ...any) {
+	if e.Progress != nil {
+		fmt.Fprintf(e.Progress, format+"\n", args...)
+	}
+}
+
+// runContainer runs job in a new container of the image id and removes it.
+func (e *DockerEngine) runContainer(ctx context.Context, id string, job Job) (out *RunOutput, err error) {
+	plat := job.Platform.OCI()
+	created, err := e.Client.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
+		Config: &container.Config{
+			Image: id,
+			// The image's ENV, WORKDIR and USER stay, as BuildKit
+			// keeps them; its ENTRYPOINT and CMD give way to the
+			// wrapper.
+			Entrypoint:      []string{"/bin/bash"},
+			Cmd:             []string{inDir + "/" + fileRun},
+			NetworkDisabled: true,
+			Labels:          map[string]string{"swebuild.verify": job.Nonce},
+		},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+		Platform:   &plat,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the container: %w", err)
+	}
+	cid := created.ID
+	defer func() {
+		// Removed even when ctx is done.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, rerr := e.Client.ContainerRemove(rctx, cid, dockerclient.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && err == nil {
+			err = fmt.Errorf("removing container %s: %w", shortID(cid), rerr)
+		}
+	}()
+
+	in, err := inputTar(inputFiles(job))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Client.CopyToContainer(ctx, cid, dockerclient.CopyToContainerOptions{DestinationPath: "/", Content: in}); err != nil {
+		return nil, fmt.Errorf("copying the inputs into container %s: %w", shortID(cid), err)
+	}
+
+	limit := job.Timeout
+	if limit <= 0 {
+		limit = DefaultTimeout
+	}
+	grace := e.Grace
+	if grace <= 0 {
+		grace = DefaultDockerGrace
+	}
+	limit += grace
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	// Waiting for the next exit is registered before the start, so a
+	// quick exit is not missed.
+	wait := e.Client.ContainerWait(wctx, cid, dockerclient.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := e.Client.ContainerStart(ctx, cid, dockerclient.ContainerStartOptions{}); err != nil {
+		return nil, fmt.Errorf("starting container %s: %w", shortID(cid), err)
+	}
+	var code int64
+	select {
+	case res := <-wait.Result:
+		if res.Error != nil && res.Error.Message != "" {
+			return nil, fmt.Errorf("waiting for container %s: %s", shortID(cid), res.Error.Message)
+		}
+		code = res.StatusCode
+	case werr := <-wait.Error:
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return nil, fmt.Errorf("container %s ran longer than the %s allowed (the tests' timeout and %s for the rest); killed", shortID(cid), limit, grace)
+		}
+		return nil, fmt.Errorf("waiting for container %s: %w", shortID(cid), werr)
+	}
+	if code != 0 {
+		// The wrapper always exits 0: bash is missing, or the
+		// container was killed.
+		return nil, fmt.Errorf("the wrapper script exited %d in container %s: %s", code, shortID(cid), e.logTail(ctx, cid))
+	}
+
+	rc, err := e.Client.CopyFromContainer(ctx, cid, dockerclient.CopyFromContainerOptions{SourcePath: outDir})
+	if err != nil {
+		return nil, fmt.Errorf("copying the outputs out of container %s: %w", shortID(cid), err)
+	}
+	defer rc.Content.Close()
+	tmp, err := os.MkdirTemp("", "swebuild-verify-out-")
+	if err != nil {
+		return nil, fmt.Errorf("reading the outputs: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := extractOutputs(rc.Content, tmp); err != nil {
+		return nil, fmt.Errorf("reading the outputs of container %s: %w", shortID(cid), err)
+	}
+	files, cut, err := readOutputs(ctx, dirRef{dir: tmp}, job.maxOutput())
+	if err != nil {
+		return nil, fmt.Errorf("reading the outputs: %w", err)
+	}
+	out, err = parseOutputs(job, files)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cut["test_output.txt"]; ok {
+		out.TestOutputSize, out.TestOutputOmitted = c.size, c.omitted
+	} else {
+		out.TestOutputSize = int64(len(out.TestOutput))
+	}
+	return out, nil
+}
+
+// logTail is the last 2 KiB of what the container wrote to stdout and
+// stderr, for an error message.
+func (e *DockerEngine) logTail(ctx context.Context, cid string) string {
+	rc, err := e.Client.ContainerLogs(ctx, cid, dockerclient.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	if _, err := stdcopy.StdCopy(&b, &b, io.LimitReader(rc, 1<<20)); err != nil && b.Len() == 0 {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	s := strings.TrimSpace(b.String())
+	if len(s) > 2048 {
+		s = "..." + s[len(s)-2048:]
+	}
+	if s == "" {
+		return "(it wrote nothing)"
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// inputTar is a tar holding inDir with files and an empty outDir, relative
+// to / (CopyToContainer's destination).
+func inputTar(files map[string]inputFile) (io.Reader, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0).UTC()
+	dirs := []string{path.Dir(strings.TrimPrefix(inDir, "/")), strings.TrimPrefix(inDir, "/"), strings.TrimPrefix(outDir, "/")}
+	for _, d := range dirs {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+			return nil, fmt.Errorf("packing the inputs: %w", err)
+		}
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f := files[n]
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(inDir, "/") + "/" + n, Mode: int64(f.mode.Perm()), Size: int64(len(f.data)), ModTime: epoch}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, fmt.Errorf("packing the inputs: %w", err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, fmt.Errorf("packing the inputs: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("packing the inputs: %w", err)
+	}
+	return &buf, nil
+}
+
+// extractOutputs writes the regular files directly inside the output
+// directory's tar (its entries are out/NAME) that the wrapper writes, or
+// that go with a capped output (NAME.tail, NAME.size), into dir. Anything
+// else (files the code under test left there, links, subdirectories) is
+// skipped unread.
+func extractOutputs(r io.Reader, dir string) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		rel := strings.TrimPrefix(path.Clean(h.Name), "/")
+		top, name, ok := strings.Cut(rel, "/")
+		if !ok || top != path.Base(outDir) || strings.Contains(name, "/") || !outputName(name) {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+}
+
+// outputName reports whether readOutputs may read name: a wrapper file, a
+// capped output, or the tail or size of one.
+func outputName(name string) bool {
+	if cappedOutput(name) || wrapperOutput(name) {
+		return true
+	}
+	for _, suf := range []string{".tail", ".size"} {
+		if base, ok := strings.CutSuffix(name, suf); ok && cappedOutput(base) {
+			return true
+		}
+	}
+	return false
+}
+
+// dirRef is a directory of output files seen as the gateway reference
+// readOutputs reads the BuildKit engine's outputs from: the one reading of
+// outputs (sizes, head and tail, limits) serves both engines.
+type dirRef struct{ dir string }
+
+var _ gateway.Reference = dirRef{}
+
+func (d dirRef) ToState() (llb.State, error) {
+	return llb.State{}, errors.New("a local output directory has no LLB state")
+}
+
+func (d dirRef) Evaluate(context.Context) error { return nil }
+
+func (d dirRef) ReadDir(_ context.Context, req gateway.ReadDirRequest) ([]*fstypes.Stat, error) {
+	if req.Path != "/" && req.Path != "" {
+		return nil, fmt.Errorf("reading %s: only the top directory is read", req.Path)
+	}
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*fstypes.Stat
+	for _, en := range entries {
+		st, err := d.stat(en.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (d dirRef) StatFile(_ context.Context, req gateway.StatRequest) (*fstypes.Stat, error) {
+	return d.stat(strings.TrimPrefix(req.Path, "/"))
+}
+
+func (d dirRef) stat(name string) (*fstypes.Stat, error) {
+	if !fs.ValidPath(name) || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("%q is not a file of the output directory", name)
+	}
+	fi, err := os.Lstat(filepath.Join(d.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	return &fstypes.Stat{Path: name, Mode: uint32(fi.Mode()), Size: fi.Size()}, nil
+}
+
+func (d dirRef) ReadFile(_ context.Context, req gateway.ReadRequest) ([]byte, error) {
+	name := strings.TrimPrefix(req.Filename, "/")
+	if !fs.ValidPath(name) || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("%q is not a file of the output directory", req.Filename)
+	}
+	f, err := os.Open(filepath.Join(d.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if req.Range == nil {
+		return io.ReadAll(f)
+	}
+	b := make([]byte, req.Range.Length)
+	n, err := f.ReadAt(b, int64(req.Range.Offset))
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b[:n], nil
+}

@@ -1,0 +1,300 @@
+package verify
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	dockerclient "github.com/moby/moby/client"
+
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/internal/stacktest"
+)
+
+// TestInputTar: the tar copied into the container holds the wrapper's
+// input directory with every input file (name, mode, bytes) and an empty
+// output directory, all relative to /.
+func TestInputTar(t *testing.T) {
+	job := Job{Patch: "the patch\n", EvalScript: "#!/bin/bash\necho hi\n", BaseCommit: "abc", Timeout: 90 * time.Second, SkipApply: true}
+	want := inputFiles(job)
+	r, err := inputTar(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(r)
+	dirs := map[string]bool{}
+	got := map[string]inputFile{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			dirs[h.Name] = true
+		case tar.TypeReg:
+			dir, name, _ := strings.Cut(h.Name, "swebuild-verify/in/")
+			if dir != "" || name == "" {
+				t.Errorf("file %q outside swebuild-verify/in/", h.Name)
+				continue
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[name] = inputFile{data: b, mode: h.FileInfo().Mode().Perm()}
+		default:
+			t.Errorf("entry %q of type %c", h.Name, h.Typeflag)
+		}
+	}
+	for _, d := range []string{"swebuild-verify/", "swebuild-verify/in/", "swebuild-verify/out/"} {
+		if !dirs[d] {
+			t.Errorf("no directory %s in %v", d, dirs)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d files, want %d", len(got), len(want))
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok || !bytes.Equal(g.data, w.data) || g.mode != w.mode {
+			t.Errorf("%s: got %q %v, want %q %v", name, g.data, g.mode, w.data, w.mode)
+		}
+	}
+	if _, ok := got[fileSkip]; !ok {
+		t.Errorf("control run without %s", fileSkip)
+	}
+}
+
+// TestExtractOutputs: the output directory's tar as the daemon sends it
+// (entries out/NAME) is read as the BuildKit engine reads its output mount:
+// the wrapper's files only (not links, not subdirectories, not what the
+// code under test left there), a cut output joined from its head and tail
+// with the count left out.
+func TestExtractOutputs(t *testing.T) {
+	head := strings.Repeat("h\n", 8)             // 16 bytes kept from the start
+	tailText := "x\n" + strings.Repeat("t\n", 7) // last 16 bytes, starting mid-line
+	type entry struct {
+		name, body, link string
+		typ              byte
+	}
+	entries := []entry{
+		{name: "out/", typ: tar.TypeDir},
+		{name: "out/wrap_start", body: "100.5\n"},
+		{name: "out/wrap_end", body: "110.5\n"},
+		{name: "out/apply.1.out", body: "Checking patch a.txt...\n"},
+		{name: "out/apply.1.rc", body: "0\n"},
+		{name: "out/diff_before", body: "diff --git a/a.txt b/a.txt\n"},
+		{name: "out/test_start", body: "101\n"},
+		{name: "out/test_end", body: "109\n"},
+		{name: "out/test_rc", body: "0\n"},
+		{name: "out/test_output.txt", body: head},
+		{name: "out/test_output.txt.tail", body: tailText},
+		{name: "out/test_output.txt.size", body: "1000\n"},
+		{name: "out/diff_after", body: "diff --git a/a.txt b/a.txt\n"},
+		{name: "out/junk.txt", body: "left by the tests\n"},
+		{name: "out/sub/", typ: tar.TypeDir},
+		{name: "out/sub/test_rc", body: "7\n"},
+		{name: "out/leak_x", typ: tar.TypeSymlink, link: "/etc/shadow"},
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		typ := e.typ
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		h := &tar.Header{Name: e.name, Typeflag: typ, Mode: 0o644, Size: int64(len(e.body)), Linkname: e.link}
+		if typ != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if typ == tar.TypeReg {
+			if _, err := tw.Write([]byte(e.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := extractOutputs(&buf, dir); err != nil {
+		t.Fatal(err)
+	}
+	files, cut, err := readOutputs(context.Background(), dirRef{dir: dir}, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"junk.txt", "sub", "leak_x", "test_output.txt.tail", "test_output.txt.size"} {
+		if _, ok := files[bad]; ok {
+			t.Errorf("%s was read", bad)
+		}
+	}
+	out, err := parseOutputs(Job{Timeout: time.Minute}, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Applied || !out.TestRan || out.TestExit != 0 || len(out.Attempts) != 1 || out.Attempts[0].Output != "Checking patch a.txt...\n" {
+		t.Errorf("parsed %+v", out)
+	}
+	if out.TestSeconds != 8 || out.InContainerSeconds != 10 {
+		t.Errorf("clock: tests %v s, wrapper %v s; want 8 and 10", out.TestSeconds, out.InContainerSeconds)
+	}
+	c, ok := cut["test_output.txt"]
+	// 1000 bytes written; kept: 16 of the head and the 14 of the tail after
+	// its first newline.
+	if !ok || c.size != 1000 || c.omitted != 1000-16-14 {
+		t.Errorf("cut %+v, want size 1000, %d omitted", c, 1000-16-14)
+	}
+	want := head + "[swebuild verify: 970 bytes of output left out here: it was 1000 bytes; the first 16 and the last 14 are kept]\n" + strings.Repeat("t\n", 7)
+	if out.TestOutput != want {
+		t.Errorf("test output %q, want %q", out.TestOutput, want)
+	}
+}
+
+// dockerEngine returns an engine on the stack's Docker daemon.
+func dockerEngine(t *testing.T) *DockerEngine {
+	t.Helper()
+	host := stacktest.RequireDocker(t)
+	e, err := NewDockerEngine(context.Background(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// verifyContainers counts the daemon's containers the engine made (its
+// label), running or not.
+func verifyContainers(t *testing.T, e *DockerEngine) int {
+	t.Helper()
+	res, err := e.Client.ContainerList(context.Background(), dockerclient.ContainerListOptions{All: true, Filters: dockerclient.Filters{}.Add("label", "swebuild.verify")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(res.Items)
+}
+
+// TestDockerEngineStack runs jobs on the stack's Docker daemon with an
+// image the BuildKit tests push: both engines give the same run for the
+// same job; the container has no network but loopback; a run over its
+// timeout is cut and says so; a long output comes back as head and tail;
+// no container is left behind.
+func TestDockerEngineStack(t *testing.T) {
+	c, image := testImage(t)
+	e := dockerEngine(t)
+	ctx := context.Background()
+	before := verifyContainers(t, e)
+
+	t.Run("same as buildkit", func(t *testing.T) {
+		eval := "#!/bin/bash\necho '" + grading.StartTestOutput + "'\ncat /testbed/a.txt\npwd\nid -u\necho \"PATH=$PATH\"\necho '" + grading.EndTestOutput + "'\n"
+		job := testJob(t, image, eval)
+		bk, err := (&BuildKitEngine{Client: c}).Run(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Nonce += "-docker"
+		dk, err := e.Run(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dk.InfraError != "" || !dk.Applied || !dk.TestRan || dk.TestExit != 0 || dk.TimedOut {
+			t.Fatalf("docker run: %+v", dk)
+		}
+		if dk.TestOutput != bk.TestOutput || dk.DiffBefore != bk.DiffBefore || dk.DiffAfter != bk.DiffAfter ||
+			fmt.Sprint(dk.Attempts) != fmt.Sprint(bk.Attempts) || dk.Leak.Commits != bk.Leak.Commits || dk.Leak.Refs != bk.Leak.Refs {
+			t.Errorf("engines differ:\nbuildkit %+v\ndocker   %+v", bk, dk)
+		}
+		if !strings.Contains(dk.TestOutput, "\ntwo\n") {
+			t.Errorf("the patch was not applied in the container: %q", dk.TestOutput)
+		}
+	})
+
+	t.Run("network none", func(t *testing.T) {
+		job := testJob(t, image, "#!/bin/bash\nls /sys/class/net\n")
+		out, err := e.Run(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(out.TestOutput); len(got) != 1 || got[0] != "lo" {
+			t.Errorf("network interfaces %q, want only lo", got)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		job := testJob(t, image, "#!/bin/bash\necho started\nsleep 60\necho never\n")
+		job.Timeout = 2 * time.Second
+		begin := time.Now()
+		out, err := e.Run(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.TimedOut || out.TestExit != 124 || strings.Contains(out.TestOutput, "never") || time.Since(begin) > 45*time.Second {
+			t.Errorf("timed-out run: exit %d, timed out %v, output %q, took %s", out.TestExit, out.TimedOut, out.TestOutput, time.Since(begin))
+		}
+	})
+
+	t.Run("long output", func(t *testing.T) {
+		const size = 40 << 20
+		line := fmt.Sprintf("%063d", 0)
+		job := testJob(t, image, "#!/bin/bash\nyes "+line+" | head -c "+fmt.Sprint(size)+"\necho 'last line'\n")
+		job.MaxOutput = 4 << 20
+		out, err := e.Run(ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := int64(size + len("last line\n"))
+		if out.TestOutputSize != total || out.TestOutputOmitted <= total-(4<<20) || !strings.HasSuffix(out.TestOutput, line+"\nlast line\n") ||
+			int64(len(out.TestOutput)) > 4<<20+200 {
+			t.Errorf("40 MiB output: size %d (want %d), %d omitted, %d bytes back", out.TestOutputSize, total, out.TestOutputOmitted, len(out.TestOutput))
+		}
+	})
+
+	if after := verifyContainers(t, e); after != before {
+		t.Errorf("%d verify containers on the daemon after the runs, %d before", after, before)
+	}
+}
+
+// TestDockerEngineWrongPlatform: an image asked for a platform it does not
+// have is an error naming the platform, not a run of another architecture.
+func TestDockerEngineWrongPlatform(t *testing.T) {
+	_, image := testImageFor(t, core.AMD64)
+	e := dockerEngine(t)
+	job := testJob(t, image, "#!/bin/bash\nuname -m\n")
+	job.Platform = core.ARM64
+	out, err := e.Run(context.Background(), job)
+	if err == nil || !strings.Contains(err.Error(), "linux/arm64") {
+		t.Fatalf("an amd64 image run as linux/arm64: err %v, output %+v", err, out)
+	}
+	t.Logf("error: %v", err)
+}
+
+// TestNewDockerEngineNoDaemon: an address where no daemon answers is an
+// error naming it, before any run.
+func TestNewDockerEngineNoDaemon(t *testing.T) {
+	for _, host := range []string{"unix://" + t.TempDir() + "/docker.sock", "tcp://127.0.0.1:1", "ftp://example"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		e, err := NewDockerEngine(ctx, host)
+		cancel()
+		if err == nil {
+			e.Close()
+			t.Errorf("%s: connected", host)
+			continue
+		}
+		if !strings.Contains(err.Error(), host) {
+			t.Errorf("%s: error %q does not name the address", host, err)
+		}
+	}
+}
