@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/verify"
 )
 
 func fixtureTaskRepo(t *testing.T) string {
@@ -33,8 +34,14 @@ func TestLoadTaskRepo(t *testing.T) {
 	}
 	for i, tg := range targets {
 		task := l.Tasks[i/2]
-		if tg.EvalScript != task.Instance.EvalScript || tg.Parser != task.Instance.LogParser || tg.Instance.InstanceID != task.Instance.InstanceID {
-			t.Errorf("target %d (%s %s): not the task's own eval.sh and parser", i, tg.Instance.InstanceID, tg.Platform)
+		// The task's own eval.sh as upstream v5 runs it: with the test
+		// command's exit status recorded after the end marker.
+		want, recorded := verify.EvalScriptV5(task.Instance.EvalScript)
+		if tg.EvalScript != want || !recorded || !tg.RecordsExit || tg.Parser != task.Instance.LogParser || tg.Instance.InstanceID != task.Instance.InstanceID {
+			t.Errorf("target %d (%s %s): not the task's own eval.sh (exit status recorded) and parser", i, tg.Instance.InstanceID, tg.Platform)
+		}
+		if !strings.Contains(tg.EvalScript, "SWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\necho \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\"\n") {
+			t.Errorf("target %d: the script run does not record the test exit status once after the end marker:\n%s", i, tg.EvalScript)
 		}
 	}
 	nodes := TaskNodes(l.TaskPlan(core.AllPlatforms()))

@@ -648,9 +648,13 @@ cmd_taskrepo() {
 		"$py" - "$FIXTURE_DIR" "$tmp/repos" "$tmp/taskrepo" <<'EOF'
 # The fixture's records as an upstream v5 task repo (swebench/task/repo.py):
 # one directory per instance, the record's columns as files, a flat
-# Dockerfile whose build context is the task directory, and a v5 eval.sh
-# (the test command's exit status echoed after the end marker, as
-# swebench.harness.utils.record_test_exit_code writes it).
+# Dockerfile whose build context is the task directory, and an eval.sh in
+# the shape of upstream's task repos: the test command between the markers
+# and nothing after the end marker but the reset. The harness that runs it
+# (upstream v5's make_test_spec, swebuild verify) makes it record the test
+# command's exit status (swebench.harness.utils.record_test_exit_code); a
+# script that recorded it already would be recorded twice there, the second
+# time as 0.
 import hashlib, json, os, subprocess, sys
 
 fixture_dir, repos_dir, out = sys.argv[1:4]
@@ -706,8 +710,7 @@ def eval_script(rec, prof, spec):
     lines += reset
     lines += [f"git apply -v - <<'{delim}'", rec["test_patch"].rstrip("\n"), delim,
               ": '>>>>> Start Test Output'", f"{spec['test_cmd']} {' '.join(files)}",
-              "SWEBENCH_TEST_EXIT_CODE=$?", ": '>>>>> End Test Output'",
-              'echo ">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE"', *reset]
+              ": '>>>>> End Test Output'", *reset]
     return "\n".join(lines) + "\n"
 
 def dockerfile(rec, prof, spec):
