@@ -296,50 +296,46 @@ make_auth_login() {
 		"$AUTH_REGISTRY_ADDR" "$(printf '%s:%s' "$AUTH_USER" "$pw" | base64 -w0)" >"$DOCKER_CONFIG_DIR/config.json")
 }
 
-write_auth_registry_config() {
-	cat >"$RUN_DIR/registry-auth.yml" <<EOF
-# written by scripts/stack.sh: htpasswd login, filesystem storage, deletes allowed
+# registry_config ROOT ADDR [HTPASSWD]: a config for Debian's registry:
+# filesystem storage under ROOT, deletes allowed, listening on ADDR; with
+# HTPASSWD, a login checked against that file.
+registry_config() {
+	local root=$1 addr=$2 htpasswd=${3:-}
+	if [ -n "$htpasswd" ]; then
+		echo "# written by scripts/stack.sh: htpasswd login, filesystem storage, deletes allowed"
+	else
+		echo "# written by scripts/stack.sh: no auth, filesystem storage, deletes allowed"
+	fi
+	cat <<EOF
 version: 0.1
 log:
   level: info
   formatter: text
 storage:
   filesystem:
-    rootdirectory: $AUTH_REGISTRY_ROOT
+    rootdirectory: $root
   delete:
     enabled: true
   cache:
     blobdescriptor: inmemory
-auth:
-  htpasswd:
-    realm: swebuild-auth
-    path: $AUTH_LOGIN_DIR/htpasswd
+EOF
+	if [ -n "$htpasswd" ]; then
+		printf 'auth:\n  htpasswd:\n    realm: swebuild-auth\n    path: %s\n' "$htpasswd"
+	fi
+	cat <<EOF
 http:
-  addr: $AUTH_REGISTRY_ADDR
+  addr: $addr
   headers:
     X-Content-Type-Options: [nosniff]
 EOF
 }
 
+write_auth_registry_config() {
+	registry_config "$AUTH_REGISTRY_ROOT" "$AUTH_REGISTRY_ADDR" "$AUTH_LOGIN_DIR/htpasswd" >"$RUN_DIR/registry-auth.yml"
+}
+
 write_registry_config() {
-	cat >"$RUN_DIR/registry.yml" <<EOF
-# written by scripts/stack.sh: no auth, filesystem storage, deletes allowed
-version: 0.1
-log:
-  level: info
-  formatter: text
-storage:
-  filesystem:
-    rootdirectory: $REGISTRY_ROOT
-  delete:
-    enabled: true
-  cache:
-    blobdescriptor: inmemory
-http:
-  addr: $REGISTRY_ADDR
-  headers:
-    X-Content-Type-Options: [nosniff]
-EOF
+	registry_config "$REGISTRY_ROOT" "$REGISTRY_ADDR" >"$RUN_DIR/registry.yml"
 }
 
 start_buildkitd() {
