@@ -41,19 +41,10 @@ const (
 func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*builder.Node {
 	t.Helper()
 	stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
-		t.Fatal(err)
-	}
+	fx := stacktest.RequireBuildFixture(ctx, t)
 	loaded, err := pipeline.Load(ctx, pipeline.Inputs{
-		Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"), Instances: ids,
-		Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default",
+		Dataset: fx.Dataset, Instances: ids, Specs: fx.Specs, Pins: "default",
 		CacheDir: t.TempDir(), Offline: true,
 	})
 	if err != nil {
@@ -63,7 +54,7 @@ func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*bui
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := pipeline.Nodes(p, loaded.Instances, []string{rootfs, ctxDir})
+	nodes, err := pipeline.Nodes(p, loaded.Instances, fx.ContextDirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +115,7 @@ func manifests(t *testing.T, reg *regtest.Registry, repo string) []string {
 // amd64 envs went to different daemons, and every image was pushed once.
 func TestPoolFixtureAcrossDaemons(t *testing.T) {
 	nodes := fixtureNodes(t, core.AllPlatforms())
-	reg := regtest.Start(t, regtest.Options{})
-	dopts := bkdaemon.Options{Registries: []string{reg.Host}, MaxParallelism: 2}
-	a1 := bkdaemon.Start(t, "amd64-1", withPlatforms(dopts, "linux/amd64"))
-	a2 := bkdaemon.Start(t, "amd64-2", withPlatforms(dopts, "linux/amd64"))
-	r1 := bkdaemon.Start(t, "arm64-1", withPlatforms(dopts, "linux/arm64"))
+	reg, a1, a2, r1 := threeDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -172,6 +159,19 @@ func TestPoolFixtureAcrossDaemons(t *testing.T) {
 func withPlatforms(o bkdaemon.Options, p ...string) bkdaemon.Options {
 	o.Platforms = p
 	return o
+}
+
+// threeDaemons starts a registry and three daemons that may push to it, two
+// for linux/amd64 (amd64-1, amd64-2) and one for linux/arm64 only (arm64-1,
+// QEMU), two solves at once each.
+func threeDaemons(t *testing.T) (reg *regtest.Registry, a1, a2, r1 *bkdaemon.Daemon) {
+	t.Helper()
+	reg = regtest.Start(t, regtest.Options{})
+	dopts := bkdaemon.Options{Registries: []string{reg.Host}, MaxParallelism: 2}
+	a1 = bkdaemon.Start(t, "amd64-1", withPlatforms(dopts, "linux/amd64"))
+	a2 = bkdaemon.Start(t, "amd64-2", withPlatforms(dopts, "linux/amd64"))
+	r1 = bkdaemon.Start(t, "arm64-1", withPlatforms(dopts, "linux/arm64"))
+	return reg, a1, a2, r1
 }
 
 // checkPushedOnce: every done node's digest is in the registry, and the
@@ -336,11 +336,7 @@ func TestPoolMutualTLS(t *testing.T) {
 // fails, naming the lost daemon.
 func TestPoolKillDaemons(t *testing.T) {
 	nodes := fixtureNodes(t, core.AllPlatforms())
-	reg := regtest.Start(t, regtest.Options{})
-	dopts := bkdaemon.Options{Registries: []string{reg.Host}, MaxParallelism: 2}
-	a1 := bkdaemon.Start(t, "amd64-1", withPlatforms(dopts, "linux/amd64"))
-	a2 := bkdaemon.Start(t, "amd64-2", withPlatforms(dopts, "linux/amd64"))
-	r1 := bkdaemon.Start(t, "arm64-1", withPlatforms(dopts, "linux/arm64"))
+	reg, a1, a2, r1 := threeDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	runDir := t.TempDir()
@@ -526,20 +522,11 @@ func TestPoolFrozenDaemon(t *testing.T) {
 // the pool (counted from the daemons' cache records).
 func TestPoolFlatPrefix(t *testing.T) {
 	stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
-		t.Fatal(err)
-	}
+	fx := stacktest.RequireBuildFixture(ctx, t)
 	loaded, err := pipeline.Load(ctx, pipeline.Inputs{
-		Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
-		Specs:   filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default",
+		Dataset: fx.Dataset, Specs: fx.Specs, Pins: "default",
 		CacheDir: t.TempDir(), Offline: true,
 	})
 	if err != nil {
@@ -561,7 +548,7 @@ func TestPoolFlatPrefix(t *testing.T) {
 			InstanceID: inst.InstanceID, Platform: core.AMD64, Dockerfile: []byte(flat), ContextFiles: map[string]string{}}
 		for _, rn := range res.Nodes() {
 			for _, ext := range rn.External {
-				for _, d := range []string{rootfs, ctxDir} {
+				for _, d := range fx.ContextDirs {
 					if _, err := os.Stat(filepath.Join(d, ext)); err == nil {
 						n.ContextFiles[ext] = filepath.Join(d, ext)
 					}

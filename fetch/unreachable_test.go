@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/swebuild/swebuild/internal/faultproxy"
 )
 
 // countingTransport counts the requests per URL path that reach the wire.
@@ -40,50 +41,13 @@ func (c *countingTransport) count(path string) int {
 // names them all and the log shows the retries (and, when silent, that the
 // download is still waiting).
 func TestUnreachableHostAskedOnce(t *testing.T) {
-	refusing := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close() // nothing listens there any more: connection refused
-		return addr
-	}
-	silent := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var conns []net.Conn
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c) // read nothing, answer nothing
-				mu.Unlock()
-			}
-		}()
-		t.Cleanup(func() {
-			l.Close()
-			mu.Lock()
-			for _, c := range conns {
-				c.Close()
-			}
-			mu.Unlock()
-		})
-		return l.Addr().String()
-	}
 	for _, tc := range []struct {
 		name    string
-		addr    func(t *testing.T) string
+		addr    func(testing.TB) string
 		waiting bool // the log says a download is still waiting
 	}{
-		{"refused", refusing, false},
-		{"silent", silent, true},
+		{"refused", faultproxy.Refused, false},
+		{"silent", faultproxy.Silent, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ct := &countingTransport{n: map[string]int{}, next: http.DefaultTransport.(*http.Transport).Clone()}

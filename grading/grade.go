@@ -146,14 +146,10 @@ func EvalLog(inst dataset.Instance, log string, opts GradeOptions) (LogResult, e
 	}
 	section := log
 	if !opts.WholeLog {
-		start := strings.Index(log, StartTestOutput)
-		if start < 0 || !strings.Contains(log, EndTestOutput) {
+		var ok bool
+		if section, ok = testOutputSection(log); !ok {
 			res.Reason = fmt.Sprintf("log lacks %q or %q", StartTestOutput, EndTestOutput)
 			return res, nil
-		}
-		section = log[start+len(StartTestOutput):]
-		if end := strings.Index(section, EndTestOutput); end >= 0 {
-			section = section[:end]
 		}
 	}
 	name, parse, err := p.resolve(inst.InstanceID)
@@ -190,6 +186,21 @@ func checkUTF8(log string) error {
 	return fmt.Errorf("grading log: byte %d is not valid UTF-8 (upstream cannot read the log)", off)
 }
 
+// testOutputSection is what upstream's parsers read of a log: from after
+// the first StartTestOutput to the first EndTestOutput after it (or the
+// end); ok false when the log lacks either marker.
+func testOutputSection(log string) (section string, ok bool) {
+	start := strings.Index(log, StartTestOutput)
+	if start < 0 || !strings.Contains(log, EndTestOutput) {
+		return "", false
+	}
+	section = log[start+len(StartTestOutput):]
+	if end := strings.Index(section, EndTestOutput); end >= 0 {
+		section = section[:end]
+	}
+	return section, true
+}
+
 // testPassed is upstream's test_passed: PASSED or XFAIL.
 func testPassed(sm *StatusMap, test string) bool {
 	st, ok := sm.Get(test)
@@ -208,7 +219,23 @@ func testFailed(sm *StatusMap, test string) bool {
 // label order. failOnly selects upstream's FAIL_ONLY rule: failure iff the
 // status is FAILED.
 func EvalTestsReport(sm *StatusMap, failToPass, passToPass []string, failOnly bool) TestsStatus {
-	classify := func(labels []string) Bucket {
+	return evalTestsReport(sm, failToPass, passToPass, failOnly, func(t string, _ bool) (success, failure bool) {
+		if testPassed(sm, t) {
+			return true, false
+		}
+		return false, testFailed(sm, t)
+	})
+}
+
+// evalTestsReport is what v4.1.0's and v5's get_eval_tests_report share:
+// each FAIL_TO_PASS and PASS_TO_PASS label, in label order, lands in
+// success, failure or neither; with failOnly (upstream's FAIL_ONLY) failure
+// iff the label is a key whose status is FAILED, otherwise as judge says
+// (maintained is true for PASS_TO_PASS labels). The FAIL_TO_FAIL and
+// PASS_TO_FAIL buckets stay empty.
+func evalTestsReport(sm *StatusMap, failToPass, passToPass []string, failOnly bool,
+	judge func(label string, maintained bool) (success, failure bool)) TestsStatus {
+	classify := func(labels []string, maintained bool) Bucket {
 		b := Bucket{Success: []string{}, Failure: []string{}}
 		for _, t := range labels {
 			if failOnly {
@@ -219,17 +246,18 @@ func EvalTestsReport(sm *StatusMap, failToPass, passToPass []string, failOnly bo
 				}
 				continue
 			}
-			if testPassed(sm, t) {
+			switch success, failure := judge(t, maintained); {
+			case success:
 				b.Success = append(b.Success, t)
-			} else if testFailed(sm, t) {
+			case failure:
 				b.Failure = append(b.Failure, t)
 			}
 		}
 		return b
 	}
 	return TestsStatus{
-		FailToPass: classify(failToPass),
-		PassToPass: classify(passToPass),
+		FailToPass: classify(failToPass, false),
+		PassToPass: classify(passToPass, true),
 		FailToFail: Bucket{Success: []string{}, Failure: []string{}},
 		PassToFail: Bucket{Success: []string{}, Failure: []string{}},
 	}

@@ -24,49 +24,11 @@ func collapseSpaces(s string) string {
 	return pyStrip(strings.Join(pyFields(s), " "))
 }
 
-// carbonPatterns are parse_log_carbon's patterns, tried in order on each
-// line (re.match).
-func carbonPatterns() []struct {
-	re     *regexp.Regexp
-	status string
-} {
-	var out []struct {
-		re     *regexp.Regexp
-		status string
-	}
-	for _, w := range []struct{ word, status string }{{"PASS", StatusPassed}, {"FAIL", StatusFailed}} {
-		for _, tail := range []string{
-			reS + `\([` + pyDigitChars + `.]+ms\)`,
-			reS + `\([` + pyDigitChars + `.]+` + reS + `s\)`,
-			reS + `\([` + pyDigitChars + `.]+s\)`,
-			``,
-		} {
-			out = append(out, struct {
-				re     *regexp.Regexp
-				status string
-			}{pyRegexp(`^` + w.word + reS + `(.*)` + tail), w.status})
-		}
-	}
-	return out
-}
-
 // parseCarbon is parse_log_carbon (also v5's parse_log_lighthouse_jest):
-// "PASS name (1.2ms)" and the like; the first pattern that matches names
-// the test.
+// upstream's function is parse_log_react_pdf line for line (the same eight
+// patterns in the same order), so it is parseReactPDF.
 func parseCarbon(log string, sm *StatusMap) error {
-	pats := carbonPatterns()
-	return forEachLine(log, func(line string) error {
-		if !strings.HasPrefix(line, "PASS") && !strings.HasPrefix(line, "FAIL") {
-			return nil
-		}
-		for _, p := range pats {
-			if m := p.re.FindStringSubmatch(line); m != nil {
-				sm.set(m[1], p.status)
-				break
-			}
-		}
-		return nil
-	})
+	return parseReactPDF(log, sm)
 }
 
 // parseGrommet is parse_log_grommet: findall(^FAIL\s(.*)) then

@@ -39,53 +39,24 @@ func hasStatusSuffix(line string) bool {
 	return false
 }
 
-// pytestLine is the common body of parse_log_pytest and parse_log_matplotlib:
-// a line starting with a status gives {split()[1]: split()[0]}, after " - "
-// is replaced by " " on FAILED lines.
-func pytestLine(line string, sm *StatusMap) {
-	if !hasStatusPrefix(line) {
-		return
-	}
-	if strings.HasPrefix(line, StatusFailed) {
-		line = strings.ReplaceAll(line, " - ", " ")
-	}
-	f0, f1, n := pySplit2(line)
-	if n <= 1 {
-		return
-	}
-	sm.set(f1, f0)
+// pytestStyle is what tells parse_log_pytest, parse_log_matplotlib and
+// parse_log_pytest_options apart, in v4.1.0 and in v5 (RulesV5).
+type pytestStyle struct {
+	mouseButtons bool // matplotlib: "MouseButton.LEFT" -> "1" and "MouseButton.RIGHT" -> "3" first
+	optionNames  bool // pytest_options: the test id through optionTestName
+	skipSummary  bool // v5: no "SKIPPED [N] path:line: reason" summary line (isSkipSummary)
 }
 
-// parsePytest is upstream's parse_log_pytest.
-func parsePytest(log string, sm *StatusMap) error {
+// parsePytestStyle is the body those parsers share: a line starting with a
+// status gives {split()[1]: split()[0]}, after " - " is replaced by " " on
+// FAILED lines.
+func parsePytestStyle(log string, sm *StatusMap, st pytestStyle) error {
 	it := lineIter{s: log}
 	for line, ok := it.next(); ok; line, ok = it.next() {
-		pytestLine(line, sm)
-	}
-	return nil
-}
-
-// parseMatplotlib is upstream's parse_log_matplotlib: parse_log_pytest after
-// "MouseButton.LEFT" -> "1" and "MouseButton.RIGHT" -> "3".
-func parseMatplotlib(log string, sm *StatusMap) error {
-	it := lineIter{s: log}
-	for line, ok := it.next(); ok; line, ok = it.next() {
-		if strings.Contains(line, "MouseButton.") {
+		if st.mouseButtons && strings.Contains(line, "MouseButton.") {
 			line = strings.ReplaceAll(line, "MouseButton.LEFT", "1")
 			line = strings.ReplaceAll(line, "MouseButton.RIGHT", "3")
 		}
-		pytestLine(line, sm)
-	}
-	return nil
-}
-
-// parsePytestOptions is upstream's parse_log_pytest_options: like
-// parse_log_pytest, but a test id "main[option]" whose option is an absolute
-// path (starts with one "/" and has no "*") keeps only the path's last
-// element: "main[/last]".
-func parsePytestOptions(log string, sm *StatusMap) error {
-	it := lineIter{s: log}
-	for line, ok := it.next(); ok; line, ok = it.next() {
 		if !hasStatusPrefix(line) {
 			continue
 		}
@@ -93,12 +64,34 @@ func parsePytestOptions(log string, sm *StatusMap) error {
 			line = strings.ReplaceAll(line, " - ", " ")
 		}
 		f0, f1, n := pySplit2(line)
-		if n <= 1 {
+		if n <= 1 || (st.skipSummary && isSkipSummary(f0, f1)) {
 			continue
 		}
-		sm.set(optionTestName(f1), f0)
+		if st.optionNames {
+			f1 = optionTestName(f1)
+		}
+		sm.set(f1, f0)
 	}
 	return nil
+}
+
+// parsePytest is upstream's parse_log_pytest.
+func parsePytest(log string, sm *StatusMap) error {
+	return parsePytestStyle(log, sm, pytestStyle{})
+}
+
+// parseMatplotlib is upstream's parse_log_matplotlib: parse_log_pytest after
+// "MouseButton.LEFT" -> "1" and "MouseButton.RIGHT" -> "3".
+func parseMatplotlib(log string, sm *StatusMap) error {
+	return parsePytestStyle(log, sm, pytestStyle{mouseButtons: true})
+}
+
+// parsePytestOptions is upstream's parse_log_pytest_options: like
+// parse_log_pytest, but a test id "main[option]" whose option is an absolute
+// path (starts with one "/" and has no "*") keeps only the path's last
+// element: "main[/last]".
+func parsePytestOptions(log string, sm *StatusMap) error {
+	return parsePytestStyle(log, sm, pytestStyle{optionNames: true})
 }
 
 // optionTestName applies re.compile(r"(.*?)\[(.*)\]").search to a test id

@@ -25,63 +25,22 @@ func pyFields(s string) []string {
 	return strings.FieldsFunc(s, isPySpaceRune)
 }
 
-// pytestLineV5 is pytestLine without skip-summary lines.
-func pytestLineV5(line string, sm *StatusMap) {
-	if !hasStatusPrefix(line) {
-		return
-	}
-	if strings.HasPrefix(line, StatusFailed) {
-		line = strings.ReplaceAll(line, " - ", " ")
-	}
-	f0, f1, n := pySplit2(line)
-	if n <= 1 || isSkipSummary(f0, f1) {
-		return
-	}
-	sm.set(f1, f0)
-}
-
 // parsePytestV5 is v5's parse_log_pytest (and its aliases
 // parse_log_astroid, _flask, _marshmallow, _pvlib, _pyvista, _sqlfluff,
-// _xarray).
+// _xarray): v4.1.0's without skip-summary lines.
 func parsePytestV5(log string, sm *StatusMap) error {
-	it := lineIter{s: log}
-	for line, ok := it.next(); ok; line, ok = it.next() {
-		pytestLineV5(line, sm)
-	}
-	return nil
+	return parsePytestStyle(log, sm, pytestStyle{skipSummary: true})
 }
 
 // parseMatplotlibV5 is v5's parse_log_matplotlib.
 func parseMatplotlibV5(log string, sm *StatusMap) error {
-	it := lineIter{s: log}
-	for line, ok := it.next(); ok; line, ok = it.next() {
-		if strings.Contains(line, "MouseButton.") {
-			line = strings.ReplaceAll(line, "MouseButton.LEFT", "1")
-			line = strings.ReplaceAll(line, "MouseButton.RIGHT", "3")
-		}
-		pytestLineV5(line, sm)
-	}
-	return nil
+	return parsePytestStyle(log, sm, pytestStyle{mouseButtons: true, skipSummary: true})
 }
 
 // parsePytestOptionsV5 is v5's parse_log_pytest_options (and
 // parse_log_pydicom, _requests, _pylint).
 func parsePytestOptionsV5(log string, sm *StatusMap) error {
-	it := lineIter{s: log}
-	for line, ok := it.next(); ok; line, ok = it.next() {
-		if !hasStatusPrefix(line) {
-			continue
-		}
-		if strings.HasPrefix(line, StatusFailed) {
-			line = strings.ReplaceAll(line, " - ", " ")
-		}
-		f0, f1, n := pySplit2(line)
-		if n <= 1 || isSkipSummary(f0, f1) {
-			continue
-		}
-		sm.set(optionTestName(f1), f0)
-	}
-	return nil
+	return parsePytestStyle(log, sm, pytestStyle{optionNames: true, skipSummary: true})
 }
 
 // parsePytestV2V5 is v5's parse_log_pytest_v2 (and parse_log_astropy,

@@ -303,15 +303,11 @@ func evalLogV5(inst dataset.Instance, log string, opts GradeOptions) (LogResult,
 	}
 	section := log
 	if !opts.WholeLog {
-		start := strings.Index(log, StartTestOutput)
-		if start < 0 || !strings.Contains(log, EndTestOutput) {
+		var ok bool
+		if section, ok = testOutputSection(log); !ok {
 			res.Reason = fmt.Sprintf("log lacks %q or %q", StartTestOutput, EndTestOutput)
 			res.Decision = DecisionMarkersMissing
 			return res, nil
-		}
-		section = log[start+len(StartTestOutput):]
-		if end := strings.Index(section, EndTestOutput); end >= 0 {
-			section = section[:end]
 		}
 	}
 	res.Parser = sub
@@ -397,34 +393,14 @@ func resolveCase(sm *StatusMap, label string) (string, bool) {
 // PASS_TO_PASS label also succeeds when SKIPPED. Other statuses land in
 // neither list.
 func EvalTestsReportV5(sm *StatusMap, failToPass, passToPass []string, failOnly bool) TestsStatus {
-	classify := func(labels []string, maintained bool) Bucket {
-		b := Bucket{Success: []string{}, Failure: []string{}}
-		for _, t := range labels {
-			if failOnly {
-				if st, ok := sm.Get(t); ok && st == StatusFailed {
-					b.Failure = append(b.Failure, t)
-				} else {
-					b.Success = append(b.Success, t)
-				}
-				continue
-			}
-			key, ok := resolveCase(sm, t)
-			st := sm.m[key]
-			switch {
-			case ok && (st == StatusPassed || st == StatusXFail || maintained && st == StatusSkipped):
-				b.Success = append(b.Success, t)
-			case !ok || st == StatusFailed || st == StatusError || st == StatusSkipped:
-				b.Failure = append(b.Failure, t)
-			}
+	return evalTestsReport(sm, failToPass, passToPass, failOnly, func(t string, maintained bool) (success, failure bool) {
+		key, ok := resolveCase(sm, t)
+		st := sm.m[key]
+		if ok && (st == StatusPassed || st == StatusXFail || maintained && st == StatusSkipped) {
+			return true, false
 		}
-		return b
-	}
-	return TestsStatus{
-		FailToPass: classify(failToPass, false),
-		PassToPass: classify(passToPass, true),
-		FailToFail: Bucket{Success: []string{}, Failure: []string{}},
-		PassToFail: Bucket{Success: []string{}, Failure: []string{}},
-	}
+		return false, !ok || st == StatusFailed || st == StatusError || st == StatusSkipped
+	})
 }
 
 // gradeV5 is v5's get_eval_report for a prediction with a patch.

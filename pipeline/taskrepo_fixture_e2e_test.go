@@ -19,15 +19,10 @@ import (
 // tarballs, py and js flavours) for both platforms, pushes them by digest to
 // the stack's registry and returns them as the named contexts the fixture
 // task repo's Dockerfiles start FROM: swebuild-fixture-base-<py|js>-<arch>.
-func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack, root string) map[string]string {
+func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack) map[string]string {
 	t.Helper()
-	rootfs := stacktest.Rootfs(t)
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := Load(ctx, Inputs{Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
-		Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default", CacheDir: t.TempDir()})
+	fx := stacktest.RequireBuildFixture(ctx, t)
+	loaded, err := Load(ctx, Inputs{Dataset: fx.Dataset, Specs: fx.Specs, Pins: "default", CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +30,7 @@ func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack, root st
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := Nodes(p, loaded.Instances, []string{rootfs, ctxDir})
+	nodes, err := Nodes(p, loaded.Instances, fx.ContextDirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +71,7 @@ func TestBuildFixtureTaskRepo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	images := fixtureBases(t, ctx, st, root)
+	images := fixtureBases(t, ctx, st)
 
 	var out strings.Builder
 	res, err := Build(ctx, BuildOptions{

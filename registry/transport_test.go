@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/swebuild/swebuild/internal/faultproxy"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -219,17 +221,12 @@ func TestRetryAfterIsWaitedOrGivesUpWithinTheBudget(t *testing.T) {
 // A port nobody listens on: the request gives up within the budget's waits,
 // and the next request to that host fails at once.
 func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := ln.Addr().String()
-	ln.Close()
+	host := faultproxy.Refused(t)
 	b := Budget{Attempts: 4, MaxElapsed: 30 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	c := newTestClient(t, b)
 	ref, _ := c.ParseReference(host + "/x/y:latest")
 	start := time.Now()
-	_, err = c.Head(context.Background(), ref)
+	_, err := c.Head(context.Background(), ref)
 	el := time.Since(start)
 	var gu *GaveUpError
 	if !errors.As(err, &gu) || gu.Attempts != 4 {

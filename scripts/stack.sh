@@ -224,14 +224,28 @@ wait_for() { # name seconds check-function pidfile log
 	die "$name not ready after ${secs}s (log: $logf)"
 }
 
-write_buildkitd_config() {
-	cat >"$RUN_DIR/buildkitd.toml" <<EOF
-# written by scripts/stack.sh
-root = "$BUILDKIT_ROOT"
+# spawn_daemon NAME SECONDS CHECK PIDFILE LOG COMMAND...: starts COMMAND in a
+# session of its own (stdin /dev/null, output appended to LOG), writes its pid
+# to PIDFILE and waits for CHECK as wait_for does.
+spawn_daemon() {
+	local name=$1 secs=$2 check=$3 pidfile=$4 logf=$5
+	shift 5
+	# 8>&- 9>&-: the daemons must not inherit (and hold forever) the script's locks.
+	setsid "$@" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
+	echo $! >"$pidfile"
+	wait_for "$name" "$secs" "$check" "$pidfile" "$logf"
+}
 
-[grpc]
-  address = ["$BUILDKIT_ADDR"]
-
+# buildkitd_config WRITER ROOT [GRPC_ADDR]: what every buildkitd's config here
+# says (the stack's and the pool's): its root, its address unless given by
+# flag, the oci worker on runc and overlayfs, the local registry as plain HTTP.
+buildkitd_config() {
+	local writer=$1 root=$2 grpc=${3:-}
+	printf '# written by %s\nroot = "%s"\n\n' "$writer" "$root"
+	if [ -n "$grpc" ]; then
+		printf '[grpc]\n  address = ["%s"]\n\n' "$grpc"
+	fi
+	cat <<EOF
 [worker.oci]
   enabled = true
   snapshotter = "overlayfs"
@@ -244,6 +258,13 @@ root = "$BUILDKIT_ROOT"
 [registry."$REGISTRY_ADDR"]
   http = true
   insecure = true
+EOF
+}
+
+write_buildkitd_config() {
+	{
+		buildkitd_config scripts/stack.sh "$BUILDKIT_ROOT" "$BUILDKIT_ADDR"
+		cat <<EOF
 
 [registry."localhost:5000"]
   http = true
@@ -254,6 +275,7 @@ root = "$BUILDKIT_ROOT"
   http = true
   insecure = true
 EOF
+	} >"$RUN_DIR/buildkitd.toml"
 }
 
 # make_auth_login makes, once, the login registry's password and its htpasswd
@@ -280,50 +302,46 @@ make_auth_login() {
 		"$AUTH_REGISTRY_ADDR" "$(printf '%s:%s' "$AUTH_USER" "$pw" | base64 -w0)" >"$DOCKER_CONFIG_DIR/config.json")
 }
 
-write_auth_registry_config() {
-	cat >"$RUN_DIR/registry-auth.yml" <<EOF
-# written by scripts/stack.sh: htpasswd login, filesystem storage, deletes allowed
+# registry_config ROOT ADDR [HTPASSWD]: a config for Debian's registry:
+# filesystem storage under ROOT, deletes allowed, listening on ADDR; with
+# HTPASSWD, a login checked against that file.
+registry_config() {
+	local root=$1 addr=$2 htpasswd=${3:-}
+	if [ -n "$htpasswd" ]; then
+		echo "# written by scripts/stack.sh: htpasswd login, filesystem storage, deletes allowed"
+	else
+		echo "# written by scripts/stack.sh: no auth, filesystem storage, deletes allowed"
+	fi
+	cat <<EOF
 version: 0.1
 log:
   level: info
   formatter: text
 storage:
   filesystem:
-    rootdirectory: $AUTH_REGISTRY_ROOT
+    rootdirectory: $root
   delete:
     enabled: true
   cache:
     blobdescriptor: inmemory
-auth:
-  htpasswd:
-    realm: swebuild-auth
-    path: $AUTH_LOGIN_DIR/htpasswd
+EOF
+	if [ -n "$htpasswd" ]; then
+		printf 'auth:\n  htpasswd:\n    realm: swebuild-auth\n    path: %s\n' "$htpasswd"
+	fi
+	cat <<EOF
 http:
-  addr: $AUTH_REGISTRY_ADDR
+  addr: $addr
   headers:
     X-Content-Type-Options: [nosniff]
 EOF
 }
 
+write_auth_registry_config() {
+	registry_config "$AUTH_REGISTRY_ROOT" "$AUTH_REGISTRY_ADDR" "$AUTH_LOGIN_DIR/htpasswd" >"$RUN_DIR/registry-auth.yml"
+}
+
 write_registry_config() {
-	cat >"$RUN_DIR/registry.yml" <<EOF
-# written by scripts/stack.sh: no auth, filesystem storage, deletes allowed
-version: 0.1
-log:
-  level: info
-  formatter: text
-storage:
-  filesystem:
-    rootdirectory: $REGISTRY_ROOT
-  delete:
-    enabled: true
-  cache:
-    blobdescriptor: inmemory
-http:
-  addr: $REGISTRY_ADDR
-  headers:
-    X-Content-Type-Options: [nosniff]
-EOF
+	registry_config "$REGISTRY_ROOT" "$REGISTRY_ADDR" >"$RUN_DIR/registry.yml"
 }
 
 start_buildkitd() {
@@ -346,62 +364,63 @@ start_buildkitd() {
 	mkdir -p "$BUILDKIT_ROOT"
 	rm -f "$RUN_DIR/buildkitd.sock"
 	write_buildkitd_config
-	# 8>&- 9>&-: the daemons must not inherit (and hold forever) the script's locks.
-	setsid "$BIN_DIR/buildkitd" --config "$RUN_DIR/buildkitd.toml" \
+	spawn_daemon buildkitd 60 buildkit_ready "$pidfile" "$logf" \
+		"$BIN_DIR/buildkitd" --config "$RUN_DIR/buildkitd.toml" \
 		--oci-worker=true --containerd-worker=false \
 		--oci-worker-snapshotter=overlayfs \
-		--oci-worker-platform linux/amd64 --oci-worker-platform linux/arm64 \
-		</dev/null >>"$logf" 2>&1 8>&- 9>&- &
-	echo $! >"$pidfile"
-	wait_for buildkitd 60 buildkit_ready "$pidfile" "$logf"
+		--oci-worker-platform linux/amd64 --oci-worker-platform linux/arm64
 	log "buildkitd ready at $BUILDKIT_ADDR (pid $(cat "$pidfile"))"
 }
 
-start_registry() {
-	local pidfile=$RUN_DIR/registry.pid logf=$RUN_DIR/registry.log
-	if pid_alive "$pidfile" && registry_ready; then
-		log "registry already running (pid $(cat "$pidfile"))"
+# serve_registry NAME FILE ADDR ROOT WRITE_CONFIG READY TAKEN [NOTE]: starts
+# Debian's registry as NAME on ADDR with storage under ROOT, its pid file, log
+# and config $RUN_DIR/FILE.{pid,log,yml} (written by WRITE_CONFIG), unless it
+# runs already (READY succeeds); TAKEN succeeding means something else holds
+# ADDR. NOTE is added to the ready line.
+serve_registry() {
+	local name=$1 file=$2 addr=$3 root=$4 write_config=$5 ready=$6 taken=$7 note=${8:-}
+	local pidfile=$RUN_DIR/$file.pid logf=$RUN_DIR/$file.log
+	if pid_alive "$pidfile" && $ready; then
+		log "$name already running (pid $(cat "$pidfile"))"
 		return 0
 	fi
 	if pid_alive "$pidfile"; then
-		wait_for registry 30 registry_ready "$pidfile" "$logf"
+		wait_for "$name" 30 "$ready" "$pidfile" "$logf"
 		return 0
 	fi
-	stop_packaged_registry
-	if registry_ready; then
-		die "something else already answers on $REGISTRY_ADDR; free the port first"
+	if $taken; then
+		die "something else already answers on $addr; free the port first"
 	fi
-	mkdir -p "$REGISTRY_ROOT"
-	write_registry_config
+	mkdir -p "$root"
+	$write_config
 	# Distribution 2.8 rebuilds its URL router (compiling its route regexps)
 	# for every request; most of its CPU per request is garbage collection of
 	# that. GOGC=400 halves it (see internal/regtest.RegistryGOGC).
-	GOGC=${REGISTRY_GOGC:-400} setsid "$REGISTRY_BIN" serve "$RUN_DIR/registry.yml" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
-	echo $! >"$pidfile"
-	wait_for registry 30 registry_ready "$pidfile" "$logf"
-	log "registry ready at http://$REGISTRY_ADDR (pid $(cat "$pidfile"))"
+	spawn_daemon "$name" 30 "$ready" "$pidfile" "$logf" \
+		env GOGC="${REGISTRY_GOGC:-400}" "$REGISTRY_BIN" serve "$RUN_DIR/$file.yml"
+	log "$name ready at http://$addr (pid $(cat "$pidfile")$note)"
+}
+
+# registry_taken stops Debian's packaged registry service (it would take the
+# port), then asks whether anything still answers on the registry's address.
+registry_taken() {
+	stop_packaged_registry
+	registry_ready
+}
+
+# auth_registry_taken: anything answering HTTP on the login registry's address.
+auth_registry_taken() {
+	curl -sS -o /dev/null --max-time 2 "http://$AUTH_REGISTRY_ADDR/v2/" 2>/dev/null
+}
+
+start_registry() {
+	serve_registry registry registry "$REGISTRY_ADDR" "$REGISTRY_ROOT" write_registry_config registry_ready registry_taken
 }
 
 start_auth_registry() {
-	local pidfile=$RUN_DIR/registry-auth.pid logf=$RUN_DIR/registry-auth.log
 	make_auth_login
-	if pid_alive "$pidfile" && auth_registry_ready; then
-		log "login registry already running (pid $(cat "$pidfile"))"
-		return 0
-	fi
-	if pid_alive "$pidfile"; then
-		wait_for "login registry" 30 auth_registry_ready "$pidfile" "$logf"
-		return 0
-	fi
-	if curl -sS -o /dev/null --max-time 2 "http://$AUTH_REGISTRY_ADDR/v2/" 2>/dev/null; then
-		die "something else already answers on $AUTH_REGISTRY_ADDR; free the port first"
-	fi
-	mkdir -p "$AUTH_REGISTRY_ROOT"
-	write_auth_registry_config
-	GOGC=${REGISTRY_GOGC:-400} setsid "$REGISTRY_BIN" serve "$RUN_DIR/registry-auth.yml" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
-	echo $! >"$pidfile"
-	wait_for "login registry" 30 auth_registry_ready "$pidfile" "$logf"
-	log "login registry ready at http://$AUTH_REGISTRY_ADDR (pid $(cat "$pidfile"), login in $DOCKER_CONFIG_DIR/config.json)"
+	serve_registry "login registry" registry-auth "$AUTH_REGISTRY_ADDR" "$AUTH_REGISTRY_ROOT" \
+		write_auth_registry_config auth_registry_ready auth_registry_taken ", login in $DOCKER_CONFIG_DIR/config.json"
 }
 
 stop_daemon() { # name pidfile
@@ -457,27 +476,30 @@ cmd_down() {
 	stop_daemon "login registry" "$RUN_DIR/registry-auth.pid"
 }
 
+# daemon_status NAME PIDFILE WHERE CHECK...: prints "NAME: running (pid P,
+# WHERE)" when PIDFILE's process lives and CHECK... succeeds, else "NAME: not
+# running" and returns 1.
+daemon_status() {
+	local name=$1 pidfile=$2 where=$3
+	shift 3
+	if pid_alive "$pidfile" && "$@"; then
+		echo "$name: running (pid $(cat "$pidfile"), $where)"
+		return 0
+	fi
+	echo "$name: not running"
+	return 1
+}
+
 cmd_status() {
 	local rc=0
-	if pid_alive "$RUN_DIR/buildkitd.pid" && buildkit_ready; then
-		echo "buildkitd: running (pid $(cat "$RUN_DIR/buildkitd.pid"), $BUILDKIT_ADDR)"
+	if daemon_status buildkitd "$RUN_DIR/buildkitd.pid" "$BUILDKIT_ADDR" buildkit_ready; then
 		"$BIN_DIR/buildctl" --addr "$BUILDKIT_ADDR" debug workers | sed 's/^/  /'
 	else
-		echo "buildkitd: not running"
 		rc=1
 	fi
-	if pid_alive "$RUN_DIR/registry.pid" && registry_ready; then
-		echo "registry: running (pid $(cat "$RUN_DIR/registry.pid"), http://$REGISTRY_ADDR)"
-	else
-		echo "registry: not running"
-		rc=1
-	fi
-	if pid_alive "$RUN_DIR/registry-auth.pid" && auth_registry_ready; then
-		echo "login registry: running (pid $(cat "$RUN_DIR/registry-auth.pid"), http://$AUTH_REGISTRY_ADDR, login in $DOCKER_CONFIG_DIR/config.json)"
-	else
-		echo "login registry: not running"
-		rc=1
-	fi
+	daemon_status registry "$RUN_DIR/registry.pid" "http://$REGISTRY_ADDR" registry_ready || rc=1
+	daemon_status "login registry" "$RUN_DIR/registry-auth.pid" \
+		"http://$AUTH_REGISTRY_ADDR, login in $DOCKER_CONFIG_DIR/config.json" auth_registry_ready || rc=1
 	if head -n1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null | grep -qx enabled; then
 		echo "binfmt qemu-aarch64: enabled"
 	else
@@ -630,23 +652,7 @@ pool_tls() {
 }
 
 pool_write_config() { # NAME
-	cat >"$POOL_RUN/$1.toml" <<EOF
-# written by scripts/stack.sh pool up
-root = "$POOL_STATE/$1"
-
-[worker.oci]
-  enabled = true
-  snapshotter = "overlayfs"
-  binary = "runc"
-
-[worker.containerd]
-  enabled = false
-
-# the local registry speaks plain HTTP
-[registry."$REGISTRY_ADDR"]
-  http = true
-  insecure = true
-EOF
+	buildkitd_config "scripts/stack.sh pool up" "$POOL_STATE/$1" >"$POOL_RUN/$1.toml"
 }
 
 pool_up() { # N [PLATFORM]
@@ -682,12 +688,10 @@ pool_up() { # N [PLATFORM]
 		echo "$addr" >"$POOL_RUN/$name.addr"
 		pool_write_config "$name"
 		pidfile=$POOL_RUN/$name.pid logf=$POOL_RUN/$name.log
-		# 8>&- 9>&-: the daemons must not inherit (and hold forever) the script's locks.
-		setsid "$BIN_DIR/buildkitd" --config "$POOL_RUN/$name.toml" --addr "$addr" "${tlsflags[@]}" \
+		POOL_CHECK_NAME=$name spawn_daemon "$name" 60 pool_check "$pidfile" "$logf" \
+			"$BIN_DIR/buildkitd" --config "$POOL_RUN/$name.toml" --addr "$addr" "${tlsflags[@]}" \
 			--oci-worker=true --containerd-worker=false --oci-worker-snapshotter=overlayfs \
-			--oci-worker-platform "$platform" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
-		echo $! >"$pidfile"
-		POOL_CHECK_NAME=$name wait_for "$name" 60 pool_check "$pidfile" "$logf"
+			--oci-worker-platform "$platform"
 		log "pool: $name ready at $addr ($platform, pid $(cat "$pidfile"))"
 	done
 }

@@ -176,21 +176,12 @@ func honestDifference(path string) string {
 // SWEBUILD_REGISTRY) and the fixture rootfs tarballs.
 func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
 	st := stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
-		t.Fatal(err)
-	}
+	fx := stacktest.RequireBuildFixture(ctx, t)
 	ids := []string{"fixture__calc-1", "fixture__semver-1"}
 	loaded, err := pipeline.Load(ctx, pipeline.Inputs{
-		Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"), Instances: ids,
-		Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default",
+		Dataset: fx.Dataset, Instances: ids, Specs: fx.Specs, Pins: "default",
 		CacheDir: t.TempDir(), Offline: true,
 	})
 	if err != nil {
@@ -209,7 +200,7 @@ func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layered, flatNode := buildNodes(t, res, flat, []string{rootfs, ctxDir})
+		layered, flatNode := buildNodes(t, res, flat, fx.ContextDirs)
 		for _, n := range layered {
 			if !containsKey(nodes, n) {
 				nodes = append(nodes, n)

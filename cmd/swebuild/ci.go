@@ -75,6 +75,42 @@ func parseCIFlags(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (d
 	return parseFlags(fs, args, false, stdout, stderr)
 }
 
+// planFlag registers --plan, the plan file `ci matrix --plan-out` writes,
+// which ci envs, contexts and merge read (and require: requireFlags).
+func planFlag(fs *pflag.FlagSet) *string {
+	return fs.String("plan", "", "plan written by `ci matrix --plan-out`")
+}
+
+// recordsFlag registers a repeatable flag of build records as ci.ReadRecords
+// reads them: what (e.g. "shard build records") in a metadata file or a
+// directory's *.jsonl files.
+func recordsFlag(fs *pflag.FlagSet, name, what string) *[]string {
+	return fs.StringArray(name, nil, what+": a metadata file, or a directory whose *.jsonl files are read (repeatable)")
+}
+
+// requiredFlag is a string flag a ci command cannot run without; why, when
+// set, says what needs it.
+type requiredFlag struct{ name, why string }
+
+// requireFlags reports the first flag of reqs whose value is empty as a
+// usage error ("--NAME is required[: why]").
+func requireFlags(fs *pflag.FlagSet, stderr io.Writer, reqs ...requiredFlag) error {
+	for _, r := range reqs {
+		f := fs.Lookup(r.name)
+		if f == nil {
+			return fmt.Errorf("swebuild %s: no flag --%s to require", fs.Name(), r.name)
+		}
+		if f.Value.String() != "" {
+			continue
+		}
+		if r.why != "" {
+			return usageErr(fs, stderr, "--%s is required: %s", r.name, r.why)
+		}
+		return usageErr(fs, stderr, "--%s is required", r.name)
+	}
+	return nil
+}
+
 func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newCIFlags("matrix", "(--dataset FILE | --ids FILE) [OPTIONS]",
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
@@ -216,7 +252,7 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"`ci contexts` binds and the env ledger keeps).", stderr)
 	var f buildFlags
 	f.g.register(fs)
-	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
+	planPath := planFlag(fs)
 	job := fs.String("job", "", "env job name (the envs matrix's name, e.g. envs-amd64-0)")
 	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR (repeatable; default $BUILDKIT_HOST)")
 	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
@@ -230,15 +266,10 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
-	switch {
-	case *planPath == "":
-		return usageErr(fs, stderr, "--plan is required")
-	case *job == "":
-		return usageErr(fs, stderr, "--job is required")
-	case f.push == "":
-		return usageErr(fs, stderr, "--push is required: the instance shards start from the pushed digests")
-	case f.metadataFile == "":
-		return usageErr(fs, stderr, "--metadata-file is required: the instance shards read the env digests from it")
+	if err := requireFlags(fs, stderr, requiredFlag{name: "plan"}, requiredFlag{name: "job"},
+		requiredFlag{"push", "the instance shards start from the pushed digests"},
+		requiredFlag{"metadata-file", "the instance shards read the env digests from it"}); err != nil {
+		return err
 	}
 	plan, err := ci.ReadPlan(*planPath)
 	if err != nil {
@@ -263,19 +294,16 @@ func runCIContexts(args []string, stdout, stderr io.Writer) error {
 			"`swebuild build --build-context`: the env stage's pushed digest (--envs: the env jobs' metadata\n"+
 			"files or directories) or the one the plan reuses. Prints nothing when the plan names no env\n"+
 			"for it; fails naming the env when its env job failed or left no record.", stderr)
-	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
-	envs := fs.StringArray("envs", nil, "env job records: a metadata file, or a directory whose *.jsonl files are read (repeatable)")
+	planPath := planFlag(fs)
+	envs := recordsFlag(fs, "envs", "env job records")
 	platform := fs.String("platform", "", "the shard's platform")
 	instance := fs.String("instance", "", "instance id")
 	failureRecord := fs.String("failure-record", "", "when the env is not available, also write a failed record of the instance image here (the shard's metadata file, so `ci merge` says why)")
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
-	switch {
-	case *planPath == "":
-		return usageErr(fs, stderr, "--plan is required")
-	case *instance == "":
-		return usageErr(fs, stderr, "--instance is required")
+	if err := requireFlags(fs, stderr, requiredFlag{name: "plan"}, requiredFlag{name: "instance"}); err != nil {
+		return err
 	}
 	pl, err := core.ParsePlatform(*platform)
 	if err != nil {
@@ -339,8 +367,8 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 			"instance what to index and what regressed. Writes the merge report (for `ci summary`),\n"+
 			"the publish metadata of the instances to index (for `swebuild publish`), and exits 1\n"+
 			"when anything regressed or failed unless --fail-on-regression=false.", stderr)
-	planPath := fs.String("plan", "", "plan written by `ci matrix --plan-out`")
-	results := fs.StringArray("results", nil, "shard build records: a metadata file, or a directory whose *.jsonl files are read (repeatable)")
+	planPath := planFlag(fs)
+	results := recordsFlag(fs, "results", "shard build records")
 	out := fs.String("out", "merge.json", "merge report (JSON)")
 	publishOut := fs.String("publish-metadata", "", "write the metadata file for `swebuild publish` (instances to index)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when an instance regressed or failed")
@@ -348,8 +376,8 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
-	if *planPath == "" {
-		return usageErr(fs, stderr, "--plan is required")
+	if err := requireFlags(fs, stderr, requiredFlag{name: "plan"}); err != nil {
+		return err
 	}
 	plan, err := ci.ReadPlan(*planPath)
 	if err != nil {

@@ -179,6 +179,35 @@ func FixtureDir(t testing.TB) string {
 	return filepath.Join(root, "testdata", "fixture")
 }
 
+// BuildFixture is what a test that builds the offline fixture on the stack
+// starts from: the fixture's dataset and specs files and the directories its
+// build contexts come from.
+type BuildFixture struct {
+	Dataset, Specs string
+	// ContextDirs are the rootfs tarballs' directory (Rootfs) and a
+	// temporary directory holding the fixture's git mirrors under mirror/
+	// (MakeRepos), in that order.
+	ContextDirs []string
+}
+
+// RequireBuildFixture makes the fixture's mirrors in a temporary directory
+// and returns the BuildFixture. A missing rootfs tarball skips the test
+// (fails it under CI) as Rootfs does; mirrors that cannot be made fail it.
+func RequireBuildFixture(ctx context.Context, t testing.TB) BuildFixture {
+	t.Helper()
+	rootfs := Rootfs(t)
+	fixture := FixtureDir(t)
+	ctxDir := t.TempDir()
+	if err := MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
+		t.Fatal(err)
+	}
+	return BuildFixture{
+		Dataset:     filepath.Join(fixture, "dataset.jsonl"),
+		Specs:       filepath.Join(fixture, "specs.json"),
+		ContextDirs: []string{rootfs, ctxDir},
+	}
+}
+
 // Repos locates the fixture repositories made by scripts/fixture.sh repos.
 type Repos struct {
 	// Dir holds, per project, <name>/ (work tree at the last commit),

@@ -1,7 +1,10 @@
 package stacktest
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -87,5 +90,28 @@ func TestRequireAuth(t *testing.T) {
 				t.Errorf("got %+v", got)
 			}
 		})
+	}
+}
+
+// TestRequireBuildFixture: the dataset and specs files exist, the context
+// directories are the rootfs tarballs' and one holding the fixture's bare
+// mirrors under mirror/. Skips without the rootfs tarballs (fails under CI).
+func TestRequireBuildFixture(t *testing.T) {
+	fx := RequireBuildFixture(context.Background(), t)
+	for _, f := range []string{fx.Dataset, fx.Specs} {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+	if len(fx.ContextDirs) != 2 {
+		t.Fatalf("context directories %q, want the rootfs one and the mirrors' one", fx.ContextDirs)
+	}
+	if _, err := os.Stat(filepath.Join(fx.ContextDirs[0], RootfsTarName("amd64"))); err != nil {
+		t.Error(err)
+	}
+	for _, project := range []string{"calc", "textutil"} {
+		if _, err := os.Stat(filepath.Join(fx.ContextDirs[1], "mirror", project+".git", "HEAD")); err != nil {
+			t.Error(err)
+		}
 	}
 }
