@@ -312,7 +312,7 @@ func TestNightlyEnvStage(t *testing.T) {
 	}
 	saved := false
 	for _, s := range jobs["merge"].Steps {
-		saved = saved || (strings.HasPrefix(s.Uses, "actions/cache/save@") && fmt.Sprint(s.With["path"]) == "state/envs.jsonl")
+		saved = saved || strings.Contains(s.Run, "ci ledger push") && strings.Contains(s.Run, "--file state/envs.jsonl")
 	}
 	if !saved || runs(jobs["merge"], ">> state/envs.jsonl") == nil {
 		t.Error("merge job: tonight's env records are not kept in the env ledger")

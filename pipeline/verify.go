@@ -165,6 +165,13 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 			return nil, errors.Join(append(problems, err)...)
 		}
 	}
+	// One verify per run directory: a second would overwrite this one's
+	// summary and reports (issue 20 row 13).
+	unlock, err := verify.LockRunDir(runDir)
+	if err != nil {
+		return nil, errors.Join(append(problems, err)...)
+	}
+	defer unlock()
 	if summaryFile == "" {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}

@@ -151,7 +151,7 @@ func New(opts Options) (*Client, error) {
 	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
 	timer := answerTimer{next: guard, budget: opts.Budget}
 	lim := &limitTransport{next: timer, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
-	c.inner = newRetryTransport(lim, opts.Budget, opts.Logf)
+	c.inner = realmRoute{next: newRetryTransport(lim, opts.Budget, opts.Logf)}
 	return c, nil
 }
 
@@ -218,7 +218,10 @@ func (c *Client) registryEntry(ctx context.Context, repo name.Repository) (*auth
 			e.err = fmt.Errorf("resolving credentials for %s: %w", key, err)
 			return
 		}
-		scopes := []string{repo.Scope(transport.PushScope)}
+		// Pull scope first: a read-only source is never asked for push
+		// (a token server may refuse it); a write gets push scope from the
+		// registry's challenge, which ggcr's bearer transport follows.
+		scopes := []string{repo.Scope(transport.PullScope)}
 		rt, err := transport.NewWithContext(ctx, repo.Registry, auth, c.inner, scopes)
 		if err != nil {
 			e.err = fmt.Errorf("connecting to registry %s: %w", key, c.explain(err, key))

@@ -12,7 +12,10 @@
 # back at the end of the run (the demo installs them), but the machine's own
 # stack must be started again (make stack).
 #
-#   scripts/bench-first-demo.sh [--fresh-packages] [WORKDIR]   (default /tmp/swebuild-first-demo; removed first)
+#   scripts/bench-first-demo.sh [--fresh-packages] [WORKDIR]
+#
+# WORKDIR must be missing or empty (it is never emptied: nothing here removes
+# a path); without it a new directory from mktemp -d is used.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 fresh_packages=false
@@ -20,8 +23,16 @@ if [ "${1:-}" = --fresh-packages ]; then
 	fresh_packages=true
 	shift
 fi
-F=${1:-/tmp/swebuild-first-demo}
-rm -rf "$F" && mkdir -p "$F"
+if [ -n "${1:-}" ]; then
+	F=$1
+	if [ -e "$F" ] && [ -n "$(ls -A "$F" 2>/dev/null)" ]; then
+		echo "first-demo: WORKDIR $F is not empty; give a missing or empty directory (or none for a new mktemp -d one)" >&2
+		exit 2
+	fi
+	mkdir -p "$F" || exit 1
+else
+	F=$(mktemp -d -t swebuild-first-demo.XXXXXX) || exit 1
+fi
 if $fresh_packages; then
 	# What the stack installs beyond a fresh machine's packages (scripts/stack.sh PACKAGES).
 	"$repo/scripts/stack.sh" down >/dev/null 2>&1

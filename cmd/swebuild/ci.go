@@ -32,6 +32,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(w, "  ids       print the instance ids of one matrix job, one per line")
 		fmt.Fprintln(w, "  merge     decide per instance what to index and what regressed")
 		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
+		fmt.Fprintln(w, "  ledger    pull or push a ledger kept as an artifact in the target repository")
 	}
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "swebuild ci: a command is required (matrix, ids, merge or summary)\nSee 'swebuild ci --help'.\n")
@@ -53,6 +54,8 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCIMerge(args[1:], stdout, stderr)
 	case "summary":
 		return runCISummary(args[1:], stdout, stderr)
+	case "ledger":
+		return runCILedger(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "swebuild ci: unknown command %q\nSee 'swebuild ci --help'.\n", args[0])
 	return errUsage

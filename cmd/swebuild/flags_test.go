@@ -25,7 +25,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		"render": {"--out"}, "plan": {"--format"}, "grade": {"--log"}, "build": {"--progress"},
 		"verify": {"--timeout", "1m"}, "publish": {"--repo"}, "sizes": {"--format"},
 		"ci matrix": {"--shards", "2"}, "ci ids": {"--ids-file"}, "ci merge": {"--plan"}, "ci summary": {"--merge"},
-		"ci envs": {"--plan"}, "ci contexts": {"--plan"},
+		"ci envs": {"--plan"}, "ci contexts": {"--plan"}, "ci ledger pull": {"--repo"}, "ci ledger push": {"--file"},
 		"pins": {"--format"}, "check": {"--repo"},
 	}
 	var cases []tc

@@ -431,3 +431,47 @@ func TestVerifyDefaultRunDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyRunDirInUse (issue 20 row 13): a verify given a --run-dir that
+// another verify is using (here one holding it in this process) is refused
+// with an error naming the directory, and the other's summary is left as it
+// was; once released, the same command runs and writes its summary.
+func TestVerifyRunDirInUse(t *testing.T) {
+	root, err := stacktest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := filepath.Join(root, "testdata", "fixture")
+	runDir := filepath.Join(t.TempDir(), "run")
+	unlock, err := verify.LockRunDir(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := filepath.Join(runDir, "summary.json")
+	const theirs = "the other verify's summary\n"
+	if err := os.WriteFile(summary, []byte(theirs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--gold", "--dataset", filepath.Join(fx, "dataset.jsonl"), "--specs", filepath.Join(fx, "specs.json"),
+		"--instance", "fixture__textutil-2", "--platform", "linux/arm64", "--images", "127.0.0.1:1/none",
+		"--builder", "unix:///nonexistent/buildkitd.sock", "--run-dir", runDir}
+	var stdout, stderr bytes.Buffer
+	err = runVerify(context.Background(), args, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), runDir) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("verify with a run directory in use: err = %v, want one naming %s as in use\n%s", err, runDir, stderr.String())
+	}
+	if b, _ := os.ReadFile(summary); string(b) != theirs {
+		t.Errorf("the other verify's summary was overwritten: %q", b)
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if err := runVerify(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("verify after the run directory was released: %v\n%s", err, stderr.String())
+	}
+	if _, err := verify.ReadSummary(summary); err != nil {
+		t.Error(err)
+	}
+}
