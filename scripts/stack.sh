@@ -344,6 +344,15 @@ write_registry_config() {
 	registry_config "$REGISTRY_ROOT" "$REGISTRY_ADDR" >"$RUN_DIR/registry.yml"
 }
 
+# OTEL_NOTE: every buildkitd gets a tracing socket (--otel-socket-path) of its
+# own. The default, /run/buildkit/otel-grpc.sock, is one path for all daemons
+# on the host: a daemon starting removes and recreates it, one stopping
+# removes it. BuildKit bind-mounts its socket at /dev/otel-grpc.sock in every
+# container, and swebuild verify mounts a file over it; when the socket's
+# host path is removed, the kernel detaches every mount stacked on it in all
+# mount namespaces, so another daemon starting or stopping uncovered the
+# socket in the verify runs this daemon had going (an infrastructure error,
+# more often under QEMU where the wrapper takes longer to reach its check).
 start_buildkitd() {
 	local pidfile=$RUN_DIR/buildkitd.pid logf=$RUN_DIR/buildkitd.log
 	if pid_alive "$pidfile" && buildkit_ready; then
@@ -353,6 +362,12 @@ start_buildkitd() {
 			# HTTP to loopback hosts it has no entry for; the next start
 			# writes the entry.
 			log "note: buildkitd's config predates the login registry $AUTH_REGISTRY_ADDR (loopback: plain HTTP anyway); its next start adds it"
+		fi
+		if ! tr '\0' ' ' <"/proc/$(cat "$pidfile")/cmdline" 2>/dev/null | grep -q -- --otel-socket-path; then
+			# Its tracing socket is buildkitd's default, shared with every
+			# other daemon on the host: one of them starting or stopping
+			# removes it, which uncovers it in running verify containers.
+			log "note: buildkitd predates its own --otel-socket-path (shares /run/buildkit/otel-grpc.sock with other daemons; verify runs may then end as an infrastructure error); its next start uses $RUN_DIR/otel-grpc.sock"
 		fi
 		return 0
 	fi
@@ -364,8 +379,10 @@ start_buildkitd() {
 	mkdir -p "$BUILDKIT_ROOT"
 	rm -f "$RUN_DIR/buildkitd.sock"
 	write_buildkitd_config
+	# --otel-socket-path: a tracing socket of its own, see OTEL_NOTE.
 	spawn_daemon buildkitd 60 buildkit_ready "$pidfile" "$logf" \
 		"$BIN_DIR/buildkitd" --config "$RUN_DIR/buildkitd.toml" \
+		--otel-socket-path "$RUN_DIR/otel-grpc.sock" \
 		--oci-worker=true --containerd-worker=false \
 		--oci-worker-snapshotter=overlayfs \
 		--oci-worker-platform linux/amd64 --oci-worker-platform linux/arm64
@@ -688,8 +705,10 @@ pool_up() { # N [PLATFORM]
 		echo "$addr" >"$POOL_RUN/$name.addr"
 		pool_write_config "$name"
 		pidfile=$POOL_RUN/$name.pid logf=$POOL_RUN/$name.log
+		# --otel-socket-path: a tracing socket of its own, see OTEL_NOTE.
 		POOL_CHECK_NAME=$name spawn_daemon "$name" 60 pool_check "$pidfile" "$logf" \
 			"$BIN_DIR/buildkitd" --config "$POOL_RUN/$name.toml" --addr "$addr" "${tlsflags[@]}" \
+			--otel-socket-path "$POOL_RUN/$name.otel.sock" \
 			--oci-worker=true --containerd-worker=false --oci-worker-snapshotter=overlayfs \
 			--oci-worker-platform "$platform"
 		log "pool: $name ready at $addr ($platform, pid $(cat "$pidfile"))"
@@ -704,7 +723,7 @@ pool_down() {
 	local name
 	for name in $(pool_names); do
 		stop_daemon "$name" "$POOL_RUN/$name.pid"
-		rm -f "$POOL_RUN/$name.addr" "$POOL_RUN/$name.sock"
+		rm -f "$POOL_RUN/$name.addr" "$POOL_RUN/$name.sock" "$POOL_RUN/$name.otel.sock"
 	done
 }
 

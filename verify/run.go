@@ -22,7 +22,9 @@ package verify
 // names it in OTEL_* variables (and passes TRACEPARENT); RunInGateway covers
 // the socket with an empty read-only file, the wrapper drops the variables
 // the image does not set itself, and refuses to run anything (an
-// infrastructure error) if the socket is still there.
+// infrastructure error) if the socket is still there, or reachable again
+// after eval.sh (the cover is lost when the socket's host path is removed:
+// coverTracingSocket).
 //
 // Outputs are bounded: the test output, the diffs and the patch-apply
 // output each keep their first and last Job.MaxOutput/2 bytes when longer,
@@ -207,8 +209,14 @@ read -r keep_head keep_tail <"$in/` + fileKeep + `"
 # Nothing of BuildKit for the code under test: its tracing variables go, and
 # its tracing socket must be covered (RunInGateway mounts a file over it).
 while read -r v; do [ -n "$v" ] && unset "$v"; done <"$in/` + fileUnset + `"
+# socket_mounts: the mountinfo lines at the socket's path, for the error
+# (a socket whose host path was removed shows as "...//deleted").
+socket_mounts() {
+	local l
+	while read -r l; do [[ $l == *" ` + TracingSocket + ` "* ]] && printf '%s; ' "$l"; done </proc/self/mountinfo
+}
 if [ -S ` + TracingSocket + ` ]; then
-	echo "BuildKit's tracing socket ` + TracingSocket + ` is reachable in the container; refusing to run code under test next to it" >"$out/sandbox_error"
+	echo "BuildKit's tracing socket ` + TracingSocket + ` is reachable in the container; refusing to run code under test next to it (mounts there: $(socket_mounts))" >"$out/sandbox_error"
 	exit 0
 fi
 # capped NAME CMD...: run CMD with stdout and stderr into $out/NAME; if it
@@ -359,6 +367,8 @@ elif [ "$streamsum" != "$filesum" ]; then
 	problem="the test output file was changed while the tests ran (sha256 of what eval.sh wrote $streamsum, of the file $filesum)"
 elif [ "$pre" != "$post" ]; then
 	problem="files the wrapper wrote before the tests were changed while the tests ran"
+elif [ -S ` + TracingSocket + ` ]; then
+	problem="BuildKit's tracing socket ` + TracingSocket + ` became reachable while the tests ran (mounts there: $(socket_mounts))"
 fi
 # Whatever the tests put in the output directory goes.
 for f in * .[!.]* ..?*; do

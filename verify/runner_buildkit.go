@@ -175,7 +175,16 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 // place, and a second at TracingSocket+"/" (another string, the same path
 // once runc cleans it) is mounted after it, on top. The two sources must
 // differ: BuildKit releases a source mounted twice twice. The wrapper checks
-// the result and refuses to run if a socket is still there.
+// the result and refuses to run if a socket is still there, and checks again
+// after eval.sh.
+//
+// The cover is mounted on the socket's own dentry, and removing a file
+// detaches every mount stacked on it in all mount namespaces: when the
+// socket's path on the host is removed (a buildkitd sharing the default
+// --otel-socket-path starting or stopping), the cover goes and BuildKit's
+// socket is reachable again. Nothing in an unprivileged container can
+// prevent or undo that; the daemons must each have a socket path of their
+// own (scripts/stack.sh, internal/bkdaemon; docs/verify.md).
 func coverTracingSocket() []llb.RunOption {
 	cover := func(dest, name string) llb.RunOption {
 		st := llb.Scratch().File(llb.Mkfile("/"+name, 0o444, nil, llb.WithCreatedTime(time.Unix(0, 0).UTC())),

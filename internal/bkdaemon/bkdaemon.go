@@ -1,7 +1,8 @@
 // Package bkdaemon starts extra BuildKit daemons for tests: the cached
 // buildkitd of scripts/stack.sh (v0.34.2), each with its own --root state
 // directory, its own socket (or tcp address with mutual TLS), its own worker
-// platforms, and a config that lets it push to a plain-HTTP test registry.
+// platforms, its own OpenTelemetry socket (OTELSocket), and a config that
+// lets it push to a plain-HTTP test registry.
 // The daemons run in their own process group so a test can kill a daemon
 // with everything it started (runc) at once, as a machine dying would, or
 // freeze it (SIGSTOP) as a machine hanging would. Every daemon is stopped
@@ -62,8 +63,15 @@ type Daemon struct {
 	Addr string // unix:///tmp/.../buildkitd.sock or tcp://127.0.0.1:PORT
 	Root string
 	Log  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	// OTELSocket is its tracing socket (--otel-socket-path), in its own
+	// directory. buildkitd's default, /run/buildkit/otel-grpc.sock, is shared
+	// by every daemon on the host: each one starting replaces it and each one
+	// stopping removes it, and the kernel then detaches every mount stacked on
+	// the removed socket in the containers other daemons are running, the
+	// verify runner's cover of the socket among them (verify.TracingSocket).
+	OTELSocket string
+	cmd        *exec.Cmd
+	done       chan struct{}
 }
 
 // Binary returns the cached buildkitd, skipping the test when it is
@@ -95,7 +103,8 @@ func Start(t testing.TB, name string, o Options) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Name: name, Root: filepath.Join(dir, "root"), Log: filepath.Join(dir, "buildkitd.log"), done: make(chan struct{})}
+	d := &Daemon{Name: name, Root: filepath.Join(dir, "root"), Log: filepath.Join(dir, "buildkitd.log"),
+		OTELSocket: filepath.Join(dir, "otel-grpc.sock"), done: make(chan struct{})}
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "root = %q\n\n[worker.oci]\n  enabled = true\n  snapshotter = \"overlayfs\"\n  binary = \"runc\"\n", d.Root)
 	if o.MaxParallelism > 0 {
@@ -109,7 +118,7 @@ func Start(t testing.TB, name string, o Options) *Daemon {
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--config", cfgPath, "--oci-worker=true", "--containerd-worker=false", "--oci-worker-snapshotter=overlayfs"}
+	args := []string{"--config", cfgPath, "--otel-socket-path", d.OTELSocket, "--oci-worker=true", "--containerd-worker=false", "--oci-worker-snapshotter=overlayfs"}
 	for _, p := range o.Platforms {
 		args = append(args, "--oci-worker-platform", p)
 	}
