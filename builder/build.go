@@ -92,6 +92,9 @@ type Options struct {
 	// Insecure allows plain-HTTP registries; always on for localhost and
 	// 127.0.0.1.
 	Insecure bool
+	// NoProvenance: pushed images carry no SLSA provenance attestation
+	// (by default each carries BuildKit's, mode=max; see attest.go).
+	NoProvenance bool
 	// CacheFrom and CacheTo are cache imports and exports (ParseCacheOption).
 	CacheFrom []bkclient.CacheOptionsEntry
 	CacheTo   []bkclient.CacheOptionsEntry
@@ -185,7 +188,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, noProvenance: opts.NoProvenance}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -309,6 +312,7 @@ func (r *Report) Records() []core.Image {
 		if res.Status == StatusDone {
 			im.Digest = digest.Digest(res.Outcome.Digest)
 			im.Ref = res.Outcome.Ref
+			im.Attestation = digest.Digest(res.Outcome.Attestation)
 			im.Verified = res.Outcome.Verified
 		} else {
 			im.Status = core.StatusFailed

@@ -132,6 +132,8 @@ type bkSolver struct {
 	given      map[string]string // bound images by context name (Options.Images)
 	// verifyMounts are added to an instance node's session with verify.
 	verifyMounts map[string]fsutil.FS
+	// noProvenance: pushed images carry no provenance attestation.
+	noProvenance bool
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -194,9 +196,8 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("node %s: %w", n.ID(), explain(err, tr))
 	}
-	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
-	if out.Digest == "" {
-		return out, fmt.Errorf("node %s: BuildKit reported no image digest", n.ID())
+	if err := s.resolveAttested(ctx, resp, p, &out); err != nil {
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
 	if s.push != "" {
 		out.Ref = s.push + "@" + out.Digest
@@ -265,6 +266,7 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		}
 	}
 	so.Exports = []bkclient.ExportEntry{{Type: bkclient.ExporterImage, Attrs: attrs}}
+	cb.s.provenanceAttrs(&so)
 	return so, nil
 }
 

@@ -34,6 +34,9 @@ type Outcome struct {
 	Cached  bool   // every build step was a cache hit
 	Digest  string // image manifest digest, when exported
 	Ref     string // pushed reference (name@digest), when pushed
+	// Attestation is the digest of the image's attestation manifest
+	// (provenance), pushed beside it, when there is one.
+	Attestation string
 	// Verified is true when Options.Verify passed the image; nil when it
 	// was not verified.
 	Verified *bool
