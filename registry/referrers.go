@@ -74,4 +74,3 @@ func (c *Client) Tags(ctx context.Context, repo name.Repository) ([]string, erro
 
 // IsNotFound reports whether err is a registry's 404 answer.
 func IsNotFound(err error) bool { return isNotFound(err) }
-

@@ -276,7 +276,7 @@ func (r *Runner) cached(t Target, key string) (Result, bool) {
 		return Result{}, false
 	}
 	res := Result{
-		InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: ModeGold,
+		InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: ModeGold, Image: t.Image,
 		Resolved: true, F2P: rec.F2P, P2P: rec.P2P, TestSeconds: rec.TestSeconds,
 		Dir: rec.Dir, Cached: true, CacheKey: key, Runs: []Attempt{},
 	}

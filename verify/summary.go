@@ -78,6 +78,10 @@ type Result struct {
 	Mode string `json:"mode"`
 	// Model is a predictions run's model_name_or_path, as the file has it.
 	Model string `json:"model,omitempty"`
+	// Image is the reference of the image the runs used (pinned by digest
+	// when verify was given digests): what a verification attestation binds
+	// to.
+	Image string `json:"image,omitempty"`
 	// Resolved: every run resolved.
 	Resolved bool   `json:"resolved"`
 	F2P      Counts `json:"fail_to_pass"`
@@ -163,7 +167,7 @@ func (r Result) Why() string {
 
 // aggregate folds the attempts of one (target, mode, model).
 func aggregate(t Target, mode, model string, runs []Attempt) Result {
-	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Runs: runs, Resolved: len(runs) > 0}
+	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Image: t.Image, Runs: runs, Resolved: len(runs) > 0}
 	if len(runs) > 0 {
 		res.F2P, res.P2P, res.Dir, res.Leak = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak
 	}
