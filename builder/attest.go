@@ -109,7 +109,7 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 	}
 	out.Digest = img.String()
 	if att != nil {
-		out.Attestation = att.String()
+		out.Attestation, out.AttestationSize = att.Digest.String(), att.Size
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 // attestedImage picks, in an index BuildKit exported for one platform, the
 // image manifest for p and the attestation manifest that refers to it (nil
 // when there is none).
-func attestedImage(im *v1.IndexManifest, p core.Platform) (v1.Hash, *v1.Hash, error) {
+func attestedImage(im *v1.IndexManifest, p core.Platform) (v1.Hash, *v1.Descriptor, error) {
 	op := p.OCI()
 	var img *v1.Hash
 	for _, d := range im.Manifests {
@@ -137,8 +137,7 @@ func attestedImage(im *v1.IndexManifest, p core.Platform) (v1.Hash, *v1.Hash, er
 	}
 	for _, d := range im.Manifests {
 		if d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation && d.Annotations[AnnotationReferenceDigest] == img.String() {
-			h := d.Digest
-			return *img, &h, nil
+			return *img, &d, nil
 		}
 	}
 	return *img, nil, nil

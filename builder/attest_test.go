@@ -58,7 +58,10 @@ func TestAttestedImage(t *testing.T) {
 			}
 			a := ""
 			if gotAtt != nil {
-				a = gotAtt.String()
+				a = gotAtt.Digest.String()
+				if gotAtt.Size <= 0 {
+					t.Errorf("attestation size %d", gotAtt.Size)
+				}
 			}
 			if gotImg.String() != tc.img || a != tc.att {
 				t.Errorf("got %s, %q; want %s, %q", gotImg, a, tc.img, tc.att)

@@ -312,7 +312,7 @@ func (r *Report) Records() []core.Image {
 		if res.Status == StatusDone {
 			im.Digest = digest.Digest(res.Outcome.Digest)
 			im.Ref = res.Outcome.Ref
-			im.Attestation = digest.Digest(res.Outcome.Attestation)
+			im.Attestation, im.AttestationSize = digest.Digest(res.Outcome.Attestation), res.Outcome.AttestationSize
 			im.Verified = res.Outcome.Verified
 		} else {
 			im.Status = core.StatusFailed

@@ -36,7 +36,8 @@ type Outcome struct {
 	Ref     string // pushed reference (name@digest), when pushed
 	// Attestation is the digest of the image's attestation manifest
 	// (provenance), pushed beside it, when there is one.
-	Attestation string
+	Attestation     string
+	AttestationSize int64
 	// Verified is true when Options.Verify passed the image; nil when it
 	// was not verified.
 	Verified *bool

@@ -174,12 +174,21 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	}
 	close(jobs)
 	wg.Wait()
-	sum := &Summary{}
+	sum := &Summary{Settings: r.settings(repeat)}
 	for i, s := range specs {
 		sum.Results = append(sum.Results, aggregate(s.t, s.mode, s.model, attempts[i]))
 	}
 	sum.link()
 	return sum, nil
+}
+
+// settings are the summary's record of what every run shared.
+func (r *Runner) settings(repeat int) *Settings {
+	g := string(r.Grade.Rules)
+	if g == "" {
+		g = "auto"
+	}
+	return &Settings{Grading: g, TimeoutSeconds: int64(r.timeout() / time.Second), MaxOutput: Job{MaxOutput: r.MaxOutput}.maxOutput(), Network: "none", Repeat: repeat}
 }
 
 // BuilderHook returns the function the builder calls for every instance

@@ -14,6 +14,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/verify"
 )
 
 // publishFlags are the options of a publish run, shared by `swebuild
@@ -30,6 +31,7 @@ type publishFlags struct {
 	trustLedger     bool
 	requireVerified bool
 	debug           bool
+	verification    string // publish only: verify --summary file to attach
 }
 
 // register adds the flags; repoFlag names the repository flag ("repo" for
@@ -62,6 +64,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	metadataFile := fs.String("metadata-file", "", "build metadata file (JSON lines of image records, as `swebuild build --metadata-file` writes)")
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
+	fs.StringVar(&f.verification, "verification", "", "verify summary (verify --summary FILE): attach each per-arch image's gold result as an in-toto test-result statement (a referrer of the image)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -117,8 +120,17 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 			fmt.Fprintf(stderr, "debug: "+format+"\n", a...)
 		}
 	}
+	var vsrc *publish.VerificationSource
+	if f.verification != "" {
+		sum, err := verify.ReadSummary(f.verification)
+		if err != nil {
+			return publish.RunOptions{}, fmt.Errorf("--verification: %w", err)
+		}
+		vsrc = &publish.VerificationSource{Summary: sum, Verifier: "swebuild " + version, GradingVersion: gradingVersion(sum)}
+	}
 	return publish.RunOptions{
 		Options: publish.Options{
+			Verification:         vsrc,
 			Repo:                 f.repo,
 			KeepDoubleUnderscore: f.keepUU,
 			Jobs:                 f.jobs,
@@ -149,4 +161,21 @@ func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataF
 		return err
 	}
 	return sum.Err()
+}
+
+// gradingVersion names upstream's release of the grading rules a verify
+// summary says it used.
+func gradingVersion(sum *verify.Summary) string {
+	if sum.Settings == nil {
+		return ""
+	}
+	switch sum.Settings.Grading {
+	case "v5":
+		return "SWE-bench 5.0.2"
+	case "v4.1":
+		return "SWE-bench 4.1.0"
+	case "auto":
+		return "SWE-bench 5.0.2 for records with log_parser, else 4.1.0"
+	}
+	return ""
 }
