@@ -51,7 +51,8 @@ type Verification struct {
 	// Grading is the grading rules (v5, v4.1, or auto: v5 for records
 	// with log_parser), GradingVersion upstream's version of them.
 	Grading, GradingVersion string
-	// EvalScript is the eval.sh the runs were given.
+	// EvalScript is the eval.sh the runs were given (nil: unknown, e.g. a
+	// result from the verification cache; the statement names none).
 	EvalScript []byte
 	// Repeat is how many gold runs there were.
 	Repeat int
@@ -141,15 +142,16 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verification statement: %w", err)
 	}
+	var config []*intoto.ResourceDescriptor
+	if v.EvalScript != nil {
+		config = append(config, &intoto.ResourceDescriptor{Name: "eval.sh", Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}, MediaType: "text/x-shellscript"})
+	}
 	pred := &trpb.TestResult{
-		Result: result,
-		Configuration: []*intoto.ResourceDescriptor{
-			{Name: "eval.sh", Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}, MediaType: "text/x-shellscript"},
-			{Name: VerificationConfig, Annotations: extStruct},
-		},
-		PassedTests: passed,
-		WarnedTests: warned,
-		FailedTests: failed,
+		Result:        result,
+		Configuration: append(config, &intoto.ResourceDescriptor{Name: VerificationConfig, Annotations: extStruct}),
+		PassedTests:   passed,
+		WarnedTests:   warned,
+		FailedTests:   failed,
 	}
 	pj, err := protojson.Marshal(pred)
 	if err != nil {

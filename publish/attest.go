@@ -152,6 +152,8 @@ func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verification of %s %s: %w", id, im.Platform, err)
 	}
+	// A result from the verification cache has no eval.sh of its own: the
+	// statement then names none.
 	eval, err := os.ReadFile(filepath.Join(gold.Dir, "eval.sh"))
 	if err != nil && !gold.Cached {
 		return nil, fmt.Errorf("verification of %s %s: %w", id, im.Platform, err)
@@ -168,6 +170,9 @@ func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
 	}
 	if s := src.Summary.Settings; s != nil {
 		v.Grading, v.Repeat = s.Grading, s.Repeat
+		if v.GradingVersion == "" {
+			v.GradingVersion = GradingVersion(s.Grading)
+		}
 		v.Container = map[string]string{
 			"network": s.Network, "timeout": fmt.Sprintf("%ds", s.TimeoutSeconds),
 			"max_output": fmt.Sprint(s.MaxOutput), "platform": im.Platform.String(),
@@ -210,4 +215,18 @@ func (p *publisher) attachVerification(ctx context.Context, id string, im core.I
 	}
 	p.progress("attached verification %s %s %s", id, im.Platform, short(digest.Digest(a.Descriptor.Digest.String())))
 	return nil
+}
+
+// GradingVersion names upstream's release of the grading rules a verify
+// summary's settings name.
+func GradingVersion(rules string) string {
+	switch rules {
+	case "v5":
+		return "SWE-bench 5.0.2"
+	case "v4.1":
+		return "SWE-bench 4.1.0"
+	case "auto":
+		return "SWE-bench 5.0.2 for records with log_parser, else 4.1.0"
+	}
+	return ""
 }

@@ -174,7 +174,7 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	}
 	close(jobs)
 	wg.Wait()
-	sum := &Summary{Settings: r.settings(repeat)}
+	sum := &Summary{Settings: r.RunSettings(repeat)}
 	for i, s := range specs {
 		sum.Results = append(sum.Results, aggregate(s.t, s.mode, s.model, attempts[i]))
 	}
@@ -182,8 +182,9 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	return sum, nil
 }
 
-// settings are the summary's record of what every run shared.
-func (r *Runner) settings(repeat int) *Settings {
+// RunSettings are the summary's record of what every run shared, repeated
+// repeat times.
+func (r *Runner) RunSettings(repeat int) *Settings {
 	g := string(r.Grade.Rules)
 	if g == "" {
 		g = "auto"

@@ -286,3 +286,79 @@ func checkFixtureProvenance(t *testing.T, what string, stmt []byte) {
 		t.Errorf("%s: provenance has no instance Dockerfile (FROM sweb.env...)", what)
 	}
 }
+
+// TestProvenanceBuildVerifyPublish: `build --verify --push --publish`
+// attaches the gold check's result to the image it published: the check
+// ran on the solved image before export, and the statement's subject is the
+// digest the builder then pushed; its tests are the check's report.json.
+func TestProvenanceBuildVerifyPublish(t *testing.T) {
+	f := newFixtureStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	md := filepath.Join(tmp, "metadata.jsonl")
+	runDir := filepath.Join(tmp, "run")
+	repo := f.reg + "/swebuild-test/prov-gate-" + time.Now().Format("150405")
+	const id = "fixture__calc-2"
+	if _, err := f.build(t, ctx, f.dataset, f.reg+"/swebuild-test/provenance-staging", md, "--verify", "--instance", id, "--platform", "linux/amd64",
+		"--publish", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl"), "--run-dir", runDir); err != nil {
+		t.Fatalf("build --verify --publish: %v", err)
+	}
+	recs, err := core.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var im *core.Image
+	for i, r := range recs {
+		if r.Kind == core.KindInstance && r.InstanceID == id {
+			im = &recs[i]
+		}
+	}
+	if im == nil || !im.IsVerified() || im.Attestation == "" {
+		t.Fatalf("build record %+v: want a verified image with an attestation", im)
+	}
+	var sums []string
+	_ = filepath.WalkDir(runDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "summary.json" {
+			sums = append(sums, p)
+		}
+		return nil
+	})
+	if len(sums) != 1 {
+		t.Fatalf("gold check summaries under %s: %v", runDir, sums)
+	}
+	sum, err := verify.ReadSummary(sums[0])
+	if err != nil || len(sum.Results) != 1 {
+		t.Fatalf("gold check summary: %+v %v", sum, err)
+	}
+	rep, err := os.ReadFile(filepath.Join(sum.Results[0].Dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, failed, err := attest.ReportTests(rep, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := registry.New(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namer := manifests.Namer{Repo: repo}
+	archRepo, _ := name.NewRepository(namer.ArchRepo(im.Platform.Arch(), id), name.Insecure)
+	h, _ := v1.NewHash(im.Digest.String())
+	vs, err := (&attest.Referrers{Client: client}).Statements(ctx, archRepo, h, attest.TestResultPredicate)
+	if err != nil || len(vs) != 1 {
+		t.Fatalf("%d verification statements (%v), want 1", len(vs), err)
+	}
+	tr, err := attest.ParseVerificationStatement(vs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.SubjectDigest != im.Digest.String() || tr.Result != "PASSED" || !slices.Equal(tr.PassedTests, passed) || !slices.Equal(tr.FailedTests, failed) || len(passed) == 0 {
+		t.Errorf("statement %+v; want subject %s PASSED, passed %v failed %v", tr, im.Digest, passed, failed)
+	}
+	if tr.Extra["goldResolved"] != true || tr.Extra["grading"] != "auto" {
+		t.Errorf("statement extras %v", tr.Extra)
+	}
+	t.Logf("%s: verification %s (cached check: %v), %d passed tests, eval.sh %q", id, tr.Result, sum.Results[0].Cached, len(tr.PassedTests), tr.EvalScriptDigest)
+}

@@ -126,7 +126,7 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 		if err != nil {
 			return publish.RunOptions{}, fmt.Errorf("--verification: %w", err)
 		}
-		vsrc = &publish.VerificationSource{Summary: sum, Verifier: "swebuild " + version, GradingVersion: gradingVersion(sum)}
+		vsrc = &publish.VerificationSource{Summary: sum, Verifier: "swebuild " + version}
 	}
 	return publish.RunOptions{
 		Options: publish.Options{
@@ -161,21 +161,4 @@ func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataF
 		return err
 	}
 	return sum.Err()
-}
-
-// gradingVersion names upstream's release of the grading rules a verify
-// summary says it used.
-func gradingVersion(sum *verify.Summary) string {
-	if sum.Settings == nil {
-		return ""
-	}
-	switch sum.Settings.Grading {
-	case "v5":
-		return "SWE-bench 5.0.2"
-	case "v4.1":
-		return "SWE-bench 4.1.0"
-	case "auto":
-		return "SWE-bench 5.0.2 for records with log_parser, else 4.1.0"
-	}
-	return ""
 }
