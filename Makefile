@@ -8,6 +8,9 @@ CACHE ?= $(or $(SWEBUILD_CACHE),$(HOME)/.cache/swebuild)
 # The stack's addresses (scripts/stack.sh env); exported to every test and demo step.
 export BUILDKIT_HOST ?= unix:///run/swebuild/buildkitd.sock
 export SWEBUILD_REGISTRY ?= 127.0.0.1:5000
+# The stack's registry that requires a login, and the Docker config holding it.
+export SWEBUILD_AUTH_REGISTRY ?= 127.0.0.1:5001
+export DOCKER_CONFIG ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/docker-config
 export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
 .PHONY: build vet unit test e2e bench bench-build demo stack stack-down fixture test-deps nightly-local clean

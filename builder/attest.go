@@ -95,7 +95,11 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 	}
 	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	idx, err := ggcrremote.Index(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(authn.DefaultKeychain))
+	kc := s.keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	idx, err := ggcrremote.Index(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc))
 	if err != nil {
 		return fmt.Errorf("reading the exported index %s: %w", ref, err)
 	}

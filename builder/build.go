@@ -8,15 +8,18 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/distribution/reference"
+	"github.com/google/go-containerregistry/pkg/authn"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/session"
 	"github.com/opencontainers/go-digest"
 	"github.com/tonistiigi/fsutil"
 
@@ -83,6 +86,9 @@ func ParseCacheOption(v string) (bkclient.CacheOptionsEntry, error) {
 type Options struct {
 	// Builders are the BuildKit daemons (at least one).
 	Builders []BuilderSpec
+	// NotPlanned are the instance images of the run that have no node
+	// (x86-only on linux/arm64, planning errors): the summary lists them.
+	NotPlanned []NotPlanned
 	// Workers is the number of solves running at once (default 2).
 	Workers int
 	// Push is the repository every image is pushed to by digest, e.g.
@@ -95,6 +101,10 @@ type Options struct {
 	// NoProvenance: pushed images carry no SLSA provenance attestation
 	// (by default each carries BuildKit's, mode=max; see attest.go).
 	NoProvenance bool
+	// Keychain gives the credentials the builder reads a pushed index back
+	// with (attest.go), the same source as Auth; nil means the Docker
+	// config (authn.DefaultKeychain).
+	Keychain authn.Keychain
 	// CacheFrom and CacheTo are cache imports and exports (ParseCacheOption).
 	CacheFrom []bkclient.CacheOptionsEntry
 	CacheTo   []bkclient.CacheOptionsEntry
@@ -122,6 +132,21 @@ type Options struct {
 	// definition, whose gRPC message BuildKit limits to 16 MiB); they are
 	// added to the session of every instance node when Verify is set.
 	VerifyMounts map[string]fsutil.FS
+	// Auth, when set, makes the registry login of one solve's session
+	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// credential of every registry the solve pushes to, pulls from (bound
+	// images, FROM) or caches with. nil: BuildKit reaches registries
+	// anonymously.
+	Auth func() SessionAuth
+}
+
+// SessionAuth answers BuildKit's registry credential requests in one
+// session; registry.SessionAuth is one.
+type SessionAuth interface {
+	session.Attachable
+	// Explain adds to a failed solve's error which credential each
+	// registry got, when the error is a registry refusing a login.
+	Explain(error) error
 }
 
 // VerifyFunc checks a solved instance image before it is exported: image is
@@ -132,6 +157,8 @@ type VerifyFunc func(ctx context.Context, gc gateway.Client, instanceID, platfor
 // Report is the result of Build: one Result per node, in the order given.
 type Report struct {
 	Results []Result
+	// NotPlanned is Options.NotPlanned.
+	NotPlanned []NotPlanned
 	// given are the bound images (Options.Images) by context name.
 	given map[string]string
 }
@@ -188,7 +215,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, noProvenance: opts.NoProvenance}
+	solver := &bkSolver{push: opts.Push, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain}
 	remotes, err := connectAll(ctx, opts.Builders, solver)
 	if err != nil {
 		return nil, err
@@ -218,7 +245,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	if s.workers <= 0 {
 		s.workers = 2
 	}
-	report := &Report{Results: s.run(ctx), given: given}
+	report := &Report{Results: s.run(ctx), given: given, NotPlanned: opts.NotPlanned}
 	hub.close()
 
 	var errs []error
@@ -397,6 +424,63 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		if _, err := fmt.Fprintln(w, f); err != nil {
 			return fmt.Errorf("writing summary: %w", err)
 		}
+	}
+	return r.writeNotDone(w)
+}
+
+// NotPlanned is an instance image a run has no node for, and why.
+type NotPlanned struct {
+	InstanceID string
+	Platform   core.Platform
+	// Reason is e.g. "x86-only (USE_X86)" or "could not be planned".
+	Reason string
+}
+
+// writeNotDone lists, per instance, what the run did not make: images
+// with no node (NotPlanned, by reason), instance images that failed and
+// those skipped because a parent failed. Nothing when all were made.
+func (r *Report) writeNotDone(w io.Writer) error {
+	type group struct {
+		title string
+		ids   []string
+	}
+	var groups []*group
+	byTitle := map[string]*group{}
+	add := func(title, item string) {
+		g := byTitle[title]
+		if g == nil {
+			g = &group{title: title}
+			byTitle[title] = g
+			groups = append(groups, g)
+		}
+		g.ids = append(g.ids, item)
+	}
+	for _, np := range r.NotPlanned {
+		add(fmt.Sprintf("not built for %s, %s", np.Platform, np.Reason), np.InstanceID)
+	}
+	for _, res := range r.sorted() {
+		n := res.Node
+		if n.Kind != KindInstance || n.InstanceID == "" {
+			continue
+		}
+		switch res.Status {
+		case StatusFailed:
+			add("failed on "+n.Platform.String(), n.InstanceID)
+		case StatusSkipped:
+			add("skipped on "+n.Platform.String()+" (a parent image failed)", n.InstanceID)
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("instances not done:\n")
+	for _, g := range groups {
+		slices.Sort(g.ids)
+		fmt.Fprintf(&sb, "  %s: %d: %s\n", g.title, len(g.ids), strings.Join(g.ids, " "))
+	}
+	if _, err := io.WriteString(w, sb.String()); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
 	}
 	return nil
 }

@@ -319,6 +319,12 @@ func TestReportRecordsReadBack(t *testing.T) {
 	if b.SpecKey == amd.SpecKey || !strings.HasPrefix(amd.SpecKey, "sha256:") {
 		t.Errorf("spec keys %q %q: want distinct derived keys", b.SpecKey, amd.SpecKey)
 	}
+	// SpecKeys (what the nightly compares with the ledger) are the keys
+	// the records carry.
+	keys := SpecKeys([]*Node{inst, base, instArm})
+	if keys[inst.ID()] != amd.SpecKey || keys[base.ID()] != b.SpecKey || keys[instArm.ID()] != arm.SpecKey {
+		t.Errorf("SpecKeys %v, records %q %q %q", keys, amd.SpecKey, b.SpecKey, arm.SpecKey)
+	}
 	var sb strings.Builder
 	if err := r.WriteSummary(&sb); err != nil {
 		t.Fatal(err)
@@ -453,5 +459,51 @@ func TestWithoutGiven(t *testing.T) {
 		if got := ids(withoutGiven(nodes, given)); !slices.Equal(got, tt.want) {
 			t.Errorf("given %v:\n got %v\nwant %v", tt.given, got, tt.want)
 		}
+	}
+}
+
+// TestSummaryListsWhatWasNotDone: the build summary ends with the instances
+// it did not make, by reason: x86-only on linux/arm64 (with the deciding
+// rule), not planned, failed, skipped because a parent failed.
+func TestSummaryListsWhatWasNotDone(t *testing.T) {
+	mk := func(id string, p core.Platform) *Node {
+		return &Node{Key: "sweb.eval." + p.Arch() + "." + id + ":latest", Kind: KindInstance, Platform: p, InstanceID: id}
+	}
+	env := &Node{Key: "sweb.env.py.arm64.x:latest", Kind: KindEnv, Platform: core.ARM64}
+	r := &Report{
+		Results: []Result{
+			{Node: mk("ok__ok-1", core.AMD64), Status: StatusDone},
+			{Node: mk("ok__ok-1", core.ARM64), Status: StatusDone},
+			{Node: env, Status: StatusFailed, Err: errors.New("conda: exit 1")},
+			{Node: mk("dep__dep-1", core.ARM64), Status: StatusSkipped, Err: errors.New("dependency sweb.env.py.arm64.x:latest@linux/arm64 failed")},
+			{Node: mk("dep__dep-2", core.ARM64), Status: StatusSkipped, Err: errors.New("dependency failed")},
+			{Node: mk("bad__bad-1", core.AMD64), Status: StatusFailed, Err: errors.New("gold patch did not verify")},
+		},
+		NotPlanned: []NotPlanned{
+			{InstanceID: "x86__x86-2", Platform: core.ARM64, Reason: "x86-only (USE_X86)"},
+			{InstanceID: "x86__x86-1", Platform: core.ARM64, Reason: "x86-only (USE_X86)"},
+			{InstanceID: "p5__p5-1", Platform: core.ARM64, Reason: "x86-only (puppeteer-bundled-chromium)"},
+			{InstanceID: "odd__odd-1", Platform: core.AMD64, Reason: "could not be planned"},
+		},
+	}
+	var sb strings.Builder
+	if err := r.WriteSummary(&sb); err != nil {
+		t.Fatal(err)
+	}
+	want := `instances not done:
+  not built for linux/arm64, x86-only (USE_X86): 2: x86__x86-1 x86__x86-2
+  not built for linux/arm64, x86-only (puppeteer-bundled-chromium): 1: p5__p5-1
+  not built for linux/amd64, could not be planned: 1: odd__odd-1
+  skipped on linux/arm64 (a parent image failed): 2: dep__dep-1 dep__dep-2
+  failed on linux/amd64: 1: bad__bad-1
+`
+	if !strings.HasSuffix(sb.String(), want) {
+		t.Errorf("summary:\n%s\nwant it to end with:\n%s", sb.String(), want)
+	}
+	// A run that made everything says nothing more.
+	sb.Reset()
+	(&Report{Results: r.Results[:2]}).WriteSummary(&sb)
+	if strings.Contains(sb.String(), "not done") {
+		t.Errorf("summary of a complete run:\n%s", sb.String())
 	}
 }

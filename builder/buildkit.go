@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/containerd/platforms"
+	"github.com/google/go-containerregistry/pkg/authn"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
@@ -132,8 +133,10 @@ type bkSolver struct {
 	given      map[string]string // bound images by context name (Options.Images)
 	// verifyMounts are added to an instance node's session with verify.
 	verifyMounts map[string]fsutil.FS
+	auth         func() SessionAuth // one registry login per session; nil = anonymous
 	// noProvenance: pushed images carry no provenance attestation.
 	noProvenance bool
+	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -170,6 +173,11 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	if err != nil {
 		return out, err
 	}
+	var auth SessionAuth
+	if s.auth != nil {
+		auth = s.auth()
+		so.Session = append(so.Session, auth)
+	}
 	build := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		res, err := cb.solveChain(ctx, gc)
 		if err != nil {
@@ -194,7 +202,14 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	out.Cached = tr.cached()
 	if err != nil {
-		return out, fmt.Errorf("node %s: %w", n.ID(), explain(err, tr))
+		raw := err
+		err = explain(err, tr)
+		// Only BuildKit's own error decides whether a registry refused a
+		// login (a RUN step's output may mention a 401 of its own).
+		if auth != nil && auth.Explain(raw) != raw {
+			err = auth.Explain(err)
+		}
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
 	if err := s.resolveAttested(ctx, resp, p, &out); err != nil {
 		return out, fmt.Errorf("node %s: %w", n.ID(), err)
@@ -250,6 +265,15 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		SharedKey:    sharedKey,
 		CacheImports: cacheImports(cb.s.cacheFrom, cb.chain),
 		CacheExports: cacheExports(cb.s.cacheTo, n),
+		// The platform of the whole build request, which BuildKit's
+		// exporter checks the result against (exporter/verifier): without
+		// it the request defaults to the daemon's platform, and every
+		// arm64 image on an amd64 daemon drew "Requested platform
+		// linux/amd64 does not match result platform linux/arm64".
+		// (Never nil either: BuildKit's client copies the cache imports'
+		// attributes into a clone of this map, and a clone of nil is nil,
+		// a panic for any --cache-from.)
+		FrontendAttrs: map[string]string{"platform": n.Platform.String()},
 	}
 	// No name and no push: BuildKit makes the image manifest and reports
 	// its digest; the layers stay in its cache.

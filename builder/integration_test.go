@@ -147,6 +147,11 @@ func TestBuildKitGraph(t *testing.T) {
 			if err != nil || !strings.Contains(string(b), n.ID()) {
 				t.Errorf("%s: log %s: %v %q", n.ID(), res.LogPath, err, b)
 			}
+			// BuildKit's exporter checks the result's platform against the
+			// request's: the request must name the node's platform.
+			if strings.Contains(string(b), "does not match result platform") {
+				t.Errorf("%s: log warns of a platform mismatch:\n%s", n.ID(), b)
+			}
 		}
 	}
 	first := map[string]string{}

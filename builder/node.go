@@ -208,6 +208,20 @@ func checkContextName(name string) error {
 	return nil
 }
 
+// SpecKeys returns, by node ID, the spec key the build records for each
+// node (Report.Records' SpecKey): the node's own SpecKey, else the key of
+// its build inputs (no image bound to a parent). The nightly compares it
+// with the ledger's to rebuild what changed (ci.FindExisting).
+func SpecKeys(nodes []*Node) map[string]string {
+	keys := inputKeys(nodes, nil)
+	for _, n := range nodes {
+		if n.SpecKey != "" {
+			keys[n.ID()] = n.SpecKey
+		}
+	}
+	return keys
+}
+
 // inputKeys derives, for every node, a key of its build inputs: platform,
 // Dockerfile, in-memory context (names and bytes), context files (names,
 // sizes and modification times, so a 200 MB tarball is not read) and the

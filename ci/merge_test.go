@@ -91,7 +91,7 @@ func TestReadRecords(t *testing.T) {
 	writeFile(t, dir, "amd64-0/meta/x__x-1.jsonl", a.String())
 	writeFile(t, dir, "arm64-0/meta/y__y-1.jsonl", b.String())
 	writeFile(t, dir, "amd64-0/runs/x__x-1/verify/summary.json", `{"results": []}`)
-	got, err := ReadRecords([]string{dir})
+	got, err := ReadRecords([]string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestReadRecords(t *testing.T) {
 		`{"kind":"instance","instance_id":"c","platform":"s390x","status":"built"}`+"\n"+
 		`{"instance_id":"d","arch":"x86_64"}`+"\n")
 	bad2 := writeFile(t, dir, "bad2.jsonl", `{"kind":"instance","instance_id":"e","platform":"linux/amd64","status":"built","digest":"md5:1"}`+"\n")
-	_, err = ReadRecords([]string{bad, bad2})
+	_, err = ReadRecords([]string{bad, bad2}, nil)
 	for _, want := range []string{"bad.jsonl:1: instance_id: required", `bad.jsonl:2: platform: "s390x"`, `bad.jsonl:3: not a record: json: unknown field "arch"`, `bad2.jsonl:1: digest: "md5:1"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want it to contain %q", err, want)
@@ -131,25 +131,65 @@ func TestFindExisting(t *testing.T) {
 	})
 	chk := NewMapChecker("reg/r@"+dA, "reg/r@"+dB, "other/repo@"+dC)
 	want := []Key{{"a", PlatformAMD64}, {"a", PlatformARM64}, {"b", PlatformAMD64}, {"c", PlatformAMD64}, {"e", PlatformAMD64}}
-	got, err := FindExisting(context.Background(), ledger, want, "reg/r", chk, 3)
+	got, err := FindExisting(context.Background(), ledger, want, nil, "reg/r", chk, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKeys := []Key{{"a", PlatformAMD64}, {"a", PlatformARM64}, {"c", PlatformAMD64}}
+	// c's record names another repository: not trusted, not asked.
+	wantKeys := []Key{{"a", PlatformAMD64}, {"a", PlatformARM64}}
 	if !reflect.DeepEqual(sortedKeys(got), wantKeys) {
 		t.Errorf("existing %v, want %v", sortedKeys(got), wantKeys)
 	}
-	if r := Repository(got[Key{"c", PlatformAMD64}]); r != "other/repo" {
-		t.Errorf("ledger repository not kept: %q", r)
-	}
-	if chk.Calls() != 3 {
-		t.Errorf("%d registry lookups, want 3 (only verified ledger records are checked)", chk.Calls())
+	if chk.Calls() != 2 {
+		t.Errorf("%d registry lookups, want 2 (only verified ledger records in reg/r are checked)", chk.Calls())
 	}
 	noRepo := rec("a", PlatformAMD64, dA, true)
 	noRepo.Ref = ""
 	noRepo.OCILayout = "oci"
-	if _, err := FindExisting(context.Background(), Latest([]core.Image{noRepo}), want, "", chk, 1); err == nil {
+	if _, err := FindExisting(context.Background(), Latest([]core.Image{noRepo}), want, nil, "", chk, 1); err == nil {
 		t.Error("no repository anywhere: want an error")
+	}
+}
+
+// TestFindExistingSpecKeyAndRegistry: the nightly's skip filter reuses an
+// image only when the ledger's spec key is the key of the inputs now and its
+// record names the registry repository the run publishes to.
+func TestFindExistingSpecKeyAndRegistry(t *testing.T) {
+	const repo = "ghcr.io/org/swebench"
+	mk := func(id, ref, specKey string) core.Image {
+		r := rec(id, PlatformAMD64, dA, true)
+		r.Ref, r.SpecKey = ref+"@"+dA, specKey
+		return r
+	}
+	under := repo + "/sweb.eval.x86_64.x"
+	for _, tc := range []struct {
+		name     string
+		rec      core.Image
+		specKeys map[Key]string // nil: not compared
+		reused   bool
+	}{
+		{"same key, same repository", mk("x", under, "k1"), map[Key]string{{"x", PlatformAMD64}: "k1"}, true},
+		{"spec key changed", mk("x", under, "k1"), map[Key]string{{"x", PlatformAMD64}: "k2"}, false},
+		{"key unknown now", mk("x", under, "k1"), map[Key]string{}, false},
+		{"no record key", mk("x", under, ""), map[Key]string{{"x", PlatformAMD64}: "k1"}, false},
+		{"keys not compared (id list)", mk("x", under, "k1"), nil, true},
+		{"the repository itself", mk("x", repo, "k1"), nil, true},
+		{"another registry", mk("x", "docker.io/org/swebench/sweb.eval.x86_64.x", "k1"), nil, false},
+		{"another prefix on the registry", mk("x", "ghcr.io/org/swebench-old/sweb.eval.x86_64.x", "k1"), nil, false},
+		{"a parent of the prefix", mk("x", "ghcr.io/org", "k1"), nil, false},
+	} {
+		// The registry holds the digest everywhere: only the filter decides.
+		chk := NewMapChecker(tc.rec.Ref)
+		got, err := FindExisting(context.Background(), Latest([]core.Image{tc.rec}), []Key{{"x", PlatformAMD64}}, tc.specKeys, repo, chk, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got[Key{"x", PlatformAMD64}]; ok != tc.reused {
+			t.Errorf("%s: reused %v, want %v", tc.name, ok, tc.reused)
+		}
+		if !tc.reused && chk.Calls() != 0 {
+			t.Errorf("%s: %d registry lookups for a record that is not trusted", tc.name, chk.Calls())
+		}
 	}
 }
 
@@ -259,7 +299,7 @@ func TestMerge(t *testing.T) {
 		}
 	}
 	chk := NewMapChecker("reg/r@"+dA, "reg/r@"+dB, "reg/r@"+dC)
-	ex, err := FindExisting(context.Background(), ledger, want, "reg/r", chk, 2)
+	ex, err := FindExisting(context.Background(), ledger, want, nil, "reg/r", chk, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +379,7 @@ func TestLegacyLedger(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"))
+	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +388,7 @@ func TestLegacyLedger(t *testing.T) {
 	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}
-	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl")); err != nil || len(recs) != 0 {
+	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
 		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,9 +36,10 @@ func Repository(r core.Image) string {
 // ReadRecords reads image records (core.Image JSON lines) from files and
 // directories: a directory contributes every *.jsonl file below it, in name
 // order (shards write their build metadata as meta/<id>.jsonl). Every file
-// is read, so all bad lines are reported together (file:line: field:
+// is read (core.ReadRecords: a torn last line is dropped with a warning to
+// warn), so all bad lines are reported together (file:line: field:
 // message); the good records are returned with the error.
-func ReadRecords(paths []string) ([]core.Image, error) {
+func ReadRecords(paths []string, warn io.Writer) ([]core.Image, error) {
 	files, err := expandPaths(paths)
 	if err != nil {
 		return nil, err
@@ -45,7 +47,7 @@ func ReadRecords(paths []string) ([]core.Image, error) {
 	var out []core.Image
 	var errs []error
 	for _, f := range files {
-		recs, err := core.ReadFile(f)
+		recs, err := core.ReadRecords(f, warn)
 		out = append(out, recs...)
 		if err != nil {
 			errs = append(errs, err)
@@ -99,12 +101,14 @@ func Latest(recs []core.Image) map[Key]core.Image {
 	return out
 }
 
-// ReadLedger reads a publish ledger; a missing file is an empty ledger.
+// ReadLedger reads a publish ledger as core.ReadRecords does (a torn last
+// line, what a killed publish leaves, is dropped with a warning to warn); a
+// missing file is an empty ledger.
 //
 // A ledger written before publish wrote core records is converted by
 // publish's own converter (a nightly reads the ledger before publish opens,
 // and so migrates, it).
-func ReadLedger(path string) ([]core.Image, error) {
+func ReadLedger(path string, warn io.Writer) ([]core.Image, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -115,5 +119,5 @@ func ReadLedger(path string) ([]core.Image, error) {
 	if publish.IsLegacyLedger(data) {
 		return publish.ConvertLegacyLedger(data, path)
 	}
-	return core.Decode(bytes.NewReader(data), path)
+	return core.DecodeRecords(bytes.NewReader(data), path, warn)
 }

@@ -69,12 +69,12 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(lpath)
+	recs, err := ReadLedger(lpath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Key{{"a__a-1", PlatformAMD64}, {"b__b-1", PlatformAMD64}}
-	existing, err := FindExisting(ctx, Latest(recs), want, reg.Host+"/swebench", chk, 2)
+	existing, err := FindExisting(ctx, Latest(recs), want, nil, reg.Host+"/swebench", chk, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,13 +20,23 @@ type DigestChecker interface {
 }
 
 // FindExisting returns, of the wanted images, those the ledger records as
-// verified with a digest that the registry still holds. Images the ledger
-// does not know, or whose digest is gone, are not returned (they get built).
-// A registry error other than "not found" is returned: a run should not
-// rebuild thousands of images because the registry hiccuped.
+// verified with a digest that the registry still holds, built from the
+// inputs the image would be built from now, in the repository the run
+// publishes to. Not returned (so they get built):
+//   - images the ledger does not know, or whose latest record is not usable;
+//   - images whose ledger spec key differs from specKeys[k] (the key of the
+//     build inputs now: a changed spec, pin, Dockerfile or script), or with
+//     no entry in a non-nil specKeys (its key cannot be computed now); a nil
+//     specKeys compares nothing (an id list, no records to render);
+//   - records whose ref names a repository outside repository (another
+//     registry, or another prefix): only the registry the run publishes to
+//     is asked and trusted;
+//   - images whose digest is gone from the registry.
 //
-// repository is used for ledger records that do not name their own.
-func FindExisting(ctx context.Context, ledger map[Key]core.Image, want []Key, repository string, chk DigestChecker, parallel int) (map[Key]core.Image, error) {
+// A registry error other than "not found" is returned: a run should not
+// rebuild thousands of images because the registry hiccuped. repository is
+// also used for ledger records that do not name their own.
+func FindExisting(ctx context.Context, ledger map[Key]core.Image, want []Key, specKeys map[Key]string, repository string, chk DigestChecker, parallel int) (map[Key]core.Image, error) {
 	if parallel < 1 {
 		parallel = 1
 	}
@@ -39,12 +50,18 @@ func FindExisting(ctx context.Context, ledger map[Key]core.Image, want []Key, re
 		if !ok || !Usable(r) {
 			continue
 		}
+		if specKeys != nil && (specKeys[k] == "" || specKeys[k] != r.SpecKey) {
+			continue // built from other inputs than the build would use now
+		}
 		repo := Repository(r)
 		if repo == "" {
 			repo = repository
 		}
 		if repo == "" {
 			return nil, fmt.Errorf("ledger: %s %s has no repository and none was given", r.InstanceID, r.Platform)
+		}
+		if repository != "" && repo != repository && !strings.HasPrefix(repo, strings.TrimSuffix(repository, "/")+"/") {
+			continue // another registry or prefix: not trusted
 		}
 		candidates = append(candidates, candidate{r, repo})
 	}

@@ -41,8 +41,11 @@ func (e *LineError) Error() string {
 // returns every good record in file order and, joined, one *LineError per bad
 // line, so a caller can go on with the good records and still fail at the
 // end. Blank lines are skipped.
+//
+// At most MaxFileBytes are read: past that, reading stops with an error
+// wrapping ErrFileTooLarge.
 func Decode(r io.Reader, name string) ([]Image, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(&cappedReader{r: r, left: MaxFileBytes}, 64<<10)
 	var (
 		out  []Image
 		errs []error
@@ -81,6 +84,33 @@ func Decode(r io.Reader, name string) ([]Image, error) {
 }
 
 var errLineTooLong = errors.New("line too long")
+
+// TornWarning is the one warning every reader gives for a dropped torn
+// last line.
+func TornWarning(le *LineError) string {
+	return fmt.Sprintf("warning: %s:%d: dropped a torn last line (a run killed while writing it; what it recorded is done again): %s", le.File, le.Line, le.Msg)
+}
+
+// DecodeRecords is ReadRecords for a reader (name is the file name in
+// errors and warnings).
+func DecodeRecords(r io.Reader, name string, warn io.Writer) ([]Image, error) {
+	recs, derr := Decode(r, name)
+	lines, err := LineErrors(derr)
+	if err != nil {
+		return recs, derr
+	}
+	var damaged []error
+	for _, le := range lines {
+		if le.Torn {
+			if warn != nil {
+				fmt.Fprintln(warn, TornWarning(le))
+			}
+			continue
+		}
+		damaged = append(damaged, le)
+	}
+	return recs, errors.Join(damaged...)
+}
 
 // readLine returns the next line without its newline; err is nil when the
 // line ended with a newline, io.EOF at the end of the input.
@@ -130,15 +160,31 @@ func decodeLine(b []byte) (Image, *LineError) {
 	return im, nil
 }
 
-// ReadFile reads a record file (see Decode). Relative OCILayout paths are
-// made absolute against the file's directory.
-func ReadFile(path string) ([]Image, error) {
+// ReadFile is ReadRecords with no warning written.
+func ReadFile(path string) ([]Image, error) { return ReadRecords(path, nil) }
+
+// ReadRecords is the one reader of record files: the build metadata file,
+// the publish ledger, verify's and sizes' metadata files and the nightly's
+// shard files are all read through it (OpenLog too), so every command sees
+// the same records in a file. It returns every good record in file order. A
+// torn last line (no newline and not a record: what a process killed while
+// appending leaves) is dropped, with a warning to warn (nil: none); a last
+// line without a newline that is a whole record is kept. A damaged line
+// anywhere else is an error (joined *LineError values, see LineErrors),
+// returned with the good records. Relative OCILayout paths are made
+// absolute against the file's directory.
+func ReadRecords(path string, warn io.Writer) ([]Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading records: %w", err)
 	}
 	defer f.Close()
-	recs, err := Decode(f, path)
+	return readRecords(f, path, warn)
+}
+
+// readRecords is ReadRecords' decoding of the opened file r.
+func readRecords(r io.Reader, path string, warn io.Writer) ([]Image, error) {
+	recs, err := DecodeRecords(r, path, warn)
 	dir := filepath.Dir(path)
 	for i := range recs {
 		if recs[i].OCILayout != "" && !filepath.IsAbs(recs[i].OCILayout) {
@@ -216,10 +262,16 @@ type Log struct {
 	path string
 	mu   sync.Mutex
 	f    *os.File
+	torn *LineError
 }
 
+// Torn is the torn last line OpenLog dropped from the file (nil when there
+// was none), for the warning ReadRecords writes.
+func (l *Log) Torn() *LineError { return l.torn }
+
 // OpenLog locks path (creating it if needed), reads the records already in
-// it, drops a torn last line (a kill mid-write) and opens it for appending.
+// it as ReadRecords does, drops a torn last line (a kill mid-write) from the
+// file and opens it for appending.
 // Damaged lines elsewhere are returned as *LineError values in damaged, not
 // as an error: a log is a record of work done, so a caller can skip those
 // lines and re-check what they were about.
@@ -238,21 +290,29 @@ func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err err
 		f.Close()
 		return nil, nil, nil, err
 	}
-	var torn bool
+	var tornLine *LineError
 	for _, le := range lines {
 		if le.Torn {
-			torn = true
+			tornLine = le
 			continue
 		}
 		damaged = append(damaged, le)
 	}
-	if torn || !endsWithNewline(f) {
+	switch {
+	case tornLine != nil:
 		if err := dropTail(f); err != nil {
 			f.Close()
 			return nil, nil, nil, fmt.Errorf("%s: dropping a torn last line: %w", path, err)
 		}
+	case !endsWithNewline(f):
+		// A whole record without its newline: kept (as ReadRecords keeps
+		// it), and terminated so the next record starts a line.
+		if _, err := f.Write([]byte("\n")); err != nil {
+			f.Close()
+			return nil, nil, nil, fmt.Errorf("%s: ending its last line: %w", path, err)
+		}
 	}
-	return &Log{path: path, f: f}, recs, damaged, nil
+	return &Log{path: path, f: f, torn: tornLine}, recs, damaged, nil
 }
 
 // Lock takes the exclusive lock of a file of records (OpenLog's) without

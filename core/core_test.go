@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -302,5 +303,61 @@ func TestLogTornAndDamaged(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if len(lines) != 3 || lines[1] != "garbage" || !strings.Contains(lines[2], `"instance_id":"b"`) {
 		t.Fatalf("torn tail not dropped before appending:\n%s", data)
+	}
+}
+
+// TestReadRecordsTornTail: the one reader drops a torn last line with a
+// warning, keeps a whole last record without its newline, and reports
+// damage anywhere else as an error naming the line; OpenLog returns the
+// same records and leaves a file every reader reads without a warning.
+func TestReadRecordsTornTail(t *testing.T) {
+	a, _ := Marshal(built("a", AMD64))
+	b, _ := Marshal(built("b", ARM64))
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		ids     []string
+		warn    string // substring; "" = no warning
+		errLine string // substring of the error; "" = none
+	}{
+		{"whole", cat(a, b), []string{"a", "b"}, "", ""},
+		{"torn tail", cat(a, b[:40]), []string{"a"}, "f.jsonl:2: dropped a torn last line", ""},
+		{"last record without newline", cat(a, b[:len(b)-1]), []string{"a", "b"}, "", ""},
+		{"damage in the middle", cat(a, []byte("garbage\n"), b), []string{"a", "b"}, "", "f.jsonl:2: not a record"},
+		{"damage and a torn tail", cat([]byte("{}\n"), a, b[:40]), []string{"a"}, "f.jsonl:3: dropped", "f.jsonl:1: "},
+	} {
+		path := filepath.Join(t.TempDir(), "f.jsonl")
+		if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var warn bytes.Buffer
+		recs, err := ReadRecords(path, &warn)
+		var ids []string
+		for _, r := range recs {
+			ids = append(ids, r.InstanceID)
+		}
+		if strings.Join(ids, ",") != strings.Join(tc.ids, ",") {
+			t.Errorf("%s: records %v, want %v", tc.name, ids, tc.ids)
+		}
+		if (tc.warn == "") != (warn.Len() == 0) || !strings.Contains(warn.String(), tc.warn) {
+			t.Errorf("%s: warning %q, want %q", tc.name, warn.String(), tc.warn)
+		}
+		if (tc.errLine == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.errLine) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.errLine)
+		}
+		l, logRecs, _, err := OpenLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		if len(logRecs) != len(recs) {
+			t.Errorf("%s: OpenLog read %d records, ReadRecords %d", tc.name, len(logRecs), len(recs))
+		}
+		warn.Reset()
+		again, _ := ReadRecords(path, &warn)
+		if len(again) != len(recs) || warn.Len() > 0 {
+			t.Errorf("%s: after OpenLog: %d records, warning %q", tc.name, len(again), warn.String())
+		}
 	}
 }

@@ -20,8 +20,13 @@
 //
 // problem_statement, hints_text and created_at are optional and unchecked
 // beyond their type; image_assets (Multimodal: a JSON object or a string
-// holding one) is kept as JSON text for rendering, unchecked. Any other field (eval_script, image, log_parser, ...)
-// is ignored.
+// holding one) is kept as JSON text for rendering, unchecked.
+//
+// Upstream v5's fields are optional (v4.1.0-era datasets lack them) and
+// checked when present: eval_script (any string), log_parser (a name of
+// [A-Za-z0-9._-]; whether the parser exists is for the grader to say),
+// eval_type ("pass_and_fail" or "fail_only") and image (an image reference
+// as Docker reads it). Any other field is ignored.
 package dataset
 
 // Instance is one SWE-bench task record. Field names follow the HuggingFace

@@ -25,7 +25,7 @@ import (
 // encoding/json/jsontext (v2) is still behind GOEXPERIMENT=jsonv2 in Go
 // 1.26. This decoder reads each byte once (8 at a time inside strings),
 // unescapes kept strings in place (see decoder), and skips the fields the
-// loader ignores (eval_script, ...) without allocating. It accepts exactly
+// loader does not know without allocating. It accepts exactly
 // RFC 8259 JSON (no NaN, comments or trailing commas); invalid UTF-8 is an
 // error. FuzzRecordString checks it against encoding/json, and it gives the
 // file:line:column messages the loader's tests ask for.
@@ -718,6 +718,14 @@ func setString(r *record, f int, s string) {
 		in.EnvironmentSetupCommit = s
 	case fImageAssets:
 		in.ImageAssets = s
+	case fEvalScript:
+		in.EvalScript = s
+	case fLogParser:
+		in.LogParser = s
+	case fEvalType:
+		in.EvalType = s
+	case fImage:
+		in.Image = s
 	}
 	r.present[f] = true
 }

@@ -118,12 +118,12 @@ func loadFile(ctx context.Context, path, display string, opts LoadOptions) ([]In
 // the records of all a split's files together).
 func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
 	opts.Limits = opts.Limits.withDefaults()
-	data, err := readFile(path, opts.Limits.MaxFileBytes)
+	data, err := readFile(ctx, path, opts.Limits.MaxFileBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) && !isFileName(path) {
 			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w", path, ErrHubDataset)
 		}
-		if errors.Is(err, ErrTooLarge) {
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("dataset %s: %w", display, err)
 		}
 		return nil, fmt.Errorf("dataset: %w", err)

@@ -48,6 +48,10 @@ func TestLoadReferenceDatasets(t *testing.T) {
 				if in.Repo == "" || in.InstanceID == "" || in.Version == "" || in.FailToPass == nil || in.PassToPass == nil {
 					t.Fatalf("record %s incomplete: %+v", in.Source, in)
 				}
+				// Every reference record (parquet too) carries v5's fields.
+				if in.EvalScript == "" || in.LogParser == "" || in.EvalType == "" || in.Image == "" {
+					t.Fatalf("record %s lacks a v5 field: log_parser %q, eval_type %q, image %q, eval_script %d bytes", in.Source, in.LogParser, in.EvalType, in.Image, len(in.EvalScript))
+				}
 			}
 		})
 	}
@@ -125,7 +129,9 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 			FailToPass: list("FAIL_TO_PASS"), PassToPass: list("PASS_TO_PASS"),
 			EnvironmentSetupCommit: str("environment_setup_commit"),
 			ImageAssets:            imageAssets,
-			Source:                 fmt.Sprintf("%s:%d", path, n),
+			EvalScript:             str("eval_script"), LogParser: str("log_parser"),
+			EvalType: str("eval_type"), Image: str("image"),
+			Source: fmt.Sprintf("%s:%d", path, n),
 		})
 	}
 	if err := sc.Err(); err != nil {
@@ -224,7 +230,10 @@ func rec(id string, set map[string]any) string {
 		"PASS_TO_PASS":             `[]`,
 		"environment_setup_commit": strings.Repeat("cd", 20),
 		"eval_script":              "#!/bin/bash\n",
-		"image":                    map[string]any{"ignored": []any{1, true, nil}},
+		"log_parser":               "parse_log_pytest",
+		"eval_type":                "pass_and_fail",
+		"image":                    "swebench/sweb.eval.x86_64.widget:latest",
+		"unknown_field":            map[string]any{"ignored": []any{1, true, nil}},
 	}
 	for k, v := range set {
 		if v == nil {
@@ -283,6 +292,16 @@ func TestBadInput(t *testing.T) {
 			field: "repo", want: []string{"is null"}},
 		{name: "empty test_patch", lines: []string{good, rec("acme__widget-2", map[string]any{"test_patch": ""})},
 			field: "test_patch", want: []string{"is empty"}},
+		{name: "unknown eval_type", lines: []string{good, rec("acme__widget-2", map[string]any{"eval_type": "pass_only"})},
+			field: "eval_type", want: []string{`"pass_only" is not an eval type`, "pass_and_fail", "fail_only"}},
+		{name: "eval_type not a string", lines: []string{good, rec("acme__widget-2", map[string]any{"eval_type": 3})},
+			field: "eval_type", want: []string{"is a number, want a string"}},
+		{name: "image not a reference", lines: []string{good, rec("acme__widget-2", map[string]any{"image": "swebench/sweb.eval.x86_64.Widget__X:latest"})},
+			field: "image", want: []string{"is not an image reference", "must be lowercase"}},
+		{name: "image with a bad tag", lines: []string{good, rec("acme__widget-2", map[string]any{"image": "swebench/x:la test"})},
+			field: "image", want: []string{"is not an image reference"}},
+		{name: "log_parser not a name", lines: []string{good, rec("acme__widget-2", map[string]any{"log_parser": "parse log"})},
+			field: "log_parser", want: []string{"is not a parser name"}},
 		{name: "repo is a number", lines: []string{good, rec("acme__widget-2", map[string]any{"repo": 5})},
 			field: "repo", want: []string{"is a number, want a string"}},
 		{name: "version is a boolean", lines: []string{good, rec("acme__widget-2", map[string]any{"version": true})},
@@ -588,8 +607,10 @@ func TestEmptyAndForeignFiles(t *testing.T) {
 
 // TestFileSizeLimit: a dataset over the size limit is an error naming the
 // file and the limit, without reading it (a regular file, by its size) or
-// after reading no more than the limit (/dev/zero).
+// after reading no more than the limit (a FIFO of endless JSONL; /dev/zero
+// is refused as no dataset after its first MiB, see readlimit_test.go).
 func TestFileSizeLimit(t *testing.T) {
+	fifo := endlessFIFO(t, `{"instance_id": "x"}`+"\n")
 	sparse := filepath.Join(t.TempDir(), "huge.jsonl")
 	f, err := os.Create(sparse)
 	if err != nil {
@@ -605,7 +626,7 @@ func TestFileSizeLimit(t *testing.T) {
 		want string
 	}{
 		{sparse, Limits{}, "dataset " + sparse + ": 1073741825 bytes: over the size limit of 1 GiB a file"},
-		{"/dev/zero", Limits{MaxFileBytes: 1 << 20}, "dataset /dev/zero: more than 1048576 bytes: over the size limit of 1 MiB a file"},
+		{fifo, Limits{MaxFileBytes: 1 << 20}, "dataset " + fifo + ": more than 1048576 bytes: over the size limit of 1 MiB a file"},
 	} {
 		got, err := Load(context.Background(), tc.path, LoadOptions{Limits: tc.lim})
 		if !errors.Is(err, ErrTooLarge) || err.Error() != tc.want || got != nil {

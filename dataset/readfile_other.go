@@ -2,10 +2,13 @@
 
 package dataset
 
-import "os"
+import (
+	"context"
+	"os"
+)
 
 // readFile is os.ReadFile refusing more than max bytes (see the Linux one).
-func readFile(path string, max int64) ([]byte, error) {
+func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -18,5 +21,5 @@ func readFile(path string, max int64) ([]byte, error) {
 	if fi.Mode().IsRegular() && fi.Size() > max {
 		return nil, tooLarge(fi.Size(), max)
 	}
-	return readAtMost(f, max)
+	return readAtMost(ctx, f, max, true)
 }

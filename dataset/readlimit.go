@@ -1,21 +1,73 @@
 package dataset
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 )
 
-// readAtMost reads r to the end, failing with an error wrapping ErrTooLarge
-// as soon as more than max bytes have come.
-func readAtMost(r io.Reader, max int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
+// readChunk is how much readAtMost reads at a time.
+const readChunk = 1 << 20
+
+// readAtMost reads r, a file with no size to check first (a pipe, a FIFO,
+// /dev/zero), to the end, failing with an error wrapping ErrTooLarge as
+// soon as more than max bytes have come. It reads in chunks of 1 MiB kept
+// as they are (no growing buffer copied over and over: io.ReadAll allocated
+// about 4 times the limit), joins them once at the end, and stops between
+// chunks when ctx is done. When the first chunk already shows that the
+// input is no dataset (its first byte after spaces is not '{', '[' or the
+// start of parquet's "PAR1"), reading stops there and that chunk is
+// returned, for the decoder to report where the input went wrong (only
+// when r is at the start of the file: start).
+func readAtMost(ctx context.Context, r io.Reader, max int64, start bool) ([]byte, error) {
+	var chunks [][]byte
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		buf := make([]byte, min(readChunk, max+1-total))
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+			total += int64(n)
+		}
+		if start && len(chunks) == 1 && n > 0 && notADataset(buf[:n]) {
+			return buf[:n], nil
+		}
+		if total > max {
+			return nil, fmt.Errorf("more than %d bytes: %w of %s a file", max, ErrTooLarge, sizeString(max))
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("more than %d bytes: %w of %s a file", max, ErrTooLarge, sizeString(max))
+	if len(chunks) == 1 {
+		return chunks[0], nil
 	}
-	return b, nil
+	return bytes.Join(chunks, nil), nil
+}
+
+// notADataset reports whether the start of an input rules out every format
+// decode reads; all spaces (or a byte order mark) decides nothing.
+func notADataset(b []byte) bool {
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return false
+	}
+	switch b[0] {
+	case '{', '[':
+		return false
+	case 'P':
+		return !bytes.HasPrefix([]byte("PAR1"), b[:min(len(b), 4)])
+	}
+	return true
 }
 
 func tooLarge(size, max int64) error {

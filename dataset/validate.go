@@ -78,6 +78,10 @@ const (
 	fPassToPass
 	fEnvSetupCommit
 	fImageAssets
+	fEvalScript
+	fLogParser
+	fEvalType
+	fImage
 	nFields
 )
 
@@ -95,6 +99,10 @@ var fieldNames = [nFields]string{
 	fPassToPass:       "PASS_TO_PASS",
 	fEnvSetupCommit:   "environment_setup_commit",
 	fImageAssets:      "image_assets",
+	fEvalScript:       "eval_script",
+	fLogParser:        "log_parser",
+	fEvalType:         "eval_type",
+	fImage:            "image",
 }
 
 // requiredFields are the fields without which upstream cannot generate or
@@ -131,6 +139,14 @@ func fieldIndex(key []byte) int {
 		return fEnvSetupCommit
 	case "image_assets":
 		return fImageAssets
+	case "eval_script":
+		return fEvalScript
+	case "log_parser":
+		return fLogParser
+	case "eval_type":
+		return fEvalType
+	case "image":
+		return fImage
 	}
 	return -1
 }
@@ -222,6 +238,19 @@ func (v *validator) add(r *record, source, where string) {
 	}
 	if r.present[fTestPatch] && in.TestPatch == "" {
 		bad(fTestPatch, "is empty")
+	}
+	if r.present[fEvalType] {
+		if msg := checkEvalType(in.EvalType); msg != "" {
+			bad(fEvalType, msg)
+		}
+	}
+	if r.present[fImage] {
+		if msg := checkImage(in.Image); msg != "" {
+			bad(fImage, msg)
+		}
+	}
+	if r.present[fLogParser] && checkPart(in.LogParser) != "" {
+		bad(fLogParser, fmt.Sprintf("%s is not a parser name (a non-empty name of [A-Za-z0-9._-])", quoteShort(in.LogParser)))
 	}
 	if v.known != nil && r.present[fRepo] && r.present[fVersion] && in.Version != "" {
 		versions, ok := v.known.Versions(in.Repo)

@@ -16,6 +16,14 @@
 // picks the same candidate as the online run did, while a later online run
 // asks again. Offline, a URL in neither form is an error naming the URL and
 // the cache directory.
+//
+// Within one Client (one run) every URL is requested at most once: a
+// failure is remembered and returned again without a request, and a host
+// that gave no answer at all (no DNS, connection refused, timeouts) after
+// the retries is not asked again: later URLs on it fail at once with an
+// error matching ErrUnreachable. Unreachable lists those URLs, so a command
+// can say which files it needs and how to get them. Retries and downloads
+// still waiting after ProgressAfter are reported to Options.Log.
 package fetch
 
 import (
@@ -26,11 +34,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -49,11 +60,16 @@ const (
 	DefaultRetryWaitMax  = 30 * time.Second
 	DefaultMaxRetryAfter = 2 * time.Minute
 	DefaultMaxBodyBytes  = 64 << 20
+	DefaultProgressAfter = 5 * time.Second
 )
 
 // ErrOffline is wrapped by the error Get returns in offline mode for a URL
 // that is not in the cache.
 var ErrOffline = errors.New("offline")
+
+// ErrUnreachable is wrapped by the error Get returns for a URL whose host
+// gave no answer (after the retries) in this run.
+var ErrUnreachable = errors.New("unreachable")
 
 // ErrNotFound matches (errors.Is) an *HTTPError with status 404 or 410, and
 // FirstOf's error when no candidate exists.
@@ -114,6 +130,12 @@ type Options struct {
 	// HTTPClient is the underlying client (its Timeout is overridden by
 	// Timeout). Default: a pooled client honouring proxy variables.
 	HTTPClient *http.Client
+	// Log receives a line per retry and per ProgressAfter a download is
+	// still waiting. Default: nothing is logged.
+	Log io.Writer
+	// ProgressAfter is how long a download runs before Log hears of it,
+	// and then how often. Default: DefaultProgressAfter.
+	ProgressAfter time.Duration
 }
 
 // Client fetches URLs through the cache. It is safe for concurrent use;
@@ -128,6 +150,13 @@ type Client struct {
 	repl          []Replacement
 	http          *retryablehttp.Client
 	group         singleflight.Group
+	log           io.Writer
+	progressAfter time.Duration
+
+	mu          sync.Mutex
+	failed      map[string]error // URL -> its failure in this run
+	down        map[string]error // host -> why it is not asked again
+	unreachable map[string]bool  // URLs that failed for want of an answer
 }
 
 // New makes a Client.
@@ -140,6 +169,17 @@ func New(opts Options) (*Client, error) {
 		maxRetryAfter: opts.MaxRetryAfter,
 		retryAfter:    time.Second,
 		repl:          opts.Replacements,
+		log:           opts.Log,
+		progressAfter: opts.ProgressAfter,
+		failed:        map[string]error{},
+		down:          map[string]error{},
+		unreachable:   map[string]bool{},
+	}
+	if c.log == nil {
+		c.log = io.Discard
+	}
+	if c.progressAfter <= 0 {
+		c.progressAfter = DefaultProgressAfter
 	}
 	if c.dir == "" {
 		return nil, errors.New("fetch: no cache directory given")
@@ -178,6 +218,11 @@ func New(opts Options) (*Client, error) {
 		ErrorHandler: func(resp *http.Response, err error, attempts int) (*http.Response, error) {
 			return resp, &exhausted{attempts: attempts, err: err}
 		},
+		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, retry int) {
+			if retry > 0 {
+				fmt.Fprintf(c.log, "fetch: GET %s: retry %d of %d\n", req.URL, retry, c.http.RetryMax)
+			}
+		},
 	}
 	if rc.RetryWaitMin <= 0 {
 		rc.RetryWaitMin = DefaultRetryWaitMin
@@ -197,6 +242,15 @@ func New(opts Options) (*Client, error) {
 
 // CacheDir is the directory the client caches in.
 func (c *Client) CacheDir() string { return c.dir }
+
+// noAnswer is a download that got no HTTP answer (DNS, connection, timeout).
+type noAnswer struct {
+	err   error // the whole message
+	cause error // the network error
+}
+
+func (e *noAnswer) Error() string { return e.err.Error() }
+func (e *noAnswer) Unwrap() error { return e.err }
 
 // exhausted carries the attempt count out of retryablehttp.
 type exhausted struct {
@@ -276,8 +330,11 @@ func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is not in the cache (%s); run once without --offline", ErrOffline, url, c.dir)
 	}
+	if err := c.remembered(url); err != nil {
+		return nil, err
+	}
 	for {
-		v, err, shared := c.group.Do(key, func() (any, error) { return c.download(ctx, url, path) })
+		v, err, shared := c.group.Do(key, func() (any, error) { return c.downloadOnce(ctx, url, path) })
 		if err != nil {
 			// The shared download ran under another caller's context; if
 			// that one was cancelled and ours is not, try again.
@@ -292,6 +349,88 @@ func (c *Client) Get(ctx context.Context, url string) ([]byte, error) {
 		}
 		return b, nil
 	}
+}
+
+// remembered is the failure of url, or of its host, earlier in this run.
+func (c *Client) remembered(url string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err, ok := c.failed[url]; ok {
+		return err
+	}
+	host := hostOf(url)
+	if why, ok := c.down[host]; ok {
+		c.unreachable[url] = true
+		return fmt.Errorf("GET %s: not asked: %w: %s gave no answer earlier in this run (%v)", url, ErrUnreachable, host, why)
+	}
+	return nil
+}
+
+// downloadOnce is download, remembering a failure (not a cancellation of
+// the caller's context) for the rest of the run; a failure without any
+// answer marks the URL's host down.
+func (c *Client) downloadOnce(ctx context.Context, url, path string) ([]byte, error) {
+	if err := c.remembered(url); err != nil {
+		return nil, err
+	}
+	stop := c.watch(url)
+	b, err := c.download(ctx, url, path)
+	stop()
+	if err == nil || ctx.Err() != nil {
+		return b, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var na *noAnswer
+	if errors.As(err, &na) {
+		// No HTTP answer at all: the host is not asked again.
+		c.down[hostOf(url)] = na.cause
+		c.unreachable[url] = true
+		err = fmt.Errorf("%w (%w)", err, ErrUnreachable)
+	}
+	c.failed[url] = err
+	return nil, err
+}
+
+// Unreachable returns the URLs that could not be fetched in this run
+// because their host gave no answer (asked, or not asked after an earlier
+// URL on it gave none), sorted.
+func (c *Client) Unreachable() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.unreachable))
+}
+
+// watch reports to the log, every progressAfter, that url is still being
+// downloaded; stop ends it.
+func (c *Client) watch(url string) (stop func()) {
+	if c.log == io.Discard {
+		return func() {}
+	}
+	start := time.Now()
+	t := time.NewTicker(c.progressAfter)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(c.log, "fetch: GET %s: still waiting after %s\n", url, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done) }
+}
+
+// hostOf is the host of a URL ("" when it has none).
+func hostOf(u string) string {
+	rest, ok := strings.CutPrefix(u, "https://")
+	if !ok {
+		rest, _ = strings.CutPrefix(u, "http://")
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	return host
 }
 
 // target is where a request for url is sent.
@@ -329,9 +468,9 @@ func (c *Client) download(ctx context.Context, url, path string) ([]byte, error)
 			err = fmt.Errorf("%w: %v", ctxErr, err)
 		}
 		if attempts > 1 {
-			return nil, fmt.Errorf("GET %s: %w (after %d attempts)", url, err, attempts)
+			return nil, &noAnswer{fmt.Errorf("GET %s: %w (after %d attempts)", url, err, attempts), err}
 		}
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+		return nil, &noAnswer{fmt.Errorf("GET %s: %w", url, err), err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

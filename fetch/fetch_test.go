@@ -171,8 +171,14 @@ func TestRetriesExhausted(t *testing.T) {
 	if s.hits.Load() != 3 {
 		t.Errorf("%d requests, want 3", s.hits.Load())
 	}
-	// Nothing is cached for a failure: the next Get asks again.
-	c.Get(context.Background(), testURL)
+	// The failure is remembered for the rest of the run (this client): no
+	// request, the same error.
+	if _, err2 := c.Get(context.Background(), testURL); s.hits.Load() != 3 || err2 == nil || err2.Error() != err.Error() {
+		t.Errorf("second Get: %d requests, err %v; want 3 and the first error", s.hits.Load(), err2)
+	}
+	// Nothing is cached on disk for a failure: the next run asks again.
+	c2 := newClient(t, s, Options{RetryMax: 2, CacheDir: c.CacheDir()})
+	c2.Get(context.Background(), testURL)
 	if s.hits.Load() != 6 {
 		t.Errorf("%d requests, want 6", s.hits.Load())
 	}

@@ -6,6 +6,7 @@ package pins
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
@@ -26,7 +27,8 @@ type Rule struct {
 
 // Set is an ordered list of rules; it implements render.Pinner.
 type Set struct {
-	rules []Rule
+	rules  []Rule
+	lifted []string // x86-only rules lifted (spec.X86Rules ids)
 }
 
 // Apply runs every rule on rec in order and records the ids of the rules
@@ -62,15 +64,139 @@ func All() []Rule {
 	return []Rule{pygmentsRule(), condaChannelsRule(), arm64EnvRule(), chromeAptRule(), pnpmArm64Rule(), mavenForMvndRule()}
 }
 
-// Named returns the rule set for a --pins value: "none" or "default".
-func Named(name string) (*Set, error) {
-	switch name {
-	case "none":
-		return &Set{}, nil
-	case "default", "":
-		return &Set{rules: All()}, nil
+// Named returns the rule set for a --pins value (Parse); kept for callers
+// that name a whole set ("none", "default").
+func Named(name string) (*Set, error) { return Parse(name) }
+
+// Parse returns the selection a --pins value names: a comma-separated list
+// read left to right over the rules of All and the x86-only rules of
+// spec.X86Rules.
+//
+//	none          no pin rule (upstream's files byte for byte)
+//	default       every pin rule (also the empty value)
+//	ID or +ID     add pin rule ID
+//	-ID           drop pin rule ID; for an x86-only rule, lift it (its
+//	              instances get a linux/arm64 image again, to try)
+//
+// A list starting with -ID starts from default ("-ID" is "default,-ID");
+// one starting with ID from none ("ID,ID" is just those). Rules apply in
+// All's order whatever the order of the list. An unknown id is an error
+// naming the valid ones.
+func Parse(value string) (*Set, error) {
+	value = strings.TrimSpace(value)
+	all := All()
+	on := map[string]bool{}
+	lifted := map[string]bool{}
+	setAll := func(v bool) {
+		for _, r := range all {
+			on[r.ID] = v
+		}
 	}
-	return nil, fmt.Errorf("unknown pin set %q (want none or default)", name)
+	items := strings.Split(value, ",")
+	if value == "" || strings.HasPrefix(strings.TrimSpace(items[0]), "-") {
+		setAll(true)
+	}
+	for _, item := range items {
+		item = strings.TrimSpace(item)
+		id, drop := strings.CutPrefix(item, "-")
+		if !drop {
+			id = strings.TrimPrefix(id, "+")
+		}
+		switch {
+		case item == "" && value == "":
+		case item == "":
+			return nil, fmt.Errorf("pins %q: empty item (want a comma-separated list of none, default, ID, -ID)", value)
+		case !drop && id == "default":
+			setAll(true)
+		case !drop && id == "none":
+			setAll(false)
+			clear(lifted)
+		case isPinRule(all, id):
+			on[id] = !drop
+		case isX86Rule(id) && drop:
+			lifted[id] = true
+		case isX86Rule(id):
+			return nil, fmt.Errorf("pins %q: %s is an x86-only rule, on unless lifted: write -%s to lift it", value, id, id)
+		default:
+			return nil, fmt.Errorf("pins %q: unknown rule %q; pin rules: %s; x86-only rules (lift with -ID): %s",
+				value, id, strings.Join(ruleIDs(all), ", "), strings.Join(x86IDs(), ", "))
+		}
+	}
+	s := &Set{}
+	for _, r := range all {
+		if on[r.ID] {
+			s.rules = append(s.rules, r)
+		}
+	}
+	for _, r := range spec.X86Rules() {
+		if lifted[r.ID] {
+			s.lifted = append(s.lifted, r.ID)
+		}
+	}
+	return s, nil
+}
+
+// LiftedX86 returns the ids of the x86-only rules the selection lifts (for
+// spec.Tables.LiftX86Rules), in spec.X86Rules order.
+func (s *Set) LiftedX86() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.lifted...)
+}
+
+// String is the selection in Parse's syntax: "none", "default",
+// "default,-ID...", or the ids, then the lifted x86-only rules as -ID.
+func (s *Set) String() string {
+	all := All()
+	var on []string
+	for _, r := range s.Rules() {
+		on = append(on, r.ID)
+	}
+	var parts []string
+	switch {
+	case len(on) == len(all):
+		parts = []string{"default"}
+	case len(on) == 0:
+		parts = []string{"none"}
+	case len(on) >= len(all)/2:
+		parts = []string{"default"}
+		for _, r := range all {
+			if !slices.Contains(on, r.ID) {
+				parts = append(parts, "-"+r.ID)
+			}
+		}
+	default:
+		parts = on
+	}
+	for _, id := range s.LiftedX86() {
+		parts = append(parts, "-"+id)
+	}
+	return strings.Join(parts, ",")
+}
+
+func isPinRule(all []Rule, id string) bool {
+	return slices.ContainsFunc(all, func(r Rule) bool { return r.ID == id })
+}
+
+func isX86Rule(id string) bool {
+	return slices.ContainsFunc(spec.X86Rules(), func(r spec.X86Rule) bool { return r.ID == id })
+}
+
+func ruleIDs(all []Rule) []string {
+	ids := make([]string, len(all))
+	for i, r := range all {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func x86IDs() []string {
+	var ids []string
+	for _, r := range spec.X86Rules() {
+		ids = append(ids, r.ID)
+	}
+	return ids
 }
 
 // Only returns a set holding just the rules with the given ids.

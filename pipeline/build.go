@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/swebuild/swebuild/builder"
@@ -87,6 +88,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		return nil, err
 	}
 	bopts := o.Builder
+	bopts.NotPlanned = notPlanned(p, o.Platforms)
 	if o.Verify != nil {
 		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
 		if err != nil {
@@ -147,6 +149,22 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	return res, errors.Join(problems...)
+}
+
+// notPlanned are the instance images of the run the plan has no node for:
+// the x86-only instances on linux/arm64 (with the rule that decided it) and
+// the instances that could not be planned.
+func notPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
+	var out []builder.NotPlanned
+	if slices.Contains(platforms, core.ARM64) {
+		for _, id := range p.X86Only {
+			out = append(out, builder.NotPlanned{InstanceID: id, Platform: core.ARM64, Reason: "x86-only (" + p.X86OnlyRule[id] + ")"})
+		}
+	}
+	for _, e := range p.Errors {
+		out = append(out, builder.NotPlanned{InstanceID: e.InstanceID, Platform: e.Platform, Reason: "could not be planned"})
+	}
+	return out
 }
 
 // defaultLedger is publish-ledger.jsonl beside the metadata file, else in

@@ -24,8 +24,12 @@ import (
 type GoldCheckOptions struct {
 	// Timeout limits each eval.sh run (default verify.DefaultTimeout).
 	Timeout time.Duration
+	// EvalScript chooses the script: verify.ScriptDataset ("" too) or
+	// verify.ScriptGenerated (see VerifyOptions.EvalScript).
+	EvalScript string
 	// Parser, when set, grades every repository with this upstream parser
-	// (default: the profile's, else upstream's repo map).
+	// (default: the record's log_parser with its own script, else the
+	// profile's, else upstream's repo map).
 	Parser string
 	// CacheDir is the verification cache: an image definition verified
 	// with the same inputs before is not run again. Empty: no cache.
@@ -57,7 +61,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		return nil, fmt.Errorf("log parser %q: want one of %s", o.Parser, strings.Join(grading.ParserNames(), ", "))
 	}
 	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir}
-	targets, errs := verify.Targets(ctx, l.Renderer, l.Instances, platforms, nil)
+	targets, errs := verify.Targets(ctx, l.Renderer, l.Instances, verify.TargetOptions{Platforms: platforms, Script: o.EvalScript})
 	for _, e := range errs {
 		fmt.Fprintf(writerOr(o.Progress), "verify: %v\n", e)
 	}

@@ -26,7 +26,8 @@ type Inputs struct {
 	// Specs is an extra specs file with data-defined profiles (the
 	// offline fixture's testdata/fixture/specs.json); empty: none.
 	Specs string
-	// Pins names the pin set: "none" or "default".
+	// Pins selects the pin rules (pins.Parse): "none", "default",
+	// "default,-ID", "ID,ID"; -ID of an x86-only rule lifts it.
 	Pins string
 	// SpecsVersion names the upstream tables: spec.VersionV410 ("4.1.0",
 	// also "") or spec.VersionFinal ("final", upstream 2514c86).
@@ -59,6 +60,10 @@ type Loaded struct {
 	// Source is the dataset file, or NAME@COMMIT:SPLIT for a hub dataset
 	// (core.Image.Dataset).
 	Source dataset.Source
+	// Fetch is the renderer's downloader of requirements.txt and
+	// environment.yml (Fetch.Unreachable: what could not be fetched for want
+	// of a network).
+	Fetch *fetch.Client
 }
 
 // ErrNoDataset is returned by Load when Inputs.Dataset is empty.
@@ -85,14 +90,17 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 			return nil, err
 		}
 	}
-	set, err := pins.Named(in.Pins)
+	set, err := pins.Parse(in.Pins)
 	if err != nil {
+		return nil, fmt.Errorf("pin set: %w", err)
+	}
+	if err := tables.LiftX86Rules(set.LiftedX86()...); err != nil {
 		return nil, fmt.Errorf("pin set: %w", err)
 	}
 	if in.CacheDir == "" {
 		return nil, errors.New("no cache directory given (downloads are cached there)")
 	}
-	client, err := fetch.New(fetch.Options{CacheDir: filepath.Join(in.CacheDir, "http"), Offline: in.Offline})
+	client, err := fetch.New(fetch.Options{CacheDir: filepath.Join(in.CacheDir, "http"), Offline: in.Offline, Log: in.Log})
 	if err != nil {
 		return nil, fmt.Errorf("setting up downloads: %w", err)
 	}
@@ -113,7 +121,7 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{Renderer: &render.Renderer{Tables: tables, Pins: set, Fetcher: fetcher{client}}, Instances: insts, Source: src}
+	l := &Loaded{Renderer: &render.Renderer{Tables: tables, Pins: set, Fetcher: fetcher{client}}, Instances: insts, Source: src, Fetch: client}
 	if verr != nil {
 		return l, fmt.Errorf("%s: %d invalid record(s)", src, len(verr.Problems))
 	}

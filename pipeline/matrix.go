@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
+	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/plan"
+	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
@@ -36,6 +40,12 @@ type MatrixOptions struct {
 	Force    bool
 	Registry *registry.Client
 	Parallel int
+	// Checker, when set, answers the digest lookups instead of Registry
+	// (tests, dry runs).
+	Checker ci.DigestChecker
+	// ContextDirs are where profile context files are found, as for
+	// BuildOptions: the spec keys compared with the ledger's hash them.
+	ContextDirs []string
 	// PlanOut, when set, receives the plan `ci merge` reads; IDsDir holds
 	// per-shard id files when the matrix is too large for a job output.
 	PlanOut, IDsDir string
@@ -47,7 +57,7 @@ type MatrixOptions struct {
 // with its encoding for the job output.
 func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	log := writerOr(o.Log)
-	tables, ids, insts, err := o.instances(ctx, log)
+	loaded, tables, ids, insts, err := o.instances(ctx, log)
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
@@ -63,15 +73,19 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	}
 	var previous, existing map[ci.Key]core.Image
 	if o.Ledger != "" {
-		recs, err := ci.ReadLedger(o.Ledger)
+		recs, err := ci.ReadLedger(o.Ledger, log)
 		if err != nil {
 			return ci.Matrix{}, "", err
 		}
 		previous = ci.Latest(recs)
 	}
 	if o.SkipRepo != "" && !o.Force {
-		if o.Registry == nil {
-			return ci.Matrix{}, "", fmt.Errorf("skipping what %s holds: no registry client", o.SkipRepo)
+		var chk ci.DigestChecker = o.Checker
+		if chk == nil {
+			if o.Registry == nil {
+				return ci.Matrix{}, "", fmt.Errorf("skipping what %s holds: no registry client", o.SkipRepo)
+			}
+			chk = ci.ClientChecker{Client: o.Registry}
 		}
 		var want []ci.Key
 		for _, id := range ids {
@@ -79,7 +93,8 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 				want = append(want, ci.Key{InstanceID: id, Platform: p})
 			}
 		}
-		if existing, err = ci.FindExisting(ctx, previous, want, o.SkipRepo, ci.ClientChecker{Client: o.Registry}, max(o.Parallel, 1)); err != nil {
+		specKeys := o.specKeys(ctx, loaded, log)
+		if existing, err = ci.FindExisting(ctx, previous, want, specKeys, o.SkipRepo, chk, max(o.Parallel, 1)); err != nil {
 			return ci.Matrix{}, "", err
 		}
 	}
@@ -108,21 +123,57 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	return m, string(out), nil
 }
 
-// instances are the spec tables and the ids (with their records when a
-// dataset was given).
-func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*spec.Tables, []string, []dataset.Instance, error) {
+// specKeys are the spec keys the wanted images would be built with now
+// (plan, render, nodes: what Build records), by instance and platform; nil
+// when they cannot be computed (an id list has no records), which
+// FindExisting takes as "not compared", said on the log.
+func (o MatrixOptions) specKeys(ctx context.Context, loaded *Loaded, log io.Writer) map[ci.Key]string {
+	if loaded == nil {
+		fmt.Fprintln(log, "ci matrix: no dataset records (--ids): the ledger's spec keys are not compared with the specs now")
+		return nil
+	}
+	var plats []core.Platform
+	for _, p := range core.AllPlatforms() {
+		if slices.Contains(o.Matrix.Platforms, p.String()) || len(o.Matrix.Platforms) == 0 {
+			plats = append(plats, p)
+		}
+	}
+	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, plats)
+	if err == nil {
+		var nodes []*builder.Node
+		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err == nil {
+			keys := map[ci.Key]string{}
+			byNode := builder.SpecKeys(nodes)
+			for _, n := range nodes {
+				if n.Kind == string(render.KindInstance) {
+					keys[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform.String()}] = byNode[n.ID()]
+				}
+			}
+			for _, e := range p.Errors {
+				fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
+			}
+			return keys
+		}
+	}
+	fmt.Fprintf(log, "ci matrix: the spec keys of the build cannot be computed here (%v): the ledger's are not compared\n", err)
+	return nil
+}
+
+// instances are the loaded dataset (nil for an id list), the spec tables
+// and the ids (with their records when a dataset was given).
+func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*Loaded, *spec.Tables, []string, []dataset.Instance, error) {
 	if o.IDsFile != "" {
 		tables, err := spec.Load()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if o.Specs != "" {
 			if err := tables.LoadExtra(o.Specs); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 		}
 		ids, err := ci.ReadIDList(o.IDsFile)
-		return tables, ids, nil, err
+		return nil, tables, ids, nil, err
 	}
 	in := o.Inputs
 	in.Log = log
@@ -131,11 +182,11 @@ func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*spec.Tabl
 	}
 	loaded, err := Load(ctx, in)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	ids := make([]string, len(loaded.Instances))
 	for i, inst := range loaded.Instances {
 		ids[i] = inst.InstanceID
 	}
-	return loaded.Renderer.Tables, ids, loaded.Instances, nil
+	return loaded, loaded.Renderer.Tables, ids, loaded.Instances, nil
 }

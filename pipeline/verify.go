@@ -5,12 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -24,21 +30,40 @@ type VerifyOptions struct {
 	Platforms []core.Platform
 	// Gold runs each instance's gold patch; Control runs no patch (it must
 	// come out unresolved); PredictionsFile, when set, grades a model's
-	// predictions (upstream's JSONL or JSON array).
+	// predictions (upstream's JSONL or JSON array; "gold", as upstream, the
+	// records' gold patches as the predictions of model "gold"). As
+	// upstream, a prediction whose instance is not in the dataset is an
+	// error (nothing runs), and one with a null or empty patch is not run.
 	Gold, Control   bool
 	PredictionsFile string
+	// RunID names the run in the predictions' run reports
+	// (<model>.<run_id>.json in the run directory); default: the run
+	// directory's name.
+	RunID string
 	// Images is a registry repository prefix holding the per-arch
 	// instance images (REPO/sweb.eval.<arch>.<id>:latest); MetadataFile
-	// names the built images instead (core records). Exactly one is set.
-	Images       string
-	MetadataFile string
+	// names the built images instead (core records); DatasetImages names
+	// them as each record's image field says, re-rooted at DatasetRegistry
+	// when it is set (verify.ImagesFromDataset). Exactly one is set.
+	Images          string
+	MetadataFile    string
+	DatasetImages   bool
+	DatasetRegistry string
 	// BuildKit is the daemon's address.
 	BuildKit string
+	// Auth, when set, makes each run's registry login (the images are
+	// pulled by BuildKit); nil: anonymous.
+	Auth func() verify.SessionAuth
 	// Workers is how many runs go at once (default 1); Repeat runs each
 	// instance that many times and flags tests whose results differ.
 	Workers, Repeat int
 	// Timeout limits each eval.sh run (default verify.DefaultTimeout).
 	Timeout time.Duration
+	// EvalScript chooses the script each run executes: verify.ScriptDataset
+	// ("" too: the record's eval_script as upstream v5 runs it, graded by
+	// its log_parser under v5's rules; records without one fall back to the
+	// generated eval.sh) or verify.ScriptGenerated (the v4.1.0 eval.sh).
+	EvalScript string
 	// Parser, when set, grades every repository with this upstream parser.
 	Parser string
 	// Baseline, when set, is an earlier summary: any regression against
@@ -64,8 +89,8 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if !o.Gold && !o.Control && o.PredictionsFile == "" {
 		return nil, errors.New("nothing to verify: no gold, control or predictions run asked")
 	}
-	if (o.Images == "") == (o.MetadataFile == "") {
-		return nil, errors.New("images: give exactly one of a repository prefix and a metadata file")
+	if n := btoi(o.Images != "") + btoi(o.MetadataFile != "") + btoi(o.DatasetImages); n != 1 {
+		return nil, errors.New("images: give exactly one of a repository prefix, a metadata file and the dataset's image fields")
 	}
 	if o.BuildKit == "" {
 		return nil, errors.New("no BuildKit address")
@@ -77,29 +102,40 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 			return nil, fmt.Errorf("reading the baseline summary: %w", err)
 		}
 	}
-	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
+	// The whole dataset is loaded: prediction ids are checked against it,
+	// as upstream does, whatever instances are selected.
+	in := o.Inputs
+	in.Instances = nil
+	loaded, problems, err := loadKeepGoing(ctx, in, log)
 	if err != nil {
 		return nil, err
 	}
-	var preds map[string]verify.Prediction
-	if o.PredictionsFile != "" {
-		var err error
-		if preds, err = verify.ReadPredictions(o.PredictionsFile); err != nil {
-			fmt.Fprintln(log, err)
-			problems = append(problems, fmt.Errorf("predictions %s: %d usable prediction(s); see the errors above", o.PredictionsFile, len(preds)))
-		}
+	datasetIDs := map[string]bool{}
+	for _, inst := range loaded.Instances {
+		datasetIDs[inst.InstanceID] = true
 	}
-	imageFn, err := o.images(log, &problems)
+	if loaded.Instances, err = dataset.Select(loaded.Instances, o.Inputs.Instances); err != nil {
+		return nil, errors.Join(append(problems, err)...)
+	}
+	preds, soft, perr := o.predictions(loaded.Instances, datasetIDs, log)
+	if perr != nil {
+		return nil, errors.Join(append(problems, perr)...)
+	}
+	if soft != nil {
+		problems = append(problems, soft)
+	}
+	imageFn, err := o.images(loaded.Instances, log, &problems)
 	if err != nil {
 		return nil, err
 	}
-	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, o.Platforms, imageFn)
+	targets, terrs := verify.Targets(ctx, loaded.Renderer, loaded.Instances, verify.TargetOptions{Platforms: o.Platforms, Images: imageFn, Script: o.EvalScript})
 	for _, e := range terrs {
 		fmt.Fprintf(log, "verify: %v\n", e)
 	}
 	if len(terrs) > 0 {
 		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
 	}
+	scriptNote(log, targets)
 
 	c, err := bkclient.New(ctx, o.BuildKit)
 	if err != nil {
@@ -116,7 +152,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}
 	runner := &verify.Runner{
-		Engine:   &verify.BuildKitEngine{Client: c},
+		Engine:   &verify.BuildKitEngine{Client: c, Auth: o.Auth},
 		Workers:  max(o.Workers, 1),
 		Timeout:  o.Timeout,
 		Repeat:   max(o.Repeat, 1),
@@ -131,6 +167,15 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	sum, err := runner.Verify(ctx, targets, o.Gold, o.Control, preds)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
+	}
+	if preds != nil {
+		runID := o.RunID
+		if runID == "" {
+			runID = filepath.Base(runDir)
+		}
+		if err := writeRunReports(runDir, runID, loaded.Instances, preds, sum, o.Platforms, log); err != nil {
+			problems = append(problems, err)
+		}
 	}
 	var regressions []verify.Regression
 	if base != nil {
@@ -157,13 +202,17 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 }
 
 // images says where each instance's image is: under the repository prefix,
-// or as the metadata file's records name it (a file with some invalid
-// records still names the others; the invalid ones are a problem).
-func (o VerifyOptions) images(log io.Writer, problems *[]error) (verify.ImageFunc, error) {
-	if o.Images != "" {
+// as the records' image fields say, or as the metadata file's records name
+// it (a file with some invalid records still names the others; the invalid
+// ones are a problem).
+func (o VerifyOptions) images(insts []dataset.Instance, log io.Writer, problems *[]error) (verify.ImageFunc, error) {
+	switch {
+	case o.Images != "":
 		return verify.ImagesFromRepo(o.Images), nil
+	case o.DatasetImages:
+		return verify.ImagesFromDataset(insts, o.DatasetRegistry), nil
 	}
-	recs, err := core.ReadFile(o.MetadataFile)
+	recs, err := core.ReadRecords(o.MetadataFile, log)
 	if len(recs) == 0 && err != nil {
 		return nil, fmt.Errorf("reading the metadata file: %w", err)
 	}
@@ -172,4 +221,123 @@ func (o VerifyOptions) images(log io.Writer, problems *[]error) (verify.ImageFun
 		*problems = append(*problems, fmt.Errorf("metadata file %s has invalid records", o.MetadataFile))
 	}
 	return verify.ImagesFromRecords(recs, o.MetadataFile), nil
+}
+
+// predictions reads the predictions file, or makes the records' gold
+// patches the predictions of model "gold" for PredictionsFile "gold", as
+// upstream's get_predictions_from_file does. As upstream's
+// get_dataset_from_preds: prediction ids not in the dataset are an error
+// naming them (nothing runs); selected instances without a prediction are a
+// warning. Unusable entries of the file are listed to log and make soft a
+// problem; the usable ones still run.
+func (o VerifyOptions) predictions(selected []dataset.Instance, datasetIDs map[string]bool, log io.Writer) (preds map[string]verify.Prediction, soft, hard error) {
+	if o.PredictionsFile == "" {
+		return nil, nil, nil
+	}
+	var bad error
+	if o.PredictionsFile == "gold" {
+		fmt.Fprintln(log, "verify: using gold predictions (the records' patches, model \"gold\"), as upstream's --predictions_path gold")
+		preds = map[string]verify.Prediction{}
+		for _, in := range selected {
+			p := in.Patch
+			preds[in.InstanceID] = verify.Prediction{InstanceID: in.InstanceID, Model: "gold", Patch: &p}
+		}
+	} else {
+		preds, bad = verify.ReadPredictions(o.PredictionsFile)
+		if bad != nil {
+			fmt.Fprintln(log, bad)
+		}
+	}
+	var unknown []string
+	for id := range preds {
+		if !datasetIDs[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, nil, fmt.Errorf("predictions %s: %d prediction id(s) not found in the dataset: %s", o.PredictionsFile, len(unknown), strings.Join(unknown, " "))
+	}
+	var missing int
+	for _, in := range selected {
+		if _, ok := preds[in.InstanceID]; !ok {
+			missing++
+		}
+	}
+	if missing > 0 && len(o.Inputs.Instances) > 0 {
+		fmt.Fprintf(log, "verify: warning: missing predictions for %d instance id(s)\n", missing)
+	}
+	if bad != nil {
+		soft = fmt.Errorf("predictions %s: %d usable prediction(s); see the errors above", o.PredictionsFile, len(preds))
+	}
+	return preds, soft, nil
+}
+
+// scriptNote says which eval scripts the targets run, and how many records
+// fell back to the generated one.
+func scriptNote(log io.Writer, targets []verify.Target) {
+	counts := map[string]int{}
+	fallback := 0
+	for _, t := range targets {
+		counts[t.Script.Source]++
+		if t.Script.Fallback != "" {
+			fallback++
+		}
+	}
+	fmt.Fprintf(log, "verify: eval scripts: %d from the dataset records (v5 rules), %d generated (v4.1.0 rules)", counts[verify.ScriptDataset], counts[verify.ScriptGenerated])
+	if fallback > 0 {
+		fmt.Fprintf(log, "; %d of the generated because the record has no eval_script", fallback)
+	}
+	fmt.Fprintln(log)
+}
+
+// writeRunReports writes upstream's run report of each model, one per
+// platform run (verify.RunReportName), into the run directory.
+func writeRunReports(runDir, runID string, selected []dataset.Instance, preds map[string]verify.Prediction, sum *verify.Summary, platforms []core.Platform, log io.Writer) error {
+	ids := make([]string, len(selected))
+	for i, in := range selected {
+		ids[i] = in.InstanceID
+	}
+	byModel := map[string]map[string]verify.Prediction{}
+	for id, p := range preds {
+		if byModel[p.Model] == nil {
+			byModel[p.Model] = map[string]verify.Prediction{}
+		}
+		byModel[p.Model][id] = p
+	}
+	ran := map[core.Platform]bool{}
+	for _, r := range sum.Results {
+		ran[r.Platform] = true
+	}
+	var errs []error
+	for _, model := range slices.Sorted(maps.Keys(byModel)) {
+		for _, p := range []core.Platform{core.AMD64, core.ARM64} {
+			if !ran[p] && !(p == core.AMD64 && len(ran) == 0) {
+				continue
+			}
+			if len(platforms) > 0 && !slices.Contains(platforms, p) {
+				continue
+			}
+			rep := verify.MakeRunReport(ids, byModel[model], sum.Results, p)
+			b, err := rep.JSON()
+			if err == nil {
+				path := filepath.Join(runDir, verify.RunReportName(model, runID, p))
+				if err = os.WriteFile(path, b, 0o644); err == nil {
+					fmt.Fprintf(log, "verify: run report of %q on %s: %s (%d resolved, %d unresolved, %d empty patches, %d errors, of %d instances)\n",
+						model, p, path, rep.ResolvedInstances, rep.UnresolvedInstances, rep.EmptyPatchInstances, rep.ErrorInstances, rep.TotalInstances)
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("writing the run report of %q: %w", model, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -178,6 +178,11 @@ func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
 			"max_output": fmt.Sprint(s.MaxOutput), "platform": im.Platform.String(),
 		}
 	}
+	if gold.Rules != "" {
+		// The rules the gold run was graded by (verify picks them per
+		// record), rather than what the run asked for.
+		v.Grading, v.GradingVersion = string(gold.Rules), GradingVersion(string(gold.Rules))
+	}
 	return attest.VerificationStatement(v)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -426,6 +427,46 @@ func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 	}
 	if n := bytes.Count(r.out, []byte("FAILED  image ")); n != len(f.built) {
 		t.Errorf("%d images reported failed, want %d", n, len(f.built))
+	}
+}
+
+// A registry that accepts connections and never answers (issue 20 row 5:
+// 2 min per request, never marked down, 240 s for 13 images) fails every
+// instance within one request's budget: the first requests wait
+// registry.DefaultBudget.AnswerTimeout per attempt until MaxElapsed, the
+// host is marked down, the rest fail at once.
+func TestSilentRegistryGivesUpWithinTheBudget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c) }() // read, never answer
+		}
+	}()
+	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5", "f__f-6", "g__g-7", "h__h-8", "i__i-9", "j__j-10", "k__k-11", "l__l-12", "m__m-13"}, nil, 4096, 1)
+	mdPath := f.writeMetadata(t)
+	b := registry.DefaultBudget
+	limit := b.MaxElapsed + b.AnswerTimeout + 10*time.Second
+	r := run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", ln.Addr().String()+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	t.Logf("gave up after %v (budget %v):\n%s", r.elapsed.Round(time.Millisecond), b.MaxElapsed, r.out)
+	if r.err == nil {
+		t.Fatal("publish to a silent registry succeeded")
+	}
+	if r.elapsed > limit {
+		t.Errorf("gave up after %v, budget allows %v", r.elapsed, limit)
+	}
+	if n := bytes.Count(r.out, []byte("FAILED  image ")); n != len(f.built) {
+		t.Errorf("%d images reported failed, want %d", n, len(f.built))
+	}
+	if !bytes.Contains(r.out, []byte("sent no answer")) {
+		t.Errorf("no error says the registry did not answer")
 	}
 }
 

@@ -62,6 +62,10 @@ func OpenLedger(path string) (*Ledger, error) {
 // format (the original is at Path()+".legacy").
 func (l *Ledger) Migrated() bool { return l.migrated }
 
+// Torn is the torn last line OpenLedger dropped (a run killed while
+// appending it), nil when there was none.
+func (l *Ledger) Torn() *core.LineError { return l.log.Torn() }
+
 // Damaged returns the lines OpenLedger skipped.
 func (l *Ledger) Damaged() []*core.LineError { return l.damaged }
 

@@ -448,11 +448,9 @@ func (p *publisher) ensureBlob(ctx context.Context, repo name.Repository, l v1.L
 		return fmt.Errorf("digesting a blob: %w", err)
 	}
 	d := digest.Digest(h.String())
-	if ml, ok := l.(*remote.MountableLayer); ok && ml.Reference.Context().RegistryStr() != p.dest {
-		// A layer of a remote image names its own repository to mount
-		// from; on another registry that is only a wasted mount request.
-		l = ml.Layer
-	}
+	// A layer of a remote image on another registry stays a
+	// *remote.MountableLayer: registry.Client.Upload copies it from there
+	// (no mount) and names that source if its bytes are wrong.
 	v, _ := p.blobs.LoadOrStore(d, &blobState{})
 	st := v.(*blobState)
 	st.mu.Lock()

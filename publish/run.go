@@ -40,6 +40,9 @@ func Run(ctx context.Context, images []core.Image, o RunOptions) (*Summary, erro
 		if ledger.Migrated() {
 			fmt.Fprintf(w, "note: %s was in the older ledger format; converted to image records (the original is %s.legacy)\n", ledger.Path(), ledger.Path())
 		}
+		if t := ledger.Torn(); t != nil {
+			fmt.Fprintln(w, core.TornWarning(t))
+		}
 		for _, d := range ledger.Damaged() {
 			fmt.Fprintf(w, "warning: %v: line skipped; what it recorded is checked against the registry again\n", d)
 		}

@@ -143,10 +143,12 @@ func (k scopedKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	return authn.Anonymous, nil
 }
 
-// Keychain returns the keychain swebuild uses: the credentials in text
-// (ParseCredentials(text, defaultRegistry)) first, then the Docker config
-// file and its credential helpers (authn.DefaultKeychain), which are scoped
-// per registry by their nature.
+// Keychain returns the credentials in text (ParseCredentials(text,
+// defaultRegistry)) first, then go-containerregistry's authn.DefaultKeychain
+// (the Docker config it finds itself).
+//
+// Deprecated: the commands use NewCredentials, which also serves BuildKit's
+// session (SessionAuth) and names each credential's source in errors.
 func Keychain(text, defaultRegistry string) (authn.Keychain, error) {
 	kc, err := ParseCredentials(text, defaultRegistry)
 	if err != nil {

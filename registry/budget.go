@@ -30,6 +30,14 @@ import (
 // statuses in RetryStatuses. Never retried: other 4xx, 501, TLS and
 // certificate errors, a cancelled context.
 //
+// An attempt waits at most AnswerTimeout to connect and send its headers,
+// and again for the registry's answer (its status line and headers) once
+// the request is sent; a blob upload's PATCH and commit (PUT ...?digest=,
+// which the registry answers after storing or checking the data) wait at
+// most CommitAnswerTimeout for their answer. A host that never answered any attempt of a
+// whole request (connections refused, or accepted and left silent) is
+// marked down: requests to it fail at once for MaxElapsed.
+//
 // A request whose body cannot be re-read (no GetBody) gets one attempt. A
 // blob upload PATCH is retried on a fresh upload session with its body
 // fetched again from GetBody (for a layer copied from another registry, a
@@ -40,19 +48,27 @@ type Budget struct {
 	MinBackoff    time.Duration
 	MaxBackoff    time.Duration
 	MaxRetryAfter time.Duration
+	// AnswerTimeout and CommitAnswerTimeout bound one attempt's wait for
+	// an answer after the request was sent.
+	AnswerTimeout       time.Duration
+	CommitAnswerTimeout time.Duration
 }
 
 // DefaultBudget is the budget of `swebuild publish` and every other command
 // talking to registries: 8 attempts within 60 s. A registry that refuses
 // connections fails a request after 7 waits of at most 0.5 + 1 + 2 + 2 + 2
-// + 2 + 2 s (MaxWaits: 11.5 s). With 20% of requests failing at random, a
-// request fails all 8 attempts once in about 400,000 (0.2^8).
+// + 2 + 2 s (MaxWaits: 11.5 s); one that accepts connections and never
+// answers, after 3 attempts of 20 s (the 60 s of MaxElapsed). With 20% of
+// requests failing at random, a request fails all 8 attempts once in about
+// 400,000 (0.2^8).
 var DefaultBudget = Budget{
-	Attempts:      8,
-	MaxElapsed:    60 * time.Second,
-	MinBackoff:    250 * time.Millisecond,
-	MaxBackoff:    2 * time.Second,
-	MaxRetryAfter: 30 * time.Second,
+	Attempts:            8,
+	MaxElapsed:          60 * time.Second,
+	MinBackoff:          250 * time.Millisecond,
+	MaxBackoff:          2 * time.Second,
+	MaxRetryAfter:       30 * time.Second,
+	AnswerTimeout:       20 * time.Second,
+	CommitAnswerTimeout: 2 * time.Minute,
 }
 
 // MaxWaits is the longest a request can spend waiting between attempts when
@@ -101,6 +117,12 @@ func (b Budget) withDefaults() Budget {
 	}
 	if b.MaxRetryAfter <= 0 {
 		b.MaxRetryAfter = d.MaxRetryAfter
+	}
+	if b.AnswerTimeout <= 0 {
+		b.AnswerTimeout = d.AnswerTimeout
+	}
+	if b.CommitAnswerTimeout <= 0 {
+		b.CommitAnswerTimeout = max(d.CommitAnswerTimeout, b.AnswerTimeout)
 	}
 	return b
 }

@@ -12,8 +12,9 @@
 //	  -> retryTransport (Budget; a blob PATCH is retried on a new upload
 //	     session with its body fetched again, never buffered)
 //	    -> limitTransport (per host: rate, requests awaiting an answer)
-//	      -> schemeGuard (plain HTTP only where allowed)
-//	        -> net/http transport
+//	      -> answerTimer (an attempt waits Budget.AnswerTimeout for an answer)
+//	        -> schemeGuard (plain HTTP only where allowed)
+//	          -> net/http transport
 //
 // go-containerregistry's own retries are switched off (its transport is a
 // transport.Wrapper, its upload retry has one step), so a request is tried
@@ -27,9 +28,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -145,7 +149,8 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, keychain: kc, insecure: insecure, authed: map[string]*authEntry{}}
 	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
-	lim := &limitTransport{next: guard, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
+	timer := answerTimer{next: guard, budget: opts.Budget}
+	lim := &limitTransport{next: timer, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
 	c.inner = newRetryTransport(lim, opts.Budget, opts.Logf)
 	return c, nil
 }
@@ -216,7 +221,7 @@ func (c *Client) registryEntry(ctx context.Context, repo name.Repository) (*auth
 		scopes := []string{repo.Scope(transport.PushScope)}
 		rt, err := transport.NewWithContext(ctx, repo.Registry, auth, c.inner, scopes)
 		if err != nil {
-			e.err = fmt.Errorf("connecting to registry %s: %w", key, err)
+			e.err = fmt.Errorf("connecting to registry %s: %w", key, c.explain(err, key))
 			return
 		}
 		e.rt = rt
@@ -262,7 +267,7 @@ func (c *Client) Head(ctx context.Context, ref name.Reference) (*v1.Descriptor, 
 		if isNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("checking %s: %w", ref, err)
+		return nil, fmt.Errorf("checking %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return d, nil
 }
@@ -276,7 +281,7 @@ func (c *Client) Image(ctx context.Context, ref name.Reference) (v1.Image, error
 	}
 	img, err := remote.Image(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching image %s: %w", ref, err)
+		return nil, fmt.Errorf("fetching image %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return img, nil
 }
@@ -289,7 +294,7 @@ func (c *Client) Get(ctx context.Context, ref name.Reference) (*remote.Descripto
 	}
 	d, err := remote.Get(ref, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, err)
+		return nil, fmt.Errorf("fetching manifest of %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return d, nil
 }
@@ -303,24 +308,107 @@ func (c *Client) Layer(ctx context.Context, d name.Digest) (v1.Layer, error) {
 	}
 	l, err := remote.Layer(d, append(c.remoteOptions(e.rt), remote.WithContext(ctx))...)
 	if err != nil {
-		return nil, fmt.Errorf("opening blob %s: %w", d, err)
+		return nil, fmt.Errorf("opening blob %s: %w", d, c.explain(err, d.Context().RegistryStr()))
 	}
-	return l, nil
+	// Named by where it comes from: Upload mounts it within one registry
+	// and names it in errors.
+	return &remote.MountableLayer{Layer: l, Reference: d}, nil
 }
 
 // Upload makes sure blob l is in repo with go-containerregistry's pusher:
 // a HEAD by digest, then, for a *remote.MountableLayer naming a repository
 // of the same registry, a cross-repository mount, and only when neither
 // holds, an upload streamed from l.Compressed.
+//
+// A *remote.MountableLayer of another registry is copied from there (no
+// mount is tried). Bytes read from the source that do not match the blob's
+// digest are fetched once more, then the upload fails with a
+// *DigestMismatchError naming the blob and the source.
 func (c *Client) Upload(ctx context.Context, repo name.Repository, l v1.Layer) error {
 	e, err := c.registryEntry(ctx, repo)
 	if err != nil {
 		return err
 	}
-	if err := e.pusher.Upload(ctx, repo, l); err != nil {
-		return err
+	if err := e.pusher.Upload(ctx, repo, checkedLayer(repo, l)); err != nil {
+		return c.explain(err, repo.RegistryStr())
 	}
 	return nil
+}
+
+// checkedLayer wraps the layer an upload reads so that a digest mismatch
+// is counted and named; a mountable layer of repo's registry stays
+// mountable.
+func checkedLayer(repo name.Repository, l v1.Layer) v1.Layer {
+	inner, source := l, ""
+	for {
+		ml, ok := inner.(*remote.MountableLayer)
+		if !ok {
+			break
+		}
+		source, inner = ml.Reference.Context().String(), ml.Layer
+	}
+	if _, ok := inner.(*sourcedLayer); !ok {
+		inner = &sourcedLayer{Layer: inner, source: source, mismatches: new(atomic.Int32)}
+	}
+	if ml, ok := l.(*remote.MountableLayer); ok && ml.Reference.Context().RegistryStr() == repo.RegistryStr() {
+		return &remote.MountableLayer{Layer: inner, Reference: ml.Reference}
+	}
+	return inner
+}
+
+// DigestMismatchError is a blob whose bytes, as read from its source, do
+// not match its digest (or size).
+type DigestMismatchError struct {
+	Digest  string
+	Source  string // the repository it was read from; "" when not known
+	Fetches int    // how many times the bytes were read wrong
+	Err     error
+}
+
+func (e *DigestMismatchError) Error() string {
+	src := e.Source
+	if src == "" {
+		src = "its source"
+	}
+	return fmt.Sprintf("blob %s read from %s does not match its digest (read %d time(s), not retried again): %v", e.Digest, src, e.Fetches, e.Err)
+}
+
+func (e *DigestMismatchError) Unwrap() error { return e.Err }
+
+// mismatchLimit is how many wrong reads of one blob end its upload: one
+// retry, for a flipped byte in transit; a source that serves wrong bytes
+// twice will not serve right ones on the eighth try.
+const mismatchLimit = 2
+
+// sourcedLayer counts the reads of its bytes that fail the digest check.
+type sourcedLayer struct {
+	v1.Layer
+	source     string
+	mismatches *atomic.Int32
+}
+
+func (l *sourcedLayer) Compressed() (io.ReadCloser, error) {
+	rc, err := l.Layer.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	return &checkedReader{ReadCloser: rc, l: l}, nil
+}
+
+type checkedReader struct {
+	io.ReadCloser
+	l *sourcedLayer
+}
+
+func (r *checkedReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	// go-containerregistry's check (internal/verify, not importable) says
+	// "error verifying sha256 checksum ..." or "error verifying size ...".
+	if err != nil && !errors.Is(err, io.EOF) && strings.Contains(err.Error(), "error verifying ") {
+		d, _ := r.l.Digest()
+		err = &DigestMismatchError{Digest: d.String(), Source: r.l.source, Fetches: int(r.l.mismatches.Add(1)), Err: err}
+	}
+	return n, err
 }
 
 // Put writes a manifest or index (anything with RawManifest and MediaType)
@@ -332,9 +420,24 @@ func (c *Client) Put(ctx context.Context, ref name.Reference, t remote.Taggable)
 		return fmt.Errorf("putting manifest %s: %w", ref, err)
 	}
 	if err := e.pusher.Put(ctx, ref, t); err != nil {
-		return fmt.Errorf("putting manifest %s: %w", ref, err)
+		return fmt.Errorf("putting manifest %s: %w", ref, c.explain(err, ref.Context().RegistryStr()))
 	}
 	return nil
+}
+
+// explain turns a registry's refusal (401, 403) into an *AuthError naming
+// the host and the credential it got, when the keychain can say which.
+func (c *Client) explain(err error, host string) error {
+	d, ok := c.keychain.(describer)
+	if !ok || err == nil {
+		return err
+	}
+	var terr *transport.Error
+	status := errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden)
+	if !status && !IsAuthFailure(err) {
+		return err
+	}
+	return &AuthError{Host: host, Credential: d.Describe(host), Err: err}
 }
 
 func isNotFound(err error) bool {

@@ -2,10 +2,14 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -20,6 +24,7 @@ import (
 //
 //	retryTransport  the one retry layer (Budget); a dead host fails fast
 //	limitTransport  per registry host: request rate, requests awaiting an answer
+//	answerTimer     an attempt waits at most the budget's AnswerTimeout for an answer
 //	schemeGuard     plain HTTP only to loopback hosts and named insecure registries
 //	net/http        (Options.Base)
 
@@ -214,7 +219,6 @@ func newRetryTransport(next http.RoundTripper, b Budget, logf func(string, ...an
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
 	host := req.URL.Host
 	if err := t.hostDown(host); err != nil {
 		closeBody(req)
@@ -224,34 +228,68 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// The body cannot be read again: one attempt.
 		return t.next.RoundTrip(req)
 	}
-	start := t.now()
-	deadline := start.Add(t.budget.MaxElapsed)
-	onlyDialErrors := true
-	for attempt := 1; ; attempt++ {
-		resp, err := t.attempt(req, attempt)
+	now := t.now()
+	s := &tries{start: now, deadline: now.Add(t.budget.MaxElapsed), onlyDialErrors: true}
+	resp, err := t.loop(req, s)
+	if err == nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && resp.Body != nil && resp.Body != http.NoBody {
+		resp.Body = &resumeBody{t: t, req: req, s: s, rc: resp.Body, first: resp}
+	}
+	return resp, err
+}
+
+// tries is one request's use of its budget: attempts made, when it started
+// and must end. A body cut mid-way resumes on the same budget.
+type tries struct {
+	n               int
+	start, deadline time.Time
+	onlyDialErrors  bool
+}
+
+// loop sends req until an answer is not worth another attempt or the
+// budget is spent.
+func (t *retryTransport) loop(req *http.Request, s *tries) (*http.Response, error) {
+	ctx := req.Context()
+	for {
+		s.n++
+		resp, err := t.attempt(req, s.n)
 		if !t.retryable(ctx, resp, err) {
 			return resp, err
 		}
-		onlyDialErrors = onlyDialErrors && err != nil && dialError(err)
-		wait, giveUp := t.nextWait(attempt, deadline, resp)
+		s.onlyDialErrors = s.onlyDialErrors && err != nil && (dialError(err) || noAnswer(err))
+		wait, giveUp := t.nextWait(s.n, s.deadline, resp)
 		if giveUp {
 			if err == nil {
 				return resp, nil // the caller reads the registry's own error
 			}
-			gerr := &GaveUpError{Attempts: attempt, Elapsed: t.now().Sub(start), Err: err}
-			if onlyDialErrors {
-				t.markDown(host, gerr)
+			gerr := &GaveUpError{Attempts: s.n, Elapsed: t.now().Sub(s.start), Err: err}
+			if s.onlyDialErrors {
+				t.markDown(req.URL.Host, gerr)
 			}
 			return nil, gerr
 		}
-		t.logRetry(req, attempt, wait, resp, err)
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, errors.Join(ctx.Err(), err)
-		case <-timer.C:
+		t.logRetry(req, s.n, wait, resp, err)
+		if err := sleep(ctx, wait); err != nil {
+			return nil, errors.Join(err, errOrStatus(resp, err))
 		}
+	}
+}
+
+func errOrStatus(resp *http.Response, err error) error {
+	if err != nil || resp == nil {
+		return err
+	}
+	return errors.New(resp.Status)
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
@@ -261,6 +299,10 @@ func (t *retryTransport) retryable(ctx context.Context, resp *http.Response, err
 		return retryStatus(resp.StatusCode)
 	}
 	var bodyErr *rereadError
+	var dm *DigestMismatchError
+	if errors.As(err, &dm) && dm.Fetches >= mismatchLimit {
+		return false
+	}
 	return !errors.As(err, &bodyErr) && retryError(ctx, err)
 }
 
@@ -289,12 +331,26 @@ func (t *retryTransport) logRetry(req *http.Request, attempt int, wait time.Dura
 }
 
 // attempt sends attempt number n of req. The first attempt sends req as
-// given; later ones a copy with a fresh body from GetBody. A blob upload
-// PATCH is retried on a new upload session: the registry may have kept part
-// of the failed attempt's body in the old one.
+// given; later ones a copy with a fresh body from GetBody.
+//
+// A blob commit (PUT ...?digest=) or a manifest PUT whose earlier attempt
+// failed may have been carried out by the registry before its answer was
+// lost: a later attempt first checks what landed (a HEAD of the blob, or of
+// the manifest compared by digest) and answers for the registry when it is
+// there, so nothing is committed twice. A blob upload PATCH is retried on a
+// new upload session: the registry may have kept part of the failed
+// attempt's body in the old one.
 func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, error) {
 	if n == 1 {
 		return t.next.RoundTrip(req)
+	}
+	commit := req.Method == http.MethodPut && isUploadSession(req.URL) && req.URL.Query().Get("digest") != ""
+	manifest := req.Method == http.MethodPut && isManifest(req.URL)
+	if commit || manifest {
+		resp, err, done := t.landed(req, commit)
+		if done {
+			return resp, err
+		}
 	}
 	r := req.Clone(req.Context())
 	if req.GetBody != nil {
@@ -303,9 +359,6 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 			return nil, &rereadError{err: err}
 		}
 		r.Body = body
-	}
-	if req.Method == http.MethodPut && isUploadSession(req.URL) && req.URL.Query().Get("digest") != "" {
-		return t.retryCommit(req, r)
 	}
 	if req.Method != http.MethodPatch || !isUploadSession(req.URL) {
 		return t.next.RoundTrip(r)
@@ -320,42 +373,85 @@ func (t *retryTransport) attempt(req *http.Request, n int) (*http.Response, erro
 	return t.next.RoundTrip(r)
 }
 
-// retryCommit sends r, a blob upload's commit (PUT ...?digest=) again. When
-// the registry refuses it as a client error, the earlier attempt may have
-// committed the blob before its answer was lost (the session is then gone):
-// if the repository has the blob, the commit is answered as done.
-func (t *retryTransport) retryCommit(req, r *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(r)
-	if err != nil || resp.StatusCode < 400 || resp.StatusCode >= 500 {
-		return resp, err
-	}
-	dg := req.URL.Query().Get("digest")
+// landed checks with one HEAD whether an earlier attempt of req, a blob
+// commit or a manifest PUT, was carried out. done reports that the attempt
+// is over: the thing is there (resp is the 201 the registry would have
+// sent) or the check itself failed in a way worth retrying (resp, err are
+// that failure, for the budget to judge). When the check says it is not
+// there, req is to be sent again.
+func (t *retryTransport) landed(req *http.Request, commit bool) (resp *http.Response, err error, done bool) {
 	u := *req.URL
-	u.Path = u.Path[:strings.LastIndex(u.Path, "/blobs/uploads/")] + "/blobs/" + dg
 	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
-	head, herr := http.NewRequestWithContext(req.Context(), http.MethodHead, u.String(), nil)
-	if herr != nil {
-		return resp, nil
+	var want string // the digest that must be there
+	if commit {
+		want = req.URL.Query().Get("digest")
+		u.Path = u.Path[:strings.LastIndex(u.Path, "/blobs/uploads/")] + "/blobs/" + want
+	} else {
+		d, err := bodyDigest(req)
+		if err != nil {
+			return nil, nil, false // cannot tell: send it again
+		}
+		want = d
+	}
+	head, err := http.NewRequestWithContext(req.Context(), http.MethodHead, u.String(), nil)
+	if err != nil {
+		return nil, nil, false
 	}
 	for _, h := range []string{"Authorization", "User-Agent"} {
 		if v := req.Header.Get(h); v != "" {
 			head.Header.Set(h, v)
 		}
 	}
-	hresp, herr := t.next.RoundTrip(head)
-	if herr != nil {
-		return resp, nil
+	if ct := req.Header.Get("Content-Type"); !commit && ct != "" {
+		head.Header.Set("Accept", ct)
+	}
+	hresp, err := t.next.RoundTrip(head)
+	if err != nil {
+		return nil, fmt.Errorf("checking whether an earlier %s landed: %w", req.Method, err), retryError(req.Context(), err)
 	}
 	drain(hresp)
-	if hresp.StatusCode != http.StatusOK {
-		return resp, nil
+	switch {
+	case hresp.StatusCode == http.StatusOK && (commit || hresp.Header.Get("Docker-Content-Digest") == want):
+		hdr := http.Header{}
+		hdr.Set("Docker-Content-Digest", want)
+		hdr.Set("Location", u.Path)
+		hdr.Set("Content-Length", "0")
+		closeBody(req)
+		return &http.Response{Status: "201 Created", StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: hdr, Body: http.NoBody, ContentLength: 0, Request: req}, nil, true
+	case retryStatus(hresp.StatusCode):
+		hresp.Body = http.NoBody
+		return hresp, nil, true
 	}
-	drain(resp)
-	hdr := http.Header{}
-	hdr.Set("Docker-Content-Digest", dg)
-	hdr.Set("Location", u.Path)
-	return &http.Response{Status: "201 Created", StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: hdr, Body: http.NoBody, Request: r}, nil
+	return nil, nil, false
+}
+
+// bodyDigest is the sha256 digest of a manifest PUT's body, read again from
+// GetBody (manifests are at most 4 MiB).
+func bodyDigest(req *http.Request) (string, error) {
+	if req.GetBody == nil {
+		return "", errors.New("no body to read again")
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return "", err
+	}
+	defer body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(body, 4<<20+1))
+	if err != nil {
+		return "", err
+	}
+	if n > 4<<20 {
+		return "", errors.New("manifest over 4 MiB")
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// isManifest reports whether u is a manifest URL, /v2/<name>/manifests/<ref>.
+func isManifest(u *url.URL) bool {
+	i := strings.LastIndex(u.Path, "/manifests/")
+	return strings.HasPrefix(u.Path, "/v2/") && i >= 0 && len(u.Path) > i+len("/manifests/")
 }
 
 // rereadError is a failure to get a request body again (for a blob, to
@@ -422,8 +518,9 @@ func (t *retryTransport) hostDown(host string) error {
 }
 
 // markDown makes requests to host fail at once for one budget's time: a
-// host that refused every connection of a whole budget is dead, and a run
-// over thousands of images must not pay the budget again for each.
+// host that refused every connection of a whole budget, or answered none of
+// its attempts, is dead, and a run over thousands of images must not pay the
+// budget again for each.
 func (t *retryTransport) markDown(host string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -443,4 +540,200 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		_ = req.Body.Close()
 	}
+}
+
+// resumeBody is the body of a GET answered 200. When it breaks off before
+// its end (the connection cut or reset, or a stall), it is resumed on the
+// request's budget: the GET is sent again with a Range from the first byte
+// not yet read (or, when the registry ignores the Range or the body was
+// decompressed in transit, whole, with the bytes already read skipped). The
+// new answer must name the same content (Docker-Content-Digest, ETag) as the
+// first. A caller reading a blob by digest (go-containerregistry) still
+// checks the digest of all the bytes at the end.
+type resumeBody struct {
+	t     *retryTransport
+	req   *http.Request
+	s     *tries
+	first *http.Response
+
+	mu     sync.Mutex
+	rc     io.ReadCloser
+	read   int64
+	closed bool
+}
+
+func (b *resumeBody) Read(p []byte) (int, error) {
+	for {
+		n, err := b.rc.Read(p)
+		b.mu.Lock()
+		b.read += int64(n)
+		closed := b.closed
+		b.mu.Unlock()
+		if err == nil || errors.Is(err, io.EOF) || closed || !b.resumable(err) {
+			return n, err
+		}
+		if rerr := b.resume(err); rerr != nil {
+			return n, rerr
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (b *resumeBody) resumable(err error) bool {
+	ctx := b.req.Context()
+	return ctx.Err() == nil && (errors.Is(err, io.ErrUnexpectedEOF) || retryError(ctx, err))
+}
+
+// resume replaces the broken body with the rest of a new answer.
+func (b *resumeBody) resume(cause error) error {
+	_ = b.rc.Close()
+	t, ctx := b.t, b.req.Context()
+	fail := func(err error) error {
+		return &GaveUpError{Attempts: b.s.n, Elapsed: t.now().Sub(b.s.start), Err: fmt.Errorf("body of GET %s%s cut after %d bytes: %w", b.req.URL.Host, b.req.URL.Path, b.read, err)}
+	}
+	wait, giveUp := t.nextWait(b.s.n, b.s.deadline, nil)
+	if giveUp {
+		return fail(cause)
+	}
+	t.logRetry(b.req, b.s.n, wait, nil, fmt.Errorf("body cut after %d bytes: %w", b.read, cause))
+	if err := sleep(ctx, wait); err != nil {
+		return errors.Join(err, cause)
+	}
+	r := b.req.Clone(ctx)
+	ranged := b.read > 0 && !b.first.Uncompressed
+	if ranged {
+		r.Header.Set("Range", fmt.Sprintf("bytes=%d-", b.read))
+	}
+	resp, err := t.loop(r, b.s)
+	if err != nil {
+		return err
+	}
+	for _, h := range []string{"Docker-Content-Digest", "ETag"} {
+		if was, now := b.first.Header.Get(h), resp.Header.Get(h); was != "" && now != "" && was != now {
+			drain(resp)
+			return fail(fmt.Errorf("the content changed while it was read (%s %s, then %s)", h, was, now))
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusPartialContent && ranged && strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", b.read)):
+	case resp.StatusCode == http.StatusOK:
+		if _, err := io.CopyN(io.Discard, resp.Body, b.read); err != nil {
+			_ = resp.Body.Close()
+			return fail(fmt.Errorf("skipping the %d bytes already read: %w", b.read, err))
+		}
+	default:
+		drain(resp)
+		return fail(fmt.Errorf("resuming: %s", resp.Status))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = resp.Body.Close()
+		return errors.New("response body closed")
+	}
+	b.rc = resp.Body
+	return nil
+}
+
+func (b *resumeBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	return b.rc.Close()
+}
+
+// NoAnswerError is an attempt the registry did not answer (no status line)
+// within the budget's AnswerTimeout after the request was sent.
+type NoAnswerError struct {
+	Host  string
+	After time.Duration
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("registry host %s sent no answer within %s", e.Host, e.After)
+}
+
+func noAnswer(err error) bool {
+	var na *NoAnswerError
+	return errors.As(err, &na)
+}
+
+// answerTimer bounds the two waits of an attempt on the registry: from the
+// start until the request's headers are written (connecting, the TLS
+// handshake), and from the end of its body until the answer's headers come.
+// Writing the body (a long upload) and reading the answer's body (a long
+// download) are not timed here.
+type answerTimer struct {
+	next   http.RoundTripper
+	budget Budget
+}
+
+func (a answerTimer) RoundTrip(req *http.Request) (*http.Response, error) {
+	d := a.budget.AnswerTimeout
+	wait := d
+	if (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL) {
+		// The registry answers a blob upload's PATCH once the data is
+		// stored, its commit once the blob is checked.
+		wait = a.budget.CommitAnswerTimeout
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancelCause(req.Context())
+	var mu sync.Mutex
+	done := false
+	var timer *time.Timer
+	arm := func(d time.Duration) {
+		timer = time.AfterFunc(d, func() { cancel(&NoAnswerError{Host: req.URL.Host, After: d}) })
+	}
+	arm(d)
+	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				timer.Stop()
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				timer.Stop()
+				arm(wait)
+			}
+		},
+	}
+	resp, err := a.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	mu.Lock()
+	done = true
+	timer.Stop()
+	mu.Unlock()
+	if err != nil {
+		cause := context.Cause(ctx)
+		cancel(nil)
+		if noAnswer(cause) {
+			return nil, cause
+		}
+		var ne net.Error
+		if req.Context().Err() == nil && errors.As(err, &ne) && ne.Timeout() && !dialError(err) {
+			// net/http's own timeouts (the TLS handshake's): no answer either.
+			return nil, fmt.Errorf("%w: %w", &NoAnswerError{Host: req.URL.Host, After: time.Since(start).Round(time.Millisecond)}, err)
+		}
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody releases its request's context when closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
 }

@@ -8,9 +8,15 @@
 # multi-arch index per instance, and print the summary. Then check every image
 # and index independently with skopeo, and print how long each step took.
 #
+# Last, one instance for both platforms is built, pushed and published again
+# through the stack's registry that requires a login, with the login only in
+# the Docker config (as docker login leaves it), and checked with skopeo.
+#
 # Needs the stack and the fixture rootfs (make stack fixture). Environment:
 #   SWEBUILD_REGISTRY (default 127.0.0.1:5000), BUILDKIT_HOST,
-#   DEMO_REPO (default $SWEBUILD_REGISTRY/swebuild-demo), DEMO_DIR (default runs/demo)
+#   DEMO_REPO (default $SWEBUILD_REGISTRY/swebuild-demo), DEMO_DIR (default runs/demo),
+#   SWEBUILD_AUTH_REGISTRY and DOCKER_CONFIG (scripts/stack.sh env; the login
+#   step is skipped when SWEBUILD_AUTH_REGISTRY is unset)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -102,3 +108,28 @@ sys.exit(1 if bad else 0)
 PY
 }
 step "skopeo check" check
+
+# The login registry: build (cached by now: only the pushes run), push and
+# publish one instance for both platforms, the credential read from
+# $DOCKER_CONFIG/config.json by swebuild for BuildKit's session and for the
+# publish alike; $SWEBUILD_REGISTRY_AUTH is emptied so it is the only source.
+auth_registry=${SWEBUILD_AUTH_REGISTRY:-}
+if [ -n "$auth_registry" ]; then
+	auth_repo=$auth_registry/swebuild-demo
+	log "build --push and --publish $auth_repo (login from ${DOCKER_CONFIG:-~/.docker}/config.json)"
+	step "login registry: build, publish" env SWEBUILD_REGISTRY_AUTH= "$bin" build --dataset "$dataset" --specs "$specs" \
+		--instance fixture__calc-1 --platform linux/amd64,linux/arm64 \
+		--context-dir "$cache/rootfs" --context-dir "$dir/context" \
+		--push "$auth_repo/build" --publish "$auth_repo" --ledger "$dir/auth-ledger.jsonl" \
+		--progress quiet --metadata-file "$dir/auth-metadata.jsonl" --run-dir "$dir/auth-build"
+	auth_check() {
+		local ref=$auth_repo/sweb.eval.fixture_1776_calc-1:latest got
+		got=$(skopeo inspect --raw --tls-verify=false --authfile "${DOCKER_CONFIG:-$HOME/.docker}/config.json" "docker://$ref" |
+			python3 -c 'import json, sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')
+		echo "$ref: $got"
+		[ "$got" = "linux/amd64 linux/arm64" ]
+		# and without the login, the registry refuses
+		! skopeo inspect --raw --tls-verify=false --no-creds "docker://$ref" >/dev/null 2>&1
+	}
+	step "login registry: skopeo check" auth_check
+fi

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # scripts/stack.sh — the local build stack swebuild uses: BuildKit (buildkitd, oci
-# worker, runc, overlayfs) and a plain-HTTP registry on 127.0.0.1:5000.
+# worker, runc, overlayfs), a plain-HTTP registry on 127.0.0.1:5000 with no login,
+# and a second one on 127.0.0.1:5001 that requires one (htpasswd; its login is
+# in a Docker config.json, as `docker login` writes it).
 #
 #   scripts/stack.sh up       install packages, build buildkitd/buildctl, enable
-#                             qemu-aarch64 binfmt, start both daemons (idempotent)
-#   scripts/stack.sh down     stop both daemons by pid file
-#   scripts/stack.sh status   report each daemon; exit 1 unless both are ready
+#                             qemu-aarch64 binfmt, start the daemons that are not
+#                             running (idempotent)
+#   scripts/stack.sh down     stop the daemons by pid file
+#   scripts/stack.sh status   report each daemon; exit 1 unless all are ready
 #   scripts/stack.sh env      print the exports the tests and swebuild read
 #   scripts/stack.sh build    only build/cache buildkitd and buildctl
 #   scripts/stack.sh packages only install the Debian packages
@@ -15,8 +18,14 @@
 # BuildKit binaries under bin/buildkit-<version>/; SWEBUILD_RUN (default
 # /run/swebuild) the pid files, logs, configs and socket; SWEBUILD_STATE (default
 # /var/lib/swebuild) the BuildKit root and registry storage; SWEBUILD_REGISTRY_ADDR
-# (default 127.0.0.1:5000) the registry listen address. The overrides exist so a
-# second, throw-away stack can be tested beside the shared one. Must run as root.
+# (default 127.0.0.1:5000) the registry listen address, SWEBUILD_AUTH_REGISTRY_ADDR
+# (default 127.0.0.1:5001) the login registry's. The overrides exist so a second,
+# throw-away stack can be tested beside the shared one. Must run as root.
+#
+# The login registry: user "swebuild", a random password made once and kept in
+# $SWEBUILD_STATE/registry-auth-login/password (0600), its bcrypt line in the
+# htpasswd file there, and $SWEBUILD_STATE/docker-config/config.json holding the
+# login as `docker login` writes it (`env` prints DOCKER_CONFIG=that directory).
 #
 # Verified in this sandbox (Debian 12, cgroup v1, no CAP_SYS_RESOURCE): rootful
 # runc with BuildKit's default (non-privileged) capability set works with no
@@ -40,6 +49,11 @@ REGISTRY_ROOT=$STATE_DIR/registry
 BUILDKIT_ADDR=unix://$RUN_DIR/buildkitd.sock
 REGISTRY_ADDR=${SWEBUILD_REGISTRY_ADDR:-127.0.0.1:5000}
 REGISTRY_BIN=/usr/bin/docker-registry
+AUTH_REGISTRY_ADDR=${SWEBUILD_AUTH_REGISTRY_ADDR:-127.0.0.1:5001}
+AUTH_REGISTRY_ROOT=$STATE_DIR/registry-auth
+AUTH_LOGIN_DIR=$STATE_DIR/registry-auth-login
+AUTH_USER=swebuild
+DOCKER_CONFIG_DIR=$STATE_DIR/docker-config
 # Debian packages the stack and the fixture need on the host.
 PACKAGES=(runc docker-registry qemu-user-static binfmt-support debootstrap mmdebstrap skopeo
 	git curl ca-certificates python3 python3-pytest python3-setuptools)
@@ -171,6 +185,16 @@ registry_ready() {
 	curl -fsS -o /dev/null --max-time 2 "http://$REGISTRY_ADDR/v2/" 2>/dev/null
 }
 
+# The login registry is ready when /v2/ asks for a login and takes ours (the
+# password goes to curl on stdin, never in argv).
+auth_registry_ready() {
+	local code
+	code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 "http://$AUTH_REGISTRY_ADDR/v2/" 2>/dev/null) || return 1
+	[ "$code" = 401 ] || return 1
+	printf 'user = "%s:%s"\n' "$AUTH_USER" "$(cat "$AUTH_LOGIN_DIR/password")" |
+		curl -fsS -o /dev/null --max-time 2 -K - "http://$AUTH_REGISTRY_ADDR/v2/" 2>/dev/null
+}
+
 wait_for() { # name seconds check-function pidfile log
 	local name=$1 secs=$2 check=$3 pidfile=$4 logf=$5 i
 	for ((i = 0; i < secs * 10; i++)); do
@@ -211,6 +235,60 @@ root = "$BUILDKIT_ROOT"
 [registry."localhost:5000"]
   http = true
   insecure = true
+
+# the login registry speaks plain HTTP too (loopback only)
+[registry."$AUTH_REGISTRY_ADDR"]
+  http = true
+  insecure = true
+EOF
+}
+
+# make_auth_login makes, once, the login registry's password and its htpasswd
+# line (bcrypt at the lowest cost: distribution checks it on every request),
+# and writes the Docker config holding the login.
+make_auth_login() {
+	mkdir -p "$AUTH_LOGIN_DIR" "$DOCKER_CONFIG_DIR"
+	chmod 700 "$AUTH_LOGIN_DIR" "$DOCKER_CONFIG_DIR"
+	if [ ! -s "$AUTH_LOGIN_DIR/password" ]; then
+		(umask 077; head -c 24 /dev/urandom | base64 | tr -d '/+=\n' >"$AUTH_LOGIN_DIR/password")
+	fi
+	local pw hash
+	pw=$(cat "$AUTH_LOGIN_DIR/password")
+	if [ ! -s "$AUTH_LOGIN_DIR/htpasswd" ]; then
+		if command -v htpasswd >/dev/null 2>&1; then
+			hash=$(printf '%s\n' "$pw" | htpasswd -niBC 4 "$AUTH_USER" | head -n1 | cut -d: -f2-)
+		else
+			hash=$(PW=$pw python3 -W ignore -c 'import crypt, os; print(crypt.crypt(os.environ["PW"], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))')
+		fi
+		case $hash in '$2'*) ;; *) die "could not hash the login registry's password (needs htpasswd or python3's crypt)" ;; esac
+		(umask 077; printf '%s:%s\n' "$AUTH_USER" "$hash" >"$AUTH_LOGIN_DIR/htpasswd")
+	fi
+	(umask 077; printf '{\n  "auths": {\n    "%s": {"auth": "%s"}\n  }\n}\n' \
+		"$AUTH_REGISTRY_ADDR" "$(printf '%s:%s' "$AUTH_USER" "$pw" | base64 -w0)" >"$DOCKER_CONFIG_DIR/config.json")
+}
+
+write_auth_registry_config() {
+	cat >"$RUN_DIR/registry-auth.yml" <<EOF
+# written by scripts/stack.sh: htpasswd login, filesystem storage, deletes allowed
+version: 0.1
+log:
+  level: info
+  formatter: text
+storage:
+  filesystem:
+    rootdirectory: $AUTH_REGISTRY_ROOT
+  delete:
+    enabled: true
+  cache:
+    blobdescriptor: inmemory
+auth:
+  htpasswd:
+    realm: swebuild-auth
+    path: $AUTH_LOGIN_DIR/htpasswd
+http:
+  addr: $AUTH_REGISTRY_ADDR
+  headers:
+    X-Content-Type-Options: [nosniff]
 EOF
 }
 
@@ -239,6 +317,12 @@ start_buildkitd() {
 	local pidfile=$RUN_DIR/buildkitd.pid logf=$RUN_DIR/buildkitd.log
 	if pid_alive "$pidfile" && buildkit_ready; then
 		log "buildkitd already running (pid $(cat "$pidfile"))"
+		if ! grep -qF "[registry.\"$AUTH_REGISTRY_ADDR\"]" "$RUN_DIR/buildkitd.toml" 2>/dev/null; then
+			# Not restarted under others' builds: BuildKit talks plain
+			# HTTP to loopback hosts it has no entry for; the next start
+			# writes the entry.
+			log "note: buildkitd's config predates the login registry $AUTH_REGISTRY_ADDR (loopback: plain HTTP anyway); its next start adds it"
+		fi
 		return 0
 	fi
 	if pid_alive "$pidfile"; then
@@ -285,6 +369,28 @@ start_registry() {
 	log "registry ready at http://$REGISTRY_ADDR (pid $(cat "$pidfile"))"
 }
 
+start_auth_registry() {
+	local pidfile=$RUN_DIR/registry-auth.pid logf=$RUN_DIR/registry-auth.log
+	make_auth_login
+	if pid_alive "$pidfile" && auth_registry_ready; then
+		log "login registry already running (pid $(cat "$pidfile"))"
+		return 0
+	fi
+	if pid_alive "$pidfile"; then
+		wait_for "login registry" 30 auth_registry_ready "$pidfile" "$logf"
+		return 0
+	fi
+	if curl -sS -o /dev/null --max-time 2 "http://$AUTH_REGISTRY_ADDR/v2/" 2>/dev/null; then
+		die "something else already answers on $AUTH_REGISTRY_ADDR; free the port first"
+	fi
+	mkdir -p "$AUTH_REGISTRY_ROOT"
+	write_auth_registry_config
+	GOGC=${REGISTRY_GOGC:-400} setsid "$REGISTRY_BIN" serve "$RUN_DIR/registry-auth.yml" </dev/null >>"$logf" 2>&1 8>&- 9>&- &
+	echo $! >"$pidfile"
+	wait_for "login registry" 30 auth_registry_ready "$pidfile" "$logf"
+	log "login registry ready at http://$AUTH_REGISTRY_ADDR (pid $(cat "$pidfile"), login in $DOCKER_CONFIG_DIR/config.json)"
+}
+
 stop_daemon() { # name pidfile
 	local name=$1 pidfile=$2 pid i
 	if ! pid_alive "$pidfile"; then
@@ -323,6 +429,7 @@ cmd_up() {
 	enable_binfmt
 	mkdir -p "$RUN_DIR" "$STATE_DIR"
 	start_registry
+	start_auth_registry
 	start_buildkitd
 	if ! "$BIN_DIR/buildctl" --addr "$BUILDKIT_ADDR" debug workers | grep -q 'linux/arm64'; then
 		die "buildkitd workers do not list linux/arm64 (see buildctl --addr $BUILDKIT_ADDR debug workers)"
@@ -334,6 +441,7 @@ cmd_down() {
 	lock_stack
 	stop_daemon buildkitd "$RUN_DIR/buildkitd.pid"
 	stop_daemon registry "$RUN_DIR/registry.pid"
+	stop_daemon "login registry" "$RUN_DIR/registry-auth.pid"
 }
 
 cmd_status() {
@@ -351,6 +459,12 @@ cmd_status() {
 		echo "registry: not running"
 		rc=1
 	fi
+	if pid_alive "$RUN_DIR/registry-auth.pid" && auth_registry_ready; then
+		echo "login registry: running (pid $(cat "$RUN_DIR/registry-auth.pid"), http://$AUTH_REGISTRY_ADDR, login in $DOCKER_CONFIG_DIR/config.json)"
+	else
+		echo "login registry: not running"
+		rc=1
+	fi
 	if head -n1 /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null | grep -qx enabled; then
 		echo "binfmt qemu-aarch64: enabled"
 	else
@@ -363,6 +477,8 @@ cmd_status() {
 cmd_env() {
 	echo "export BUILDKIT_HOST=$BUILDKIT_ADDR"
 	echo "export SWEBUILD_REGISTRY=$REGISTRY_ADDR"
+	echo "export SWEBUILD_AUTH_REGISTRY=$AUTH_REGISTRY_ADDR"
+	echo "export DOCKER_CONFIG=$DOCKER_CONFIG_DIR"
 	echo "export PATH=$BIN_DIR:\$PATH"
 }
 

@@ -2,7 +2,6 @@ package sizes
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -32,24 +31,11 @@ func LoadImageFile(path string) ([]Target, error) {
 		}
 		return targetsFromRecords(path, recs)
 	}
-	recs, err := core.Decode(bytes.NewReader(data), path)
-	if err := dropTorn(err); err != nil {
+	recs, err := core.DecodeRecords(bytes.NewReader(data), path, nil) // a torn last line is dropped
+	if err != nil {
 		return nil, err
 	}
 	return targetsFromRecords(path, recs)
-}
-
-// dropTorn returns err without a torn last line: a publish killed
-// mid-write leaves one in its ledger.
-func dropTorn(err error) error {
-	var le *core.LineError
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) == 1 {
-		err = j.Unwrap()[0]
-	}
-	if errors.As(err, &le) && le.Torn {
-		return nil
-	}
-	return err
 }
 
 func targetsFromRecords(path string, recs []core.Image) ([]Target, error) {

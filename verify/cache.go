@@ -34,16 +34,18 @@ type CacheKeyInputs struct {
 	Patch        string
 	EvalScript   string
 	Parser       string
-	Timeout      time.Duration
-	Mode         string
+	// Rules are the grading rules (v5, v4.1).
+	Rules   string
+	Timeout time.Duration
+	Mode    string
 }
 
 // Key is the hex sha256 of the inputs, each field length-prefixed so that no
 // two different inputs encode alike.
 func (in CacheKeyInputs) Key() string {
 	h := sha256.New()
-	h.Write([]byte("swebuild verify cache v1\n"))
-	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, string(in.Platform), in.Patch, in.EvalScript, in.Parser, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
+	h.Write([]byte("swebuild verify cache v2\n"))
+	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, string(in.Platform), in.Patch, in.EvalScript, in.Parser, in.Rules, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
 		fmt.Fprintf(h, "%d:", len(f))
 		h.Write([]byte(f))
 	}

@@ -194,6 +194,13 @@ now() {
 now wrap_start
 trap 'now wrap_end' EXIT
 startdir=$PWD
+# The run must have a pid namespace of its own, with this script as its
+# init: once eval.sh exits, every other process in it is killed before any
+# result is collected (testsScript).
+if [ "$$" != 1 ]; then
+	echo "the run has no pid namespace of its own (the wrapper is pid $$, not 1): processes the tests leave behind could not all be stopped before the results are read" >"$out/sandbox_error"
+	exit 0
+fi
 read -r base <"$in/` + fileBase + `"
 read -r tmo <"$in/` + fileTimeout + `"
 read -r keep_head keep_tail <"$in/` + fileKeep + `"
@@ -246,16 +253,129 @@ else
 if [ $applied = 0 ]; then exit 0; fi
 capped diff_before git -c core.fileMode=false diff
 cp "$in/` + fileEval + `" /eval.sh
-cd "$startdir"
-now test_start
-capped test_output.txt timeout -k 10 "$tmo" /bin/bash /eval.sh
-echo $? >"$out/test_rc"
-now test_end
-cd ` + DockerWorkdir + `
+`)
+	b.WriteString(testsScript())
+	b.WriteString(`cd ` + DockerWorkdir + `
 capped diff_after git -c core.fileMode=false diff
 exit 0
 `)
 	return b.String()
+}
+
+// captureDir holds the test output while the tests run: outside outDir
+// (never read back), in the container's own file system.
+const captureDir = "/swebuild-verify/capture"
+
+// testsScript runs eval.sh and collects its results only once every other
+// process of the run is gone (upstream issue 20 row 3: code under test can
+// leave a process behind, e.g. a conftest.py whose pytest_unconfigure
+// double-forks, that rewrites the recorded output and exit status after
+// eval.sh ends).
+//
+//   - eval.sh's stdout and stderr go to a pipe (the wrapper's, no path) read
+//     by tee, which writes the file the wrapper created and opened before
+//     the tests (it keeps read descriptors on it, not its path) and passes
+//     the stream on to sha256sum;
+//   - eval.sh's exit status is the wrapper's own wait result, held in its
+//     memory (with a dataset script eval.sh exits with the test command's
+//     status: exitTrailer);
+//   - once eval.sh (timeout) exits, every process but the wrapper (pid 1 of
+//     the run's pid namespace) and the capture pipeline is stopped at once
+//     (kill -STOP -1, one signal to all) and then killed; the capture is
+//     resumed and drains the pipe, whose writers are all gone;
+//   - the file's sha256 must equal the stream's, and the files the wrapper
+//     wrote before the tests must be unchanged: else the run is an
+//     infrastructure error saying what was changed;
+//   - only then are the test output, exit status and clock readings written
+//     to the output directory, over whatever the tests left at those names,
+//     and anything else the tests put there is removed.
+func testsScript() string {
+	return `# Fingerprints of what the wrapper wrote so far, and the entries it made.
+cd "$out" || exit 0
+before=(*)
+pre=$(sha256sum -- "${before[@]}" 2>&1)
+cap=` + captureDir + `
+mkdir -p "$cap" && : >"$cap/test_output" && : >"$cap/sum" || {
+	echo "cannot make the capture directory $cap" >"$out/sandbox_error"
+	exit 0
+}
+exec 6>"$cap/test_output" 7<"$cap/test_output" 8>"$cap/sum" 9<"$cap/sum"
+exec 5> >(exec 7<&- 9<&- 5>&-; tee /dev/fd/6 | sha256sum >&8)
+cappid=$!
+exec 6>&- 8>&-
+cd "$startdir"
+t_start=${EPOCHREALTIME:-$(date +%s.%N)}
+timeout -k 10 "$tmo" /bin/bash /eval.sh >&5 2>&5 5>&- 7<&- 9<&- &
+evalpid=$!
+exec 5>&-
+wait "$evalpid"
+rc=$?
+t_end=${EPOCHREALTIME:-$(date +%s.%N)}
+# Stop every process of the run but this one at once, then kill all but the
+# capture pipeline (the process substitution and its children).
+kill -STOP -1 2>/dev/null
+survivors=
+for pass in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	survivors=
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		[ "$p" = 1 ] || [ "$p" = "$cappid" ] && continue
+		line=
+		read -r line <"$d/stat" 2>/dev/null || continue
+		rest=${line##*) }
+		st=${rest%% *}
+		rest=${rest#* }
+		ppid=${rest%% *}
+		[ "$st" = Z ] || [ "$st" = X ] || [ "$ppid" = "$cappid" ] && continue
+		kill -KILL "$p" 2>/dev/null && survivors="$survivors $p"
+	done
+	[ -z "$survivors" ] && break
+	sleep 0.05 2>/dev/null
+done
+kill -CONT "$cappid" 2>/dev/null
+for d in /proc/[0-9]*; do
+	line=
+	read -r line <"$d/stat" 2>/dev/null || continue
+	rest=${line##*) }
+	rest=${rest#* }
+	[ "${rest%% *}" = "$cappid" ] && kill -CONT "${d#/proc/}" 2>/dev/null
+done
+wait "$cappid" 2>/dev/null
+streamsum=
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+	read -r streamsum _ <&9 && break
+	sleep 0.1 2>/dev/null
+done
+cd "$out" || exit 0
+post=$(sha256sum -- "${before[@]}" 2>&1)
+filesum=$(sha256sum <&7)
+filesum=${filesum%% *}
+problem=
+if [ -n "$survivors" ]; then
+	problem="processes of the run survived SIGKILL:$survivors"
+elif [ -z "$streamsum" ]; then
+	problem="the capture of the test output did not finish"
+elif [ "$streamsum" != "$filesum" ]; then
+	problem="the test output file was changed while the tests ran (sha256 of what eval.sh wrote $streamsum, of the file $filesum)"
+elif [ "$pre" != "$post" ]; then
+	problem="files the wrapper wrote before the tests were changed while the tests ran"
+fi
+# Whatever the tests put in the output directory goes.
+for f in * .[!.]* ..?*; do
+	[ -e "$f" ] || [ -L "$f" ] || continue
+	keep=0
+	for k in "${before[@]}"; do [ "$f" = "$k" ] && keep=1 && break; done
+	[ $keep = 1 ] || rm -rf -- "$f"
+done
+if [ -n "$problem" ]; then
+	echo "$problem" >"$out/sandbox_error"
+	exit 0
+fi
+capped test_output.txt cat /dev/fd/7
+printf '%s\n' "${t_start/,/.}" >"$out/test_start"
+printf '%s\n' "${t_end/,/.}" >"$out/test_end"
+echo "$rc" >"$out/test_rc"
+`
 }
 
 // inputFiles are the files the wrapper reads from inDir.
@@ -338,12 +458,13 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 		out.TestSeconds = s
 	}
 	// timeout(1) exits 124 when the limit was hit, 137 when it also had
-	// to SIGKILL.
+	// to SIGKILL. eval.sh may exit 124 itself (it exits with the test
+	// command's status when it records it), so the time must be up too.
 	t := job.Timeout
 	if t <= 0 {
 		t = DefaultTimeout
 	}
-	if rc == 124 || (rc == 137 && out.TestSeconds >= t.Seconds()) {
+	if (rc == 124 || rc == 137) && out.TestSeconds >= t.Seconds()-1 {
 		out.TimedOut = true
 	}
 	return out, nil

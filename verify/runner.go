@@ -43,11 +43,23 @@ type Target struct {
 	Platform core.Platform
 	// Image is a pullable reference of the instance image for Platform.
 	Image string
-	// EvalScript is the instance's eval.sh for that platform.
+	// EvalScript is the script run as /eval.sh: the record's eval_script
+	// as upstream v5 runs it (EvalScriptV5), or the generated eval.sh.
 	EvalScript string
-	// Parser is the log parser the instance's spec profile names ("":
-	// upstream's map); Runner.Grade.Parser, when set, wins.
+	// Script says which script EvalScript is (source, sha256, fallback).
+	Script ScriptInfo
+	// RecordsExit: EvalScript keeps the test command's exit status in
+	// SWEBENCH_TEST_EXIT_CODE; the wrapper then takes it as eval.sh's own
+	// exit status and grading gets it as GradeOptions.ExitCode.
+	RecordsExit bool
+	// Parser is the log parser: the record's log_parser (dataset script),
+	// else the one the instance's spec profile names ("": upstream's map);
+	// Runner.Grade.Parser, when set, wins.
 	Parser string
+	// Rules are the grading rules for the script's output: v5 for the
+	// record's script, v4.1 for the generated one; Runner.Grade.Rules, when
+	// set, wins.
+	Rules grading.Rules
 }
 
 // Prediction is one line of an upstream predictions file.
@@ -135,13 +147,18 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 	var specs []runSpec
+	var empties []Result
 	for _, t := range targets {
 		if gold {
 			p := t.Instance.Patch
 			specs = append(specs, runSpec{t: t, mode: ModeGold, patch: &p})
 		}
 		if pr, ok := preds[t.Instance.InstanceID]; ok {
-			specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
+			if pr.EmptyPatch() {
+				empties = append(empties, r.describe(aggregate(t, ModePredictions, pr.Model, []Attempt{r.emptyPatch(t, pr)}), t))
+			} else {
+				specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
+			}
 		}
 		if control {
 			empty := ""
@@ -176,8 +193,9 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	wg.Wait()
 	sum := &Summary{Settings: r.RunSettings(repeat)}
 	for i, s := range specs {
-		sum.Results = append(sum.Results, aggregate(s.t, s.mode, s.model, attempts[i]))
+		sum.Results = append(sum.Results, r.describe(aggregate(s.t, s.mode, s.model, attempts[i]), s.t))
 	}
+	sum.Results = append(sum.Results, empties...)
 	sum.link()
 	return sum, nil
 }
@@ -235,7 +253,7 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 			engine = r.hookEngine(gc, image)
 		}
 		a := r.runOne(ctx, runSpec{t: t, mode: ModeGold, patch: &p}, 1, 1, engine)
-		res := aggregate(t, ModeGold, "", []Attempt{a})
+		res := r.describe(aggregate(t, ModeGold, "", []Attempt{a}), t)
 		r.mu.Lock()
 		sum.Results = append(sum.Results, res)
 		r.mu.Unlock()
@@ -267,8 +285,9 @@ func (r *Runner) cacheKey(ctx context.Context, t Target, image llb.State) (key, 
 		InstanceID:   t.Instance.InstanceID,
 		Platform:     t.Platform,
 		Patch:        t.Instance.Patch,
-		EvalScript:   t.EvalScript,
+		EvalScript:   t.runScript(),
 		Parser:       r.parser(t),
+		Rules:        string(r.gradeOptions(t).Rules),
 		Timeout:      r.timeout(),
 		Mode:         ModeGold,
 	}.Key(), ""
@@ -290,6 +309,7 @@ func (r *Runner) cached(t Target, key string) (Result, bool) {
 		Resolved: true, F2P: rec.F2P, P2P: rec.P2P, TestSeconds: rec.TestSeconds,
 		Dir: rec.Dir, Cached: true, CacheKey: key, Runs: []Attempt{},
 	}
+	res = r.describe(res, t)
 	dir, derr := r.runDir(t, ModeGold, "", 1, 1)
 	if b, err := json.MarshalIndent(rec, "", "  "); err == nil && derr == nil && os.MkdirAll(dir, 0o755) == nil {
 		if os.WriteFile(filepath.Join(dir, "cached.json"), append(b, '\n'), 0o644) == nil {
@@ -441,6 +461,7 @@ func (r *Runner) runOne(ctx context.Context, s runSpec, k, repeat int, engine En
 	t, mode := s.t, s.label()
 	begin := time.Now()
 	a := r.attempt(ctx, s, k, repeat, engine)
+	r.writeRecord(s, &a)
 	a.Seconds = time.Since(begin).Seconds()
 	verdict := "resolved"
 	if !a.Resolved {
@@ -451,6 +472,9 @@ func (r *Runner) runOne(ctx context.Context, s runSpec, k, repeat int, engine En
 	}
 	if a.Error != "" {
 		verdict += ": " + a.Error
+	}
+	if a.Exit != nil && a.Exit.Disagree {
+		verdict += "; the log's exit-code line disagrees with the wrapper: " + a.Exit.String()
 	}
 	r.progress("%s %s %s: %s in %.1fs (tests %.1fs)", t.Instance.InstanceID, t.Platform, mode, verdict, a.Seconds, a.TestSeconds)
 	return a
@@ -485,7 +509,8 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	if patch != nil {
 		patchText = *patch
 	}
-	if err := writeInputs(a.Dir, patchText, t.EvalScript); err != nil {
+	script := t.runScript()
+	if err := writeInputs(a.Dir, patchText, script); err != nil {
 		return fail(FailureInfra, "%v", err)
 	}
 	if mode == ModeGold && strings.TrimSpace(patchText) == "" {
@@ -494,7 +519,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	timeout := r.timeout()
 	job := Job{
 		Image: t.Image, Platform: t.Platform, Patch: patchText, SkipApply: s.skipApply,
-		EvalScript: t.EvalScript, BaseCommit: inst.BaseCommit, Timeout: timeout, MaxOutput: r.MaxOutput,
+		EvalScript: script, BaseCommit: inst.BaseCommit, Timeout: timeout, MaxOutput: r.MaxOutput,
 		Nonce: fmt.Sprintf("%s/%s/%s/%s/%d/%d", inst.InstanceID, t.Platform, mode, PathName(s.model), k, time.Now().UnixNano()),
 	}
 	out, err := engine.Run(ctx, job)
@@ -521,9 +546,12 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		if err := os.WriteFile(filepath.Join(a.Dir, "test_output.txt"), []byte(graded), 0o644); err != nil {
 			return fail(FailureInfra, "writing test_output.txt: %v", err)
 		}
+		a.Exit = exitStatus(t, out, graded)
 	}
-	gopts := r.Grade
-	gopts.Parser = r.parser(t)
+	gopts := r.gradeOptions(t)
+	if a.Exit != nil {
+		gopts.ExitCode = a.Exit.Wrapper
+	}
 	rep, err := grading.Grade(inst, graded, patch, gopts)
 	if err != nil {
 		return fail(FailureInfra, "%v", err)
@@ -532,6 +560,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 		return fail(FailureInfra, "writing report.json: %v", err)
 	}
 	a.count(inst, rep)
+	a.Decision = rep.Decision
 	var missing []string
 	if out.TestOutputOmitted > 0 {
 		a.Truncated = &Truncation{Size: out.TestOutputSize, Omitted: out.TestOutputOmitted}
@@ -541,6 +570,135 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	}
 	a.classify(out, rep, missing, job.maxOutput())
 	return a
+}
+
+// emptyPatch is the attempt of a prediction whose patch is null or "":
+// nothing runs (upstream skips it), the run directory gets the report.json
+// grading makes of the prediction with no test output (patch_is_None for
+// null) and verify.json.
+func (r *Runner) emptyPatch(t Target, pr Prediction) Attempt {
+	a := Attempt{Run: 1, Failure: FailureEmptyPatch, Labels: map[string]string{}}
+	what := "null"
+	if pr.Patch != nil {
+		what = "empty"
+	}
+	a.Error = "model_patch is " + what + ": not run (upstream counts it in empty_patch_ids)"
+	dir, err := r.runDir(t, ModePredictions, pr.Model, 1, 1)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	var rep grading.Report
+	if err == nil {
+		rep, err = grading.Grade(t.Instance, "", pr.Patch, r.gradeOptions(t))
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "report.json"), rep.JSON(), 0o644)
+	}
+	if err != nil {
+		a.Failure, a.Error = FailureInfra, fmt.Sprintf("%s; writing its report.json: %v", a.Error, err)
+		return a
+	}
+	a.Dir = dir
+	a.count(t.Instance, rep)
+	r.writeRecord(runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch}, &a)
+	r.progress("%s %s model %q: %s", t.Instance.InstanceID, t.Platform, pr.Model, a.Error)
+	return a
+}
+
+// runScript is the script run as /eval.sh: EvalScript, ended with
+// exitTrailer when it records the test command's exit status.
+func (t Target) runScript() string {
+	if t.RecordsExit {
+		return t.EvalScript + exitTrailer
+	}
+	return t.EvalScript
+}
+
+// exitStatus is the test command's exit status as the wrapper took it (the
+// exit status of eval.sh, which exits with it when the script records it,
+// unless the run timed out) and as the log's first exit-code line says.
+func exitStatus(t Target, out *RunOutput, log string) *ExitStatus {
+	e := &ExitStatus{Log: LogExitCode(log)}
+	if t.RecordsExit && !out.TimedOut {
+		rc := out.TestExit
+		e.Wrapper = &rc
+	}
+	e.Disagree = e.Wrapper != nil && e.Log != nil && *e.Wrapper != *e.Log
+	if e.Wrapper == nil && e.Log == nil {
+		return nil
+	}
+	return e
+}
+
+// describe sets what res's runs used: t's eval script, the parser and the
+// grading rules.
+func (r *Runner) describe(res Result, t Target) Result {
+	sc := t.Script
+	res.Script = &sc
+	res.Parser = r.parserName(t)
+	res.Rules = r.gradeOptions(t).Rules
+	return res
+}
+
+// gradeOptions are the grading options for t: the runner's, with t's parser
+// and rules where the runner sets none.
+func (r *Runner) gradeOptions(t Target) grading.GradeOptions {
+	o := r.Grade
+	o.Parser = r.parser(t)
+	if o.Rules == "" {
+		o.Rules = t.Rules
+	}
+	return o
+}
+
+// RunRecord is verify.json, written beside each run's report.json: what the
+// run used (eval script, parser, grading rules) and the test command's exit
+// status as the wrapper and the log have it.
+type RunRecord struct {
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	Mode       string        `json:"mode"`
+	Model      string        `json:"model,omitempty"`
+	Script     ScriptInfo    `json:"eval_script"`
+	Parser     string        `json:"log_parser"`
+	Rules      grading.Rules `json:"grading_rules"`
+	Exit       *ExitStatus   `json:"exit_status,omitempty"`
+	Decision   string        `json:"decision,omitempty"`
+	Resolved   bool          `json:"resolved"`
+	Failure    string        `json:"failure,omitempty"`
+	Error      string        `json:"error,omitempty"`
+}
+
+// parserName names the parser grading t uses: the one set, else upstream's
+// map's for the repository.
+func (r *Runner) parserName(t Target) string {
+	if p := r.parser(t); p != "" {
+		return p
+	}
+	if name, ok := grading.ParserName(t.Instance.Repo); ok {
+		return name
+	}
+	return ""
+}
+
+// writeRecord writes a's verify.json; a failure to write is an
+// infrastructure error of the attempt.
+func (r *Runner) writeRecord(s runSpec, a *Attempt) {
+	if a.Dir == "" {
+		return
+	}
+	rec := RunRecord{
+		InstanceID: s.t.Instance.InstanceID, Platform: s.t.Platform, Mode: s.mode, Model: s.model,
+		Script: s.t.Script, Parser: r.parserName(s.t), Rules: r.gradeOptions(s.t).Rules, Exit: a.Exit, Decision: a.Decision,
+		Resolved: a.Resolved, Failure: a.Failure, Error: a.Error,
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(a.Dir, "verify.json"), append(b, '\n'), 0o644)
+	}
+	if err != nil && a.Failure == "" {
+		a.Resolved, a.Failure, a.Error = false, FailureInfra, fmt.Sprintf("writing verify.json: %v", err)
+	}
 }
 
 // writeInputs creates the run directory with the patch and eval script the

@@ -15,6 +15,7 @@ import (
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/solver/pb"
 	"github.com/tonistiigi/fsutil"
 	"golang.org/x/sync/errgroup"
@@ -27,6 +28,19 @@ import (
 // Nothing is exported.
 type BuildKitEngine struct {
 	Client *bkclient.Client
+	// Auth, when set, makes each run's registry login
+	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// credential of the registry the image is pulled from. nil: anonymous.
+	Auth func() SessionAuth
+}
+
+// SessionAuth answers BuildKit's registry credential requests in one
+// session; registry.SessionAuth is one.
+type SessionAuth interface {
+	session.Attachable
+	// Explain adds to a failed run's error which credential each registry
+	// got, when the error is a registry refusing a login.
+	Explain(error) error
 }
 
 // Run pulls job.Image (resolving its config for ENV, WORKDIR and USER) and
@@ -43,6 +57,11 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	var out *RunOutput
 	start := time.Now()
 	so := bkclient.SolveOpt{LocalMounts: map[string]fsutil.FS{InputsMount: inputs}}
+	var auth SessionAuth
+	if e.Auth != nil {
+		auth = e.Auth()
+		so.Session = append(so.Session, auth)
+	}
 	_, err := e.Client.Build(ctx, so, "swebuild-verify", func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		img := llb.Image(job.Image, llb.Platform(p.OCI()), llb.WithMetaResolver(gc), llb.WithCustomName("[verify] "+job.Image))
 		o, err := RunInGateway(ctx, gc, img, job, inputs)
@@ -53,6 +72,9 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 		return gateway.NewResult(), nil
 	}, nil)
 	if err != nil {
+		if auth != nil {
+			err = auth.Explain(err)
+		}
 		return nil, fmt.Errorf("running verification of %s (%s): %w", job.Image, job.Platform, err)
 	}
 	out.Wall = time.Since(start)

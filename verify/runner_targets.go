@@ -2,11 +2,16 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/manifests"
 )
 
@@ -49,15 +54,35 @@ func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
 	}
 }
 
-// Targets renders eval.sh for every instance and each of its platforms
-// (tables decide them; only those in want, when want is not empty) and
-// names its image with images (nil: no image, for the builder hook). Bad
+// TargetOptions choose the targets Targets makes.
+type TargetOptions struct {
+	// Platforms, when not empty, keeps only these of each instance's
+	// platforms (the tables decide them).
+	Platforms []core.Platform
+	// Images names each target's image; nil: no image (the builder hook).
+	Images ImageFunc
+	// Script is ScriptDataset ("" too: the record's eval_script as upstream
+	// v5 runs it, graded by the record's log_parser under v5's rules; the
+	// generated eval.sh for a record without one, said in ScriptInfo) or
+	// ScriptGenerated (the v4.1.0 eval.sh swebuild renders, graded by the
+	// profile's parser or upstream's map under v4.1.0's rules).
+	Script string
+}
+
+// Targets makes a target for every instance and each of its platforms: the
+// eval script chosen by o.Script (rendering eval.sh where needed), the
+// parser and rules to grade with, and the image o.Images names. Bad
 // instances are returned as errors, the others as targets.
-func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, want []core.Platform, images ImageFunc) ([]Target, []error) {
+func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, o TargetOptions) ([]Target, []error) {
 	var out []Target
 	var errs []error
+	switch o.Script {
+	case "", ScriptDataset, ScriptGenerated:
+	default:
+		return nil, []error{fmt.Errorf("eval script source %q: want %s or %s", o.Script, ScriptDataset, ScriptGenerated)}
+	}
 	wanted := map[core.Platform]bool{}
-	for _, p := range want {
+	for _, p := range o.Platforms {
 		wanted[p] = true
 	}
 	for i := range insts {
@@ -67,14 +92,13 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 			if len(wanted) > 0 && !wanted[cp] {
 				continue
 			}
-			res, err := r.Render(ctx, &inst, cp)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): rendering eval.sh: %w", inst.InstanceID, p, err))
+			t := Target{Instance: inst, Platform: cp}
+			if err := t.chooseScript(ctx, r, o.Script); err != nil {
+				errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 				continue
 			}
-			t := Target{Instance: inst, Platform: cp, EvalScript: res.Eval, Parser: r.Tables.LogParser(inst.Repo)}
-			if images != nil {
-				ref, err := images(inst.InstanceID, p)
+			if o.Images != nil {
+				ref, err := o.Images(inst.InstanceID, p)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 					continue
@@ -85,4 +109,107 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 		}
 	}
 	return out, errs
+}
+
+// chooseScript sets the target's eval script, parser and rules.
+func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source string) error {
+	inst := &t.Instance
+	if source != ScriptGenerated && inst.EvalScript != "" {
+		if inst.LogParser == "" {
+			return fmt.Errorf("%s: the record has an eval_script but no log_parser to grade its output with", inst.Source)
+		}
+		// v5 grading resolves the name in its PARSER_REGISTRY (aliases such
+		// as parse_log_sphinx included); a name it has not is the record's
+		// fault, said before anything runs.
+		if _, err := grading.EvalLog(*inst, "", grading.GradeOptions{Rules: grading.RulesV5}); errors.Is(err, grading.ErrUnknownParser) || errors.Is(err, grading.ErrParserNotImplemented) {
+			return fmt.Errorf("%s: field \"log_parser\": %w", inst.Source, err)
+		}
+		t.EvalScript, t.RecordsExit = EvalScriptV5(inst.EvalScript)
+		t.Script = scriptInfo(ScriptDataset, inst.EvalScript, "")
+		t.Parser = inst.LogParser
+		t.Rules = grading.RulesV5
+		return nil
+	}
+	res, err := r.Render(ctx, inst, t.Platform)
+	if err != nil {
+		return fmt.Errorf("rendering eval.sh: %w", err)
+	}
+	fallback := ""
+	if source != ScriptGenerated {
+		fallback = "the record has no eval_script"
+	}
+	t.EvalScript = res.Eval
+	t.Script = scriptInfo(ScriptGenerated, res.Eval, fallback)
+	t.Parser = r.Tables.LogParser(inst.Repo)
+	t.Rules = grading.RulesV41
+	return nil
+}
+
+// ImagesFromDataset names each instance's image as its record's image field
+// says (upstream v5's TestSpec.image, e.g.
+// "swebench/sweb.eval.x86_64.astropy_1776_astropy-12907:latest": namespace,
+// "_1776_" for "__", tag), re-rooted at registry when it is not empty
+// ("127.0.0.1:5000/mirror" gives
+// "127.0.0.1:5000/mirror/swebench/sweb.eval.x86_64.astropy_1776_astropy-12907:latest").
+// On linux/arm64 a repository named sweb.eval.x86_64.<id> becomes
+// sweb.eval.arm64.<id> (upstream's arm64 name of the same instance image);
+// any other name is used for both platforms. A record without an image is
+// an error naming it.
+func ImagesFromDataset(insts []dataset.Instance, registry string) ImageFunc {
+	byID := map[string]*dataset.Instance{}
+	for i := range insts {
+		byID[insts[i].InstanceID] = &insts[i]
+	}
+	return func(id, platform string) (string, error) {
+		in, ok := byID[id]
+		switch {
+		case !ok:
+			return "", fmt.Errorf("no dataset record of %s", id)
+		case in.Image == "":
+			return "", fmt.Errorf("%s: the record has no image field", in.Source)
+		}
+		p, err := core.ParsePlatform(platform)
+		if err != nil {
+			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
+		}
+		ref, err := DatasetImage(in.Image, registry, p)
+		if err != nil {
+			return "", fmt.Errorf("%s: field \"image\": %w", in.Source, err)
+		}
+		return ref, nil
+	}
+}
+
+// DatasetImage is the reference ImagesFromDataset pulls for a record's
+// image on platform p, re-rooted at registry when it is not empty.
+func DatasetImage(image, registry string, p core.Platform) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Errorf("%q is not an image reference: %w", image, err)
+	}
+	path := reference.Path(named)
+	if p == core.ARM64 {
+		dir, base := "", path
+		if i := strings.LastIndexByte(path, '/'); i >= 0 {
+			dir, base = path[:i+1], path[i+1:]
+		}
+		if rest, ok := strings.CutPrefix(base, "sweb.eval.x86_64."); ok {
+			path = dir + "sweb.eval.arm64." + rest
+		}
+	}
+	domain := reference.Domain(named)
+	if registry != "" {
+		domain = strings.TrimSuffix(registry, "/")
+	}
+	ref := domain + "/" + path
+	if t, ok := named.(reference.Tagged); ok {
+		ref += ":" + t.Tag()
+	}
+	if d, ok := named.(reference.Digested); ok {
+		ref += "@" + d.Digest().String()
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return "", fmt.Errorf("%q re-rooted at %q is %q, not an image reference: %w", image, registry, ref, err)
+	}
+	return ref, nil
 }

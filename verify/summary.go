@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/grading"
 )
 
 // Failure classes (Result.Failure).
@@ -31,6 +32,10 @@ const (
 	// labelled tests have no result in the head and tail kept, so the run
 	// cannot be graded as upstream grades the whole output.
 	FailureTruncated = "output_truncated"
+	// FailureEmptyPatch: a prediction whose model_patch is null or "" is
+	// not run (upstream counts it in empty_patch_ids); its report.json is
+	// what grading says of it (patch_is_None for null).
+	FailureEmptyPatch = "empty_patch"
 )
 
 // Truncation says a run's test output was longer than the limit: Size bytes,
@@ -65,7 +70,13 @@ type Attempt struct {
 	// Truncated: the test output was cut to its head and tail, and graded
 	// from them.
 	Truncated *Truncation `json:"truncated,omitempty"`
-	Dir       string      `json:"dir"`
+	// Exit is the test command's exit status as the wrapper took it and
+	// as the log says it (nil: neither known).
+	Exit *ExitStatus `json:"exit_status,omitempty"`
+	// Decision is, under v5's rules, the branch of get_logs_eval that
+	// decided (grading.Report.Decision).
+	Decision string `json:"decision,omitempty"`
+	Dir      string `json:"dir"`
 	// Labels maps each labelled test to pass or fail.
 	Labels map[string]string `json:"-"`
 }
@@ -82,6 +93,14 @@ type Result struct {
 	// when verify was given digests): what a verification attestation binds
 	// to.
 	Image string `json:"image,omitempty"`
+	// Script, Parser and Rules are what the runs used: the eval script
+	// (source, sha256, fallback), the log parser and the grading rules.
+	Script *ScriptInfo   `json:"eval_script,omitempty"`
+	Parser string        `json:"log_parser,omitempty"`
+	Rules  grading.Rules `json:"grading_rules,omitempty"`
+	// Exit is the first run's exit status, or the first whose log and
+	// wrapper disagree.
+	Exit *ExitStatus `json:"exit_status,omitempty"`
 	// Resolved: every run resolved.
 	Resolved bool   `json:"resolved"`
 	F2P      Counts `json:"fail_to_pass"`
@@ -185,6 +204,9 @@ func aggregate(t Target, mode, model string, runs []Attempt) Result {
 		}
 		if a.Truncated != nil && res.Truncated == nil {
 			res.Truncated = a.Truncated
+		}
+		if a.Exit != nil && (res.Exit == nil || a.Exit.Disagree && !res.Exit.Disagree) {
+			res.Exit = a.Exit
 		}
 	}
 	// Flaky tests: a label whose result differs between runs, and runs

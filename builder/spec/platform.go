@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,6 +91,34 @@ func X86Rules() []X86Rule {
 type platformPolicy struct {
 	x86Only   map[string]bool
 	overrides map[string][]core.Platform
+	lifted    map[string]bool // X86Rules ids not applied (LiftX86Rules)
+}
+
+// LiftX86Rules stops the X86Rules with these ids from making instances
+// x86-only (--pins default,-ID: to try their arm64 images). USE_X86 and
+// overrides are not rules and cannot be lifted. An unknown id is an error.
+func (t *Tables) LiftX86Rules(ids ...string) error {
+	known := map[string]bool{}
+	for _, r := range X86Rules() {
+		known[r.ID] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		if !known[id] {
+			return fmt.Errorf("unknown x86-only rule %q", id)
+		}
+		if t.platforms.lifted == nil {
+			t.platforms.lifted = map[string]bool{}
+		}
+		t.platforms.lifted[id] = true
+	}
+	for name, r := range t.repos { // decoded before: decide again
+		if r.err == nil {
+			r.rules, r.anyRule = evalRules(t.RepoToExt[name], r.versions, t.platforms.lifted)
+		}
+	}
+	return nil
 }
 
 func newPlatformPolicy(t *Tables) platformPolicy {
@@ -102,12 +131,12 @@ func newPlatformPolicy(t *Tables) platformPolicy {
 
 // evalRules returns, per version, the first X86Rule the spec meets, and the
 // first rule any version meets (versions in sorted order).
-func evalRules(lang string, versions map[string]Spec) (byVersion map[string]string, first string) {
+func evalRules(lang string, versions map[string]Spec, lifted map[string]bool) (byVersion map[string]string, first string) {
 	rules := X86Rules()
 	for _, v := range sortedKeys(versions) {
 		s := versions[v]
 		for i := range rules {
-			if rules[i].applies(lang, &s) {
+			if !lifted[rules[i].ID] && rules[i].applies(lang, &s) {
 				if byVersion == nil {
 					byVersion = map[string]string{}
 				}

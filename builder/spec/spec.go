@@ -201,7 +201,7 @@ func (t *Tables) repo(name string) (*repoSpecs, bool) {
 	if err != nil {
 		r.err = fmt.Errorf("decoding the embedded spec table of %s: %w", name, err)
 	} else {
-		r.rules, r.anyRule = evalRules(t.RepoToExt[name], r.versions)
+		r.rules, r.anyRule = evalRules(t.RepoToExt[name], r.versions, t.platforms.lifted)
 	}
 	if t.repos == nil {
 		t.repos = map[string]*repoSpecs{}

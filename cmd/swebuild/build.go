@@ -14,6 +14,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // runBuild implements `swebuild build`: flags -> pipeline.BuildOptions ->
@@ -25,25 +26,14 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--workers N] [--push REPO] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	usageErr := func(format string, a ...any) error {
-		fmt.Fprintf(stderr, "swebuild build: "+format+"\n", a...)
-		fs.Usage()
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	bo, err := f.options(stdout, stderr)
 	if err != nil {
-		return usageErr("%v", err)
+		return usageErr(fs, stderr, "%v", err)
 	}
 	if f.pub.repo != "" {
 		po, err := f.pub.options("", stdout, stderr)
@@ -111,6 +101,23 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 	if err != nil {
 		return bo, err
 	}
+	// One login for every solve: pushes, bound images, registry caches.
+	// An unscoped USER:PASSWORD is for the --publish registry, else the
+	// --push one.
+	dest := ""
+	for _, repo := range []string{f.push, f.pub.repo} {
+		if repo != "" {
+			if dest, err = registry.RegistryOf(repo); err != nil {
+				return bo, fmt.Errorf("--push/--publish: %w", err)
+			}
+		}
+	}
+	creds, err := registryCredentials(f.pub.authEnv, dest)
+	if err != nil {
+		return bo, fmt.Errorf("--registry-auth-env: %w", err)
+	}
+	opts.Auth = builderAuth(creds, f.pub.insecure)
+	opts.Keychain = creds
 	if len(f.contextDirs) == 0 {
 		f.contextDirs = []string{filepath.Join(f.g.env.cacheRoot, "rootfs")}
 	}

@@ -33,24 +33,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	insecure := fs.StringArray("insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
 	jobs := fs.IntP("jobs", "j", 8, "references checked at once")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild check --dataset DATASET --repo REPO [OPTIONS]\n\nCheck that every image the dataset's records call for is in the registry: per instance\nREPO/sweb.eval.<arch>.<id> for each platform plan decides (no arm64 name for x86-only ids)\nand the index REPO/sweb.eval.<id> listing exactly those platforms. One request per\nreference. Prints N/M images present and the gaps; exits non-zero on any gap.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild check --dataset DATASET --repo REPO [OPTIONS]\n\nCheck that every image the dataset's records call for is in the registry: per instance\nREPO/sweb.eval.<arch>.<id> for each platform plan decides (no arm64 name for x86-only ids)\nand the index REPO/sweb.eval.<id> listing exactly those platforms. One request per\nreference. Prints N/M images present and the gaps; exits non-zero on any gap.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
-	if *repo == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "swebuild check: --repo is required and no arguments are taken")
-		fs.Usage()
-		return errUsage
+	if *repo == "" {
+		return usageErr(fs, stderr, "--repo is required")
 	}
 	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
-		fmt.Fprintf(stderr, "swebuild check: %v\n", loadErr)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", loadErr)
 	}
 	if loaded == nil {
 		return loadErr

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -31,7 +32,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
 	}
 	if len(args) == 0 {
-		usage(stderr)
+		fmt.Fprintf(stderr, "swebuild ci: a command is required (matrix, ids, merge or summary)\nSee 'swebuild ci --help'.\n")
 		return errUsage
 	}
 	switch args[0] {
@@ -47,8 +48,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "summary":
 		return runCISummary(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "swebuild ci: unknown command %q\n\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(stderr, "swebuild ci: unknown command %q\nSee 'swebuild ci --help'.\n", args[0])
 	return errUsage
 }
 
@@ -57,25 +57,16 @@ func newCIFlags(name, synopsis, what string, stderr io.Writer) *pflag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild ci %s %s\n\n%s\n\nOptions:\n", name, synopsis, what)
+		fmt.Fprintf(fs.Output(), "Usage: swebuild ci %s %s\n\n%s\n\nOptions:\n", name, synopsis, what)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-func parseCIFlags(fs *pflag.FlagSet, args []string) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return true, nil
-		}
-		return false, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return false, errUsage
-	}
-	return false, nil
+// parseCIFlags is parseFlags for the ci subcommands (no positional
+// arguments).
+func parseCIFlags(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (done bool, err error) {
+	return parseFlags(fs, args, false, stdout, stderr)
 }
 
 func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -87,6 +78,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ds.register(fs)
 	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
+	pinsSel := fs.String("pins", "default", "pin rules the build uses (as for build): the spec keys compared with the ledger's depend on them")
+	contextDirs := fs.StringArray("context-dir", nil, "directory holding profile context files, as for build (default $SWEBUILD_CACHE/rootfs)")
 	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
 	shards := fs.Int("shards", 32, "shards per platform (lowered to fit 256 jobs and the instance count)")
 	maxJobs := fs.Int("max-jobs", ci.MaxMatrixJobs, "most matrix jobs in total")
@@ -100,13 +93,11 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	parallel := fs.Int("registry-parallel", 8, "registry lookups at once for --skip-existing")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
 	insecure := fs.Bool("insecure-registry", false, "allow plain HTTP to a non-loopback registry")
-	if help, err := parseCIFlags(fs, args); help || err != nil {
+	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
 	if (ds.dataset == "") == (*idsPath == "") {
-		fmt.Fprintln(stderr, "exactly one of --dataset and --ids is required")
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "exactly one of --dataset and --ids is required")
 	}
 	runners, err := parseRunners(*runnerFlags)
 	if err != nil {
@@ -116,6 +107,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Inputs: pipeline.Inputs{
 			Dataset:  ds.dataset,
 			Specs:    *specsPath,
+			Pins:     *pinsSel,
 			CacheDir: ds.cacheDir,
 			Offline:  ds.offline,
 			Hub:      pipeline.HubOptions{Endpoint: ds.env.hfEndpoint, Token: ds.env.hfToken},
@@ -130,14 +122,18 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		IDsDir:   *idsDir,
 		Log:      stderr,
 	}
+	o.ContextDirs = *contextDirs
+	if len(o.ContextDirs) == 0 {
+		o.ContextDirs = []string{filepath.Join(ds.env.cacheRoot, "rootfs")}
+	}
 	if *skipRepo != "" && !*force {
 		dest, err := registry.RegistryOf(*skipRepo)
 		if err != nil {
 			return fmt.Errorf("--skip-existing: %w", err)
 		}
-		kc, err := registry.Keychain(os.Getenv(*authEnv), dest)
+		kc, err := registryCredentials(*authEnv, dest)
 		if err != nil {
-			return fmt.Errorf("$%s: %w", *authEnv, err)
+			return fmt.Errorf("--registry-auth-env: %w", err)
 		}
 		if o.Registry, err = registry.New(registry.Options{Keychain: kc, Insecure: *insecure, Concurrency: *parallel}); err != nil {
 			return err
@@ -198,14 +194,13 @@ func runCIIDs(args []string, stdout, stderr io.Writer) error {
 		"Print one matrix job's instance ids, one per line (the job's ids, or its ids_file).", stderr)
 	inline := fs.String("ids", "", "comma-separated ids (the job's ids)")
 	file := fs.String("ids-file", "", "file of ids, one per line (the job's ids_file)")
-	if help, err := parseCIFlags(fs, args); help || err != nil {
+	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
 	var ids []string
 	switch {
 	case *inline != "" && *file != "":
-		fmt.Fprintln(stderr, "only one of --ids and --ids-file")
-		return errUsage
+		return usageErr(fs, stderr, "only one of --ids and --ids-file")
 	case *file != "":
 		var err error
 		if ids, err = ci.ReadIDList(*file); err != nil {
@@ -233,13 +228,11 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	publishOut := fs.String("publish-metadata", "", "write the metadata file for `swebuild publish` (instances to index)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when an instance regressed or failed")
 	githubOutput := fs.String("github-output", os.Getenv("GITHUB_OUTPUT"), "append indexed=N, regressed=N, failed=N to this file (default $GITHUB_OUTPUT)")
-	if help, err := parseCIFlags(fs, args); help || err != nil {
+	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
 	if *planPath == "" {
-		fmt.Fprintln(stderr, "--plan is required")
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "--plan is required")
 	}
 	plan, err := ci.ReadPlan(*planPath)
 	if err != nil {
@@ -250,7 +243,7 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 	if len(*results) > 0 {
 		// Bad lines are reported and the rest merged: their images count as
 		// missing, so the run still fails.
-		recs, readErr = ci.ReadRecords(*results)
+		recs, readErr = ci.ReadRecords(*results, stderr)
 		if readErr != nil {
 			fmt.Fprintln(stderr, readErr)
 		}
@@ -302,7 +295,7 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 	title := fs.String("title", "", "heading (default \"swebuild nightly\")")
 	outPath := fs.StringP("output", "o", "", "write here instead of stdout (appends, like $GITHUB_STEP_SUMMARY)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when the run has regressions")
-	if help, err := parseCIFlags(fs, args); help || err != nil {
+	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
 	rep, err := ci.ReadReport(*mergePath)

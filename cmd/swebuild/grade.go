@@ -24,21 +24,16 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f gradeFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild grade --dataset FILE --instance ID --log FILE [--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: swebuild grade --dataset FILE --instance ID --log FILE [--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
 			"Grade a test log as upstream SWE-bench v5.0.2 (--grading v5) or v4.1.0 (--grading v4.1) does and print\n"+
 			"report.json; which rules and parser graded is said on stderr.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if done, err := parseFlags(fs, args, true, stdout, stderr); done {
+		return err
 	}
 	f.exitCodeSet = fs.Changed("exit-code")
 	if err := f.check(fs.Args()); err != nil {
-		fmt.Fprintf(stderr, "swebuild grade: %v\n", err)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", err)
 	}
 	inst, err := findInstance(ctx, &f.ds, f.instanceID, stderr)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -58,12 +59,23 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help":
 		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
 		return 0
+	case "-v", "--version":
+		args = []string{"version"}
+	case "help":
+		// swebuild help CMD [SUB] is swebuild CMD [SUB] --help.
+		if len(args) == 1 {
+			usage(stdout)
+			return 0
+		}
+		args = append(append([]string(nil), args[1:]...), "--help")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -72,9 +84,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdout, stderr)
+		var up usageProblem
 		switch {
 		case err == nil:
 			return 0
+		case errors.As(err, &up):
+			// Not printed yet (a library said what is wrong with the flags).
+			fmt.Fprintf(stderr, "swebuild %s: %v\nSee 'swebuild %s --help'.\n", c.name, up.error, c.name)
+			return 2
 		case errors.Is(err, errUsage):
 			return 2
 		default:
@@ -82,7 +99,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "swebuild: unknown command %q\n\n", args[0])
-	usage(stderr)
+	msg := fmt.Sprintf("swebuild: unknown command %q", args[0])
+	if strings.HasPrefix(args[0], "-") {
+		msg = fmt.Sprintf("swebuild: unknown flag %q (flags come after the command: swebuild COMMAND [OPTIONS])", args[0])
+	} else if s := suggestCommand(args[0]); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	fmt.Fprintf(stderr, "%s\nSee 'swebuild --help'.\n", msg)
 	return 2
+}
+
+// suggestCommand is the command nearest to name (edit distance at most 2,
+// or a prefix), "" when none is.
+func suggestCommand(name string) string {
+	for _, c := range commands() {
+		if editDistance(name, c.name) <= 2 || len(name) >= 3 && strings.HasPrefix(c.name, name) {
+			return c.name
+		}
+	}
+	return ""
 }

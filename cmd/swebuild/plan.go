@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -28,33 +27,21 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to plan (linux/amd64, linux/arm64)")
 	fs.StringVar(&format, "format", "table", "output format: table or json")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild plan --dataset FILE [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild plan --dataset FILE [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "swebuild plan: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	if format != "table" && format != "json" {
-		fmt.Fprintf(stderr, "swebuild plan: --format %q: want table or json\n", format)
-		return errUsage
+		return usageErr(fs, stderr, "--format %q: want table or json", format)
 	}
 	plats, err := core.ParsePlatforms(platforms)
 	if err != nil {
-		fmt.Fprintf(stderr, "swebuild plan: --platform: %v\n", err)
-		return errUsage
+		return usageErr(fs, stderr, "--platform: %v", err)
 	}
 	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
-		fmt.Fprintf(stderr, "swebuild plan: %v\n", loadErr)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", loadErr)
 	}
 	if loaded == nil {
 		return loadErr
@@ -64,6 +51,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	defer networkHint(stderr, "plan", loaded, g.cacheDir)
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -53,11 +52,11 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := pflag.NewFlagSet("publish", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: swebuild publish --metadata-file FILE --repo REPO [OPTIONS]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Push built images by digest and write one multi-arch index per instance.")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Options:")
+		fmt.Fprintln(fs.Output(), "Usage: swebuild publish --metadata-file FILE --repo REPO [OPTIONS]")
+		fmt.Fprintln(fs.Output())
+		fmt.Fprintln(fs.Output(), "Push built images by digest and write one multi-arch index per instance.")
+		fmt.Fprintln(fs.Output())
+		fmt.Fprintln(fs.Output(), "Options:")
 		fs.PrintDefaults()
 	}
 	var f publishFlags
@@ -65,17 +64,16 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
 	fs.StringVar(&f.verification, "verification", "", "verify summary (verify --summary FILE): attach each per-arch image's gold result as an in-toto test-result statement (a referrer of the image)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
-	if *metadataFile == "" || f.repo == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
+	if *metadataFile == "" {
+		return usageErr(fs, stderr, "--metadata-file is required")
 	}
-	recs, mdErr := core.ReadFile(*metadataFile)
+	if f.repo == "" {
+		return usageErr(fs, stderr, "--repo is required")
+	}
+	recs, mdErr := core.ReadRecordsContext(ctx, *metadataFile, stderr)
 	if len(recs) == 0 && mdErr != nil {
 		return mdErr
 	}
@@ -110,9 +108,9 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 	if err != nil {
 		return publish.RunOptions{}, fmt.Errorf("repository prefix: %w", err)
 	}
-	kc, err := registry.Keychain(os.Getenv(f.authEnv), dest)
+	kc, err := registryCredentials(f.authEnv, dest)
 	if err != nil {
-		return publish.RunOptions{}, fmt.Errorf("$%s: %w", f.authEnv, err)
+		return publish.RunOptions{}, fmt.Errorf("--registry-auth-env: %w", err)
 	}
 	var logf func(string, ...any)
 	if f.debug {

@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/pipeline"
 )
 
@@ -31,7 +32,7 @@ type genInputs struct {
 func (g *genInputs) register(fs *pflag.FlagSet) {
 	g.datasetFlags.register(fs)
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all)")
-	fs.StringVar(&g.pins, "pins", "default", "pin rules applied on top of upstream specs: none or default")
+	fs.StringVar(&g.pins, "pins", "default", "pin rules on top of upstream specs: none, default, ID,ID or default,-ID; -ID of an x86-only rule lifts it (swebuild pins list)")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
 	fs.StringVar(&g.specsVer, "specs-version", spec.VersionV410, "upstream tables: 4.1.0 (SWE-bench v4.1.0) or final (their state at 2514c86: C libffi, Rust Cargo.lock pins, Java sequential tests, Python eval.sh rm -f of added test files)")
 }
@@ -46,6 +47,9 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 	}
 	if g.specsVer != spec.VersionV410 && g.specsVer != spec.VersionFinal {
 		return pipeline.Inputs{}, fmt.Errorf("--specs-version %q: want %s or %s", g.specsVer, spec.VersionV410, spec.VersionFinal)
+	}
+	if _, err := pins.Parse(g.pins); err != nil {
+		return pipeline.Inputs{}, fmt.Errorf("--pins: %w", err)
 	}
 	return pipeline.Inputs{
 		Dataset:      g.dataset,
@@ -66,7 +70,7 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loaded, error) {
 	in, err := g.inputs(stderr)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", err, errUsage)
+		return nil, usageProblem{err}
 	}
 	return pipeline.Load(ctx, in)
 }
@@ -158,14 +162,14 @@ func (f *renderFlags) check() ([]core.Platform, render.Layout, error) {
 }
 
 // writeTaskRepo writes loaded's instances as a task repo (taskwrite.Write).
-func (f *renderFlags) writeTaskRepo(ctx context.Context, loaded *pipeline.Loaded, p core.Platform, stdout, stderr io.Writer) error {
+func (f *renderFlags) writeTaskRepo(ctx context.Context, fs *pflag.FlagSet, loaded *pipeline.Loaded, p core.Platform, stdout, stderr io.Writer) error {
 	name, split := f.taskDataset, f.taskSplit
 	if src := loaded.Source; src.FromHub() {
 		name = cmp.Or(name, src.Name)
 		split = cmp.Or(split, src.Split)
 	}
 	if name == "" {
-		return fmt.Errorf("--task-repo-dataset is required for a dataset file (%s): %w", loaded.Source, errUsage)
+		return usageErr(fs, stderr, "--task-repo-dataset is required for a dataset file (%s)", loaded.Source)
 	}
 	n, failed := taskwrite.Write(ctx, loaded.Renderer, loaded.Instances, taskwrite.Options{
 		Out: f.taskRepo, Datasets: []string{name}, Split: cmp.Or(split, "test"), Platform: p,
@@ -192,30 +196,18 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	g.register(fs)
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default] [--specs-version 4.1.0|final] [--layout layered|flat] --out DIR [--task-repo-out DIR]\n\nWrite the Dockerfiles and scripts of each instance and arch, and optionally the dataset as a v5 task repo.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild render --dataset FILE [--instance ID]... --arch x86_64|arm64|all [--pins none|default|default,-ID|ID,ID] [--specs-version 4.1.0|final] [--layout layered|flat] --out DIR [--task-repo-out DIR]\n\nWrite the Dockerfiles and scripts of each instance and arch, and optionally the dataset as a v5 task repo.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "swebuild render: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	archList, lay, err := f.check()
 	if err != nil {
-		fmt.Fprintf(stderr, "swebuild render: %v\n", err)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", err)
 	}
 	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
-		fmt.Fprintf(stderr, "swebuild render: %v\n", loadErr)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", loadErr)
 	}
 	if loaded == nil {
 		return loadErr
@@ -223,6 +215,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var errs []error
 	if f.out != "" {
 		n, failed := writeAllLowGC(ctx, loaded.Renderer, loaded.Instances, archList, f.out, f.jobs, lay)
+		networkHint(stderr, "render", loaded, g.cacheDir)
 		for _, e := range failed {
 			fmt.Fprintf(stderr, "render: %v\n", e)
 		}
@@ -232,10 +225,9 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if f.taskRepo != "" {
-		if err := f.writeTaskRepo(ctx, loaded, archList[0], stdout, stderr); err != nil {
+		if err := f.writeTaskRepo(ctx, fs, loaded, archList[0], stdout, stderr); err != nil {
 			if errors.Is(err, errUsage) {
-				fmt.Fprintf(stderr, "swebuild render: %v\n", err)
-				return errUsage
+				return err
 			}
 			errs = append(errs, err)
 		}

@@ -42,39 +42,27 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,... for the registries measured; the Docker config and credential helpers are used too")
 	fs.IntVarP(&cfg.Jobs, "jobs", "j", 8, "concurrent registry requests")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild sizes --images SET [--against SET] [OPTIONS]\n\nCompare image set sizes (1024-based units).\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild sizes --images SET [--against SET] [OPTIONS]\n\nCompare image set sizes (1024-based units).\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "swebuild sizes: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	if cfg.Images == "" {
-		fmt.Fprintln(stderr, "swebuild sizes: --images is required")
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "--images is required")
 	}
 	if fs.Changed("max-growth") && cfg.Against == "" {
-		fmt.Fprintln(stderr, "swebuild sizes: --max-growth needs --against")
-		return errUsage
+		return usageErr(fs, stderr, "--max-growth needs --against")
 	}
 	if !slices.Contains(sizes.Formats, format) {
-		fmt.Fprintf(stderr, "swebuild sizes: --format: unknown format %q (want one of %s)\n", format, strings.Join(sizes.Formats, ", "))
-		return errUsage
+		return usageErr(fs, stderr, "--format: unknown format %q (want one of %s)", format, strings.Join(sizes.Formats, ", "))
 	}
 	cfg.PlatformsGiven = fs.Changed("platform")
 	if fs.Changed("max-growth") {
 		cfg.MaxGrowthPercent = &maxGrowth
 	}
-	kc, err := registry.Keychain(os.Getenv(*authEnv), "")
+	kc, err := registryCredentials(*authEnv, "")
 	if err != nil {
-		return fmt.Errorf("$%s: %w", *authEnv, err)
+		return fmt.Errorf("--registry-auth-env: %w", err)
 	}
 	client, err := registry.New(registry.Options{Keychain: kc})
 	if err != nil {

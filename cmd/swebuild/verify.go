@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -29,24 +30,14 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: swebuild verify --gold|--control|--predictions FILE --dataset FILE [--instance ID]... [--images REPO|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench v4.1.0 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE [--instance ID]... [--images REPO|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "swebuild verify: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return errUsage
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
+		return err
 	}
 	o, err := f.options(stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "swebuild verify: %v\n", err)
-		fs.Usage()
-		return errUsage
+		return usageErr(fs, stderr, "%v", err)
 	}
 	_, err = pipeline.Verify(ctx, o)
 	return err
@@ -59,6 +50,7 @@ type verifyFlags struct {
 	control      bool
 	predictions  string
 	images       string
+	runID        string
 	metadataFile string
 	platforms    []string
 	builderAddr  string
@@ -70,14 +62,17 @@ type verifyFlags struct {
 	summaryFile  string
 	format       string
 	logParser    string
+	evalScript   string
+	authEnv      string
 }
 
 func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	f.g.register(fs)
 	fs.BoolVar(&f.gold, "gold", false, "run each record's gold patch")
 	fs.BoolVar(&f.control, "control", false, "also run with no patch applied: must come out unresolved, or the tests do not discriminate")
-	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade")
-	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest)")
+	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file (JSONL or JSON array of instance_id, model_name_or_path, model_patch) to grade, or gold (the records' patches, model \"gold\"); ids not in the dataset are an error, null or empty patches are not run; writes upstream's <model>.<run_id>.json run report")
+	fs.StringVar(&f.runID, "run-id", "", "run id in the run reports' names (default: the run directory's name)")
+	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), or dataset[=REGISTRY]: each record's image field (sweb.eval.arm64.<id> on linux/arm64), re-rooted at REGISTRY when given")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the pushed instance image of each platform")
 	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
@@ -88,7 +83,9 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-run logs and report.json (default: a new runs/verify-<UTC time>-<random>)")
 	fs.StringVar(&f.summaryFile, "summary", "", "write the JSON summary here (default RUN_DIR/summary.json)")
 	fs.StringVar(&f.format, "format", "table", "summary on stdout: table or json")
-	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	fs.StringVar(&f.evalScript, "eval-script", verify.ScriptDataset, "eval script to run: dataset (the record's eval_script as upstream v5 runs it, graded by its log_parser under v5's rules; records without one use the generated script, and the results say so) or generated (the v4.1.0 eval.sh rendered from the spec tables, v4.1.0's rules)")
+	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the record's log_parser with its own script, else the one the spec profile names, else upstream's map")
+	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --images registry only) or REGISTRY=USER:PASSWORD,... for pulling the images; the Docker config and credential helpers are used too")
 }
 
 // options are the pipeline's options from the flags.
@@ -98,7 +95,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	case !f.gold && !f.control && f.predictions == "":
 		return o, errors.New("give --gold, --control or --predictions FILE")
 	case (f.images == "") == (f.metadataFile == ""):
-		return o, errors.New("give exactly one of --images REPO and --metadata-file F")
+		return o, errors.New("give exactly one of --images REPO|dataset[=REGISTRY] and --metadata-file F")
 	case f.workers < 1:
 		return o, fmt.Errorf("--workers %d: want at least 1", f.workers)
 	case f.repeat < 1:
@@ -109,6 +106,10 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		return o, fmt.Errorf("--format %q: want table or json", f.format)
 	case f.logParser != "" && !slices.Contains(grading.ParserNames(), f.logParser):
 		return o, fmt.Errorf("--log-parser %q: want one of %s", f.logParser, strings.Join(grading.ParserNames(), ", "))
+	case f.runID != "" && verify.PathName(f.runID) != f.runID:
+		return o, fmt.Errorf("--run-id %q: want a plain name ([A-Za-z0-9._-], not starting with '.')", f.runID)
+	case f.evalScript != verify.ScriptDataset && f.evalScript != verify.ScriptGenerated:
+		return o, fmt.Errorf("--eval-script %q: want %s or %s", f.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
 	}
 	plats, err := core.ParsePlatforms(f.platforms)
 	if err != nil {
@@ -125,19 +126,49 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	if addr == "" {
 		return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
 	}
+	var datasetImages bool
+	images, datasetRegistry := f.images, ""
+	if rest, ok := strings.CutPrefix(f.images, "dataset"); ok && (rest == "" || strings.HasPrefix(rest, "=")) {
+		datasetImages, images = true, ""
+		if rest != "" {
+			if datasetRegistry = strings.TrimPrefix(rest, "="); datasetRegistry == "" {
+				return o, errors.New("--images dataset=: want a registry (and path) after '='")
+			}
+		}
+	}
+	dest := ""
+	switch {
+	case images != "":
+		if dest, err = registry.RegistryOf(images); err != nil {
+			return o, fmt.Errorf("--images: %w", err)
+		}
+	case datasetRegistry != "":
+		if dest, err = registry.RegistryOf(datasetRegistry); err != nil {
+			return o, fmt.Errorf("--images dataset=: %w", err)
+		}
+	}
+	creds, err := registryCredentials(f.authEnv, dest)
+	if err != nil {
+		return o, fmt.Errorf("--registry-auth-env: %w", err)
+	}
 	return pipeline.VerifyOptions{
 		Inputs:          in,
+		DatasetImages:   datasetImages,
+		DatasetRegistry: datasetRegistry,
+		RunID:           f.runID,
 		Platforms:       plats,
 		Gold:            f.gold,
 		Control:         f.control,
 		PredictionsFile: f.predictions,
-		Images:          f.images,
+		Images:          images,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
+		Auth:            verifyAuth(creds),
 		Workers:         f.workers,
 		Repeat:          f.repeat,
 		Timeout:         f.timeout,
 		Parser:          f.logParser,
+		EvalScript:      f.evalScript,
 		Baseline:        f.baseline,
 		RunDir:          f.runDir,
 		SummaryFile:     f.summaryFile,
@@ -149,14 +180,16 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 
 // verifyBuildFlags are the flags `swebuild build --verify` adds.
 type verifyBuildFlags struct {
-	timeout   time.Duration
-	logParser string
-	reverify  bool
+	timeout    time.Duration
+	logParser  string
+	evalScript string
+	reverify   bool
 }
 
 func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&v.timeout, "verify-timeout", verify.DefaultTimeout, "with --verify: time limit of each eval.sh run")
 	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
+	fs.StringVar(&v.evalScript, "verify-eval-script", verify.ScriptDataset, "with --verify: eval script to run: dataset (the record's, as upstream v5 runs it; generated where a record has none) or generated (the v4.1.0 eval.sh)")
 	fs.BoolVar(&v.reverify, "reverify", false, "with --verify: run every gold check even when $SWEBUILD_CACHE/verify holds a success for the same image definition and inputs")
 }
 
@@ -168,11 +201,15 @@ func (v *verifyBuildFlags) options(env datasetEnv, stderr io.Writer) (pipeline.G
 	if v.logParser != "" && !slices.Contains(grading.ParserNames(), v.logParser) {
 		return pipeline.GoldCheckOptions{}, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
 	}
+	if v.evalScript != verify.ScriptDataset && v.evalScript != verify.ScriptGenerated {
+		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-eval-script %q: want %s or %s", v.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
+	}
 	return pipeline.GoldCheckOptions{
-		Timeout:  v.timeout,
-		Parser:   v.logParser,
-		CacheDir: filepath.Join(env.cacheRoot, "verify"),
-		Reverify: v.reverify,
-		Progress: stderr,
+		Timeout:    v.timeout,
+		Parser:     v.logParser,
+		EvalScript: v.evalScript,
+		CacheDir:   filepath.Join(env.cacheRoot, "verify"),
+		Reverify:   v.reverify,
+		Progress:   stderr,
 	}, nil
 }

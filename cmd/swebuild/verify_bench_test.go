@@ -79,7 +79,7 @@ func benchTargets(b *testing.B) []verify.Target {
 			benchOnce.err = err
 			return
 		}
-		ts, errs := verify.Targets(ctx, &render.Renderer{Tables: tables, Pins: set}, insts, nil, verify.ImagesFromRecords(m, md))
+		ts, errs := verify.Targets(ctx, &render.Renderer{Tables: tables, Pins: set}, insts, verify.TargetOptions{Images: verify.ImagesFromRecords(m, md)})
 		if len(errs) > 0 {
 			benchOnce.err = errs[0]
 			return

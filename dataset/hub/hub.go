@@ -12,8 +12,10 @@
 //     ("refs%2Fconvert%2Fparquet");
 //   - GET {endpoint}/datasets/{name}/resolve/{commit}/{path}: a file, always
 //     at the commit found above, never at a branch; LFS files answer with a
-//     redirect to a CDN on another host, which is followed (without the
-//     token: Go drops Authorization on a redirect to another host).
+//     redirect to a CDN on another host, which is followed without the
+//     token: it goes only to the endpoint's scheme, host and port (Go's
+//     client alone keeps it for the same host name on another port or
+//     scheme, and for subdomains).
 //
 // The files of a split are found as datasets finds them (see splits): the
 // card's default config, else data/{split}-NNNNN-of-NNNNN.*, else the
@@ -33,6 +35,11 @@
 //	datasets/{owner}/{name}/refs/{escaped revision}.json  a branch or tag -> commit, and when it was asked
 //	datasets/{owner}/{name}/{commit}/revision.json        the files and configs at the commit
 //	datasets/{owner}/{name}/{commit}/files/{path}         downloaded files, checked against size and sha256
+//	datasets/{owner}/{name}/{commit}/sha256/{path}        the sha256 of a downloaded file the hub lists none for (outside LFS)
+//
+// A cached file is used only when its size and sha256 match what the hub
+// lists (or, outside LFS, what was recorded at download); otherwise it is
+// downloaded again, or, offline, it is an error naming the file.
 //
 // A commit's entries never change. A branch or tag is asked again once its
 // entry is older than Options.RefTTL; offline, the entry is used whatever
@@ -201,6 +208,7 @@ func New(opts Options) (*Client, error) {
 	if c.http == nil {
 		c.http = cleanhttp.DefaultPooledClient()
 	}
+	c.http = tokenOnlyToOrigin(c.http)
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -495,11 +503,22 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 	local := filepath.Join(c.repoDir(snap.Name), snap.Revision, "files", filepath.FromSlash(f.Path))
 	f.Local = local
 	what := fmt.Sprintf("dataset %s: %s", snap, f.Path)
+	sidecar := filepath.Join(c.repoDir(snap.Name), snap.Revision, "sha256", filepath.FromSlash(f.Path))
 	if fi, err := os.Stat(local); err == nil {
 		if f.Size == 0 || fi.Size() == f.Size {
-			return nil
+			ok, err := c.cachedIntact(local, sidecar, f)
+			if ok || err != nil {
+				if err != nil {
+					err = fmt.Errorf("%s: %w", what, err)
+				}
+				return err
+			}
+			if c.log != nil {
+				fmt.Fprintf(c.log, "cached %s %s does not match its sha256; downloading it again\n", snap, f.Path)
+			}
 		}
-		// A copy of another size: not one this client wrote. Fetch again.
+		// A copy of another size or other bytes: not one this client
+		// wrote. Fetch again.
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -523,6 +542,7 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 			os.Remove(tmp.Name())
 		}
 	}()
+	var sum string // of the bytes downloaded
 	_, err := c.get(ctx, u, func(r io.Reader, resp *http.Response) error {
 		if tmp != nil {
 			tmp.Close()
@@ -545,7 +565,7 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 		case f.Size > 0 && n != f.Size:
 			return retryable{fmt.Errorf("truncated: %d of %d bytes", n, f.Size)}
 		}
-		if sum := hex.EncodeToString(h.Sum(nil)); f.SHA256 != "" && sum != f.SHA256 {
+		if sum = hex.EncodeToString(h.Sum(nil)); f.SHA256 != "" && sum != f.SHA256 {
 			return retryable{fmt.Errorf("sha256 %s, the hub lists %s", sum, f.SHA256)}
 		}
 		return tmp.Sync()
@@ -566,7 +586,59 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 		os.Remove(name)
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if f.SHA256 == "" {
+		// The hub lists no digest for a file outside LFS: keep the one of
+		// the bytes downloaded, to check the cached copy against.
+		if err := os.MkdirAll(filepath.Dir(sidecar), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := writeAtomic(sidecar, []byte(sum+"\n")); err != nil {
+			return fmt.Errorf("%s: recording its sha256: %w", what, err)
+		}
+	}
 	return nil
+}
+
+// cachedIntact reports whether the cached copy local of f has the sha256
+// the hub lists for it, or, for a file the hub lists none for, the one
+// recorded at download (sidecar). A copy that does not match is an error
+// offline (nothing to fetch it again from) and false online. A copy with no
+// digest to check (written by a version that kept none) is trusted by its
+// size, as it was then.
+func (c *Client) cachedIntact(local, sidecar string, f *File) (bool, error) {
+	want, from := f.SHA256, "the hub lists"
+	if want == "" {
+		b, err := readSmall(sidecar)
+		if err != nil {
+			return true, nil
+		}
+		want, from = strings.TrimSpace(string(b)), "recorded when it was downloaded"
+	}
+	got, err := fileSHA256(local)
+	if err != nil {
+		return false, err
+	}
+	if got == want {
+		return true, nil
+	}
+	if c.offline {
+		return false, fmt.Errorf("%w: the cached copy %s has sha256 %s, not the %s %s (remove it, or fetch online)", ErrOffline, local, got, from, want)
+	}
+	return false, nil
+}
+
+// fileSHA256 is the hex sha256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func sizeOr(listed, contentLength int64) string {
@@ -737,4 +809,40 @@ func (c *Client) attempt(ctx context.Context, u string, read func(io.Reader, *ht
 		}
 	}
 	return resp, err
+}
+
+// tokenOnlyToOrigin returns a copy of hc whose redirects carry no
+// Authorization header unless they stay on the first request's scheme, host
+// and port (http.Client keeps it for the same host name on any port or
+// scheme, and for a subdomain). hc's own redirect policy still applies.
+func tokenOnlyToOrigin(hc *http.Client) *http.Client {
+	cp := *hc
+	next := hc.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && origin(req.URL) != origin(via[0].URL) {
+			req.Header.Del("Authorization")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
+}
+
+// origin is scheme://host:port with the scheme's default port filled in.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }

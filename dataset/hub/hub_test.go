@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -272,6 +273,44 @@ func TestToken(t *testing.T) {
 	}
 	if n := s.CDNAuthorized(); n != 0 {
 		t.Errorf("%d CDN requests carried the token", n)
+	}
+}
+
+// TestTokenDroppedOnOriginChange: HF_TOKEN goes to the endpoint's own
+// scheme, host and port only. Go's client keeps Authorization on a redirect
+// to the same host name on another port or scheme (and to a subdomain); the
+// hub client drops it on any change: here a CDN on the same host, another
+// port, reached from an http and from an https endpoint.
+func TestTokenDroppedOnOriginChange(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ name, endpointScheme string }{
+		{"port change", "http"},
+		{"scheme and port change", "https"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, _ := liteHub(t)
+			s.Token = "hf_secret"
+			cdn := httptest.NewServer(s.Handler()) // 127.0.0.1, another port
+			t.Cleanup(cdn.Close)
+			s.CDN = cdn.URL
+			opts := hub.Options{Token: "hf_secret", Endpoint: s.URL, CacheDir: t.TempDir()}
+			opts.Budget.WaitMin, opts.Budget.WaitMax = time.Millisecond, 2*time.Millisecond
+			if tc.endpointScheme == "https" {
+				tls := httptest.NewTLSServer(s.Handler())
+				t.Cleanup(tls.Close)
+				opts.Endpoint, opts.HTTPClient = tls.URL, tls.Client()
+			}
+			c, err := hub.New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev")); err != nil {
+				t.Fatalf("fetch through the redirect: %v", err)
+			}
+			if n := s.CDNAuthorized(); n != 0 {
+				t.Errorf("%d requests to %s carried the token", n, cdn.URL)
+			}
+		})
 	}
 }
 

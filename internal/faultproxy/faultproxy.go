@@ -1,14 +1,17 @@
 // Package faultproxy is a test reverse proxy that sits in front of a registry
-// on 127.0.0.1 and injects faults: 429 with Retry-After, 500/502/503,
+// on 127.0.0.1 and injects faults. Faults decided before the request is
+// forwarded (the registry never sees it): 429 with Retry-After, 500/502/503,
 // connection resets (in the middle of a request body when there is one) and
-// slow responses. Faults are decided by a seeded RNG before the request is
-// forwarded, so a faulted request never reaches the registry and the registry
-// state stays consistent with what the client was told.
+// slow responses. Faults after the registry acted: the request is forwarded
+// whole and the registry's answer is lost, replaced by a 5xx (lost) or by a
+// connection reset (lost-reset), or its body is cut half-way (cut-body: the
+// status and headers arrive, then part of the body, then the connection
+// closes). Faults are decided by a seeded RNG.
 //
 // The proxy counts requests per kind (blob HEAD, upload POST/PATCH/PUT,
-// manifest PUT, ...), request body bytes sent upstream for blob uploads, and
-// per digest the blob uploads the registry completed (PUT ...?digest= answered
-// 201). It stops by itself when the test that started it ends.
+// manifest PUT, ...), request body bytes sent upstream for blob uploads, per
+// digest the blob commits forwarded to the registry (PUT ...?digest=) and those
+// it answered 201. It stops by itself when the test that started it ends.
 package faultproxy
 
 import (
@@ -21,6 +24,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -95,12 +99,36 @@ type Config struct {
 	RateSlow   float64 // delay SlowDelay, then forward normally
 	SlowDelay  time.Duration
 	RetryAfter string // Retry-After header value for 429/503; default "1"
+	// After the registry acted on the whole request:
+	RateLost      float64 // its answer replaced by a 500, 502 or 503 (no Retry-After)
+	RateLostReset float64 // its answer replaced by a connection reset
+	RateCutBody   float64 // its answer's body cut half-way (the connection closed); no body: a reset
+	// FlipBlob, when set, is a blob digest whose every GET answer has one
+	// byte flipped (wrong bytes from a broken source), counted in
+	// Stats.FlippedGets.
+	FlipBlob string
+	// Challenge, when set, answers every request that carries no
+	// Authorization header 401 with WWW-Authenticate: Basic realm=Challenge,
+	// as a registry with a login does: a client that would send some
+	// credential to any host that asks, sends it here.
+	Challenge string
 }
 
 // Uniform returns a Config spreading total evenly over all six fault kinds.
 func Uniform(seed int64, total float64) Config {
 	r := total / 6
 	return Config{Seed: seed, Rate429: r, Rate500: r, Rate502: r, Rate503: r, RateReset: r, RateSlow: r, SlowDelay: 150 * time.Millisecond}
+}
+
+// AllKinds returns a Config spreading total evenly over all nine fault kinds:
+// the six of Uniform and the three after the registry acted (lost answer,
+// lost by a reset, body cut).
+func AllKinds(seed int64, total float64) Config {
+	r := total / 9
+	c := Uniform(seed, 0)
+	c.Rate429, c.Rate500, c.Rate502, c.Rate503, c.RateReset, c.RateSlow = r, r, r, r, r, r
+	c.RateLost, c.RateLostReset, c.RateCutBody = r, r, r
+	return c
 }
 
 // Stats is a snapshot of the proxy counters.
@@ -110,6 +138,9 @@ type Stats struct {
 	Faults           map[string]int // faults injected, by fault name
 	UploadBodyBytes  int64          // request body bytes forwarded upstream for PATCH/PUT uploads
 	CompletedUploads map[string]int // digest -> upload PUTs answered 201 by the registry
+	CommitPuts       map[string]int // digest -> upload PUTs forwarded to the registry (whatever it answered)
+	FlippedGets      int            // GETs of Config.FlipBlob answered with a byte flipped
+	Authorization    int            // requests that carried an Authorization header
 }
 
 // Total returns the sum of all request counts.
@@ -133,7 +164,7 @@ func (s Stats) String() string {
 		faults = append(faults, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(faults)
-	return fmt.Sprintf("requests[%s] faults[%s] upload-bytes=%d", strings.Join(keys, " "), strings.Join(faults, " "), s.UploadBodyBytes)
+	return fmt.Sprintf("requests[%s] faults[%s] upload-bytes=%d authorization=%d", strings.Join(keys, " "), strings.Join(faults, " "), s.UploadBodyBytes, s.Authorization)
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -213,7 +244,7 @@ func (p *Proxy) SetConfig(cfg Config) {
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := Stats{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Faults: map[string]int{}, CompletedUploads: map[string]int{}, UploadBodyBytes: p.stats.UploadBodyBytes}
+	out := Stats{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Faults: map[string]int{}, CompletedUploads: map[string]int{}, UploadBodyBytes: p.stats.UploadBodyBytes, Authorization: p.stats.Authorization}
 	for k, v := range p.stats.Requests {
 		out.Requests[k] = v
 	}
@@ -226,6 +257,11 @@ func (p *Proxy) Stats() Stats {
 	for k, v := range p.stats.CompletedUploads {
 		out.CompletedUploads[k] = v
 	}
+	out.FlippedGets = p.stats.FlippedGets
+	out.CommitPuts = make(map[string]int, len(p.stats.CommitPuts))
+	for k, v := range p.stats.CommitPuts {
+		out.CommitPuts[k] = v
+	}
 	return out
 }
 
@@ -237,7 +273,7 @@ func (p *Proxy) ResetStats() {
 }
 
 func (p *Proxy) resetStatsLocked() {
-	p.stats = Stats{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Faults: map[string]int{}, CompletedUploads: map[string]int{}}
+	p.stats = Stats{Requests: map[Kind]int{}, Forwarded: map[Kind]int{}, Faults: map[string]int{}, CompletedUploads: map[string]int{}, CommitPuts: map[string]int{}}
 }
 
 const (
@@ -247,6 +283,10 @@ const (
 	fault503   = "503"
 	faultReset = "reset"
 	faultSlow  = "slow"
+
+	faultLost      = "lost"
+	faultLostReset = "lost-reset"
+	faultCutBody   = "cut-body"
 )
 
 // decide picks a fault (or "") for one request and counts it.
@@ -261,7 +301,8 @@ func (p *Proxy) decide(kind Kind) (string, Config, int64) {
 	for _, f := range []struct {
 		name string
 		rate float64
-	}{{fault429, c.Rate429}, {fault500, c.Rate500}, {fault502, c.Rate502}, {fault503, c.Rate503}, {faultReset, c.RateReset}, {faultSlow, c.RateSlow}} {
+	}{{fault429, c.Rate429}, {fault500, c.Rate500}, {fault502, c.Rate502}, {fault503, c.Rate503}, {faultReset, c.RateReset}, {faultSlow, c.RateSlow},
+		{faultLost, c.RateLost}, {faultLostReset, c.RateLostReset}, {faultCutBody, c.RateCutBody}} {
 		if x < f.rate {
 			fault = f.name
 			break
@@ -277,6 +318,15 @@ func (p *Proxy) decide(kind Kind) (string, Config, int64) {
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	kind := Classify(r.Method, r.URL)
 	fault, cfg, cut := p.decide(kind)
+	if r.Header.Get("Authorization") != "" {
+		p.mu.Lock()
+		p.stats.Authorization++
+		p.mu.Unlock()
+	} else if cfg.Challenge != "" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+cfg.Challenge+`"`)
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+		return
+	}
 	switch fault {
 	case fault429, fault503:
 		w.Header().Set("Retry-After", cfg.RetryAfter)
@@ -326,9 +376,133 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.stats.Forwarded[kind]++
+	if kind == KindUploadPut {
+		p.stats.CommitPuts[r.URL.Query().Get("digest")]++
+	}
 	p.mu.Unlock()
-	p.rp.ServeHTTP(w, r)
+	switch fault {
+	case faultLost, faultLostReset:
+		// The registry acts on the whole request; its answer is dropped.
+		p.rp.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+		if fault == faultLostReset {
+			resetConn(w)
+			return
+		}
+		code := []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}[cut%3]
+		w.Header().Set("Connection", "close")
+		http.Error(w, "injected: answer lost after the registry acted", code)
+	case faultCutBody:
+		cw := &cutWriter{ResponseWriter: w}
+		p.rp.ServeHTTP(cw, r)
+		if !cw.wrote {
+			// Nothing of the body went out: the answer is lost whole.
+			resetConn(w)
+			return
+		}
+		// Flush what was written, then close: the client has the status,
+		// the headers (Content-Length) and part of the body.
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		}
+	default:
+		if cfg.FlipBlob != "" && kind == KindBlobGet && strings.HasSuffix(r.URL.Path, "/blobs/"+cfg.FlipBlob) {
+			p.mu.Lock()
+			p.stats.FlippedGets++
+			p.mu.Unlock()
+			w = &flipWriter{ResponseWriter: w}
+		}
+		p.rp.ServeHTTP(w, r)
+	}
 }
+
+// flipWriter flips the first byte of the body it passes on.
+type flipWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (f *flipWriter) Write(b []byte) (int, error) {
+	if !f.done && len(b) > 0 {
+		f.done = true
+		c := append([]byte(nil), b...)
+		c[0] ^= 0xff
+		return f.ResponseWriter.Write(c)
+	}
+	return f.ResponseWriter.Write(b)
+}
+
+func (f *flipWriter) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// resetConn closes the client's connection with a reset, nothing answered.
+func resetConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// discardWriter takes the registry's answer and drops it.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Flush()                      {}
+
+// cutWriter passes the registry's status and headers through and the first
+// half of its body (by Content-Length; at most 32 KiB), then drops the rest.
+type cutWriter struct {
+	http.ResponseWriter
+	code  int
+	left  int64
+	wrote bool // some body bytes went to the client
+}
+
+func (c *cutWriter) WriteHeader(code int) {
+	c.code = code
+	n, _ := strconv.ParseInt(c.Header().Get("Content-Length"), 10, 64)
+	c.left = min(n/2, 32<<10)
+	if c.left > 0 {
+		c.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (c *cutWriter) Write(b []byte) (int, error) {
+	if c.code == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.left <= 0 {
+		return len(b), nil
+	}
+	k := min(int64(len(b)), c.left)
+	n, err := c.ResponseWriter.Write(b[:k])
+	c.left -= int64(n)
+	if n > 0 {
+		c.wrote = true
+	}
+	if err != nil {
+		return n, err
+	}
+	return len(b), nil
+}
+
+// Flush is not passed on: the reverse proxy flushes, which would write the
+// headers of an answer that is to be lost.
+func (c *cutWriter) Flush() {}
 
 // observe records completed blob uploads.
 func (p *Proxy) observe(resp *http.Response) error {

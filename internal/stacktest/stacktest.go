@@ -25,6 +25,11 @@ const (
 	EnvPython       = "SWEBUILD_PYTHON"   // default /usr/bin/python3 (Debian's, with python3-pytest)
 	EnvNode         = "SWEBUILD_NODE"     // default node on PATH (Debian's nodejs, 18 or later)
 	EnvCI           = "CI"
+	// EnvAuthRegistry is the stack's registry that requires a login
+	// (host:port, plain HTTP); EnvDockerConfig the directory of the
+	// config.json holding that login (scripts/stack.sh env prints both).
+	EnvAuthRegistry = "SWEBUILD_AUTH_REGISTRY"
+	EnvDockerConfig = "DOCKER_CONFIG"
 )
 
 // Stack holds the addresses of the running local stack.
@@ -60,6 +65,32 @@ func Require(t testing.TB) Stack {
 	}
 	if len(unset) > 0 {
 		missing(t, "local stack not configured: %s unset", strings.Join(unset, " and "))
+	}
+	return s
+}
+
+// AuthStack is the stack's login registry and where its login is kept.
+type AuthStack struct {
+	Stack
+	// AuthRegistry is the host:port of the registry that requires a
+	// login; DockerConfig the directory whose config.json holds it.
+	AuthRegistry, DockerConfig string
+}
+
+// RequireAuth is Require plus SWEBUILD_AUTH_REGISTRY and DOCKER_CONFIG, with
+// the same rule when one is unset (skip, or fail under CI).
+func RequireAuth(t testing.TB) AuthStack {
+	t.Helper()
+	s := AuthStack{Stack: Require(t), AuthRegistry: os.Getenv(EnvAuthRegistry), DockerConfig: os.Getenv(EnvDockerConfig)}
+	var unset []string
+	if s.AuthRegistry == "" {
+		unset = append(unset, EnvAuthRegistry)
+	}
+	if s.DockerConfig == "" {
+		unset = append(unset, EnvDockerConfig)
+	}
+	if len(unset) > 0 {
+		missing(t, "the stack's login registry is not configured: %s unset", strings.Join(unset, " and "))
 	}
 	return s
 }

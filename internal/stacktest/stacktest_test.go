@@ -62,3 +62,30 @@ func TestRootfsMissing(t *testing.T) {
 		})
 	}
 }
+
+func TestRequireAuth(t *testing.T) {
+	for _, tc := range []struct {
+		name, reg, cfg, ci string
+		wantSkip, wantFail bool
+	}{
+		{name: "both set", reg: "127.0.0.1:5001", cfg: "/var/lib/swebuild/docker-config"},
+		{name: "config unset skips", reg: "127.0.0.1:5001", wantSkip: true},
+		{name: "registry unset under CI fails", cfg: "/d", ci: "true", wantFail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvBuildkitHost, "unix:///x.sock")
+			t.Setenv(EnvRegistry, "127.0.0.1:5000")
+			t.Setenv(EnvAuthRegistry, tc.reg)
+			t.Setenv(EnvDockerConfig, tc.cfg)
+			t.Setenv(EnvCI, tc.ci)
+			r := &recorder{}
+			got := RequireAuth(r)
+			if (r.skipped != "") != tc.wantSkip || (r.failed != "") != tc.wantFail {
+				t.Fatalf("skipped %q, failed %q; want skip %v, fail %v", r.skipped, r.failed, tc.wantSkip, tc.wantFail)
+			}
+			if !tc.wantSkip && !tc.wantFail && (got.AuthRegistry != tc.reg || got.DockerConfig != tc.cfg) {
+				t.Errorf("got %+v", got)
+			}
+		})
+	}
+}

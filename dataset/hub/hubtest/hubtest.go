@@ -53,6 +53,10 @@ type Server struct {
 	// Token, when set, is required (Authorization: Bearer) on API and
 	// resolve requests; without it the answer is 401 RepoNotFound.
 	Token string
+	// CDN, when set, is the base URL LFS redirects go to (e.g. another
+	// server on Handler: the same host on another port, or another
+	// scheme); default http://localhost:<port>.
+	CDN string
 
 	mu       sync.Mutex
 	repos    map[string]*repo
@@ -72,6 +76,10 @@ type commit struct {
 	files    map[string][]byte
 	cardData any
 }
+
+// Handler serves the stand-in hub; another server on it shares its state
+// (a CDN on another port or scheme).
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
 // New starts a stand-in hub, closed when the test ends.
 func New(t testing.TB) *Server {
@@ -285,8 +293,14 @@ func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, name, rev,
 		sum := sha256.Sum256(b)
 		w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(b)))
-		_, port, _ := strings.Cut(strings.TrimPrefix(s.URL, "http://"), ":")
-		http.Redirect(w, r, "http://localhost:"+port+"/cdn/"+hex.EncodeToString(sum[:]), http.StatusFound)
+		s.mu.Lock()
+		base := s.CDN
+		s.mu.Unlock()
+		if base == "" {
+			_, port, _ := strings.Cut(strings.TrimPrefix(s.URL, "http://"), ":")
+			base = "http://localhost:" + port
+		}
+		http.Redirect(w, r, base+"/cdn/"+hex.EncodeToString(sum[:]), http.StatusFound)
 		return
 	}
 	w.Header().Set("ETag", `"`+gitBlobID(b)+`"`)

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/verify"
+)
+
+// registryCredentials is the one credential source of a command: the
+// environment variable envName (USER:PASSWORD for defaultRegistry, or
+// REGISTRY=USER:PASSWORD,...) first, then the Docker config that `docker
+// login` and docker/login-action write ($DOCKER_CONFIG/config.json, else
+// ~/.docker/config.json) with its credential helpers.
+func registryCredentials(envName, defaultRegistry string) (*registry.Credentials, error) {
+	dir := os.Getenv("DOCKER_CONFIG")
+	if dir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".docker")
+		}
+	}
+	return registry.NewCredentials(registry.CredentialOptions{
+		Text:            os.Getenv(envName),
+		TextSource:      "$" + envName,
+		DefaultRegistry: defaultRegistry,
+		DockerConfigDir: dir,
+	})
+}
+
+// insecureFunc says whether a host was named with --insecure-registry.
+func insecureFunc(hosts []string) func(string) bool {
+	return func(h string) bool { return slices.Contains(hosts, h) }
+}
+
+// builderAuth makes one BuildKit session login per solve from creds.
+func builderAuth(creds *registry.Credentials, insecure []string) func() builder.SessionAuth {
+	return func() builder.SessionAuth { return creds.SessionAuth(insecureFunc(insecure)) }
+}
+
+// verifyAuth makes one BuildKit session login per verification run.
+func verifyAuth(creds *registry.Credentials) func() verify.SessionAuth {
+	return func() verify.SessionAuth { return creds.SessionAuth(nil) }
+}
