@@ -297,13 +297,15 @@ func TestProvenanceBuildVerifyPublish(t *testing.T) {
 	defer cancel()
 	tmp := t.TempDir()
 	md := filepath.Join(tmp, "metadata.jsonl")
-	runDir := filepath.Join(tmp, "run")
 	repo := f.reg + "/swebuild-test/prov-gate-" + time.Now().Format("150405")
 	const id = "fixture__calc-2"
 	if _, err := f.build(t, ctx, f.dataset, f.reg+"/swebuild-test/provenance-staging", md, "--verify", "--instance", id, "--platform", "linux/amd64",
-		"--publish", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl"), "--run-dir", runDir); err != nil {
+		"--publish", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl")); err != nil {
 		t.Fatalf("build --verify --publish: %v", err)
 	}
+	// f.build's run directory is another t.TempDir() of this test: they
+	// share one parent.
+	runDir := filepath.Dir(tmp)
 	recs, err := core.ReadFile(md)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +359,11 @@ func TestProvenanceBuildVerifyPublish(t *testing.T) {
 	if tr.SubjectDigest != im.Digest.String() || tr.Result != "PASSED" || !slices.Equal(tr.PassedTests, passed) || !slices.Equal(tr.FailedTests, failed) || len(passed) == 0 {
 		t.Errorf("statement %+v; want subject %s PASSED, passed %v failed %v", tr, im.Digest, passed, failed)
 	}
-	if tr.Extra["goldResolved"] != true || tr.Extra["grading"] != "auto" {
+	wantRules := string(sum.Results[0].Rules)
+	if wantRules == "" {
+		wantRules = "auto"
+	}
+	if tr.Extra["goldResolved"] != true || tr.Extra["grading"] != wantRules {
 		t.Errorf("statement extras %v", tr.Extra)
 	}
 	t.Logf("%s: verification %s (cached check: %v), %d passed tests, eval.sh %q", id, tr.Result, sum.Results[0].Cached, len(tr.PassedTests), tr.EvalScriptDigest)
