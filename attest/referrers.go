@@ -25,10 +25,10 @@ import (
 
 // How a referrer is written and read
 //
-// A registry with the referrers API (OCI distribution 1.1: Docker Hub,
-// distribution 3, zot, Harbor) indexes a manifest's subject itself when
+// A registry with the referrers API (OCI distribution spec 1.1, e.g.
+// Docker Hub) indexes a manifest's subject itself when
 // the manifest is PUT: nothing more is written. A registry without it
-// (distribution 2.8, GHCR) is told through the referrers tag schema: an
+// (distribution 2.8 and 3.x, GHCR) is told through the referrers tag schema: an
 // OCI index tagged sha256-<subject hex> lists the referrers, and every
 // writer must read it, add its descriptor and write it back. Two writers
 // that read the same index each write back their own addition, and the
