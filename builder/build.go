@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"github.com/google/go-containerregistry/pkg/authn"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
@@ -118,6 +119,13 @@ type Options struct {
 	// Insecure allows plain-HTTP registries; always on for localhost and
 	// 127.0.0.1.
 	Insecure bool
+	// NoProvenance: pushed images carry no SLSA provenance attestation
+	// (by default each carries BuildKit's, mode=max; see attest.go).
+	NoProvenance bool
+	// Keychain gives the credentials the builder reads a pushed index back
+	// with (attest.go), the same source as Auth; nil means the Docker
+	// config (authn.DefaultKeychain).
+	Keychain authn.Keychain
 	// CacheFrom and CacheTo are cache imports and exports (ParseCacheOption).
 	CacheFrom []bkclient.CacheOptionsEntry
 	CacheTo   []bkclient.CacheOptionsEntry
@@ -245,7 +253,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 2
@@ -333,6 +341,7 @@ func (r *Report) Records() []core.Image {
 			im.Digest = digest.Digest(res.Outcome.Digest)
 			im.Ref = res.Outcome.Ref
 			im.OCILayout = res.Outcome.OCILayout
+			im.Attestation, im.AttestationSize = digest.Digest(res.Outcome.Attestation), res.Outcome.AttestationSize
 			im.Verified = res.Outcome.Verified
 		} else {
 			im.Status = core.StatusFailed

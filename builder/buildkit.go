@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/containerd/platforms"
+	"github.com/google/go-containerregistry/pkg/authn"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
@@ -135,6 +136,9 @@ type bkSolver struct {
 	auth         func() SessionAuth // one registry login per session; nil = anonymous
 	// layout is the OCI layout every image is exported into; nil: none.
 	layout *ociLayout
+	// noProvenance: pushed images carry no provenance attestation.
+	noProvenance bool
+	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -213,9 +217,8 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		}
 		return out, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
-	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
-	if out.Digest == "" {
-		return out, fmt.Errorf("node %s: BuildKit reported no image digest", n.ID())
+	if err := s.resolveAttested(ctx, resp, p, &out); err != nil {
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
 	}
 	if s.push != "" {
 		out.Ref = s.push + "@" + out.Digest
@@ -305,6 +308,7 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 	if cb.s.layout != nil {
 		so.Exports = append(so.Exports, cb.s.layout.export())
 	}
+	cb.s.provenanceAttrs(&so)
 	return so, nil
 }
 

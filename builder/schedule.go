@@ -41,6 +41,10 @@ type Outcome struct {
 	Ref     string // pushed reference (name@digest), when pushed
 	// OCILayout is the OCI layout directory the image was exported into.
 	OCILayout string
+	// Attestation is the digest of the image's attestation manifest
+	// (provenance), pushed beside it, when there is one.
+	Attestation     string
+	AttestationSize int64
 	// Verified is true when Options.Verify passed the image; nil when it
 	// was not verified.
 	Verified *bool

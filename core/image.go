@@ -66,6 +66,12 @@ type Image struct {
 	// (REGISTRY/REPO@sha256:...). For a published record it is the
 	// published repository.
 	Ref string `json:"ref,omitempty"`
+	// Attestation and AttestationSize are the digest and size of the
+	// attestation manifest (an OCI image manifest) BuildKit wrote for this
+	// image (its SLSA provenance), in Ref's repository. Publish copies it
+	// next to the image and lists it in the index.
+	Attestation     digest.Digest `json:"attestation,omitempty"`
+	AttestationSize int64         `json:"attestation_size,omitempty"`
 	// Tags are the tags a published record was written under.
 	Tags []string `json:"tags,omitempty"`
 	// OCILayout is an OCI image layout directory holding the image.
@@ -198,6 +204,14 @@ func (im Image) checkValues() *FieldError {
 		_, dg, ok := strings.Cut(im.Ref, "@")
 		if !ok || digest.Digest(dg) != im.Digest {
 			return bad("ref", "%q must be pinned to the record's digest %q", im.Ref, im.Digest)
+		}
+	}
+	if im.Attestation != "" {
+		if err := im.Attestation.Validate(); err != nil || im.Attestation.Algorithm() != digest.SHA256 {
+			return bad("attestation", "%q is not a sha256 digest", im.Attestation)
+		}
+		if im.AttestationSize <= 0 {
+			return bad("attestation_size", "%d: an attestation needs its manifest size", im.AttestationSize)
 		}
 	}
 	if im.Size < 0 {

@@ -33,7 +33,26 @@ type Child struct {
 	Size      int64           // manifest size in bytes
 	MediaType types.MediaType // manifest media type
 	SpecKey   string          // the image's spec key (build inputs)
+	// Attestation is the image's attestation manifest (BuildKit's SLSA
+	// provenance), listed after the images as buildx lays it out; nil:
+	// none.
+	Attestation *Attestation
 }
+
+// Attestation is an attestation manifest (an OCI image manifest) of a
+// child image.
+type Attestation struct {
+	Digest string // sha256:...
+	Size   int64
+}
+
+// Attestation layout keys on an index's attestation descriptors (buildx's
+// and BuildKit's).
+const (
+	AnnotationReferenceType   = "vnd.docker.reference.type"
+	AnnotationReferenceDigest = "vnd.docker.reference.digest"
+	ReferenceTypeAttestation  = "attestation-manifest"
+)
 
 // IndexInfo is the instance-level data recorded in index annotations.
 type IndexInfo struct {
@@ -104,6 +123,11 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 		if c.Size <= 0 {
 			return nil, fmt.Errorf("building index for %s: %s manifest size %d", info.InstanceID, c.Platform, c.Size)
 		}
+		if a := c.Attestation; a != nil {
+			if _, err := v1.NewHash(a.Digest); err != nil || a.Size <= 0 {
+				return nil, fmt.Errorf("building index for %s: %s attestation %q size %d: not a manifest descriptor", info.InstanceID, c.Platform, a.Digest, a.Size)
+			}
+		}
 	}
 	if !seen[core.AMD64] {
 		return nil, fmt.Errorf("building index for %s: no linux/amd64 image", info.InstanceID)
@@ -132,6 +156,20 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 			d.Annotations = map[string]string{AnnotationSpecKey: c.SpecKey}
 		}
 		adds = append(adds, mutate.IndexAddendum{Add: appendable{c}, Descriptor: d})
+	}
+	// Attestations after every image, platform unknown/unknown, each naming
+	// the image it attests: how BuildKit and buildx lay them out, so
+	// docker, buildx imagetools and crane skip them as platforms.
+	for _, c := range cs {
+		if c.Attestation == nil {
+			continue
+		}
+		d := v1.Descriptor{
+			Platform:    &v1.Platform{OS: "unknown", Architecture: "unknown"},
+			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, AnnotationReferenceDigest: c.Digest},
+		}
+		a := Child{Digest: c.Attestation.Digest, Size: c.Attestation.Size, MediaType: types.OCIManifestSchema1}
+		adds = append(adds, mutate.IndexAddendum{Add: appendable{a}, Descriptor: d})
 	}
 	idx := mutate.AppendManifests(empty.Index, adds...)
 	raw, err := mutate.Annotations(idx, ann).RawManifest()

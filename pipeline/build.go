@@ -147,6 +147,9 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		// instances failed; with Verify, only verified images go.
 		popts := *o.Publish
 		popts.RequireVerified = popts.RequireVerified || o.Verify != nil
+		if res.Gold != nil && popts.Verification == nil {
+			popts.Verification = res.Gold.Attestable(res.Records, "swebuild "+popts.Version)
+		}
 		if popts.LedgerPath == "" {
 			popts.LedgerPath = defaultLedger(o.MetadataFile, bopts.RunDir)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -77,6 +78,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 	if o.CacheDir != "" {
 		runner.Cache = &verify.Cache{Dir: o.CacheDir}
 	}
+	gc.sum.Settings = runner.RunSettings(1)
 	gc.hook = runner.BuilderHook(targets, gc.sum)
 	gc.mounts = runner.InputMounts()
 	return gc, nil
@@ -129,4 +131,25 @@ func (gc *GoldCheck) Finish(out io.Writer) []error {
 		problems = append(problems, fmt.Errorf("%d instance image(s) failed gold patch verification and were not exported", n))
 	}
 	return problems
+}
+
+// Attestable is the check's summary as publish attaches it: each gold
+// result bound to the image the builder exported after it (the check runs
+// on the solved image, before export, so its result names no digest: the
+// record of the same instance and platform, built and verified, gives it).
+func (gc *GoldCheck) Attestable(records []core.Image, verifier string) *publish.VerificationSource {
+	refs := map[string]string{}
+	for _, r := range records {
+		if r.Kind == core.KindInstance && r.Status == core.StatusBuilt && r.IsVerified() && r.Ref != "" {
+			refs[r.InstanceID+"@"+string(r.Platform)] = r.Ref
+		}
+	}
+	sum := &verify.Summary{Settings: gc.sum.Settings}
+	for _, res := range gc.sum.Results {
+		if ref, ok := refs[res.InstanceID+"@"+string(res.Platform)]; ok && res.Mode == verify.ModeGold {
+			res.Image = ref
+			sum.Results = append(sum.Results, res)
+		}
+	}
+	return &publish.VerificationSource{Summary: sum, Verifier: verifier}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
@@ -49,6 +50,9 @@ type Options struct {
 	RequireVerified bool
 	// Progress receives one line per image and index (nil: discarded).
 	Progress io.Writer
+	// Verification, when set, attaches to each per-arch image the in-toto
+	// statement of what verify found on it (attest.go).
+	Verification *VerificationSource
 }
 
 // Summary counts what a Publish run did.
@@ -99,6 +103,9 @@ type publisher struct {
 
 	layoutMu sync.Mutex
 	layouts  map[string]*layoutIndex // OCI layout dir -> its images, read once per run
+
+	refOnce sync.Once
+	refs    *attest.Referrers // attachments (attest.go)
 }
 
 // layoutIndex is an OCI layout read once: every image manifest it names,
@@ -262,6 +269,9 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 		if !seen[im.Platform] {
 			seen[im.Platform] = true
 			pub, skipped, err = p.image(ctx, id, im)
+			if err == nil {
+				err = p.attachVerification(ctx, id, im, pub.child)
+			}
 		}
 		if err != nil {
 			p.count(func(s *Summary) { s.ImagesFailed++ })
@@ -328,7 +338,7 @@ var errNotExported = errors.New("nothing to publish from: the record has no push
 // image publishes one per-arch image; skipped reports that it was already
 // there (by the ledger, or by one HEAD of its content tag).
 func (p *publisher) image(ctx context.Context, id string, im core.Image) (published, bool, error) {
-	pub := published{child: manifests.Child{Platform: im.Platform, Digest: im.Digest.String(), SpecKey: im.SpecKey}}
+	pub := published{child: manifests.Child{Platform: im.Platform, Digest: im.Digest.String(), SpecKey: im.SpecKey, Attestation: childAttestation(im)}}
 	if err := p.admit(im); err != nil {
 		return pub, false, err
 	}
@@ -338,7 +348,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	}
 	tag := manifests.ContentTag(im.SpecKey)
 	rec, ok := p.opts.Ledger.Lookup(core.KindInstance, id, im.Platform)
-	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey
+	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation
 	if done && p.opts.TrustLedger && rec.Size > 0 {
 		pub.child.Size, pub.child.MediaType = rec.Size, types.MediaType(rec.MediaType)
 		return pub, true, nil
@@ -353,10 +363,14 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 		Kind: core.KindInstance, InstanceID: id, Platform: im.Platform, Digest: im.Digest,
 		Ref: repo.Digest(im.Digest.String()).String(), Tags: []string{tag, manifests.LatestTag},
 		SpecKey: im.SpecKey, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Status: core.StatusPublished,
+		Attestation: im.Attestation, AttestationSize: im.AttestationSize,
 	}
 	if d != nil && d.Digest.String() == im.Digest.String() {
 		pub.child.Size, pub.child.MediaType = d.Size, d.MediaType
 		if !done {
+			if err := p.carryAttestation(ctx, repo, im, p.refRepo(im)); err != nil {
+				return pub, false, err
+			}
 			result.Size, result.MediaType = d.Size, string(d.MediaType)
 			if err := p.record("recording the image", result); err != nil {
 				return pub, false, err
@@ -395,6 +409,9 @@ func (p *publisher) copyImage(ctx context.Context, repo name.Repository, tag str
 	}
 	child.Size, child.MediaType = int64(len(raw)), mt
 	if err := p.copyBlobs(ctx, repo, src, mountFrom); err != nil {
+		return nil, err
+	}
+	if err := p.carryAttestation(ctx, repo, im, mountFrom); err != nil {
 		return nil, err
 	}
 	// latest first: the content tag is what a resumed run checks, so it
@@ -684,7 +701,7 @@ func (p *publisher) copyChild(ctx context.Context, id string, repo name.Reposito
 		if d.Digest.String() != ch.Digest {
 			return fmt.Errorf("child %s: %s answers digest %s", ch.Platform, repo.Digest(ch.Digest), d.Digest)
 		}
-		return nil
+		return p.indexAttestation(ctx, repo, archRepo, ch)
 	}
 	src := pb.src
 	if src == nil {
@@ -695,5 +712,8 @@ func (p *publisher) copyChild(ctx context.Context, id string, repo name.Reposito
 	if err := p.copyBlobs(ctx, repo, src, &archRepo); err != nil {
 		return err
 	}
-	return p.c.Put(ctx, repo.Digest(ch.Digest), src)
+	if err := p.c.Put(ctx, repo.Digest(ch.Digest), src); err != nil {
+		return err
+	}
+	return p.indexAttestation(ctx, repo, archRepo, ch)
 }

@@ -191,13 +191,23 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	}
 	close(jobs)
 	wg.Wait()
-	sum := &Summary{}
+	sum := &Summary{Settings: r.RunSettings(repeat)}
 	for i, s := range specs {
 		sum.Results = append(sum.Results, r.describe(aggregate(s.t, s.mode, s.model, attempts[i]), s.t))
 	}
 	sum.Results = append(sum.Results, empties...)
 	sum.link()
 	return sum, nil
+}
+
+// RunSettings are the summary's record of what every run shared, repeated
+// repeat times.
+func (r *Runner) RunSettings(repeat int) *Settings {
+	g := string(r.Grade.Rules)
+	if g == "" {
+		g = "auto"
+	}
+	return &Settings{Grading: g, TimeoutSeconds: int64(r.timeout() / time.Second), MaxOutput: Job{MaxOutput: r.MaxOutput}.maxOutput(), Network: "none", Repeat: repeat}
 }
 
 // BuilderHook returns the function the builder calls for every instance
@@ -295,7 +305,7 @@ func (r *Runner) cached(t Target, key string) (Result, bool) {
 		return Result{}, false
 	}
 	res := Result{
-		InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: ModeGold,
+		InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: ModeGold, Image: t.Image,
 		Resolved: true, F2P: rec.F2P, P2P: rec.P2P, TestSeconds: rec.TestSeconds,
 		Dir: rec.Dir, Cached: true, CacheKey: key, Runs: []Attempt{},
 	}

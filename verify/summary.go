@@ -89,6 +89,10 @@ type Result struct {
 	Mode string `json:"mode"`
 	// Model is a predictions run's model_name_or_path, as the file has it.
 	Model string `json:"model,omitempty"`
+	// Image is the reference of the image the runs used (pinned by digest
+	// when verify was given digests): what a verification attestation binds
+	// to.
+	Image string `json:"image,omitempty"`
 	// Script, Parser and Rules are what the runs used: the eval script
 	// (source, sha256, fallback), the log parser and the grading rules.
 	Script *ScriptInfo   `json:"eval_script,omitempty"`
@@ -182,7 +186,7 @@ func (r Result) Why() string {
 
 // aggregate folds the attempts of one (target, mode, model).
 func aggregate(t Target, mode, model string, runs []Attempt) Result {
-	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Runs: runs, Resolved: len(runs) > 0}
+	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Image: t.Image, Runs: runs, Resolved: len(runs) > 0}
 	if len(runs) > 0 {
 		res.F2P, res.P2P, res.Dir, res.Leak = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak
 	}
@@ -242,7 +246,23 @@ func aggregate(t Target, mode, model string, runs []Attempt) Result {
 // Summary is the result of a verify run: one Result per (instance,
 // platform, mode) in run order.
 type Summary struct {
-	Results []Result `json:"results"`
+	// Settings are the run settings (absent in summaries of older
+	// versions and of the build's gold check).
+	Settings *Settings `json:"settings,omitempty"`
+	Results  []Result  `json:"results"`
+}
+
+// Settings are what every run of a summary shared, as a verification
+// attestation records them.
+type Settings struct {
+	// Grading is the grading rules asked for: v5, v4.1, or auto (v5 for
+	// records with log_parser, else v4.1).
+	Grading        string `json:"grading"`
+	TimeoutSeconds int64  `json:"timeout_seconds"`
+	MaxOutput      int64  `json:"max_output"`
+	// Network is the containers' network: none.
+	Network string `json:"network"`
+	Repeat  int    `json:"repeat"`
 }
 
 // link sets Discriminates on gold and predictions results from the control

@@ -123,6 +123,7 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 		return bo, fmt.Errorf("--registry-auth-env: %w", err)
 	}
 	opts.Auth = builderAuth(creds, f.pub.insecure)
+	opts.Keychain = creds
 	if len(f.contextDirs) == 0 {
 		f.contextDirs = []string{filepath.Join(f.g.env.cacheRoot, "rootfs")}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/verify"
 )
 
 // publishFlags are the options of a publish run, shared by `swebuild
@@ -31,6 +32,7 @@ type publishFlags struct {
 	trustLedger     bool
 	requireVerified bool
 	debug           bool
+	verification    string // publish only: verify --summary file to attach
 }
 
 // register adds the flags; repoFlag names the repository flag ("repo" for
@@ -64,6 +66,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	images := fs.String("images", "", "oci:DIR: publish the instance images of an OCI layout swebuild build --output type=oci,dest=DIR wrote, instead of a metadata file (default ledger: publish-ledger.jsonl beside DIR)")
 	f.register(fs, "repo", "repository prefix to publish under, e.g. 127.0.0.1:5000/swebench")
 	fs.IntVarP(&f.jobs, "jobs", "j", 8, "instances published at once")
+	fs.StringVar(&f.verification, "verification", "", "verify summary (verify --summary FILE): attach each per-arch image's gold result as an in-toto test-result statement (a referrer of the image)")
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
 	}
@@ -142,8 +145,17 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 			fmt.Fprintf(stderr, "debug: "+format+"\n", a...)
 		}
 	}
+	var vsrc *publish.VerificationSource
+	if f.verification != "" {
+		sum, err := verify.ReadSummary(f.verification)
+		if err != nil {
+			return publish.RunOptions{}, fmt.Errorf("--verification: %w", err)
+		}
+		vsrc = &publish.VerificationSource{Summary: sum, Verifier: "swebuild " + version}
+	}
 	return publish.RunOptions{
 		Options: publish.Options{
+			Verification:         vsrc,
 			Repo:                 f.repo,
 			KeepDoubleUnderscore: f.keepUU,
 			Jobs:                 f.jobs,

@@ -1,0 +1,419 @@
+package attest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/swebuild/swebuild/registry"
+)
+
+// How a referrer is written and read
+//
+// A registry with the referrers API (OCI distribution spec 1.1, e.g.
+// Docker Hub) indexes a manifest's subject itself when
+// the manifest is PUT: nothing more is written. A registry without it
+// (distribution 2.8 and 3.x, GHCR) is told through the referrers tag schema: an
+// OCI index tagged sha256-<subject hex> lists the referrers, and every
+// writer must read it, add its descriptor and write it back. Two writers
+// that read the same index each write back their own addition, and the
+// one that writes last erases the other's (the loss cosign and ORAS users
+// report on GHCR). No registry offers a conditional PUT (If-Match) on
+// manifests to make that safe, so Add does three things:
+//
+//  1. the artifact manifest is PUT under a tag of its own,
+//     sha256-<subject hex>.<32 hex of its digest>.att, written once by one
+//     writer and never read-modified-written: an attachment cannot be lost
+//     whatever the fallback index says (cosign's tag convention);
+//  2. the fallback index is updated by read, add, write, then re-read after
+//     a short random wait until the addition has been seen present on two
+//     reads in a row, written again whenever it is missing (a writer that
+//     read before us and wrote after us erased it); within one process,
+//     writers of one subject take turns;
+//  3. List reads the referrers API when the registry serves it, else the
+//     fallback index and the attachment tags (one tags/list request), so
+//     an attachment whose index entry was erased by a writer that did not
+//     follow 2 is still found.
+
+// Referrers writes and reads the referrers of images through one registry
+// client. Its zero value is not usable: set Client.
+type Referrers struct {
+	Client *registry.Client
+	// Settle is the wait before a re-read of the fallback index (a random
+	// time between Settle and 2*Settle; default 100 ms). Rounds bounds the
+	// reads (default 12).
+	Settle time.Duration
+	Rounds int
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+	api   map[string]bool // registry host -> serves the referrers API
+}
+
+// FallbackTag is the referrers tag schema's tag for subject.
+func FallbackTag(subject v1.Hash) string { return subject.Algorithm + "-" + subject.Hex }
+
+// AttachmentTag is the write-once tag of artifact (a referrer of subject).
+func AttachmentTag(subject, artifact v1.Hash) string {
+	return FallbackTag(subject) + "." + artifact.Hex[:32] + ".att"
+}
+
+// rawManifest is a manifest's exact bytes as a remote.Taggable.
+type rawManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
+
+// EmptyConfig is the OCI 1.1 empty descriptor's blob, the config of an
+// artifact with no config.
+var EmptyConfig = []byte("{}")
+
+// Artifact is an OCI 1.1 artifact manifest carrying one blob.
+type Artifact struct {
+	Raw        []byte
+	Descriptor v1.Descriptor // how a referrers index lists it
+	Blob       []byte
+	BlobType   types.MediaType
+}
+
+// NewArtifact makes the OCI 1.1 artifact manifest of payload (one layer of
+// layerType with annotations), with artifactType, the empty config and
+// subject.
+func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.MediaType, payload []byte, layerAnnotations map[string]string) (*Artifact, error) {
+	ch, cs, _ := v1.SHA256(bytes.NewReader(EmptyConfig))
+	lh, ls, _ := v1.SHA256(bytes.NewReader(payload))
+	sub := v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
+	m := v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		Config:        v1.Descriptor{MediaType: "application/vnd.oci.empty.v1+json", Digest: ch, Size: cs},
+		Layers:        []v1.Descriptor{{MediaType: layerType, Digest: lh, Size: ls, Annotations: layerAnnotations}},
+		Subject:       &sub,
+	}
+	raw, err := json.Marshal(struct {
+		v1.Manifest
+		ArtifactType string `json:"artifactType"`
+	}{m, artifactType})
+	if err != nil {
+		return nil, fmt.Errorf("encoding artifact manifest: %w", err)
+	}
+	h, n, _ := v1.SHA256(bytes.NewReader(raw))
+	return &Artifact{
+		Raw:        raw,
+		Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: n, ArtifactType: artifactType},
+		Blob:       payload, BlobType: layerType,
+	}, nil
+}
+
+// StatementArtifact wraps an in-toto statement as an artifact referring to
+// subject: artifactType and layer application/vnd.in-toto+json, the layer
+// annotated with its predicate type.
+func StatementArtifact(subject v1.Descriptor, predicateType string, statement []byte) (*Artifact, error) {
+	return NewArtifact(subject, StatementMediaType, StatementMediaType, statement, map[string]string{AnnotationPredicateType: predicateType})
+}
+
+// Attach puts a (its blobs, then its manifest) into repo and records it
+// as a referrer of its subject.
+func (r *Referrers) Attach(ctx context.Context, repo name.Repository, a *Artifact) error {
+	for _, b := range []struct {
+		data []byte
+		mt   types.MediaType
+	}{{EmptyConfig, "application/vnd.oci.empty.v1+json"}, {a.Blob, a.BlobType}} {
+		if err := r.Client.Upload(ctx, repo, static.NewLayer(b.data, b.mt)); err != nil {
+			return fmt.Errorf("attaching %s to %s: uploading a blob: %w", a.Descriptor.Digest, repo, err)
+		}
+	}
+	return r.Add(ctx, repo, a.Raw)
+}
+
+// referrerInfo is what a referrers index needs from a manifest.
+type referrerInfo struct {
+	MediaType    types.MediaType   `json:"mediaType"`
+	ArtifactType string            `json:"artifactType"`
+	Config       v1.Descriptor     `json:"config"`
+	Subject      *v1.Descriptor    `json:"subject"`
+	Annotations  map[string]string `json:"annotations"`
+}
+
+// describe returns the descriptor a referrers index lists for manifest raw
+// (artifactType: the manifest's, else its config's media type, as the
+// distribution spec says) and its subject.
+func describe(raw []byte) (v1.Descriptor, v1.Hash, error) {
+	var m referrerInfo
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return v1.Descriptor{}, v1.Hash{}, fmt.Errorf("decoding manifest: %w", err)
+	}
+	if m.Subject == nil {
+		return v1.Descriptor{}, v1.Hash{}, fmt.Errorf("the manifest has no subject")
+	}
+	h, n, _ := v1.SHA256(bytes.NewReader(raw))
+	at := m.ArtifactType
+	if at == "" {
+		at = string(m.Config.MediaType)
+	}
+	mt := m.MediaType
+	if mt == "" {
+		mt = types.OCIManifestSchema1
+	}
+	return v1.Descriptor{MediaType: mt, Digest: h, Size: n, ArtifactType: at, Annotations: m.Annotations}, m.Subject.Digest, nil
+}
+
+// Add records manifest raw, whose blobs are in repo, as a referrer of its
+// subject: it is PUT under its attachment tag (which stores it by digest
+// too), and, when the registry does not serve the referrers API, added to
+// the subject's fallback index so that no concurrent writer erases it.
+func (r *Referrers) Add(ctx context.Context, repo name.Repository, raw []byte) error {
+	desc, subject, err := describe(raw)
+	if err != nil {
+		return fmt.Errorf("adding a referrer in %s: %w", repo, err)
+	}
+	if err := r.Client.Put(ctx, repo.Tag(AttachmentTag(subject, desc.Digest)), rawManifest{raw, desc.MediaType}); err != nil {
+		return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
+	}
+	api, err := r.serves(ctx, repo, subject)
+	if err != nil {
+		return err
+	}
+	if api {
+		return nil
+	}
+	unlock := r.lock(repo.String() + "@" + subject.String())
+	defer unlock()
+	return r.addToFallback(ctx, repo, subject, desc)
+}
+
+func (r *Referrers) lock(key string) func() {
+	r.mu.Lock()
+	if r.locks == nil {
+		r.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := r.locks[key]
+	if !ok {
+		l = &sync.Mutex{}
+		r.locks[key] = l
+	}
+	r.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// serves reports (and remembers per registry) whether repo's registry
+// serves the referrers API.
+func (r *Referrers) serves(ctx context.Context, repo name.Repository, subject v1.Hash) (bool, error) {
+	host := repo.RegistryStr()
+	r.mu.Lock()
+	v, ok := r.api[host]
+	r.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	_, supported, err := r.Client.Referrers(ctx, repo.Digest(subject.String()))
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	if r.api == nil {
+		r.api = map[string]bool{}
+	}
+	r.api[host] = supported
+	r.mu.Unlock()
+	return supported, nil
+}
+
+// readFallback reads subject's fallback index in repo (empty when absent).
+func (r *Referrers) readFallback(ctx context.Context, repo name.Repository, subject v1.Hash) ([]v1.Descriptor, error) {
+	d, err := r.Client.Get(ctx, repo.Tag(FallbackTag(subject)))
+	if err != nil {
+		if registry.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	im, err := v1.ParseIndexManifest(bytes.NewReader(d.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("fallback index %s:%s: %w", repo, FallbackTag(subject), err)
+	}
+	return im.Manifests, nil
+}
+
+func contains(ds []v1.Descriptor, h v1.Hash) bool {
+	return slices.ContainsFunc(ds, func(d v1.Descriptor) bool { return d.Digest == h })
+}
+
+// fallbackIndex is the referrers index of ds: sorted by digest, as
+// go-containerregistry writes it.
+func fallbackIndex(ds []v1.Descriptor) rawManifest {
+	ds = slices.Clone(ds)
+	sort.Slice(ds, func(i, j int) bool { return ds[i].Digest.String() < ds[j].Digest.String() })
+	raw, _ := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: ds})
+	return rawManifest{raw, types.OCIImageIndex}
+}
+
+// addToFallback adds desc to subject's fallback index: read, add, write,
+// and re-read after a random wait until desc is seen on two reads in a row.
+func (r *Referrers) addToFallback(ctx context.Context, repo name.Repository, subject v1.Hash, desc v1.Descriptor) error {
+	settle, rounds := r.Settle, r.Rounds
+	if settle <= 0 {
+		settle = 100 * time.Millisecond
+	}
+	if rounds <= 0 {
+		rounds = 12
+	}
+	tag := repo.Tag(FallbackTag(subject))
+	seen := 0
+	for round := 0; round < rounds; round++ {
+		cur, err := r.readFallback(ctx, repo, subject)
+		if err != nil {
+			return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
+		}
+		if contains(cur, desc.Digest) {
+			if seen++; seen == 2 {
+				return nil
+			}
+		} else {
+			seen = 0
+			if err := r.Client.Put(ctx, tag, fallbackIndex(append(cur, desc))); err != nil {
+				return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
+			}
+		}
+		wait := settle + rand.N(settle)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return fmt.Errorf("adding referrer %s of %s: the fallback index %s kept losing it after %d reads (it stays reachable under %s)", desc.Digest, subject, tag, rounds, AttachmentTag(subject, desc.Digest))
+}
+
+// List returns the referrers of subject in repo: the referrers API's
+// answer when the registry serves it; else the fallback index and every
+// attachment tag of subject (a manifest read for each one the index lacks).
+// Sorted by digest.
+func (r *Referrers) List(ctx context.Context, repo name.Repository, subject v1.Hash) ([]v1.Descriptor, error) {
+	idx, api, err := r.Client.Referrers(ctx, repo.Digest(subject.String()))
+	if err != nil {
+		return nil, err
+	}
+	if api {
+		return idx.Manifests, nil
+	}
+	out, err := r.readFallback(ctx, repo, subject)
+	if err != nil {
+		return nil, fmt.Errorf("listing referrers of %s: %w", subject, err)
+	}
+	tags, err := r.Client.Tags(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("listing referrers of %s: %w", subject, err)
+	}
+	prefix := FallbackTag(subject) + "."
+	for _, t := range tags {
+		if !strings.HasPrefix(t, prefix) || !strings.HasSuffix(t, ".att") {
+			continue
+		}
+		short := strings.TrimSuffix(strings.TrimPrefix(t, prefix), ".att")
+		if slices.ContainsFunc(out, func(d v1.Descriptor) bool { return strings.HasPrefix(d.Digest.Hex, short) }) {
+			continue
+		}
+		d, err := r.Client.Get(ctx, repo.Tag(t))
+		if err != nil {
+			return nil, fmt.Errorf("listing referrers of %s: %w", subject, err)
+		}
+		desc, sub, err := describe(d.Manifest)
+		if err != nil || sub != subject {
+			continue // not a referrer of subject after all
+		}
+		out = append(out, desc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Digest.String() < out[j].Digest.String() })
+	return out, nil
+}
+
+// Statements returns the in-toto statements of predicateType attached to
+// subject in repo: every layer annotated with that predicate type in every
+// referrer (swebuild's artifacts and BuildKit's attestation manifests
+// alike).
+func (r *Referrers) Statements(ctx context.Context, repo name.Repository, subject v1.Hash, predicateType string) ([][]byte, error) {
+	refs, err := r.List(ctx, repo, subject)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, d := range refs {
+		b, err := ManifestStatements(ctx, r.Client, repo, d.Digest, predicateType)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// ManifestStatements reads the layers of the manifest at repo@dg annotated
+// with predicateType.
+func ManifestStatements(ctx context.Context, c *registry.Client, repo name.Repository, dg v1.Hash, predicateType string) ([][]byte, error) {
+	d, err := c.Get(ctx, repo.Digest(dg.String()))
+	if err != nil {
+		return nil, err
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(d.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", dg, err)
+	}
+	var out [][]byte
+	for _, l := range m.Layers {
+		if l.Annotations[AnnotationPredicateType] != predicateType {
+			continue
+		}
+		b, err := readBlob(ctx, c, repo, l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+const maxStatement = 16 << 20
+
+func readBlob(ctx context.Context, c *registry.Client, repo name.Repository, l v1.Descriptor) ([]byte, error) {
+	if l.Size > maxStatement {
+		return nil, fmt.Errorf("statement %s: %d bytes, more than %d", l.Digest, l.Size, maxStatement)
+	}
+	layer, err := c.Layer(ctx, repo.Digest(l.Digest.String()))
+	if err != nil {
+		return nil, err
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("reading statement %s: %w", l.Digest, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxStatement+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading statement %s: %w", l.Digest, err)
+	}
+	sum := sha256.Sum256(b)
+	if "sha256:"+hex.EncodeToString(sum[:]) != l.Digest.String() {
+		return nil, fmt.Errorf("statement %s: content digest mismatch", l.Digest)
+	}
+	return b, nil
+}

@@ -1,0 +1,237 @@
+package attest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	trpb "github.com/in-toto/attestation/go/predicates/test_result/v0"
+	intoto "github.com/in-toto/attestation/go/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Predicate and media types.
+const (
+	// TestResultPredicate is the in-toto test-result predicate type.
+	TestResultPredicate = "https://in-toto.io/attestation/test-result/v0.1"
+	// StatementMediaType is the media type of an in-toto statement layer
+	// (as BuildKit writes its provenance layers).
+	StatementMediaType = "application/vnd.in-toto+json"
+	// AnnotationPredicateType names a layer's predicate type (BuildKit's
+	// and cosign's key).
+	AnnotationPredicateType = "in-toto.io/predicate-type"
+	// VerificationConfig is the name of the configuration entry that holds
+	// what the test-result predicate has no field for.
+	VerificationConfig = "swebuild-verification"
+)
+
+// Verification is what verify found on one per-arch image, as the
+// statement records it.
+type Verification struct {
+	// ImageName is the published per-arch repository (REPO/sweb.eval.<arch>.<id>);
+	// ImageDigest the image manifest digest the runs used (sha256:...).
+	ImageName, ImageDigest string
+	InstanceID             string
+	Platform               string
+	// Report is the gold run's report.json, upstream's format.
+	Report []byte
+	// GoldResolved: every gold run resolved. ControlUnresolved: the
+	// control run (no patch) came out unresolved; nil when none ran.
+	GoldResolved      bool
+	ControlUnresolved *bool
+	// Failure is verify's failure class of the gold result ("" when it
+	// passed); FlakyTests the tests whose result differed between repeats.
+	Failure    string
+	FlakyTests []string
+	// Grading is the grading rules (v5, v4.1, or auto: v5 for records
+	// with log_parser), GradingVersion upstream's version of them.
+	Grading, GradingVersion string
+	// EvalScript is the eval.sh the runs were given (nil: unknown, e.g. a
+	// result from the verification cache; the statement names none).
+	EvalScript []byte
+	// Repeat is how many gold runs there were.
+	Repeat int
+	// Container holds the container settings (network, timeout, output
+	// limit, platform), as strings.
+	Container map[string]string
+	// Verifier names the tool and its version.
+	Verifier string
+}
+
+// report is the part of upstream's report.json a statement reads.
+type report map[string]struct {
+	Resolved    bool `json:"resolved"`
+	TestsStatus map[string]struct {
+		Success []string `json:"success"`
+		Failure []string `json:"failure"`
+	} `json:"tests_status"`
+}
+
+// ReportTests returns the labelled tests of a report.json (one instance)
+// that passed and that failed: FAIL_TO_PASS and PASS_TO_PASS, success and
+// failure, in that order.
+func ReportTests(raw []byte, instanceID string) (passed, failed []string, err error) {
+	var r report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, nil, fmt.Errorf("report.json: %w", err)
+	}
+	e, ok := r[instanceID]
+	if !ok {
+		return nil, nil, fmt.Errorf("report.json has no entry for %s", instanceID)
+	}
+	passed, failed = []string{}, []string{}
+	for _, k := range []string{"FAIL_TO_PASS", "PASS_TO_PASS"} {
+		passed = append(passed, e.TestsStatus[k].Success...)
+		failed = append(failed, e.TestsStatus[k].Failure...)
+	}
+	return passed, failed, nil
+}
+
+// VerificationStatement returns the in-toto statement (JSON, keys sorted,
+// no insignificant space: the same input gives the same bytes) of v.
+func VerificationStatement(v Verification) ([]byte, error) {
+	h, ok := strings.CutPrefix(v.ImageDigest, "sha256:")
+	if !ok || len(h) != 64 {
+		return nil, fmt.Errorf("verification statement: image digest %q is not sha256:<64 hex>", v.ImageDigest)
+	}
+	if v.InstanceID == "" || v.ImageName == "" {
+		return nil, errors.New("verification statement: instance id and image name are required")
+	}
+	passed, failed, err := ReportTests(v.Report, v.InstanceID)
+	if err != nil {
+		return nil, fmt.Errorf("verification statement for %s %s: %w", v.InstanceID, v.Platform, err)
+	}
+	result := "PASSED"
+	warned := append([]string{}, v.FlakyTests...)
+	sort.Strings(warned)
+	switch {
+	case !v.GoldResolved || v.Failure != "" || len(failed) > 0 || (v.ControlUnresolved != nil && !*v.ControlUnresolved):
+		result = "FAILED"
+	case len(warned) > 0:
+		result = "WARNED"
+	}
+	sum := sha256.Sum256(v.EvalScript)
+	ext := map[string]any{
+		"instanceId":     v.InstanceID,
+		"platform":       v.Platform,
+		"goldResolved":   v.GoldResolved,
+		"grading":        v.Grading,
+		"gradingVersion": v.GradingVersion,
+		"repeat":         v.Repeat,
+		"verifier":       v.Verifier,
+	}
+	if v.ControlUnresolved != nil {
+		ext["controlUnresolved"] = *v.ControlUnresolved
+	}
+	if v.Failure != "" {
+		ext["failure"] = v.Failure
+	}
+	if len(v.Container) > 0 {
+		c := map[string]any{}
+		for k, val := range v.Container {
+			c[k] = val
+		}
+		ext["container"] = c
+	}
+	extStruct, err := structpb.NewStruct(ext)
+	if err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	var config []*intoto.ResourceDescriptor
+	if v.EvalScript != nil {
+		config = append(config, &intoto.ResourceDescriptor{Name: "eval.sh", Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}, MediaType: "text/x-shellscript"})
+	}
+	pred := &trpb.TestResult{
+		Result:        result,
+		Configuration: append(config, &intoto.ResourceDescriptor{Name: VerificationConfig, Annotations: extStruct}),
+		PassedTests:   passed,
+		WarnedTests:   warned,
+		FailedTests:   failed,
+	}
+	pj, err := protojson.Marshal(pred)
+	if err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	predStruct := &structpb.Struct{}
+	if err := protojson.Unmarshal(pj, predStruct); err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	st := &intoto.Statement{
+		Type:          intoto.StatementTypeUri,
+		Subject:       []*intoto.ResourceDescriptor{{Name: v.ImageName, Digest: map[string]string{"sha256": h}}},
+		PredicateType: TestResultPredicate,
+		Predicate:     predStruct,
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	return canonical(st)
+}
+
+// canonical is protojson's encoding of st made stable: protojson varies its
+// whitespace on purpose, so the JSON is decoded and encoded again (keys
+// sorted, no space).
+func canonical(st *intoto.Statement) ([]byte, error) {
+	raw, err := protojson.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding statement: %w", err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("encoding statement: %w", err)
+	}
+	return json.Marshal(v)
+}
+
+// TestResult is a decoded verification statement: the subject digest, the
+// predicate's own fields and the configuration entry swebuild adds.
+type TestResult struct {
+	SubjectName, SubjectDigest string
+	Result                     string
+	PassedTests, FailedTests   []string
+	WarnedTests                []string
+	EvalScriptDigest           string
+	Extra                      map[string]any
+}
+
+// ParseVerificationStatement decodes a statement VerificationStatement
+// wrote, with the in-toto types (unknown fields are errors).
+func ParseVerificationStatement(raw []byte) (*TestResult, error) {
+	st := &intoto.Statement{}
+	if err := protojson.Unmarshal(raw, st); err != nil {
+		return nil, fmt.Errorf("decoding statement: %w", err)
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("decoding statement: %w", err)
+	}
+	if st.GetPredicateType() != TestResultPredicate {
+		return nil, fmt.Errorf("decoding statement: predicate type %q, want %s", st.GetPredicateType(), TestResultPredicate)
+	}
+	pj, err := protojson.Marshal(st.GetPredicate())
+	if err != nil {
+		return nil, fmt.Errorf("decoding predicate: %w", err)
+	}
+	pred := &trpb.TestResult{}
+	if err := protojson.Unmarshal(pj, pred); err != nil {
+		return nil, fmt.Errorf("decoding test-result predicate: %w", err)
+	}
+	sub := st.GetSubject()[0]
+	tr := &TestResult{
+		SubjectName: sub.GetName(), SubjectDigest: "sha256:" + sub.GetDigest()["sha256"],
+		Result: pred.GetResult(), PassedTests: pred.GetPassedTests(), FailedTests: pred.GetFailedTests(), WarnedTests: pred.GetWarnedTests(),
+	}
+	for _, c := range pred.GetConfiguration() {
+		switch c.GetName() {
+		case "eval.sh":
+			tr.EvalScriptDigest = "sha256:" + c.GetDigest()["sha256"]
+		case VerificationConfig:
+			tr.Extra = c.GetAnnotations().AsMap()
+		}
+	}
+	return tr, nil
+}

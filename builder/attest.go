@@ -1,0 +1,148 @@
+package builder
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
+	bkclient "github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/swebuild/swebuild/core"
+)
+
+// Provenance
+//
+// A pushed image carries BuildKit's SLSA provenance attestation, asked for
+// as buildx asks for it: the solve's frontend attribute
+// attest:provenance=mode=max (the LLB of every step, so the Dockerfile
+// bytes and the build arguments, and the materials: images pulled, local
+// contexts). BuildKit's image exporter then pushes an index holding the
+// platform's image manifest and an attestation manifest (platform
+// unknown/unknown, annotations vnd.docker.reference.type=
+// attestation-manifest and vnd.docker.reference.digest=<image digest>;
+// with oci-artifact=true it is also an OCI 1.1 artifact whose subject is
+// the image). The rest of swebuild keeps speaking per-arch image
+// manifests: resolveAttested reads that index back once and reports the
+// image manifest's digest as the node's digest and the attestation
+// manifest's digest beside it (core.Image.Attestation); publish copies the
+// attestation next to the image and lays it out in the instance's index
+// the way buildx does.
+
+// Attestation annotation keys of BuildKit's (and buildx's) index layout.
+const (
+	AnnotationReferenceType   = "vnd.docker.reference.type"
+	AnnotationReferenceDigest = "vnd.docker.reference.digest"
+	ReferenceTypeAttestation  = "attestation-manifest"
+)
+
+// provenanceAttrs adds the provenance request and the attestation layout to
+// a solve that pushes: nothing is attested when nothing is pushed (the
+// image stays in BuildKit's cache and has no manifest anyone reads).
+func (s *bkSolver) provenanceAttrs(so *bkclient.SolveOpt) {
+	if s.push == "" || s.noProvenance {
+		return
+	}
+	if so.FrontendAttrs == nil {
+		so.FrontendAttrs = map[string]string{}
+	}
+	so.FrontendAttrs["attest:provenance"] = "mode=max"
+	for i := range so.Exports {
+		if so.Exports[i].Type == bkclient.ExporterImage {
+			so.Exports[i].Attrs[string(exptypes.OptKeyOCIArtifact)] = "true"
+		}
+	}
+}
+
+// resolveAttested fills out.Digest (and out.Attestation) from a solve's
+// exporter response: the image manifest's digest when BuildKit exported
+// an image, or, when it exported an index with attestations, the digest
+// of the image manifest for p in it and of its attestation manifest.
+func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResponse, p core.Platform, out *Outcome) error {
+	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
+	if out.Digest == "" {
+		return fmt.Errorf("BuildKit reported no image digest")
+	}
+	enc := resp.ExporterResponse[exptypes.ExporterImageDescriptorKey]
+	if enc == "" || s.push == "" {
+		return nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return fmt.Errorf("decoding the exported descriptor: %w", err)
+	}
+	var desc ocispecs.Descriptor
+	if err := json.Unmarshal(raw, &desc); err != nil {
+		return fmt.Errorf("decoding the exported descriptor: %w", err)
+	}
+	if desc.MediaType != ocispecs.MediaTypeImageIndex && desc.MediaType != "application/vnd.docker.distribution.manifest.list.v2+json" {
+		return nil
+	}
+	var opts []name.Option
+	if s.insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.NewDigest(s.push+"@"+out.Digest, opts...)
+	if err != nil {
+		return fmt.Errorf("reference of the exported index: %w", err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	kc := s.keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	idx, err := ggcrremote.Index(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc))
+	if err != nil {
+		return fmt.Errorf("reading the exported index %s: %w", ref, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return fmt.Errorf("reading the exported index %s: %w", ref, err)
+	}
+	img, att, err := attestedImage(im, p)
+	if err != nil {
+		return fmt.Errorf("exported index %s: %w", ref, err)
+	}
+	out.Digest = img.String()
+	if att != nil {
+		out.Attestation, out.AttestationSize = att.Digest.String(), att.Size
+	}
+	return nil
+}
+
+// attestedImage picks, in an index BuildKit exported for one platform, the
+// image manifest for p and the attestation manifest that refers to it (nil
+// when there is none).
+func attestedImage(im *v1.IndexManifest, p core.Platform) (v1.Hash, *v1.Descriptor, error) {
+	op := p.OCI()
+	var img *v1.Hash
+	for _, d := range im.Manifests {
+		if d.Annotations[AnnotationReferenceType] != "" || d.Platform == nil {
+			continue
+		}
+		if d.Platform.OS == op.OS && d.Platform.Architecture == op.Architecture {
+			if img != nil {
+				return v1.Hash{}, nil, fmt.Errorf("two image manifests for %s", p)
+			}
+			h := d.Digest
+			img = &h
+		}
+	}
+	if img == nil {
+		return v1.Hash{}, nil, fmt.Errorf("no image manifest for %s", p)
+	}
+	for _, d := range im.Manifests {
+		if d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation && d.Annotations[AnnotationReferenceDigest] == img.String() {
+			return *img, &d, nil
+		}
+	}
+	return *img, nil, nil
+}

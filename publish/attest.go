@@ -1,0 +1,237 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/verify"
+)
+
+// How attestations travel
+//
+// The builder pushes each image by digest with BuildKit's attestation
+// manifest beside it (core.Image.Attestation: an OCI 1.1 artifact whose
+// subject is the image, holding the SLSA provenance statement). Publish
+// copies images by digest and writes its own index, so the attestation
+// manifest is copied the same way: into the per-arch repository before the
+// image's tags (a resumed run that finds the content tag finds the
+// attestation too), registered there as a referrer of the image (attest:
+// referrers API or the sha256-<hex> fallback tag), then into the index
+// repository with the image, and listed in the index after the images as
+// buildx lays it out (platform unknown/unknown, vnd.docker.reference.type
+// attestation-manifest, vnd.docker.reference.digest the image).
+//
+// The verification statement (Options.Verification) is made here from the
+// verify summary and attached to the per-arch image as a referrer.
+
+// childAttestation is the build's attestation of im as an index lists it.
+func childAttestation(im core.Image) *manifests.Attestation {
+	if im.Attestation == "" {
+		return nil
+	}
+	return &manifests.Attestation{Digest: im.Attestation.String(), Size: im.AttestationSize}
+}
+
+func (p *publisher) referrers() *attest.Referrers {
+	p.refOnce.Do(func() { p.refs = &attest.Referrers{Client: p.c} })
+	return p.refs
+}
+
+// carryAttestation copies im's attestation manifest (and its blobs) from
+// the image's source repository into repo and registers it as a referrer
+// of the image there.
+func (p *publisher) carryAttestation(ctx context.Context, repo name.Repository, im core.Image, mountFrom *name.Repository) error {
+	if im.Attestation == "" {
+		return nil
+	}
+	if mountFrom == nil {
+		return fmt.Errorf("attestation %s: the record has no registry ref to copy it from", short(im.Attestation))
+	}
+	return p.copyAttestation(ctx, repo, *mountFrom, im.Attestation.String())
+}
+
+// refRepo is the repository of im's registry ref (nil when it has none).
+func (p *publisher) refRepo(im core.Image) *name.Repository {
+	if im.Ref == "" {
+		return nil
+	}
+	ref, err := p.c.ParseReference(im.Ref)
+	if err != nil {
+		return nil
+	}
+	repo := ref.Context()
+	return &repo
+}
+
+// copyAttestation puts the attestation manifest dg from src into repo
+// (blobs mounted or copied as an image's are) and adds it to the referrers
+// of its subject in repo; nothing when repo has it already.
+func (p *publisher) copyAttestation(ctx context.Context, repo, src name.Repository, dg string) error {
+	d, err := p.c.Head(ctx, repo.Digest(dg))
+	if err != nil {
+		return fmt.Errorf("attestation %s: %w", dg, err)
+	}
+	if d != nil {
+		return nil
+	}
+	img, err := p.c.Image(ctx, src.Digest(dg))
+	if err != nil {
+		return fmt.Errorf("attestation: %w", err)
+	}
+	if err := p.copyBlobs(ctx, repo, img, &src); err != nil {
+		return fmt.Errorf("attestation %s: %w", dg, err)
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return fmt.Errorf("attestation %s: %w", dg, err)
+	}
+	if err := p.referrers().Add(ctx, repo, raw); err != nil {
+		return fmt.Errorf("attestation %s: %w", dg, err)
+	}
+	return nil
+}
+
+// indexAttestation copies a child's attestation from its per-arch
+// repository into the index repository.
+func (p *publisher) indexAttestation(ctx context.Context, repo, archRepo name.Repository, ch manifests.Child) error {
+	if ch.Attestation == nil {
+		return nil
+	}
+	return p.copyAttestation(ctx, repo, archRepo, ch.Attestation.Digest)
+}
+
+// VerificationSource is what verification statements are made from.
+type VerificationSource struct {
+	// Summary is the verify run's summary (verify --summary, or the gold
+	// check of build --verify).
+	Summary *verify.Summary
+	// Verifier names the tool and version written in the statement.
+	Verifier string
+	// GradingVersion is upstream's version of the grading rules used.
+	GradingVersion string
+}
+
+// verification returns the statement for the per-arch image im of id, or
+// nil when the summary has no gold result on exactly that image.
+func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
+	src := p.opts.Verification
+	if src == nil || src.Summary == nil {
+		return nil, nil
+	}
+	var gold, control *verify.Result
+	for i := range src.Summary.Results {
+		r := &src.Summary.Results[i]
+		if r.InstanceID != id || r.Platform != im.Platform {
+			continue
+		}
+		switch r.Mode {
+		case verify.ModeGold:
+			gold = r
+		case verify.ModeControl:
+			control = r
+		}
+	}
+	if gold == nil {
+		return nil, nil
+	}
+	if _, dg, ok := strings.Cut(gold.Image, "@"); !ok || dg != im.Digest.String() {
+		return nil, fmt.Errorf("verification of %s %s ran on %q, not on the image published (%s)", id, im.Platform, gold.Image, im.Digest)
+	}
+	report, err := os.ReadFile(filepath.Join(gold.Dir, "report.json"))
+	if err != nil {
+		return nil, fmt.Errorf("verification of %s %s: %w", id, im.Platform, err)
+	}
+	// A result from the verification cache has no eval.sh of its own: the
+	// statement then names none.
+	eval, err := os.ReadFile(filepath.Join(gold.Dir, "eval.sh"))
+	if err != nil && !gold.Cached {
+		return nil, fmt.Errorf("verification of %s %s: %w", id, im.Platform, err)
+	}
+	v := attest.Verification{
+		ImageName: p.namer.ArchRepo(im.Platform.Arch(), id), ImageDigest: im.Digest.String(),
+		InstanceID: id, Platform: im.Platform.String(), Report: report,
+		GoldResolved: gold.Resolved, Failure: gold.Failure, FlakyTests: gold.FlakyTests,
+		GradingVersion: src.GradingVersion, EvalScript: eval, Repeat: max(len(gold.Runs), 1), Verifier: src.Verifier,
+	}
+	if control != nil {
+		u := !control.Resolved
+		v.ControlUnresolved = &u
+	}
+	if s := src.Summary.Settings; s != nil {
+		v.Grading, v.Repeat = s.Grading, s.Repeat
+		if v.GradingVersion == "" {
+			v.GradingVersion = GradingVersion(s.Grading)
+		}
+		v.Container = map[string]string{
+			"network": s.Network, "timeout": fmt.Sprintf("%ds", s.TimeoutSeconds),
+			"max_output": fmt.Sprint(s.MaxOutput), "platform": im.Platform.String(),
+		}
+	}
+	if gold.Rules != "" {
+		// The rules the gold run was graded by (verify picks them per
+		// record), rather than what the run asked for.
+		v.Grading, v.GradingVersion = string(gold.Rules), GradingVersion(string(gold.Rules))
+	}
+	return attest.VerificationStatement(v)
+}
+
+// attachVerification attaches the verification statement of the per-arch
+// image im to it, once: a re-run finds the statement's attachment tag with
+// one HEAD and writes nothing.
+func (p *publisher) attachVerification(ctx context.Context, id string, im core.Image, child manifests.Child) error {
+	stmt, err := p.verification(id, im)
+	if err != nil || stmt == nil {
+		return err
+	}
+	repo, err := p.c.ParseRepository(p.namer.ArchRepo(im.Platform.Arch(), id))
+	if err != nil {
+		return err
+	}
+	h, err := v1.NewHash(im.Digest.String())
+	if err != nil {
+		return err
+	}
+	subject := v1.Descriptor{MediaType: child.MediaType, Digest: h, Size: child.Size}
+	if subject.MediaType == "" {
+		subject.MediaType = types.OCIManifestSchema1
+	}
+	a, err := attest.StatementArtifact(subject, attest.TestResultPredicate, stmt)
+	if err != nil {
+		return err
+	}
+	if d, err := p.c.Head(ctx, repo.Tag(attest.AttachmentTag(h, a.Descriptor.Digest))); err != nil {
+		return err
+	} else if d != nil {
+		return nil
+	}
+	if err := p.referrers().Attach(ctx, repo, a); err != nil {
+		return fmt.Errorf("attaching the verification: %w", err)
+	}
+	p.progress("attached verification %s %s %s", id, im.Platform, short(digest.Digest(a.Descriptor.Digest.String())))
+	return nil
+}
+
+// GradingVersion names upstream's release of the grading rules a verify
+// summary's settings name.
+func GradingVersion(rules string) string {
+	switch rules {
+	case "v5":
+		return "SWE-bench 5.0.2"
+	case "v4.1":
+		return "SWE-bench 4.1.0"
+	case "auto":
+		return "SWE-bench 5.0.2 for records with log_parser, else 4.1.0"
+	}
+	return ""
+}
