@@ -45,8 +45,8 @@ type Outcome struct {
 	// Steps are the Dockerfile steps that completed (the chain's, counted
 	// once), CachedSteps those of them that were cache hits.
 	Steps, CachedSteps int
-	Digest  string // image manifest digest, when exported
-	Ref     string // pushed reference (name@digest), when pushed
+	Digest             string // image manifest digest, when exported
+	Ref                string // pushed reference (name@digest), when pushed
 	// OCILayout is the OCI layout directory the image was exported into.
 	OCILayout string
 	// Verified is true when Options.Verify passed the image; nil when it
