@@ -22,9 +22,8 @@ import (
 const venvStep = `echo "source /opt/testbed/bin/activate" > /root/.bashrc`
 
 // flatNodes renders the fixture's tasks as flat (v5) Dockerfiles for
-// linux/amd64, bound to the fixture's rootfs tarballs; lang maps a node ID
-// to "py" or "js".
-func flatNodes(ctx context.Context, t *testing.T) (nodes []*builder.Node, lang map[string]string) {
+// linux/amd64, bound to the fixture's rootfs tarballs.
+func flatNodes(ctx context.Context, t *testing.T) []*builder.Node {
 	t.Helper()
 	stacktest.Require(t)
 	rootfs := stacktest.Rootfs(t)
@@ -44,7 +43,7 @@ func flatNodes(ctx context.Context, t *testing.T) (nodes []*builder.Node, lang m
 	if err != nil {
 		t.Fatal(err)
 	}
-	lang = map[string]string{}
+	var nodes []*builder.Node
 	for i := range loaded.Instances {
 		inst := &loaded.Instances[i]
 		res, err := loaded.Renderer.Render(ctx, inst, core.AMD64)
@@ -66,13 +65,9 @@ func flatNodes(ctx context.Context, t *testing.T) (nodes []*builder.Node, lang m
 				}
 			}
 		}
-		lang[n.ID()] = "py"
-		if strings.Contains(flat, "rootfs-js-") {
-			lang[n.ID()] = "js"
-		}
 		nodes = append(nodes, n)
 	}
-	return nodes, lang
+	return nodes
 }
 
 func regCache(t *testing.T, ref string) bkclient.CacheOptionsEntry {
@@ -103,7 +98,7 @@ func steps(rep *builder.Report) (ran, cached int) {
 func TestPoolFlatRegistryCache(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	nodes, _ := flatNodes(ctx, t)
+	nodes := flatNodes(ctx, t)
 	reg := regtest.Start(t, regtest.Options{})
 	cache := regCache(t, reg.Host+"/cache/flat")
 	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, Registries: []string{reg.Host}, MaxParallelism: 2}
