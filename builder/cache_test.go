@@ -1,6 +1,8 @@
 package builder
 
 import (
+	"context"
+	"sync"
 	"testing"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -74,4 +76,53 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// groupSolver records each job's prefix group and whether it leads it.
+type groupSolver struct {
+	mu   sync.Mutex
+	jobs map[string]Job
+}
+
+func (g *groupSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.jobs[job.Node.Key] = job
+	return Outcome{}, nil
+}
+
+// TestSchedulerCacheLead: flat tasks sharing a RUN prefix get one group and
+// exactly one lead; a task sharing nothing gets no group.
+func TestSchedulerCacheLead(t *testing.T) {
+	mk := func(key, df string) *Node {
+		return &Node{Key: key, Kind: KindInstance, InstanceID: key, Platform: "linux/amd64", Dockerfile: []byte(df)}
+	}
+	nodes := []*Node{
+		mk("a", "FROM scratch\nRUN install\nRUN task-a\n"),
+		mk("b", "FROM scratch\nRUN install\nRUN task-b\n"),
+		mk("c", "FROM scratch\nRUN install\nRUN task-c\n"),
+		mk("d", "FROM scratch\nRUN other\n"),
+	}
+	g := &groupSolver{jobs: map[string]Job{}}
+	for _, r := range (&scheduler{nodes: nodes, solver: g, workers: 2}).run(context.Background()) {
+		if r.Status != StatusDone {
+			t.Fatalf("%s: %s %v", r.Node.ID(), r.Status, r.Err)
+		}
+	}
+	group, leads := g.jobs["a"].cacheGroup, 0
+	for _, k := range []string{"a", "b", "c"} {
+		j := g.jobs[k]
+		if j.cacheGroup == "" || j.cacheGroup != group {
+			t.Errorf("%s: group %q, want the shared group %q", k, j.cacheGroup, group)
+		}
+		if j.cacheLead {
+			leads++
+		}
+	}
+	if leads != 1 {
+		t.Errorf("%d leads in the group, want 1", leads)
+	}
+	if j := g.jobs["d"]; j.cacheGroup != "" || j.cacheLead {
+		t.Errorf("d shares nothing but has group %q lead %v", j.cacheGroup, j.cacheLead)
+	}
 }
