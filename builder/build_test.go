@@ -359,20 +359,20 @@ func TestInputKeysFollowParents(t *testing.T) {
 }
 
 func TestCachePerNode(t *testing.T) {
-	base := &Node{Key: "base", Platform: "linux/amd64"}
-	inst := &Node{Key: "inst", Platform: "linux/amd64"}
+	base := &Node{Key: "base", Kind: KindBase, Platform: "linux/amd64"}
+	inst := &Node{Key: "env", Kind: KindEnv, Platform: "linux/amd64"}
 	reg := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "127.0.0.1:5000/cache:main", "mode": "max"}}
 	bare := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "127.0.0.1:5000/cache"}}
 	local := bkclient.CacheOptionsEntry{Type: "local", Attrs: map[string]string{"dest": "/c"}}
 
-	ex := cacheExports([]bkclient.CacheOptionsEntry{reg, local}, inst)
+	ex := cacheExports([]bkclient.CacheOptionsEntry{reg, local}, inst, Job{Node: inst})
 	if got, want := ex[0].Attrs["ref"], "127.0.0.1:5000/cache:main-"+cacheTag(inst); got != want || ex[0].Attrs["mode"] != "max" {
 		t.Errorf("export ref %q, want %q (mode kept)", got, want)
 	}
 	if ex[1].Attrs["dest"] != "/c" || reg.Attrs["ref"] != "127.0.0.1:5000/cache:main" {
 		t.Error("local entry changed or input modified")
 	}
-	im := cacheImports([]bkclient.CacheOptionsEntry{bare}, []*Node{base, inst})
+	im := cacheImports([]bkclient.CacheOptionsEntry{bare}, []*Node{base, inst}, "")
 	if len(im) != 2 || im[0].Attrs["ref"] != "127.0.0.1:5000/cache:"+cacheTag(base) || im[1].Attrs["ref"] != "127.0.0.1:5000/cache:"+cacheTag(inst) {
 		t.Errorf("imports %+v", im)
 	}

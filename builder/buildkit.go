@@ -207,6 +207,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		err = fmt.Errorf("writing log: %w", werr)
 	}
 	out.Cached = tr.cached()
+	out.Steps, out.CachedSteps = tr.steps()
 	if err != nil {
 		raw := err
 		err = explain(err, tr)
@@ -276,8 +277,8 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 	so := bkclient.SolveOpt{
 		LocalMounts:  mounts,
 		SharedKey:    sharedKey,
-		CacheImports: cacheImports(cb.s.cacheFrom, cb.chain),
-		CacheExports: cacheExports(cb.s.cacheTo, n),
+		CacheImports: cacheImports(cb.s.cacheFrom, cb.chain, cb.job.cacheGroup),
+		CacheExports: cacheExports(cb.s.cacheTo, n, cb.job),
 		// The platform of the whole build request, which BuildKit's
 		// exporter checks the result against (exporter/verifier): without
 		// it the request defaults to the daemon's platform, and every
@@ -572,41 +573,5 @@ func cacheTag(n *Node) string {
 // perNode returns e with a registry ref suffixed by n's cache tag
 // (REPO:TAG -> REPO:TAG-<tag>, REPO -> REPO:<tag>); other types unchanged.
 func perNode(e bkclient.CacheOptionsEntry, n *Node) bkclient.CacheOptionsEntry {
-	ref := e.Attrs["ref"]
-	if e.Type != "registry" || ref == "" {
-		return e
-	}
-	attrs := make(map[string]string, len(e.Attrs))
-	for k, v := range e.Attrs {
-		attrs[k] = v
-	}
-	// A tag follows the last ':' after the last '/'.
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		attrs["ref"] = ref + "-" + cacheTag(n)
-	} else {
-		attrs["ref"] = ref + ":" + cacheTag(n)
-	}
-	return bkclient.CacheOptionsEntry{Type: e.Type, Attrs: attrs}
-}
-
-func cacheExports(entries []bkclient.CacheOptionsEntry, n *Node) []bkclient.CacheOptionsEntry {
-	var out []bkclient.CacheOptionsEntry
-	for _, e := range entries {
-		out = append(out, perNode(e, n))
-	}
-	return out
-}
-
-func cacheImports(entries []bkclient.CacheOptionsEntry, chain []*Node) []bkclient.CacheOptionsEntry {
-	var out []bkclient.CacheOptionsEntry
-	for _, e := range entries {
-		if e.Type != "registry" {
-			out = append(out, e)
-			continue
-		}
-		for _, c := range chain {
-			out = append(out, perNode(e, c))
-		}
-	}
-	return out
+	return withTag(e, cacheTag(n))
 }

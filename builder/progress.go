@@ -157,6 +157,23 @@ func (t *tracker) update(ss *bkclient.SolveStatus) {
 	}
 }
 
+// steps counts the Dockerfile steps that completed, and of them the cache
+// hits.
+func (t *tracker) steps() (done, cached int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, v := range t.vertices {
+		if v.Completed == nil || !stepName.MatchString(v.Name) {
+			continue
+		}
+		done++
+		if v.Cached {
+			cached++
+		}
+	}
+	return done, cached
+}
+
 // cached reports whether at least one Dockerfile step completed and all that
 // completed were cache hits.
 func (t *tracker) cached() bool {

@@ -30,6 +30,11 @@ type Job struct {
 	daemon *daemon
 	// lost are the earlier attempts of the node whose daemon was lost.
 	lost []string
+	// cacheGroup is the flat prefix group of a root instance ("" for
+	// others); cacheLead: this node exports the group's registry cache
+	// (cache.go).
+	cacheGroup string
+	cacheLead  bool
 }
 
 // Outcome is what a Solver reports for a node it built.
@@ -37,8 +42,11 @@ type Outcome struct {
 	Builder string // builder address
 	Native  bool   // the builder runs the node's platform natively
 	Cached  bool   // every build step was a cache hit
-	Digest  string // image manifest digest, when exported
-	Ref     string // pushed reference (name@digest), when pushed
+	// Steps are the Dockerfile steps that completed (the chain's, counted
+	// once), CachedSteps those of them that were cache hits.
+	Steps, CachedSteps int
+	Digest             string // image manifest digest, when exported
+	Ref                string // pushed reference (name@digest), when pushed
 	// OCILayout is the OCI layout directory the image was exported into.
 	OCILayout string
 	// Attestation is the digest of the image's attestation manifest
@@ -104,9 +112,9 @@ func (s *scheduler) run(ctx context.Context) []Result {
 	}
 	doneCh := make(chan done)
 	workers := max(s.workers, 1)
-	var keys, parentKeys []string
+	keys, parentKeys := affinityKeys(s.nodes, g.index, s.given)
+	lead := map[string]int{} // prefix group -> the node that exports its cache
 	if s.pool != nil {
-		keys, parentKeys = affinityKeys(s.nodes, g.index, s.given)
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		s.pool.watch(wctx)
@@ -129,6 +137,12 @@ func (s *scheduler) run(ctx context.Context) []Result {
 				break
 			}
 			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, g.index, i), lost: lost[i]}
+			if k := keys[i]; strings.HasPrefix(k, "prefix:") && s.nodes[i].Kind == KindInstance {
+				if _, ok := lead[k]; !ok {
+					lead[k] = i
+				}
+				job.cacheGroup, job.cacheLead = k, lead[k] == i
+			}
 			jctx, cancel := ctx, context.CancelCauseFunc(func(error) {})
 			if s.pool != nil {
 				d, err := s.pool.place(job.Node, keys[i], parentKeys[i])
