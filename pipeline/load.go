@@ -268,3 +268,32 @@ func (f fetcher) Fetch(ctx context.Context, url string) (string, bool, error) {
 	}
 	return fetch.DecodeText(b), true, nil
 }
+
+// Select keeps the loaded instances with those ids, in loaded order (all
+// when ids is empty; an id not loaded is an error: dataset.Select), and a
+// task repo's tasks with them, so that Targets and TaskPlan see the same
+// selection as Instances.
+func (l *Loaded) Select(ids []string) error {
+	insts, err := dataset.Select(l.Instances, ids)
+	if err != nil {
+		return err
+	}
+	l.Instances = insts
+	if l.Tasks == nil {
+		return nil
+	}
+	byID := make(map[string]taskrepo.Task, len(l.Tasks))
+	for _, t := range l.Tasks {
+		byID[t.Instance.InstanceID] = t
+	}
+	tasks := make([]taskrepo.Task, 0, len(insts))
+	for _, in := range insts {
+		t, ok := byID[in.InstanceID]
+		if !ok {
+			return fmt.Errorf("instance %s has no task in the task repo", in.InstanceID)
+		}
+		tasks = append(tasks, t)
+	}
+	l.Tasks = tasks
+	return nil
+}

@@ -96,3 +96,34 @@ func TestLoadTaskRepoErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadedSelectTaskRepo: selecting instances of a loaded task repo (as
+// verify does after loading the whole repo to check prediction ids) selects
+// its tasks too, so the targets are those of the selected tasks only.
+// Before, verify --task-repo --instance ID made targets of every task and
+// reported the others' missing images as errors.
+func TestLoadedSelectTaskRepo(t *testing.T) {
+	ctx := context.Background()
+	l, err := Load(ctx, Inputs{TaskRepo: fixtureTaskRepo(t), Pins: "default", CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Select([]string{"fixture__semver-1", "fixture__calc-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Instances) != 2 || len(l.Tasks) != 2 || l.Tasks[0].Instance.InstanceID != "fixture__calc-1" || l.Tasks[1].Instance.InstanceID != "fixture__semver-1" {
+		t.Fatalf("selected %d instances, %d tasks; want calc-1 then semver-1 (the repo's order)", len(l.Instances), len(l.Tasks))
+	}
+	targets, errs := l.Targets(ctx, core.AllPlatforms(), nil, "")
+	if len(errs) > 0 || len(targets) != 4 {
+		t.Fatalf("%d targets, errors %v; want 2 tasks x 2 platforms", len(targets), errs)
+	}
+	for _, tg := range targets {
+		if id := tg.Instance.InstanceID; id != "fixture__semver-1" && id != "fixture__calc-1" {
+			t.Errorf("target of %s, not selected", id)
+		}
+	}
+	if err := l.Select([]string{"fixture__nope-1"}); err == nil {
+		t.Error("selecting an id not loaded: no error")
+	}
+}

@@ -129,7 +129,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	for _, inst := range loaded.Instances {
 		datasetIDs[inst.InstanceID] = true
 	}
-	if loaded.Instances, err = dataset.Select(loaded.Instances, o.Inputs.Instances); err != nil {
+	if err = loaded.Select(o.Inputs.Instances); err != nil {
 		return nil, errors.Join(append(problems, err)...)
 	}
 	preds, soft, perr := o.predictions(loaded.Instances, datasetIDs, log)
