@@ -49,7 +49,7 @@ unit:
 
 # test: what CI runs: vet, every test, with the real stack and fixture up.
 test: vet stack stack-docker fixture test-deps
-	$(GO) test -count=1 -timeout 60m ./...
+	$(GO) test -count=1 -timeout 80m ./...
 
 # e2e: only the end-to-end tests against the running stack.
 e2e: stack stack-docker fixture
