@@ -65,7 +65,10 @@ type Summary struct {
 	IndexesPushed  int
 	IndexesSkipped int
 	IndexesFailed  int // includes indexes not written because a platform failed
-	Failures       []string
+	// RefRetries counts manifest PUTs sent again because the registry
+	// named a blob or child manifest unknown (putretry.go).
+	RefRetries int
+	Failures   []string
 }
 
 // Err returns an error when anything failed.
@@ -82,6 +85,9 @@ func (s *Summary) String() string {
 	fmt.Fprintf(&b, "instances: %d\n", s.Instances)
 	fmt.Fprintf(&b, "images:    %d pushed, %d already present, %d failed\n", s.ImagesPushed, s.ImagesSkipped, s.ImagesFailed)
 	fmt.Fprintf(&b, "indexes:   %d pushed, %d already present, %d failed\n", s.IndexesPushed, s.IndexesSkipped, s.IndexesFailed)
+	if s.RefRetries > 0 {
+		fmt.Fprintf(&b, "retried:   %d manifest PUT(s) whose references the registry did not see yet\n", s.RefRetries)
+	}
 	if s.Ignored > 0 {
 		fmt.Fprintf(&b, "ignored:   %d base/env records\n", s.Ignored)
 	}
@@ -417,7 +423,7 @@ func (p *publisher) copyImage(ctx context.Context, repo name.Repository, tag str
 	// latest first: the content tag is what a resumed run checks, so it
 	// goes last, when everything else is in place.
 	for _, t := range []string{manifests.LatestTag, tag} {
-		if err := p.c.Put(ctx, repo.Tag(t), src); err != nil {
+		if err := p.putManifest(ctx, repo.Tag(t), src, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -677,8 +683,19 @@ func (p *publisher) index(ctx context.Context, id string, imgs []core.Image, pub
 			return false, dg, err
 		}
 	}
+	// Another publish into this repository may be writing the same
+	// children at the same moment (putretry.go): an index refused for an
+	// unknown child has every child made sure of again, then goes again.
+	repair := func(ctx context.Context) error {
+		for _, pb := range pubs {
+			if err := p.ensureChild(ctx, id, repo, pb); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, t := range []string{manifests.LatestTag, tag} { // content tag last, as for images
-		if err := p.c.Put(ctx, repo.Tag(t), idx); err != nil {
+		if err := p.putManifest(ctx, repo.Tag(t), idx, repair); err != nil {
 			return false, dg, err
 		}
 	}
@@ -712,8 +729,21 @@ func (p *publisher) copyChild(ctx context.Context, id string, repo name.Reposito
 	if err := p.copyBlobs(ctx, repo, src, &archRepo); err != nil {
 		return err
 	}
-	if err := p.c.Put(ctx, repo.Digest(ch.Digest), src); err != nil {
+	if err := p.putManifest(ctx, repo.Digest(ch.Digest), src, nil); err != nil {
 		return err
 	}
 	return p.indexAttestation(ctx, repo, archRepo, ch)
+}
+
+// ensureChild makes sure the per-arch manifest of pb is in the index
+// repository: one HEAD by digest, and a copy when it is missing.
+func (p *publisher) ensureChild(ctx context.Context, id string, repo name.Repository, pb published) error {
+	d, err := p.c.Head(ctx, repo.Digest(pb.child.Digest))
+	if err != nil {
+		return err
+	}
+	if d != nil && d.Digest.String() == pb.child.Digest {
+		return nil
+	}
+	return p.copyChild(ctx, id, repo, pb)
 }

@@ -44,7 +44,7 @@ func TestTwoPublishesWithSeparateLedgersIntoOneRepository(t *testing.T) {
 			twice++
 		}
 	}
-	t.Logf("%d of %d unique blobs uploaded more than once; %s", twice, len(f.blobs), st)
+	t.Logf("%d of %d unique blobs uploaded more than once; manifest PUTs retried for an unknown reference: %d and %d; %s", twice, len(f.blobs), sums[0].RefRetries, sums[1].RefRetries, st)
 	for _, p := range checkPublished(t, reg.Host, "two", f) {
 		t.Error(p)
 	}
