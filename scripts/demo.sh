@@ -100,15 +100,20 @@ for r in rows:
     bad += not ok
     print(f'{r["instance_id"]:24} {r["platform"]:12} {"ok" if ok else "MISSING"}  {r["ref"]}')
 # The published index of each instance (the naming rule of manifests: lower
-# case, "__" written "_1776_") lists exactly the platforms built for it.
+# case, "__" written "_1776_") lists exactly the platforms built for it, and
+# beside each image its provenance attestation manifest (as buildx lays it
+# out: vnd.docker.reference.type attestation-manifest, naming the image).
 for iid, plats in sorted(built.items()):
     ref = f'{repo}/sweb.eval.{iid.lower().replace("__", "_1776_")}:latest'
     index = inspect(ref)
-    got = sorted(f'{m["platform"]["os"]}/{m["platform"]["architecture"]}'
-                 for m in (index or {}).get("manifests", []) if "platform" in m)
-    ok = index is not None and got == sorted(plats)
+    children = (index or {}).get("manifests", [])
+    att = [m for m in children if m.get("annotations", {}).get("vnd.docker.reference.type") == "attestation-manifest"]
+    imgs = [m for m in children if m not in att]
+    got = sorted(f'{m["platform"]["os"]}/{m["platform"]["architecture"]}' for m in imgs if "platform" in m)
+    attested = sorted(m["annotations"].get("vnd.docker.reference.digest", "") for m in att)
+    ok = index is not None and got == sorted(plats) and attested == sorted(m["digest"] for m in imgs)
     bad += not ok
-    print(f'{iid:24} {"index":12} {"ok" if ok else "WRONG"}  {ref}  {" ".join(got)}')
+    print(f'{iid:24} {"index":12} {"ok" if ok else "WRONG"}  {ref}  {" ".join(got)}  ({len(att)} provenance attestations)')
 sys.exit(1 if bad else 0)
 PY
 }
@@ -178,7 +183,7 @@ if [ -n "$auth_registry" ]; then
 	auth_check() {
 		local ref=$auth_repo/sweb.eval.fixture_1776_calc-1:latest got
 		got=$(skopeo inspect --raw --tls-verify=false --authfile "${DOCKER_CONFIG:-$HOME/.docker}/config.json" "docker://$ref" |
-			python3 -c 'import json, sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')
+			python3 -c 'import json, sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"] if m.get("annotations", {}).get("vnd.docker.reference.type") != "attestation-manifest")))')
 		echo "$ref: $got"
 		[ "$got" = "linux/amd64 linux/arm64" ]
 		# and without the login, the registry refuses
