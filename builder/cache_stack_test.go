@@ -26,18 +26,9 @@ const venvStep = `echo "source /opt/testbed/bin/activate" > /root/.bashrc`
 func flatNodes(ctx context.Context, t *testing.T) []*builder.Node {
 	t.Helper()
 	stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
-		t.Fatal(err)
-	}
+	fx := stacktest.RequireBuildFixture(ctx, t)
 	loaded, err := pipeline.Load(ctx, pipeline.Inputs{
-		Dataset: filepath.Join(root, "testdata", "fixture", "dataset.jsonl"),
-		Specs:   filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default",
+		Dataset: fx.Dataset, Specs: fx.Specs, Pins: "default",
 		CacheDir: t.TempDir(), Offline: true,
 	})
 	if err != nil {
@@ -58,7 +49,7 @@ func flatNodes(ctx context.Context, t *testing.T) []*builder.Node {
 			InstanceID: inst.InstanceID, Platform: core.AMD64, Dockerfile: []byte(flat), ContextFiles: map[string]string{}}
 		for _, rn := range res.Nodes() {
 			for _, ext := range rn.External {
-				for _, d := range []string{rootfs, ctxDir} {
+				for _, d := range fx.ContextDirs {
 					if _, err := os.Stat(filepath.Join(d, ext)); err == nil {
 						n.ContextFiles[ext] = filepath.Join(d, ext)
 					}

@@ -561,42 +561,13 @@ func TestPoolFlatPrefix(t *testing.T) {
 	stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	fx := stacktest.RequireBuildFixture(ctx, t)
-	loaded, err := pipeline.Load(ctx, pipeline.Inputs{
-		Dataset: fx.Dataset, Specs: fx.Specs, Pins: "default",
-		CacheDir: t.TempDir(), Offline: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodes []*builder.Node
+	nodes := flatNodes(ctx, t)
 	lang := map[string]string{} // node ID -> profile language
-	for i := range loaded.Instances {
-		inst := &loaded.Instances[i]
-		res, err := loaded.Renderer.Render(ctx, inst, core.AMD64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		flat, err := res.Flat(inst.ImageAssets)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := &builder.Node{Key: "sweb.flat.x86_64." + strings.ToLower(inst.InstanceID) + ":latest", Kind: builder.KindInstance,
-			InstanceID: inst.InstanceID, Platform: core.AMD64, Dockerfile: []byte(flat), ContextFiles: map[string]string{}}
-		for _, rn := range res.Nodes() {
-			for _, ext := range rn.External {
-				for _, d := range fx.ContextDirs {
-					if _, err := os.Stat(filepath.Join(d, ext)); err == nil {
-						n.ContextFiles[ext] = filepath.Join(d, ext)
-					}
-				}
-			}
-		}
+	for _, n := range nodes {
 		lang[n.ID()] = "py"
-		if strings.Contains(flat, "rootfs-js-") {
+		if strings.Contains(string(n.Dockerfile), "rootfs-js-") {
 			lang[n.ID()] = "js"
 		}
-		nodes = append(nodes, n)
 	}
 	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 2}
 	a1, a2 := bkdaemon.Start(t, "amd64-1", dopts), bkdaemon.Start(t, "amd64-2", dopts)
