@@ -27,6 +27,8 @@ require (
 	google.golang.org/grpc v1.84.0
 )
 
+require github.com/CycloneDX/cyclonedx-go v0.12.0 // indirect
+
 require (
 	cyphar.com/go-pathrs v0.2.5 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.21.1 // indirect
