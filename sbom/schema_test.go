@@ -51,8 +51,8 @@ func TestCycloneDXSchema(t *testing.T) {
 	dir := cyclonedxSchemaDir(t)
 	c := jsonschema.NewCompiler()
 	for url, file := range map[string]string{
-		"http://cyclonedx.org/schema/bom-1.6.schema.json": "bom-1.6.schema.json",
-		"http://cyclonedx.org/schema/spdx.schema.json":    "spdx.schema.json",
+		"http://cyclonedx.org/schema/bom-1.6.schema.json":  "bom-1.6.schema.json",
+		"http://cyclonedx.org/schema/spdx.schema.json":     "spdx.schema.json",
 		"http://cyclonedx.org/schema/jsf-0.82.schema.json": "jsf-0.82.schemax.json",
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, file))
