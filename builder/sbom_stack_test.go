@@ -3,6 +3,7 @@ package builder
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,6 +100,24 @@ func TestSBOMCaptureFailures(t *testing.T) {
 			if !strings.Contains(o.SBOMError, `line 1 "not a dpkg line"`) || !strings.Contains(o.SBOMError, "dpkg-query listing") {
 				t.Errorf("garbage: SBOM error %q", o.SBOMError)
 			}
+		}
+	}
+
+	// The same build again: every step and the listing are cache hits, the
+	// document has the same bytes, and its attachment is found (one HEAD),
+	// not written again.
+	again, _ := Build(ctx, nodes, Options{Builders: []BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2, RunDir: t.TempDir(), Progress: "quiet", Push: push})
+	if again == nil {
+		t.Fatal("second Build returned no report")
+	}
+	for i, res := range again.Results {
+		if res.Node.InstanceID != "sbom__good-1" {
+			continue
+		}
+		first := rep.Results[i].Outcome
+		log, _ := os.ReadFile(res.LogPath)
+		if !bytes.Equal(res.Outcome.SBOM, first.SBOM) || res.Outcome.SBOMArtifact != first.SBOMArtifact || !strings.Contains(string(log), "found attached as "+first.SBOMArtifact) {
+			t.Errorf("rebuild: SBOM %d bytes (first %d), artifact %s (first %s); log:\n%s", len(res.Outcome.SBOM), len(first.SBOM), res.Outcome.SBOMArtifact, first.SBOMArtifact, log)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func TestSBOMFixture(t *testing.T) {
 		return nil
 	})
 	perNode := regexp.MustCompile(`SBOM of (\S+): \d+ listing\(s\) captured in ([0-9.]+)s`)
-	attachLine := regexp.MustCompile(`SBOM of (\S+): (\d+) packages, (\d+) bytes, attached as \S+ in ([0-9.]+)s`)
+	attachLine := regexp.MustCompile(`SBOM of (\S+): (\d+) packages, (\d+) bytes, (?:found )?attached as \S+ in ([0-9.]+)s`)
 	for _, p := range logs {
 		b, _ := os.ReadFile(p)
 		for _, mm := range perNode.FindAllStringSubmatch(string(b), -1) {
