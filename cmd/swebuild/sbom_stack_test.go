@@ -91,6 +91,26 @@ func TestSBOMFixture(t *testing.T) {
 		t.Errorf("summary says %s", m[0])
 	}
 	t.Logf("capture: %s images, %ss of listing in all (%.2fs per image; a rebuild of the same image is a cache hit)", m[1], m[2], atof(m[2])/9)
+	// The same build again (a nightly with nothing changed): the images and
+	// their listings are cache hits, and each SBOM is found attached with
+	// one HEAD instead of being attached again.
+	md2 := filepath.Join(tmp, "metadata-again.jsonl")
+	if _, err := f.build(t, ctx, f.dataset, staging, md2, args...); err != nil {
+		t.Fatalf("building the fixture again: %v", err)
+	}
+	again, err := core.ReadFile(md2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]core.Image{}
+	for _, r := range recs {
+		first[r.ID()] = r
+	}
+	for _, r := range again {
+		if r.Kind != core.KindBase && (r.SBOM == "" || r.SBOM != first[r.ID()].SBOM || r.Digest != first[r.ID()].Digest) {
+			t.Errorf("rebuild of %s: image %s sbom %s, first build %s %s", r.ID(), r.Digest, r.SBOM, first[r.ID()].Digest, first[r.ID()].SBOM)
+		}
+	}
 	// Per node, from the node logs: native and emulated (QEMU) captures.
 	var logs []string
 	_ = filepath.WalkDir(filepath.Dir(tmp), func(p string, d os.DirEntry, err error) error {
@@ -101,14 +121,20 @@ func TestSBOMFixture(t *testing.T) {
 	})
 	perNode := regexp.MustCompile(`SBOM of (\S+): \d+ listing\(s\) captured in ([0-9.]+)s`)
 	attachLine := regexp.MustCompile(`SBOM of (\S+): (\d+) packages, (\d+) bytes, (?:found )?attached as \S+ in ([0-9.]+)s`)
+	found := 0
 	for _, p := range logs {
 		b, _ := os.ReadFile(p)
+		found += strings.Count(string(b), "found attached as")
 		for _, mm := range perNode.FindAllStringSubmatch(string(b), -1) {
 			t.Logf("capture %s: %ss", mm[1], mm[2])
 		}
 		for _, mm := range attachLine.FindAllStringSubmatch(string(b), -1) {
 			t.Logf("attach %s: %s packages, %s bytes, %ss", mm[1], mm[2], mm[3], mm[4])
 		}
+	}
+
+	if found != 9 {
+		t.Errorf("%d SBOMs found already attached by the second build, want 9", found)
 	}
 
 	// Publish: with the SBOMs, and the same records without them into
