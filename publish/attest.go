@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,6 +86,13 @@ func (p *publisher) copyAttestation(ctx context.Context, repo, src name.Reposito
 	if d != nil {
 		return nil
 	}
+	return p.copyReferrer(ctx, repo, src, dg)
+}
+
+// copyReferrer copies the referrer manifest dg (its blobs mounted from src
+// or copied) from src into repo and adds it to its subject's referrers
+// there.
+func (p *publisher) copyReferrer(ctx context.Context, repo, src name.Repository, dg string) error {
 	img, err := p.c.Image(ctx, src.Digest(dg))
 	if err != nil {
 		return fmt.Errorf("attestation: %w", err)
@@ -188,19 +196,20 @@ func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
 
 // attachVerification attaches the verification statement of the per-arch
 // image im to it, once: a re-run finds the statement's attachment tag with
-// one HEAD and writes nothing.
-func (p *publisher) attachVerification(ctx context.Context, id string, im core.Image, child manifests.Child) error {
+// one HEAD and writes nothing. It returns the statement's artifact (nil
+// when there is no statement) for the index repository (indexrefs.go).
+func (p *publisher) attachVerification(ctx context.Context, id string, im core.Image, child manifests.Child) (*attest.Artifact, error) {
 	stmt, err := p.verification(id, im)
 	if err != nil || stmt == nil {
-		return err
+		return nil, err
 	}
 	repo, err := p.c.ParseRepository(p.namer.ArchRepo(im.Platform.Arch(), id))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h, err := v1.NewHash(im.Digest.String())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	subject := v1.Descriptor{MediaType: child.MediaType, Digest: h, Size: child.Size}
 	if subject.MediaType == "" {
@@ -208,18 +217,36 @@ func (p *publisher) attachVerification(ctx context.Context, id string, im core.I
 	}
 	a, err := attest.StatementArtifact(subject, attest.TestResultPredicate, stmt)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if d, err := p.c.Head(ctx, repo.Tag(attest.AttachmentTag(h, a.Descriptor.Digest))); err != nil {
-		return err
+	attached, err := p.attachOnce(ctx, repo, a)
+	if err != nil {
+		return nil, fmt.Errorf("attaching the verification: %w", err)
+	}
+	if attached {
+		p.progress("attached verification %s %s %s", id, im.Platform, short(digest.Digest(a.Descriptor.Digest.String())))
+	}
+	return a, nil
+}
+
+// attachOnce attaches a in repo unless its write-once attachment tag is
+// there already (one HEAD); attached reports a write.
+func (p *publisher) attachOnce(ctx context.Context, repo name.Repository, a *attest.Artifact) (attached bool, err error) {
+	var m struct {
+		Subject *v1.Descriptor `json:"subject"`
+	}
+	if err := json.Unmarshal(a.Raw, &m); err != nil || m.Subject == nil {
+		return false, fmt.Errorf("artifact %s has no subject", a.Descriptor.Digest)
+	}
+	if d, err := p.c.Head(ctx, repo.Tag(attest.AttachmentTag(m.Subject.Digest, a.Descriptor.Digest))); err != nil {
+		return false, err
 	} else if d != nil {
-		return nil
+		return false, nil
 	}
 	if err := p.referrers().Attach(ctx, repo, a); err != nil {
-		return fmt.Errorf("attaching the verification: %w", err)
+		return false, err
 	}
-	p.progress("attached verification %s %s %s", id, im.Platform, short(digest.Digest(a.Descriptor.Digest.String())))
-	return nil
+	return true, nil
 }
 
 // GradingVersion names upstream's release of the grading rules a verify

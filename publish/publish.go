@@ -259,6 +259,12 @@ func short(d digest.Digest) string {
 type published struct {
 	child manifests.Child
 	src   v1.Image // the source image when it was just copied (saves a GET for the index)
+	// verification is the verification statement's artifact attached to
+	// the per-arch image (nil when there is none), and sbom the build's
+	// SBOM artifact: both are attached in the index repository too
+	// (indexrefs.go).
+	verification *attest.Artifact
+	sbom         digest.Digest
 }
 
 // instance publishes one instance: its per-arch images, then its index.
@@ -276,8 +282,9 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 			seen[im.Platform] = true
 			pub, skipped, err = p.image(ctx, id, im)
 			if err == nil {
-				err = p.attachVerification(ctx, id, im, pub.child)
+				pub.verification, err = p.attachVerification(ctx, id, im, pub.child)
 			}
+			pub.sbom = im.SBOM
 		}
 		if err != nil {
 			p.count(func(s *Summary) { s.ImagesFailed++ })
@@ -307,6 +314,9 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 		return
 	}
 	skipped, dg, err := p.index(ctx, id, imgs, done)
+	if err == nil {
+		err = p.indexReferrers(ctx, id, done)
+	}
 	switch {
 	case err != nil:
 		p.count(func(s *Summary) { s.IndexesFailed++ })
