@@ -44,10 +44,13 @@ const (
 )
 
 // provenanceAttrs adds the provenance request and the attestation layout to
-// a solve that pushes: nothing is attested when nothing is pushed (the
-// image stays in BuildKit's cache and has no manifest anyone reads).
+// a solve that exports an image someone reads (a push, an OCI layout, or
+// both): nothing is attested when the image stays in BuildKit's cache.
+// Both exporters write the attestation manifest as an OCI 1.1 artifact
+// (oci-artifact=true), so a push and a layout of one solve hold the same
+// bytes.
 func (s *bkSolver) provenanceAttrs(so *bkclient.SolveOpt) {
-	if s.push == "" || s.noProvenance {
+	if (s.push == "" && s.layout == nil) || s.noProvenance {
 		return
 	}
 	if so.FrontendAttrs == nil {
@@ -55,23 +58,29 @@ func (s *bkSolver) provenanceAttrs(so *bkclient.SolveOpt) {
 	}
 	so.FrontendAttrs["attest:provenance"] = "mode=max"
 	for i := range so.Exports {
-		if so.Exports[i].Type == bkclient.ExporterImage {
-			so.Exports[i].Attrs[string(exptypes.OptKeyOCIArtifact)] = "true"
+		e := &so.Exports[i]
+		if e.Type != bkclient.ExporterImage && e.Type != bkclient.ExporterOCI {
+			continue
 		}
+		if e.Attrs == nil {
+			e.Attrs = map[string]string{}
+		}
+		e.Attrs[string(exptypes.OptKeyOCIArtifact)] = "true"
 	}
 }
 
 // resolveAttested fills out.Digest (and out.Attestation) from a solve's
 // exporter response: the image manifest's digest when BuildKit exported
 // an image, or, when it exported an index with attestations, the digest
-// of the image manifest for p in it and of its attestation manifest.
+// of the image manifest for p in it and of its attestation manifest. The
+// index is read from the push repository, else from the OCI layout.
 func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResponse, p core.Platform, out *Outcome) error {
 	out.Digest = resp.ExporterResponse[exptypes.ExporterImageDigestKey]
 	if out.Digest == "" {
 		return fmt.Errorf("BuildKit reported no image digest")
 	}
 	enc := resp.ExporterResponse[exptypes.ExporterImageDescriptorKey]
-	if enc == "" || s.push == "" {
+	if enc == "" || (s.push == "" && s.layout == nil) {
 		return nil
 	}
 	raw, err := base64.StdEncoding.DecodeString(enc)
@@ -85,31 +94,27 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 	if desc.MediaType != ocispecs.MediaTypeImageIndex && desc.MediaType != "application/vnd.docker.distribution.manifest.list.v2+json" {
 		return nil
 	}
-	var opts []name.Option
-	if s.insecure {
-		opts = append(opts, name.Insecure)
-	}
-	ref, err := name.NewDigest(s.push+"@"+out.Digest, opts...)
-	if err != nil {
-		return fmt.Errorf("reference of the exported index: %w", err)
-	}
-	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	kc := s.keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	idx, err := ggcrremote.Index(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc))
-	if err != nil {
-		return fmt.Errorf("reading the exported index %s: %w", ref, err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return fmt.Errorf("reading the exported index %s: %w", ref, err)
+	// With both a push and a layout, BuildKit reports one exporter's
+	// result, the layout's (the oci exporter runs last), and the two
+	// indexes differ (the image manifest in them does not; checked by
+	// pushedImage): the layout's is read, and the record names its
+	// attestation, which publish carries from the layout.
+	var im *v1.IndexManifest
+	where := ""
+	if s.layout != nil {
+		where = "in OCI layout " + s.layout.dir
+		if im, err = s.layout.readIndex(ctx, desc); err != nil {
+			return err
+		}
+	} else {
+		where = s.push + "@" + out.Digest
+		if im, err = s.pushedIndex(ctx, out.Digest); err != nil {
+			return err
+		}
 	}
 	img, att, err := attestedImage(im, p)
 	if err != nil {
-		return fmt.Errorf("exported index %s: %w", ref, err)
+		return fmt.Errorf("exported index %s: %w", where, err)
 	}
 	out.Digest = img.String()
 	for _, d := range im.Manifests {
@@ -121,7 +126,60 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 	if att != nil {
 		out.Attestation, out.AttestationSize = att.Digest.String(), att.Size
 	}
+	if s.layout != nil && s.push != "" {
+		return s.pushedImage(ctx, out.Digest)
+	}
 	return nil
+}
+
+// pushedImage makes sure the image manifest dg the layout holds was pushed
+// too (one HEAD).
+func (s *bkSolver) pushedImage(ctx context.Context, dg string) error {
+	var opts []name.Option
+	if s.insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.NewDigest(s.push+"@"+dg, opts...)
+	if err != nil {
+		return fmt.Errorf("reference of the pushed image: %w", err)
+	}
+	kc := s.keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := ggcrremote.Head(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc)); err != nil {
+		return fmt.Errorf("the image %s in the OCI layout was not pushed as %s: %w", dg, ref, err)
+	}
+	return nil
+}
+
+// pushedIndex reads the index BuildKit pushed by digest dg.
+func (s *bkSolver) pushedIndex(ctx context.Context, dg string) (*v1.IndexManifest, error) {
+	var opts []name.Option
+	if s.insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.NewDigest(s.push+"@"+dg, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reference of the exported index: %w", err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	kc := s.keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	idx, err := ggcrremote.Index(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc))
+	if err != nil {
+		return nil, fmt.Errorf("reading the exported index %s: %w", ref, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the exported index %s: %w", ref, err)
+	}
+	return im, nil
 }
 
 // attestedImage picks, in an index BuildKit exported for one platform, the

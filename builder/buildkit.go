@@ -236,7 +236,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	s.finishSBOM(ctx, cb, resp, &out, job.Log)
 	if s.layout != nil {
-		if err := s.layout.add(n, resp.ExporterResponse); err != nil {
+		if err := s.layout.add(n, resp.ExporterResponse, &out); err != nil {
 			return out, fmt.Errorf("node %s: %w", n.ID(), err)
 		}
 		out.OCILayout = s.layout.dir

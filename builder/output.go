@@ -19,12 +19,15 @@ import (
 	"github.com/containerd/containerd/v2/core/content"
 	contentlocal "github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/gofrs/flock"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	"github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/sbom"
 )
 
 // Exports without a registry
@@ -214,10 +217,15 @@ func (l *ociLayout) export() bkclient.ExportEntry {
 }
 
 // add names node n's exported image in index.json (replacing an entry of
-// the same key and platform), from the exporter's response: the image key,
-// and the instance id, spec key and base commit its record carries, so the
-// layout alone says what to publish.
-func (l *ociLayout) add(n *Node, resp map[string]string) error {
+// the same key and platform, and the referrers of the image it named),
+// from the exporter's response and the node's outcome: the image key, and
+// the instance id, spec key and base commit its record carries, so the
+// layout alone says what to publish. When BuildKit exported an index (the
+// image with its provenance), the entry names the image manifest in it
+// (out.Digest, resolved by resolveAttested). The image's referrers in the
+// layout, BuildKit's attestation manifest (out.Attestation) and the SBOM
+// artifact (out.SBOMArtifact), get entries of their own beside it.
+func (l *ociLayout) add(n *Node, resp map[string]string, out *Outcome) error {
 	dg, err := digest.Parse(resp[exptypes.ExporterImageDigestKey])
 	if err != nil {
 		return fmt.Errorf("OCI layout %s: BuildKit's image digest: %w", l.dir, err)
@@ -233,7 +241,16 @@ func (l *ociLayout) add(n *Node, resp map[string]string) error {
 	if got.Digest != dg || got.Size <= 0 || got.MediaType == "" {
 		return fmt.Errorf("OCI layout %s: BuildKit's image descriptor %s (%d bytes, %q) does not describe digest %s", l.dir, got.Digest, got.Size, got.MediaType, dg)
 	}
-	if _, err := l.store.Info(context.Background(), dg); err != nil {
+	if got.MediaType == ocispecs.MediaTypeImageIndex {
+		// The image is a child of the exported index.
+		if out == nil || out.manifest == nil || out.manifest.Digest.String() != out.Digest {
+			return fmt.Errorf("OCI layout %s: BuildKit exported index %s and the image manifest in it was not resolved", l.dir, dg)
+		}
+		got = ocispecs.Descriptor{MediaType: string(out.manifest.MediaType), Digest: digest.Digest(out.manifest.Digest.String()), Size: out.manifest.Size}
+		dg = got.Digest
+	}
+	ctx := context.Background()
+	if _, err := l.store.Info(ctx, dg); err != nil {
 		return fmt.Errorf("OCI layout %s: the exported manifest %s is not in the layout: %w", l.dir, dg, err)
 	}
 	p := n.Platform.OCI()
@@ -253,19 +270,80 @@ func (l *ociLayout) add(n *Node, resp map[string]string) error {
 	if n.BaseCommit != "" {
 		desc.Annotations[manifests.AnnotationBaseCommit] = n.BaseCommit
 	}
+	var refs []ocispecs.Descriptor
+	if out != nil && out.Attestation != "" {
+		refs = append(refs, ocispecs.Descriptor{
+			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.Attestation), Size: out.AttestationSize,
+			Platform:    &ocispecs.Platform{OS: "unknown", Architecture: "unknown"},
+			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, AnnotationReferenceDigest: dg.String()},
+		})
+	}
+	if out != nil && out.SBOMArtifact != "" {
+		refs = append(refs, ocispecs.Descriptor{
+			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.SBOMArtifact), Size: out.SBOMArtifactSize,
+			ArtifactType: sbom.MediaType,
+			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
+		})
+	}
+	for _, r := range refs {
+		if _, err := l.store.Info(ctx, r.Digest); err != nil {
+			return fmt.Errorf("OCI layout %s: referrer %s of %s is not in the layout: %w", l.dir, r.Digest, dg, err)
+		}
+	}
 	return l.update(func(idx *ocispecs.Index) {
+		replaced := map[string]bool{dg.String(): true}
 		idx.Manifests = slices.DeleteFunc(idx.Manifests, func(d ocispecs.Descriptor) bool {
-			return d.Annotations[AnnotationRefName] == n.Key && d.Platform != nil && d.Platform.Architecture == p.Architecture && d.Platform.OS == p.OS
+			if d.Annotations[AnnotationRefName] == n.Key && d.Platform != nil && d.Platform.Architecture == p.Architecture && d.Platform.OS == p.OS {
+				replaced[d.Digest.String()] = true
+				return true
+			}
+			return false
+		})
+		// The referrers of the image replaced (or of this image, written
+		// again below) go with it.
+		idx.Manifests = slices.DeleteFunc(idx.Manifests, func(d ocispecs.Descriptor) bool {
+			return d.Annotations[AnnotationRefName] == "" && replaced[d.Annotations[AnnotationReferenceDigest]]
 		})
 		idx.Manifests = append(idx.Manifests, desc)
-		// Stable bytes: entries by name, then platform.
+		idx.Manifests = append(idx.Manifests, refs...)
+		// Stable bytes: entries by name, then platform, then digest
+		// (referrers have no name).
 		slices.SortStableFunc(idx.Manifests, func(a, b ocispecs.Descriptor) int {
-			if c := strings.Compare(a.Annotations[AnnotationRefName], b.Annotations[AnnotationRefName]); c != 0 {
-				return c
-			}
-			return strings.Compare(platformString(a.Platform), platformString(b.Platform))
+			return cmp.Or(
+				strings.Compare(a.Annotations[AnnotationRefName], b.Annotations[AnnotationRefName]),
+				strings.Compare(platformString(a.Platform), platformString(b.Platform)),
+				strings.Compare(a.Digest.String(), b.Digest.String()))
 		})
 	})
+}
+
+// readIndex reads the index desc from the layout's content store.
+func (l *ociLayout) readIndex(ctx context.Context, desc ocispecs.Descriptor) (*v1.IndexManifest, error) {
+	b, err := content.ReadBlob(ctx, l.store, desc)
+	if err != nil {
+		return nil, fmt.Errorf("OCI layout %s: reading the exported index %s: %w", l.dir, desc.Digest, err)
+	}
+	im, err := v1.ParseIndexManifest(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("OCI layout %s: the exported index %s: %w", l.dir, desc.Digest, err)
+	}
+	return im, nil
+}
+
+// putArtifact writes an OCI 1.1 artifact (its empty config, its blob and
+// its manifest) into the layout's content store; a blob the layout holds
+// is not written again. add names it in index.json as a referrer.
+func (l *ociLayout) putArtifact(ctx context.Context, a *attest.Artifact) error {
+	for _, b := range []struct {
+		data []byte
+		mt   string
+	}{{attest.EmptyConfig, "application/vnd.oci.empty.v1+json"}, {a.Blob, string(a.BlobType)}, {a.Raw, string(a.Descriptor.MediaType)}} {
+		d := ocispecs.Descriptor{MediaType: b.mt, Digest: digest.FromBytes(b.data), Size: int64(len(b.data))}
+		if err := content.WriteBlob(ctx, l.store, "swebuild-artifact-"+d.Digest.Encoded(), bytes.NewReader(b.data), d); err != nil {
+			return fmt.Errorf("OCI layout %s: writing artifact %s: blob %s: %w", l.dir, a.Descriptor.Digest, d.Digest, err)
+		}
+	}
+	return nil
 }
 
 func platformString(p *ocispecs.Platform) string {

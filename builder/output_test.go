@@ -101,7 +101,7 @@ func TestLayoutIndex(t *testing.T) {
 		n    *Node
 		resp map[string]string
 	}{{inst, resp1}, {inst, resp2}, {base, resp3}, {instArm, resp4}} {
-		if err := l.add(step.n, step.resp); err != nil {
+		if err := l.add(step.n, step.resp, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestLayoutIndex(t *testing.T) {
 
 	// A digest BuildKit did not write into the layout is refused.
 	bad := map[string]string{exptypes.ExporterImageDigestKey: digest.FromString("x").String(), exptypes.ExporterImageDescriptorKey: resp1[exptypes.ExporterImageDescriptorKey]}
-	if err := l.add(inst, bad); err == nil || !strings.Contains(err.Error(), "does not describe") {
+	if err := l.add(inst, bad, nil); err == nil || !strings.Contains(err.Error(), "does not describe") {
 		t.Errorf("add with a mismatched descriptor: %v", err)
 	}
 }

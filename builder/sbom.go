@@ -237,7 +237,7 @@ func (s *bkSolver) finishSBOM(ctx context.Context, cb *chainBuild, resp *bkclien
 		}
 		out.SBOMFile = p
 	}
-	if s.push == "" || s.referrers == nil {
+	if s.layout == nil && (s.push == "" || s.referrers == nil) {
 		return
 	}
 	start := time.Now()
@@ -251,26 +251,39 @@ func (s *bkSolver) finishSBOM(ctx context.Context, cb *chainBuild, resp *bkclien
 		fail(err)
 		return
 	}
-	repo, err := s.referrers.Client.ParseRepository(s.push)
-	if err != nil {
-		fail(fmt.Errorf("attaching the SBOM: %w", err))
-		return
+	var where []string
+	if s.layout != nil {
+		// A referrer in the layout: the layout's index.json names it
+		// beside the image (ociLayout.add).
+		if err := s.layout.putArtifact(ctx, a); err != nil {
+			fail(fmt.Errorf("writing the SBOM into the layout: %w", err))
+			return
+		}
+		where = append(where, "written into the OCI layout")
 	}
-	// A rebuild of the same image lists the same packages: the same
-	// artifact, already attached (its write-once tag answers one HEAD).
-	verb := "found attached"
-	if have, err := s.referrers.Client.Head(ctx, repo.Tag(attest.AttachmentTag(subject.Digest, a.Descriptor.Digest))); err != nil {
-		fail(fmt.Errorf("attaching the SBOM: %w", err))
-		return
-	} else if have == nil {
-		if err := s.referrers.Attach(ctx, repo, a); err != nil {
+	if s.push != "" && s.referrers != nil {
+		repo, err := s.referrers.Client.ParseRepository(s.push)
+		if err != nil {
 			fail(fmt.Errorf("attaching the SBOM: %w", err))
 			return
 		}
-		verb = "attached"
+		// A rebuild of the same image lists the same packages: the same
+		// artifact, already attached (its write-once tag answers one HEAD).
+		verb := "found attached"
+		if have, err := s.referrers.Client.Head(ctx, repo.Tag(attest.AttachmentTag(subject.Digest, a.Descriptor.Digest))); err != nil {
+			fail(fmt.Errorf("attaching the SBOM: %w", err))
+			return
+		} else if have == nil {
+			if err := s.referrers.Attach(ctx, repo, a); err != nil {
+				fail(fmt.Errorf("attaching the SBOM: %w", err))
+				return
+			}
+			verb = "attached"
+		}
+		where = append(where, verb)
 	}
 	out.SBOMArtifact, out.SBOMArtifactSize = a.Descriptor.Digest.String(), a.Descriptor.Size
-	fmt.Fprintf(log, "SBOM of %s: %d packages, %d bytes, %s as %s in %.2fs\n", cb.node().ID(), len(d.Packages), len(raw), verb, out.SBOMArtifact, time.Since(start).Seconds())
+	fmt.Fprintf(log, "SBOM of %s: %d packages, %d bytes, %s as %s in %.2fs\n", cb.node().ID(), len(d.Packages), len(raw), strings.Join(where, " and "), out.SBOMArtifact, time.Since(start).Seconds())
 }
 
 // pushedSubject is the descriptor of the pushed image manifest: the one

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,16 +51,51 @@ func (p *publisher) referrers() *attest.Referrers {
 }
 
 // carryAttestation copies im's attestation manifest (and its blobs) from
-// the image's source repository into repo and registers it as a referrer
-// of the image there.
+// the image's source into repo and registers it as a referrer of the image
+// there.
 func (p *publisher) carryAttestation(ctx context.Context, repo name.Repository, im core.Image, mountFrom *name.Repository) error {
 	if im.Attestation == "" {
 		return nil
 	}
-	if mountFrom == nil {
-		return fmt.Errorf("attestation %s: the record has no registry ref to copy it from", short(im.Attestation))
+	if err := p.carryReferrer(ctx, repo, im, im.Attestation, mountFrom); err != nil {
+		return fmt.Errorf("attestation %s: %w", short(im.Attestation), err)
 	}
-	return p.copyAttestation(ctx, repo, *mountFrom, im.Attestation.String())
+	return nil
+}
+
+// carryReferrer copies the referrer dg of im (BuildKit's attestation
+// manifest or the SBOM artifact) into repo, unless repo has it (one HEAD):
+// from the registry im was pushed to (mountFrom, else the record's ref)
+// when it is there, else from the record's OCI layout, where the build
+// wrote it beside the image (layoutrefs.go).
+func (p *publisher) carryReferrer(ctx context.Context, repo name.Repository, im core.Image, dg digest.Digest, mountFrom *name.Repository) error {
+	d, err := p.c.Head(ctx, repo.Digest(dg.String()))
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		return nil
+	}
+	from := mountFrom
+	if from == nil {
+		from = p.refRepo(im)
+	}
+	if from != nil {
+		if im.OCILayout == "" {
+			return p.copyReferrer(ctx, repo, *from, dg.String())
+		}
+		// A build with --push and --output: the layout's referrer may
+		// be one the push did not write.
+		if s, err := p.c.Head(ctx, from.Digest(dg.String())); err != nil {
+			return err
+		} else if s != nil {
+			return p.copyReferrer(ctx, repo, *from, dg.String())
+		}
+	}
+	if im.OCILayout == "" {
+		return errors.New("the record has no registry ref or OCI layout to copy it from")
+	}
+	return p.copyLayoutReferrer(ctx, repo, im.OCILayout, dg)
 }
 
 // refRepo is the repository of im's registry ref (nil when it has none).

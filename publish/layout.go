@@ -14,7 +14,8 @@ import (
 // RecordsFromLayout reads the instance images of an OCI layout swebuild
 // build --output type=oci wrote, as the build records Publish takes: each
 // index.json entry with an instance id annotation becomes a built instance
-// record (platform, digest, spec key, base commit, the layout). Entries
+// record (platform, digest, spec key, base commit, the layout, and the
+// attestation and SBOM the layout holds as its referrers). Entries
 // without an instance id (base and env images) are left out; an instance
 // entry missing what publishing needs is an error naming index.json, the
 // entry and the field, and the other entries are still returned.
@@ -68,6 +69,7 @@ func RecordsFromLayout(dir string) ([]core.Image, []error, error) {
 		}
 		recs = append(recs, r)
 	}
+	layoutReferrers(im.Manifests, recs)
 	return recs, errs, nil
 }
 

@@ -29,11 +29,8 @@ func (p *publisher) carrySBOM(ctx context.Context, repo name.Repository, im core
 	if im.SBOM == "" {
 		return nil
 	}
-	if mountFrom == nil {
-		return fmt.Errorf("SBOM %s: the record has no registry ref to copy it from", short(im.SBOM))
-	}
-	if err := p.copyAttestation(ctx, repo, *mountFrom, im.SBOM.String()); err != nil {
-		return fmt.Errorf("carrying the SBOM: %w", err)
+	if err := p.carryReferrer(ctx, repo, im, im.SBOM, mountFrom); err != nil {
+		return fmt.Errorf("carrying the SBOM %s: %w", short(im.SBOM), err)
 	}
 	return nil
 }
