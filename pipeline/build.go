@@ -289,8 +289,9 @@ func Nodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([]*bui
 
 // TaskNodes turns a task repo's plan into builder nodes: one instance node
 // per task and platform, its flat Dockerfile (rewritten for linux/arm64)
-// with its task directory as the whole build context. The key is the
-// instance image key upstream's harness uses, sweb.eval.<arch>.<id>:latest.
+// with its task directory as the whole build context, and the default task
+// listing for its SBOM (TaskInventory). The key is the instance image key
+// upstream's harness uses, sweb.eval.<arch>.<id>:latest.
 func TaskNodes(tp taskrepo.Plan) []*builder.Node {
 	var nodes []*builder.Node
 	for _, pt := range tp.Tasks {
@@ -305,6 +306,8 @@ func TaskNodes(tp taskrepo.Plan) []*builder.Node {
 				X86Only:    pt.X86Only != "",
 				Dockerfile: pt.Dockerfiles[plat],
 				ContextDir: pt.Task.Dir,
+				Inventory: &builder.Inventory{Commands: TaskInventory(), Repo: in.Repo, Version: in.Version,
+					InstanceIDs: []string{in.InstanceID}},
 			})
 		}
 	}

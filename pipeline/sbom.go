@@ -5,6 +5,7 @@ import (
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/sbom"
 )
 
 // AddInventory gives every env and instance node the listing commands of
@@ -48,5 +49,36 @@ func AddInventory(nodes []*builder.Node, p *plan.Plan, insts []dataset.Instance,
 		if len(inv.Commands) > 0 {
 			n.Inventory = inv
 		}
+	}
+}
+
+// The task repo's default listing
+//
+// A task repo's flat Dockerfile says nothing of what the image holds, so
+// its listing commands find out at run time, inside the image, and list
+// nothing (exit 0) where there is nothing of their kind, so that a JS or
+// Go task image does not fail its capture:
+//
+//   - the system's Debian packages, always (dpkg-query);
+//   - conda's explicit listing when /opt/miniconda3 exists (upstream's
+//     flat Python images): of the testbed env when there is one, else of
+//     the base env;
+//   - pip freeze --all of the python the image's shell finds on its PATH
+//     after its own ~/.bashrc (how flat Dockerfiles activate their env:
+//     upstream's conda testbed, the fixture's /opt/testbed venv), when
+//     that python has pip.
+const (
+	taskDpkgRun  = `dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n'`
+	taskCondaRun = `[ -x /opt/miniconda3/bin/conda ] || exit 0; source /opt/miniconda3/bin/activate >/dev/null 2>&1 || exit 1; conda activate testbed >/dev/null 2>&1 || true; conda list --explicit --md5`
+	taskPipRun   = `[ -f "${HOME:-/root}/.bashrc" ] && source "${HOME:-/root}/.bashrc" >/dev/null 2>&1; py=$(command -v python3 || command -v python) || exit 0; "$py" -m pip --version >/dev/null 2>&1 || exit 0; "$py" -m pip freeze --all`
+)
+
+// TaskInventory is the default listing of a task image (task repos, flat
+// Dockerfiles): dpkg-query, then conda and pip where the image has them.
+func TaskInventory() []builder.ListingCommand {
+	return []builder.ListingCommand{
+		{Format: sbom.FormatDpkgQuery, Run: taskDpkgRun},
+		{Format: sbom.FormatCondaExplicit, Run: taskCondaRun},
+		{Format: sbom.FormatPipFreeze, Run: taskPipRun},
 	}
 }

@@ -52,6 +52,9 @@ func TestLoadTaskRepo(t *testing.T) {
 		if !filepath.IsAbs(n.ContextDir) || filepath.Base(n.ContextDir) != n.InstanceID || len(n.Context)+len(n.ContextFiles) != 0 {
 			t.Errorf("%s: context dir %q", n.ID(), n.ContextDir)
 		}
+		if n.Inventory == nil || len(n.Inventory.Commands) != 3 || len(n.Inventory.InstanceIDs) != 1 || n.Inventory.InstanceIDs[0] != n.InstanceID {
+			t.Errorf("%s: inventory %+v, want the default task listing (dpkg-query, conda, pip) of its instance", n.ID(), n.Inventory)
+		}
 	}
 }
 
