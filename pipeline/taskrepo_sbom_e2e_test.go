@@ -110,3 +110,72 @@ func TestTaskRepoInventory(t *testing.T) {
 		t.Errorf("%d task images checked, want 7", checked)
 	}
 }
+
+// TestTaskInventoryBranches runs the default task listing on images of the
+// fixture's Debian rootfs that the fixture task repo does not cover: one
+// with a python3 that has no pip and no ~/.bashrc (lists Debian packages
+// only, does not fail), and one with a conda at /opt/miniconda3 (a
+// stand-in script, not a real conda: it prints a fixed explicit listing
+// for `conda list --explicit --md5` in the env `conda activate` last
+// named, which shows that the listing activates testbed and reads
+// conda's output).
+func TestTaskInventoryBranches(t *testing.T) {
+	st := stacktest.Require(t)
+	rootfs := stacktest.Rootfs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	salt := time.Now().Format(time.RFC3339Nano)
+	p := core.AMD64
+	baseKey := "swebuild-taskinv.base.x86_64:latest"
+	conda := `#!/bin/sh
+case "$1" in
+activate) echo "$2" > /tmp/conda-env ;;
+list) echo "# platform: linux-64"; echo "@EXPLICIT"; echo "https://repo.anaconda.com/pkgs/main/linux-64/zlib-1.2.13-h5eee18b_1.conda#92e42d8310108b0a440fb2e60b2b2a25"; echo "https://repo.anaconda.com/pkgs/main/linux-64/env-$(cat /tmp/conda-env)-1.0-0.conda#00000000000000000000000000000000" ;;
+esac
+`
+	inst := func(id, df string, files map[string][]byte) *builder.Node {
+		return &builder.Node{Key: "swebuild-taskinv.eval.x86_64." + id + ":latest", Kind: builder.KindInstance, Platform: p, InstanceID: "taskinv__" + id + "-1",
+			Parents: []string{baseKey}, Dockerfile: []byte("FROM " + baseKey + "\nRUN echo " + salt + " > /id\n" + df), Context: files,
+			Inventory: &builder.Inventory{Commands: TaskInventory(), InstanceIDs: []string{"taskinv__" + id + "-1"}}}
+	}
+	nodes := []*builder.Node{
+		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nADD rootfs-amd64.tar /\n"),
+			ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(rootfs, stacktest.RootfsTarName("amd64"))}},
+		inst("nopip", "", nil),
+		inst("conda", "COPY conda /opt/miniconda3/bin/conda\nRUN chmod +x /opt/miniconda3/bin/conda && echo 'export PATH=/opt/miniconda3/bin:$PATH' > /opt/miniconda3/bin/activate\n",
+			map[string][]byte{"conda": []byte(conda)}),
+	}
+	rep, err := builder.Build(ctx, nodes, builder.Options{Builders: []builder.BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2, RunDir: t.TempDir(), Progress: "quiet"})
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	for _, r := range rep.Results {
+		if r.Node.Kind != builder.KindInstance {
+			continue
+		}
+		o := r.Outcome
+		doc, err := sbom.Decode(o.SBOM)
+		if err != nil || o.SBOMError != "" {
+			t.Fatalf("%s: SBOM %v, error %q", r.Node.ID(), err, o.SBOMError)
+		}
+		n := map[string]int{}
+		var condaNames []string
+		for _, pk := range doc.Packages {
+			n[pk.Ecosystem]++
+			if pk.Ecosystem == sbom.Conda {
+				condaNames = append(condaNames, pk.Name)
+			}
+		}
+		t.Logf("%s: %v, conda %v", r.Node.InstanceID, n, condaNames)
+		switch r.Node.InstanceID {
+		case "taskinv__nopip-1":
+			if n[sbom.Deb] < 50 || n[sbom.PyPI] != 0 || n[sbom.Conda] != 0 {
+				t.Errorf("nopip: %v packages, want Debian's only", n)
+			}
+		case "taskinv__conda-1":
+			if n[sbom.Deb] < 50 || strings.Join(condaNames, " ") != "env-testbed zlib" {
+				t.Errorf("conda: %v packages, conda %v; want Debian's and the testbed env's zlib listing", n, condaNames)
+			}
+		}
+	}
+}
