@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,12 +13,17 @@ import (
 
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/errdefs"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	"github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/sbom"
 )
 
 func TestParseOutput(t *testing.T) {
@@ -253,5 +259,119 @@ func TestSerialWriters(t *testing.T) {
 	defer cancel()
 	if _, err := l.store.Writer(cctx, content.WithRef("layer-y")); err == nil {
 		t.Error("a writer waiting on a held ref ignored its context")
+	}
+}
+
+// TestLayoutReferrers: an image exported as an index (image + attestation,
+// as BuildKit's oci exporter writes it with provenance) is named in
+// index.json by its image manifest, with its attestation and its SBOM
+// artifact as referrer entries beside it (no ref name,
+// vnd.docker.reference.digest = the image); a rebuild of the key drops the
+// referrers of the image it replaces; a referrer the layout lacks is
+// refused.
+func TestLayoutReferrers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "layout")
+	l, err := openLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	ctx := context.Background()
+	n := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64}
+	export := func(salt string) (map[string]string, *Outcome) {
+		_, img := putManifest(t, l, `{"schemaVersion":2,"image":"`+salt+`"}`)
+		_, att := putManifest(t, l, `{"schemaVersion":2,"attestation":"`+salt+`"}`)
+		imgDesc := ocispecs.Descriptor{MediaType: ocispecs.MediaTypeImageManifest, Digest: img, Size: int64(len(`{"schemaVersion":2,"image":""}`) + len(salt))}
+		idx := ocispecs.Index{MediaType: ocispecs.MediaTypeImageIndex, Manifests: []ocispecs.Descriptor{
+			{MediaType: imgDesc.MediaType, Digest: img, Size: imgDesc.Size, Platform: &ocispecs.Platform{OS: "linux", Architecture: "amd64"}},
+			{MediaType: ocispecs.MediaTypeImageManifest, Digest: att, Size: 40, Platform: &ocispecs.Platform{OS: "unknown", Architecture: "unknown"},
+				Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, AnnotationReferenceDigest: img.String()}},
+		}}
+		idx.SchemaVersion = 2
+		raw, _ := json.Marshal(idx)
+		idxDesc := ocispecs.Descriptor{MediaType: ocispecs.MediaTypeImageIndex, Digest: digest.FromBytes(raw), Size: int64(len(raw))}
+		if err := content.WriteBlob(ctx, l.store, "test-"+idxDesc.Digest.Encoded(), bytes.NewReader(raw), idxDesc); err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := json.Marshal(idxDesc)
+		resp := map[string]string{exptypes.ExporterImageDigestKey: idxDesc.Digest.String(), exptypes.ExporterImageDescriptorKey: base64.StdEncoding.EncodeToString(enc)}
+		// What resolveAttested finds in the exported index.
+		s := &bkSolver{layout: l}
+		out := &Outcome{}
+		if err := s.resolveAttested(ctx, &bkclient.SolveResponse{ExporterResponse: resp}, core.AMD64, out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Digest != img.String() || out.Attestation != att.String() {
+			t.Fatalf("resolved image %s attestation %s, want %s %s", out.Digest, out.Attestation, img, att)
+		}
+		// The SBOM artifact, as finishSBOM writes it.
+		a, err := attest.NewArtifact(v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: v1.Hash{Algorithm: "sha256", Hex: img.Encoded()}, Size: imgDesc.Size},
+			sbom.MediaType, sbom.MediaType, []byte(`{"bomFormat":"CycloneDX","salt":"`+salt+`"}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.putArtifact(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		out.SBOMArtifact, out.SBOMArtifactSize = a.Descriptor.Digest.String(), a.Descriptor.Size
+		return resp, out
+	}
+	read := func() []ocispecs.Descriptor {
+		b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx ocispecs.Index
+		if err := json.Unmarshal(b, &idx); err != nil {
+			t.Fatal(err)
+		}
+		return idx.Manifests
+	}
+	check := func(out *Outcome) {
+		t.Helper()
+		ms := read()
+		if len(ms) != 3 {
+			t.Fatalf("index.json has %d entries, want the image and its 2 referrers: %+v", len(ms), ms)
+		}
+		var img, att, doc int
+		for _, d := range ms {
+			switch {
+			case d.Annotations[AnnotationRefName] == n.Key && d.Digest.String() == out.Digest && d.MediaType == ocispecs.MediaTypeImageManifest:
+				img++
+			case d.Annotations[AnnotationRefName] == "" && d.Annotations[AnnotationReferenceDigest] == out.Digest && d.Annotations[AnnotationReferenceType] == ReferenceTypeAttestation && d.Digest.String() == out.Attestation:
+				att++
+			case d.Annotations[AnnotationRefName] == "" && d.Annotations[AnnotationReferenceDigest] == out.Digest && d.ArtifactType == sbom.MediaType && d.Digest.String() == out.SBOMArtifact:
+				doc++
+			}
+		}
+		if img != 1 || att != 1 || doc != 1 {
+			t.Errorf("index.json %+v: image %d, attestation %d, SBOM %d entries; want one each", ms, img, att, doc)
+		}
+	}
+	resp, out := export("one")
+	if err := l.add(n, resp, out); err != nil {
+		t.Fatal(err)
+	}
+	check(out)
+	// The same export again: unchanged.
+	if err := l.add(n, resp, out); err != nil {
+		t.Fatal(err)
+	}
+	check(out)
+	// A rebuild with other contents: the old image's referrers go too.
+	resp2, out2 := export("two")
+	if err := l.add(n, resp2, out2); err != nil {
+		t.Fatal(err)
+	}
+	check(out2)
+	// An index whose image was not resolved, and a referrer not in the
+	// layout, are refused.
+	if err := l.add(n, resp2, &Outcome{}); err == nil || !strings.Contains(err.Error(), "not resolved") {
+		t.Errorf("add of an unresolved index: %v", err)
+	}
+	bad := *out2
+	bad.SBOMArtifact = digest.FromString("nothing").String()
+	if err := l.add(n, resp2, &bad); err == nil || !strings.Contains(err.Error(), "is not in the layout") {
+		t.Errorf("add with a referrer the layout lacks: %v", err)
 	}
 }
