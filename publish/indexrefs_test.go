@@ -69,7 +69,10 @@ func (c *countingProxy) requests() []string {
 // tests equal report.json's) and the SBOM (the staged bytes); both are the
 // same artifacts as in the per-arch repository. A re-run on the same
 // ledger costs one HEAD per ref and per attachment tag, nothing else.
+// skopeo reads the fallback tag and the artifact from the index
+// repository too.
 func TestIndexRepositoryCarriesReferrers(t *testing.T) {
+	needSkopeo(t)
 	src := regtest.Start(t, regtest.Options{})
 	reg := regtest.Start(t, regtest.Options{})
 	px := startCountingProxy(t, reg.Host)
@@ -210,6 +213,19 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 			}
 			if tr.SubjectDigest != child.Digest.String() || !slices.Equal(tr.PassedTests, wantPassed) || !slices.Equal(tr.FailedTests, wantFailed) {
 				t.Errorf("%s: statement names %s, passed %v failed %v; want %s, %v, %v", key, tr.SubjectDigest, tr.PassedTests, tr.FailedTests, child.Digest, wantPassed, wantFailed)
+			}
+			// skopeo alone, in the index repository: the fallback tag
+			// lists both, and the verification artifact's subject is the
+			// child.
+			if fb, err := skopeoRaw(t, idxRepo.Tag(attest.FallbackTag(child.Digest)).String()); err != nil {
+				t.Error(err)
+			} else if !bytes.Contains(fb, []byte(verifs[0].Digest.String())) || !bytes.Contains(fb, []byte(rec.SBOM.String())) {
+				t.Errorf("%s: skopeo: the fallback tag in %s lists neither or not both:\n%s", key, idxRepo, fb)
+			}
+			if am, err := skopeoRaw(t, idxRepo.Digest(verifs[0].Digest.String()).String()); err != nil {
+				t.Error(err)
+			} else if m, err := v1.ParseManifest(bytes.NewReader(am)); err != nil || m.Subject == nil || m.Subject.Digest != child.Digest {
+				t.Errorf("%s: skopeo: the verification artifact's subject is not %s:\n%s", key, child.Digest, am)
 			}
 			// The same artifacts as in the per-arch repository.
 			archRepo, _ := name.NewRepository(n.ArchRepo(p.Arch(), id), name.Insecure)
