@@ -29,8 +29,12 @@ import (
 // unknown/unknown, annotations vnd.docker.reference.type=
 // attestation-manifest and vnd.docker.reference.digest=<image digest>;
 // with oci-artifact=true it is also an OCI 1.1 artifact whose subject is
-// the image). The rest of swebuild keeps speaking per-arch image
-// manifests: resolveAttested reads that index back once and reports the
+// the image). An OCI layout export (--output type=oci) is attested the
+// same way: the oci exporter writes that index into the layout, and the
+// layout's index.json names the image manifest with the attestation
+// manifest as a referrer entry beside it (output.go). The rest of swebuild
+// keeps speaking per-arch image manifests: resolveAttested reads that
+// index back once (from the registry, or from the layout) and reports the
 // image manifest's digest as the node's digest and the attestation
 // manifest's digest beside it (core.Image.Attestation); publish copies the
 // attestation next to the image and lays it out in the instance's index
