@@ -24,7 +24,8 @@ const FrozenHeredoc = "SWEBUILD_FROZEN"
 // had. Its pip line (the spec's pip_packages) names each requirement at
 // its captured version (fixdep -> fixdep==1.0) and reads every captured
 // PyPI package as a constraint (pip -c), so dependencies resolve to the
-// captured versions too. An env is matched by platform and by an
+// captured versions too (packages installed from a URL or a directory
+// are left out). An env is matched by platform and by an
 // instance id the document lists, else by repo and version. Envs without
 // a pip line, or without a document, are unchanged.
 //
@@ -88,7 +89,9 @@ func freeze(rec *spec.Recipe, envs []*sbom.Document) bool {
 	captured := map[string]string{} // normalized name -> name==version
 	var constraints []string
 	for _, p := range d.Packages {
-		if p.Ecosystem != sbom.PyPI || p.Version == "" {
+		// A package installed from a URL or a directory (pip's "name @
+		// url", "-e path") is not on an index: it is not constrained.
+		if p.Ecosystem != sbom.PyPI || p.Version == "" || p.URL != "" {
 			continue
 		}
 		line := p.Name + "==" + p.Version
