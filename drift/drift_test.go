@@ -320,3 +320,38 @@ func TestFormats(t *testing.T) {
 		}
 	}
 }
+
+// A long report is cut in Markdown (the job summary's 1 MiB cap), never
+// in JSON.
+func TestMarkdownBounds(t *testing.T) {
+	var a, b []Image
+	for i := 0; i < 30; i++ {
+		var pa, pb []sbom.Package
+		for k := 0; k < 130; k++ {
+			name := strings.Repeat("p", 1+k%5) + string(rune('a'+k%26)) + strings.Repeat("x", k/26)
+			pa = append(pa, sbom.Package{Ecosystem: sbom.PyPI, Name: name, Version: "1"})
+			pb = append(pb, sbom.Package{Ecosystem: sbom.PyPI, Name: name, Version: "2"})
+		}
+		id := "x__y-" + strings.Repeat("1", i+1)
+		a = append(a, Image{Kind: KindInstance, Name: id, Platform: core.AMD64, Doc: &sbom.Document{Packages: pa}})
+		b = append(b, Image{Kind: KindInstance, Name: id, Platform: core.AMD64, Doc: &sbom.Document{Packages: pb}})
+	}
+	rep, err := Compare("A", a, "B", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Groups) != 130 || len(rep.Groups[0].Images) != 30 {
+		t.Fatalf("%d groups of %d images", len(rep.Groups), len(rep.Groups[0].Images))
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	if n := strings.Count(out, " and 10 more |"); n != 100 {
+		t.Errorf("%d rows cut at 20 images, want 100", n)
+	}
+	if !strings.Contains(out, "| … | | | 30 more changes |") {
+		t.Errorf("no row saying 30 more changes")
+	}
+}

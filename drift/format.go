@@ -49,10 +49,17 @@ func orDash(s string) string {
 	return s
 }
 
+// Markdown list bounds: a job summary is capped at 1 MiB by GitHub.
+const (
+	mdImagesPerChange = 20  // image labels in one change's row
+	mdListed          = 100 // rows of each list (changes, no document, one set only)
+)
+
 // WriteMarkdown writes what the nightly's job summary shows: the counts,
 // one table row per change with the images showing it, and the images
 // without a document or in one set only. Unchanged images are counted,
-// not listed.
+// not listed. Long lists are cut (mdListed rows, mdImagesPerChange images
+// per change), saying how many more; the JSON report has them all.
 func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -64,9 +71,19 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	p("%d distinct package changes (%d image-package changes).\n\n", s.Changes, s.ImageChanges)
 	if len(r.Groups) > 0 {
 		p("| package | A | B | images |\n|---|---|---|---|\n")
-		for _, g := range r.Groups {
-			p("| `%s` | %s | %s | %d: %s |\n", mdCell(g.Key), mdCell(orDash(g.From)), mdCell(orDash(g.To)),
-				len(g.Images), mdCell(strings.Join(g.Images, ", ")))
+		for i, g := range r.Groups {
+			if i == mdListed {
+				p("| … | | | %d more changes |\n", len(r.Groups)-mdListed)
+				break
+			}
+			imgs := g.Images
+			more := ""
+			if len(imgs) > mdImagesPerChange {
+				more = fmt.Sprintf(" and %d more", len(imgs)-mdImagesPerChange)
+				imgs = imgs[:mdImagesPerChange]
+			}
+			p("| `%s` | %s | %s | %d: %s%s |\n", mdCell(g.Key), mdCell(orDash(g.From)), mdCell(orDash(g.To)),
+				len(g.Images), mdCell(strings.Join(imgs, ", ")), more)
 		}
 		p("\n")
 	} else if s.Drifted == 0 {
@@ -83,14 +100,22 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	if len(nodoc) > 0 {
 		p("**Without an environment document** (not compared):\n\n")
-		for _, im := range nodoc {
+		for i, im := range nodoc {
+			if i == mdListed {
+				p("- … %d more\n", len(nodoc)-mdListed)
+				break
+			}
 			p("- %s: none in %s\n", mdCell(im.Label()), missingSides(im.Missing))
 		}
 		p("\n")
 	}
 	if len(only) > 0 {
 		p("**In one set only:**\n\n")
-		for _, im := range only {
+		for i, im := range only {
+			if i == mdListed {
+				p("- … %d more\n", len(only)-mdListed)
+				break
+			}
 			side := "A"
 			if im.Status == StatusOnlyB {
 				side = "B"
