@@ -29,7 +29,9 @@ type SummaryOptions struct {
 
 // RunFailed reports whether the run must fail: a regression, a new failure,
 // size growth over the limit or environment drift over the limit.
-func (o SummaryOptions) RunFailed(r MergeReport) bool { return r.Failed() || o.SizesFailed || o.DriftFailed }
+func (o SummaryOptions) RunFailed(r MergeReport) bool {
+	return r.Failed() || o.SizesFailed || o.DriftFailed
+}
 
 // WriteSummary writes the job summary in Markdown: the verdict, then
 // regressions, then new failures, then size growth, then the counts and the
