@@ -112,6 +112,12 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 		return fmt.Errorf("exported index %s: %w", ref, err)
 	}
 	out.Digest = img.String()
+	for _, d := range im.Manifests {
+		if d.Digest == img && d.Annotations[AnnotationReferenceType] == "" {
+			out.manifest = &v1.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+			break
+		}
+	}
 	if att != nil {
 		out.Attestation, out.AttestationSize = att.Digest.String(), att.Size
 	}

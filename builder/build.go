@@ -24,6 +24,7 @@ import (
 	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // BuilderSpec names a BuildKit daemon, for one platform or (Platform "") for
@@ -153,6 +154,10 @@ type Options struct {
 	// definition, whose gRPC message BuildKit limits to 16 MiB); they are
 	// added to the session of every instance node when Verify is set.
 	VerifyMounts map[string]fsutil.FS
+	// Registry is the client SBOMs are attached to pushed images with
+	// (sbom.go); nil: one made from Keychain and Insecure when a node has
+	// an Inventory and Push is set.
+	Registry *registry.Client
 	// Auth, when set, makes the registry login of one solve's session
 	// (registry.Credentials.SessionAuth): BuildKit asks it for the
 	// credential of every registry the solve pushes to, pulls from (bound
@@ -254,6 +259,9 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	}
 
 	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain}
+	if err := solver.setupSBOM(nodes, given, opts); err != nil {
+		return nil, err
+	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 2
@@ -288,6 +296,9 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	var errs []error
 	if n := report.Failed(); n > 0 {
 		errs = append(errs, fmt.Errorf("%d of %d nodes failed", n, len(report.Results)))
+	}
+	if n := report.SBOMFailed(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d built image(s) have no SBOM: the capture or its attachment failed (see the summary)", n))
 	}
 	return report, errors.Join(errs...)
 }
@@ -343,6 +354,8 @@ func (r *Report) Records() []core.Image {
 			im.OCILayout = res.Outcome.OCILayout
 			im.Attestation, im.AttestationSize = digest.Digest(res.Outcome.Attestation), res.Outcome.AttestationSize
 			im.Verified = res.Outcome.Verified
+			im.SBOM, im.SBOMSize = digest.Digest(res.Outcome.SBOMArtifact), res.Outcome.SBOMArtifactSize
+			im.SBOMError = res.Outcome.SBOMError
 		} else {
 			im.Status = core.StatusFailed
 			im.Error = res.Status
@@ -429,6 +442,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		if _, err := fmt.Fprintln(w, f); err != nil {
 			return fmt.Errorf("writing summary: %w", err)
 		}
+	}
+	if err := r.writeSBOMs(w); err != nil {
+		return err
 	}
 	return r.writeNotDone(w)
 }

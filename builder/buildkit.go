@@ -23,6 +23,7 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -139,6 +140,12 @@ type bkSolver struct {
 	// noProvenance: pushed images carry no provenance attestation.
 	noProvenance bool
 	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
+	// specKeys are the nodes' derived spec keys by ID (for SBOMs);
+	// sbomDir receives each SBOM; referrers attach them to pushed images
+	// (nil: not attached).
+	specKeys  map[string]string
+	sbomDir   string
+	referrers *attest.Referrers
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -189,6 +196,9 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
+		if cb.captures() {
+			cb.capture(ctx, gc)
+		}
 		if cb.verifies() {
 			if err := cb.verify(ctx, gc); err != nil {
 				return nil, err
@@ -224,6 +234,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	if s.push != "" {
 		out.Ref = s.push + "@" + out.Digest
 	}
+	s.finishSBOM(ctx, cb, resp, &out, job.Log)
 	if s.layout != nil {
 		if err := s.layout.add(n, resp.ExporterResponse); err != nil {
 			return out, fmt.Errorf("node %s: %w", n.ID(), err)
@@ -242,6 +253,7 @@ type chainBuild struct {
 	chain    []*Node
 	contexts []llb.State // build context of chain[i]
 	done     map[string]solvedNode
+	sbom     *capture // the node's SBOM capture (sbom.go); nil: none
 }
 
 // solvedNode is a solved chain member: its filesystem (nil for an image

@@ -70,6 +70,10 @@ type Node struct {
 	// Images bound with Options.Images are offered to its Dockerfile as
 	// named contexts (FROM <name>).
 	ContextDir string
+	// Inventory, when set on an env or instance node, names the listing
+	// commands run in the solved image and the identity written in its
+	// SBOM (sbom.go). Not part of the node's spec key.
+	Inventory *Inventory
 }
 
 // ID is the node's unique identity: key and platform.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // Status of a node after a build.
@@ -56,6 +58,20 @@ type Outcome struct {
 	// Verified is true when Options.Verify passed the image; nil when it
 	// was not verified.
 	Verified *bool
+	// SBOM is the image's resolved environment, CycloneDX JSON (sbom.go),
+	// when its node has an Inventory; SBOMFile where it was written.
+	// SBOMArtifact and SBOMArtifactSize name the OCI artifact carrying it,
+	// attached to the pushed image. SBOMError says why there is none (the
+	// image is exported all the same); SBOMSeconds is the capture's time.
+	SBOM             []byte
+	SBOMFile         string
+	SBOMArtifact     string
+	SBOMArtifactSize int64
+	SBOMError        string
+	SBOMSeconds      float64
+	// manifest is the pushed image manifest's descriptor, when
+	// resolveAttested read it from the exported index.
+	manifest *v1.Descriptor
 }
 
 // Solver builds one node; the scheduler calls it at most workers times at once.

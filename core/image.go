@@ -72,6 +72,16 @@ type Image struct {
 	// next to the image and lists it in the index.
 	Attestation     digest.Digest `json:"attestation,omitempty"`
 	AttestationSize int64         `json:"attestation_size,omitempty"`
+	// SBOM and SBOMSize are the digest and size of the OCI artifact
+	// manifest carrying the image's resolved environment (a CycloneDX
+	// document, artifactType application/vnd.cyclonedx+json, package sbom)
+	// attached to the image as a referrer in Ref's repository. Publish
+	// carries it to the published per-arch repository. SBOMError says why
+	// a built image has none (its capture or attachment failed; the image
+	// itself is fine).
+	SBOM      digest.Digest `json:"sbom,omitempty"`
+	SBOMSize  int64         `json:"sbom_size,omitempty"`
+	SBOMError string        `json:"sbom_error,omitempty"`
 	// Tags are the tags a published record was written under.
 	Tags []string `json:"tags,omitempty"`
 	// OCILayout is an OCI image layout directory holding the image.

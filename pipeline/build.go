@@ -101,6 +101,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err != nil {
 			return nil, err
 		}
+		AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
 	}
 	bopts := o.Builder
 	bopts.NotPlanned = notPlanned

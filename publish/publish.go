@@ -354,7 +354,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	}
 	tag := manifests.ContentTag(im.SpecKey)
 	rec, ok := p.opts.Ledger.Lookup(core.KindInstance, id, im.Platform)
-	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation
+	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation && rec.SBOM == im.SBOM
 	if done && p.opts.TrustLedger && rec.Size > 0 {
 		pub.child.Size, pub.child.MediaType = rec.Size, types.MediaType(rec.MediaType)
 		return pub, true, nil
@@ -370,11 +370,15 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 		Ref: repo.Digest(im.Digest.String()).String(), Tags: []string{tag, manifests.LatestTag},
 		SpecKey: im.SpecKey, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Status: core.StatusPublished,
 		Attestation: im.Attestation, AttestationSize: im.AttestationSize,
+		SBOM: im.SBOM, SBOMSize: im.SBOMSize,
 	}
 	if d != nil && d.Digest.String() == im.Digest.String() {
 		pub.child.Size, pub.child.MediaType = d.Size, d.MediaType
 		if !done {
 			if err := p.carryAttestation(ctx, repo, im, p.refRepo(im)); err != nil {
+				return pub, false, err
+			}
+			if err := p.carrySBOM(ctx, repo, im, p.refRepo(im)); err != nil {
 				return pub, false, err
 			}
 			result.Size, result.MediaType = d.Size, string(d.MediaType)
@@ -418,6 +422,9 @@ func (p *publisher) copyImage(ctx context.Context, repo name.Repository, tag str
 		return nil, err
 	}
 	if err := p.carryAttestation(ctx, repo, im, mountFrom); err != nil {
+		return nil, err
+	}
+	if err := p.carrySBOM(ctx, repo, im, mountFrom); err != nil {
 		return nil, err
 	}
 	// latest first: the content tag is what a resumed run checks, so it

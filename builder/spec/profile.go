@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/sbom"
 )
 
 // Profile replaces the upstream conda/ubuntu templates for a set of repos
@@ -38,7 +41,21 @@ type Profile struct {
 	// LogParser names the upstream log parser (e.g. "parse_log_pytest") that
 	// grades this profile's repos, which are not in upstream's parser map.
 	LogParser string `json:"log_parser,omitempty"`
+	// Inventory are the listing commands whose output is the resolved
+	// environment of the profile's env and instance images (the SBOM the
+	// builder attaches; see Tables.Inventory). Absent: nothing is listed.
+	// Not part of any rendered file or image key.
+	Inventory []InventoryCommand `json:"inventory,omitempty"`
 	specs     map[string]Spec
+}
+
+// InventoryCommand is one listing command: Run is a bash command line run
+// in the image (its ENV and WORKDIR applied, no network), whose standard
+// output Format (sbom.Formats: pip-freeze, conda-explicit, dpkg-query)
+// parses.
+type InventoryCommand struct {
+	Format string `json:"format"`
+	Run    string `json:"run"`
 }
 
 // ExtraSpecs is the --specs file format: one profile with its repos, and/or a
@@ -119,6 +136,14 @@ func (t *Tables) addProfile(g ProfileSpecs, path, where string) error {
 		// upstream's non-Python specs); a missing field is a mistake.
 		return fmt.Errorf("%s: %sprofile.activate: missing (write [] when there is nothing to activate)", path, where)
 	}
+	for i, c := range p.Inventory {
+		if !slices.Contains(sbom.Formats(), c.Format) {
+			return fmt.Errorf("%s: %sprofile.inventory[%d].format: %q is not one of %s", path, where, i, c.Format, strings.Join(sbom.Formats(), ", "))
+		}
+		if strings.TrimSpace(c.Run) == "" {
+			return fmt.Errorf("%s: %sprofile.inventory[%d].run: missing", path, where, i)
+		}
+	}
 	if p.Language == "" {
 		p.Language = "py"
 	}
@@ -152,4 +177,33 @@ func (t *Tables) LogParser(repo string) string {
 		return p.LogParser
 	}
 	return ""
+}
+
+// Upstream's listing commands. Python images: the testbed conda env's
+// packages (conda list --explicit --md5: URL and md5 of each) and pip's
+// view of it (pip freeze --all: also what pip installed, editable
+// installs included); every other language: the system's Debian packages.
+const (
+	upstreamCondaActivate = "source /opt/miniconda3/bin/activate && conda activate testbed"
+	dpkgQueryRun          = `dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n'`
+)
+
+// Inventory returns the listing commands for the images of repo: its
+// profile's (none when the profile lists none), else upstream's defaults by
+// language (Python: conda list --explicit --md5 and python -m pip freeze
+// --all in the testbed env; others: dpkg-query); nil for an unknown repo.
+func (t *Tables) Inventory(repo string) []InventoryCommand {
+	if p := t.Profiles[repo]; p != nil {
+		return slices.Clone(p.Inventory)
+	}
+	switch t.Language(repo) {
+	case "":
+		return nil
+	case "py":
+		return []InventoryCommand{
+			{Format: sbom.FormatCondaExplicit, Run: upstreamCondaActivate + " && conda list --explicit --md5"},
+			{Format: sbom.FormatPipFreeze, Run: upstreamCondaActivate + " && python -m pip freeze --all"},
+		}
+	}
+	return []InventoryCommand{{Format: sbom.FormatDpkgQuery, Run: dpkgQueryRun}}
 }
