@@ -137,7 +137,7 @@ func TestDriftFixture(t *testing.T) {
 	}
 	calc := calcEnvs(t, ctx, f)
 	var wantImages []string
-	images := 0
+	images, insts := 0, 0
 	for _, r := range recs {
 		switch r.Kind {
 		case core.KindEnv:
@@ -147,6 +147,7 @@ func TestDriftFixture(t *testing.T) {
 			}
 		case core.KindInstance:
 			images++
+			insts++
 			if strings.HasPrefix(r.InstanceID, "fixture__calc-") {
 				wantImages = append(wantImages, "instance "+r.InstanceID+" "+string(r.Platform))
 			}
@@ -170,6 +171,43 @@ func TestDriftFixture(t *testing.T) {
 	}
 	if !strings.Contains(so.String(), "| `pypi/fixdep` | 1.0 | 1.1 | 6: ") {
 		t.Errorf("drift Markdown lacks the fixdep row:\n%s", so.String())
+	}
+
+	// A published: the documents travel with the per-arch images, and
+	// drift reads them through the published names (the repository prefix
+	// enumerated from the dataset, as check does) and through the ledger.
+	repoA := f.reg + "/swebuild-test/drift-" + salt + "-pub-a"
+	ledgerA := filepath.Join(tmp, "ledger-a.jsonl")
+	so.Reset()
+	se.Reset()
+	if err := runPublish(ctx, []string{"--metadata-file", mdA, "--repo", repoA, "--ledger", ledgerA}, &so, &se); err != nil {
+		t.Fatalf("publish A: %v\n%s", err, tail(se.String(), 3000))
+	}
+	var calcInstances []string
+	for _, l := range wantImages {
+		if strings.HasPrefix(l, "instance ") {
+			calcInstances = append(calcInstances, l)
+		}
+	}
+	for _, pubA := range []struct {
+		name string
+		args []string
+	}{
+		{"repository prefix", []string{repoA, mdB, "--dataset", f.dataset, "--specs", f.specs}},
+		{"publish ledger", []string{ledgerA, mdB}},
+	} {
+		prep, err := runDriftJSON(t, ctx, pubA.args[0], pubA.args[1], pubA.args[2:]...)
+		if err != nil {
+			t.Fatalf("drift published A (%s) against B: %v", pubA.name, err)
+		}
+		if len(prep.Groups) != 1 || prep.Groups[0].String() != "pypi/fixdep 1.0 -> 1.1" || !slices.Equal(prep.Groups[0].Images, calcInstances) {
+			t.Errorf("drift published A (%s) against B: groups %+v\nwant exactly pypi/fixdep 1.0 -> 1.1 on %q", pubA.name, prep.Groups, calcInstances)
+		}
+		envs := images - insts
+		if s := prep.Summary; s.Images != images || s.OnlyB != envs || s.NoDocument != 0 || s.Drifted != 4 || s.Unchanged != insts-4 {
+			t.Errorf("drift published A (%s) against B: summary %+v; want %d instance images (4 drifted, every one with a document) and B's %d env images only in B", pubA.name, s, insts, envs)
+		}
+		t.Logf("drift published A (%s) against B: %+v", pubA.name, prep.Summary)
 	}
 
 	// The frozen rebuild: A's documents, both wheels in the directory.
