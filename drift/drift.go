@@ -39,6 +39,9 @@ type Image struct {
 	Ref string
 	// Doc is the image's environment document; nil: none attached.
 	Doc *sbom.Document
+	// Why says why an image has no document, when its record says
+	// (core.Image.SBOMError: the capture or the attachment failed).
+	Why string
 }
 
 // Label names an image in reports: "env NAME linux/amd64".
@@ -97,8 +100,11 @@ type ImageResult struct {
 	RefA   string `json:"ref_a,omitempty"`
 	RefB   string `json:"ref_b,omitempty"`
 	Status string `json:"status"`
-	// Missing says which side has no document: "a", "b" or "both".
+	// Missing says which side has no document: "a", "b" or "both";
+	// WhyA/WhyB why, when the side's record says (its capture failed).
 	Missing   string   `json:"missing,omitempty"`
+	WhyA      string   `json:"why_a,omitempty"`
+	WhyB      string   `json:"why_b,omitempty"`
 	PackagesA int      `json:"packages_a"`
 	PackagesB int      `json:"packages_b"`
 	Changes   []Change `json:"changes,omitempty"`
@@ -299,6 +305,15 @@ func compareOne(a, b *Image) ImageResult {
 	case a == nil:
 		r.Status = StatusOnlyB
 		return r
+	case a.Doc == nil || b.Doc == nil:
+		if a.Doc == nil {
+			r.WhyA = a.Why
+		}
+		if b.Doc == nil {
+			r.WhyB = b.Why
+		}
+	}
+	switch {
 	case a.Doc == nil && b.Doc == nil:
 		r.Status, r.Missing = StatusNoDoc, "both"
 		return r

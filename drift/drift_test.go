@@ -133,6 +133,9 @@ func TestCompareStatuses(t *testing.T) {
 		case "instance fixture__calc-1 linux/amd64", "instance fixture__textutil-1 linux/arm64":
 			b[i].Doc = nil
 		}
+		if b[i].Label() == "instance fixture__calc-1 linux/amd64" {
+			b[i].Why = "pip freeze --all: exit 1"
+		}
 	}
 	for i := range a {
 		if a[i].Label() == "instance fixture__textutil-1 linux/arm64" {
@@ -168,7 +171,7 @@ func TestCompareStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		"- instance fixture__calc-1 linux/amd64: none in B\n",
+		"- instance fixture__calc-1 linux/amd64: none in B (pip freeze --all: exit 1)\n",
 		"- instance fixture__textutil-1 linux/arm64: none in A and B\n",
 		"- instance fixture__calc-2 linux/arm64: only in A\n",
 	} {

@@ -29,6 +29,9 @@ type Target struct {
 	Platform core.Platform
 	// Ref pins the image: REPO@sha256:....
 	Ref string
+	// Why is the record's reason for having no document
+	// (core.Image.SBOMError), if any.
+	Why string
 }
 
 // TargetsFromRecords returns the env and instance images of records (a
@@ -46,7 +49,7 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 	var out []Target
 	seen := map[string]int{}
 	for _, r := range ok {
-		t := Target{Platform: r.Platform, Ref: r.Ref}
+		t := Target{Platform: r.Platform, Ref: r.Ref, Why: r.SBOMError}
 		if r.Kind == core.KindEnv {
 			t.Kind, t.Name = KindEnv, strings.TrimSuffix(r.Key, ":latest")
 		} else {
@@ -93,7 +96,7 @@ func (f *Fetcher) Fetch(ctx context.Context, targets []Target) ([]Image, error) 
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		out[i] = Image{Kind: t.Kind, Name: t.Name, Platform: t.Platform, Ref: t.Ref}
+		out[i] = Image{Kind: t.Kind, Name: t.Name, Platform: t.Platform, Ref: t.Ref, Why: t.Why}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -144,6 +144,10 @@ func TestTargetsFromRecords(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("targets = %v\nwant %v", got, want)
 	}
+	why, err := TargetsFromRecords("m.jsonl", []core.Image{{Kind: core.KindEnv, Key: "k:latest", Platform: core.AMD64, Ref: "r/e@sha256:2", Status: core.StatusBuilt, SBOMError: "dpkg-query: exit 2"}})
+	if err != nil || len(why) != 1 || why[0].Why != "dpkg-query: exit 2" {
+		t.Errorf("a record whose capture failed: %+v, %v", why, err)
+	}
 	_, err = TargetsFromRecords("m.jsonl", []core.Image{{Kind: core.KindEnv, Key: "k:latest", Platform: core.AMD64, Status: core.StatusBuilt, OCILayout: "/x"}})
 	if err == nil || !strings.Contains(err.Error(), "m.jsonl: env k linux/amd64") {
 		t.Errorf("a record with no ref: err = %v", err)

@@ -105,7 +105,13 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				p("- … %d more\n", len(nodoc)-mdListed)
 				break
 			}
-			p("- %s: none in %s\n", mdCell(im.Label()), missingSides(im.Missing))
+			why := ""
+			for _, w := range []string{im.WhyA, im.WhyB} {
+				if w != "" {
+					why += " (" + mdCell(w) + ")"
+				}
+			}
+			p("- %s: none in %s%s\n", mdCell(im.Label()), missingSides(im.Missing), why)
 		}
 		p("\n")
 	}
@@ -169,7 +175,7 @@ code{font-size:.95em}
 {{end}}</table>{{end}}
 <h2>Images</h2>
 <table><tr><th>kind</th><th>name</th><th>platform</th><th>status</th><th>packages A / B</th><th>changes</th></tr>
-{{range .Images}}<tr><td>{{.Kind}}</td><td><code>{{.Name}}</code>{{if .NameB}} / <code>{{.NameB}}</code>{{end}}</td><td>{{.Platform}}</td><td class="{{if eq .Status "drift"}}drift{{else if eq .Status "no-document"}}nodoc{{else if eq .Status "unchanged"}}ok{{end}}">{{.Status}}{{if .Missing}} (none in {{sides .Missing}}){{end}}</td><td>{{.PackagesA}} / {{.PackagesB}}</td><td>{{changes .Changes}}</td></tr>
+{{range .Images}}<tr><td>{{.Kind}}</td><td><code>{{.Name}}</code>{{if .NameB}} / <code>{{.NameB}}</code>{{end}}</td><td>{{.Platform}}</td><td class="{{if eq .Status "drift"}}drift{{else if eq .Status "no-document"}}nodoc{{else if eq .Status "unchanged"}}ok{{end}}">{{.Status}}{{if .Missing}} (none in {{sides .Missing}}{{with .WhyA}}: A {{.}}{{end}}{{with .WhyB}}: B {{.}}{{end}}){{end}}</td><td>{{.PackagesA}} / {{.PackagesB}}</td><td>{{changes .Changes}}</td></tr>
 {{end}}</table>
 </body>
 </html>

@@ -15,8 +15,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/drift"
+	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -362,5 +373,82 @@ func TestRenderFreeze(t *testing.T) {
 	line := "python -m pip install fixdep==1.0 -c /dev/stdin <<'SWEBUILD_FROZEN'\nfixdep==1.0\npip==23.0.1\nSWEBUILD_FROZEN\n"
 	if !strings.Contains(string(env), line) {
 		t.Errorf("frozen setup_env.sh lacks %q:\n%s", line, env)
+	}
+}
+
+// TestDriftCLIDocuments runs swebuild drift over two records files on a
+// distribution 2.8 registry of its own (documents attached through the
+// referrers tag schema): an image without a document is reported as such,
+// not as no drift; a document that cannot be read exits non-zero naming
+// the image.
+func TestDriftCLIDocuments(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, err := registry.New(registry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := &attest.Referrers{Client: client, Settle: 10 * time.Millisecond}
+	repo, err := name.NewRepository(reg.Host+"/drift/sweb.eval.x86_64.fixture_1776_calc-1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(payload []byte) core.Image {
+		t.Helper()
+		img, err := random.Image(128, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img = mutate.MediaType(img, types.OCIManifestSchema1)
+		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+		dg, _ := img.Digest()
+		raw, _ := img.RawManifest()
+		if err := ggcrremote.Write(repo.Digest(dg.String()), img); err != nil {
+			t.Fatal(err)
+		}
+		if payload != nil {
+			a, err := attest.NewArtifact(v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: dg, Size: int64(len(raw))}, sbom.MediaType, sbom.MediaType, payload, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := refs.Attach(ctx, repo, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return core.Image{Kind: core.KindInstance, InstanceID: "fixture__calc-1", Platform: core.AMD64, Key: "sweb.eval.x86_64.fixture__calc-1:latest",
+			Digest: digest.Digest(dg.String()), Ref: repo.Digest(dg.String()).String(), SpecKey: "k", Status: core.StatusBuilt}
+	}
+	good, err := (&sbom.Document{Kind: "instance", Platform: core.AMD64, Packages: []sbom.Package{{Ecosystem: sbom.PyPI, Name: "fixdep", Version: "1.0"}}}).CycloneDX()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	write := func(name string, recs ...core.Image) string {
+		p := filepath.Join(tmp, name)
+		if err := core.WriteFile(p, recs); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withDoc := write("a.jsonl", push(good))
+	noDoc := write("b.jsonl", push(nil))
+	broken := write("c.jsonl", push([]byte("{not json")))
+
+	var so, se bytes.Buffer
+	if err := runDrift(ctx, []string{"--images", withDoc, "--against", noDoc, "--max-drift", "0"}, &so, &se); err != nil {
+		t.Fatalf("drift with a missing document: %v\n%s", err, se.String())
+	}
+	if !strings.Contains(so.String(), "1 images compared: 0 unchanged, 0 with drift, 1 without a document") ||
+		!strings.Contains(so.String(), "- instance fixture__calc-1 linux/amd64: none in B\n") {
+		t.Errorf("drift with a missing document:\n%s", so.String())
+	}
+	so.Reset()
+	err = runDrift(ctx, []string{"--images", withDoc, "--against", broken}, &so, &se)
+	if err == nil || !strings.Contains(err.Error(), "--against "+broken+": instance fixture__calc-1 linux/amd64") {
+		t.Errorf("drift with an unreadable document: err = %v, want one naming the image", err)
+	}
+	if code := run([]string{"drift", "--images", withDoc, "--against", broken}, &so, &se); code == 0 {
+		t.Error("swebuild drift with an unreadable document exits 0")
 	}
 }
