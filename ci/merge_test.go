@@ -228,8 +228,11 @@ func TestMerge(t *testing.T) {
 	}
 	notPushed := rec("e__e-1", PlatformAMD64, dC, true)
 	notPushed.Ref = ""
+	// b's amd64 build carries its SBOM artifact (the capture's record).
+	withSBOM := rec("b__b-1", PlatformAMD64, dA, true)
+	withSBOM.SBOM, withSBOM.SBOMSize = digest.Digest(dC), 658
 	results := []core.Image{
-		rec("b__b-1", PlatformAMD64, dA, true),
+		withSBOM,
 		rec("c__c-1", PlatformAMD64, dA, false),
 		rec("c__c-1", PlatformARM64, dB, true),
 		rec("d__d-1", PlatformAMD64, dA, true),
@@ -283,9 +286,11 @@ func TestMerge(t *testing.T) {
 	}
 	var got []string
 	for _, r := range pub {
-		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref)
+		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String())
 	}
-	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA, "b__b-1 linux/arm64 reg/r@" + dB}; !reflect.DeepEqual(got, want) {
+	// The SBOM artifact travels to publish, which carries it to the
+	// published per-arch image (what swebuild drift reads there).
+	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC, "b__b-1 linux/arm64 reg/r@" + dB + " "}; !reflect.DeepEqual(got, want) {
 		t.Errorf("publish records %q, want %q", got, want)
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
@@ -253,7 +254,9 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"Build one env-stage job of the plan (`ci matrix --plan-out`): its env images and the base images\n"+
 			"they build FROM, pushed by digest to --push, one record per image in --metadata-file (what\n"+
 			"`ci contexts` binds and the env ledger keeps).", stderr)
-	var f buildFlags
+	// No --node-down-after here: the default a build gets (the options
+	// refuse zero).
+	f := buildFlags{downAfter: builder.DefaultDownAfter}
 	f.g.register(fs)
 	planPath := planFlag(fs)
 	job := fs.String("job", "", "env job name (the envs matrix's name, e.g. envs-amd64-0)")
