@@ -32,6 +32,10 @@ type Target struct {
 	// Why is the record's reason for having no document
 	// (core.Image.SBOMError), if any.
 	Why string
+	// SBOM is the digest of the document's artifact manifest when the
+	// record names it (core.Image.SBOM): read directly, in Ref's
+	// repository, instead of listing the image's referrers.
+	SBOM string
 }
 
 // TargetsFromRecords returns the env and instance images of records (a
@@ -49,7 +53,7 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 	var out []Target
 	seen := map[string]int{}
 	for _, r := range ok {
-		t := Target{Platform: r.Platform, Ref: r.Ref, Why: r.SBOMError}
+		t := Target{Platform: r.Platform, Ref: r.Ref, Why: r.SBOMError, SBOM: r.SBOM.String()}
 		if r.Kind == core.KindEnv {
 			t.Kind, t.Name = KindEnv, strings.TrimSuffix(r.Key, ":latest")
 		} else {
@@ -150,6 +154,21 @@ func (f *Fetcher) one(ctx context.Context, t Target) (*sbom.Document, []byte, er
 		return nil, nil, err
 	}
 	repo := dg.Context()
+	if t.SBOM != "" {
+		h, err := v1.NewHash(t.SBOM)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the record's sbom %q: %w", t.SBOM, err)
+		}
+		raw, err := f.documentBlob(ctx, repo, h, &subject)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := sbom.Decode(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("document %s: %w", h, err)
+		}
+		return d, raw, nil
+	}
 	refs, err := f.Referrers.List(ctx, repo, subject)
 	if err != nil {
 		return nil, nil, err
@@ -160,7 +179,7 @@ func (f *Fetcher) one(ctx context.Context, t Target) (*sbom.Document, []byte, er
 		if d.ArtifactType != sbom.MediaType {
 			continue
 		}
-		raw, err := f.documentBlob(ctx, repo, d.Digest)
+		raw, err := f.documentBlob(ctx, repo, d.Digest, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -178,8 +197,9 @@ func (f *Fetcher) one(ctx context.Context, t Target) (*sbom.Document, []byte, er
 	return doc, docRaw, nil
 }
 
-// documentBlob reads the document layer of artifact manifest dg.
-func (f *Fetcher) documentBlob(ctx context.Context, repo name.Repository, dg v1.Hash) ([]byte, error) {
+// documentBlob reads the document layer of artifact manifest dg; with
+// subject, the manifest must name it as its subject.
+func (f *Fetcher) documentBlob(ctx context.Context, repo name.Repository, dg v1.Hash, subject *v1.Hash) ([]byte, error) {
 	d, err := f.Client.Get(ctx, repo.Digest(dg.String()))
 	if err != nil {
 		return nil, err
@@ -187,6 +207,9 @@ func (f *Fetcher) documentBlob(ctx context.Context, repo name.Repository, dg v1.
 	m, err := v1.ParseManifest(bytes.NewReader(d.Manifest))
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", dg, err)
+	}
+	if subject != nil && (m.Subject == nil || m.Subject.Digest != *subject) {
+		return nil, fmt.Errorf("artifact %s is not a referrer of %s", dg, subject)
 	}
 	var layer *v1.Descriptor
 	for i := range m.Layers {

@@ -61,7 +61,7 @@ func TestFetchFromReferrers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attach := func(subject v1.Descriptor, payload []byte) {
+	attach := func(subject v1.Descriptor, payload []byte) v1.Hash {
 		t.Helper()
 		a, err := attest.NewArtifact(subject, sbom.MediaType, sbom.MediaType, payload, nil)
 		if err != nil {
@@ -70,6 +70,7 @@ func TestFetchFromReferrers(t *testing.T) {
 		if err := refs.Attach(ctx, repo, a); err != nil {
 			t.Fatal(err)
 		}
+		return a.Descriptor.Digest
 	}
 	withDoc, noDoc, badDoc := pushImage(t, repo), pushImage(t, repo), pushImage(t, repo)
 	want := &sbom.Document{Subject: withDoc.Digest.String(), Kind: "env", Image: "sweb.env.fixture.x86_64.calc",
@@ -79,7 +80,7 @@ func TestFetchFromReferrers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attach(withDoc, raw)
+	artifact := attach(withDoc, raw)
 	attach(withDoc, raw) // attached again (a second push of one image): one document
 	// A BuildKit-style statement on noDoc is not an environment document.
 	st, err := attest.StatementArtifact(noDoc, attest.TestResultPredicate, []byte(`{"_type":"https://in-toto.io/Statement/v1"}`))
@@ -89,7 +90,7 @@ func TestFetchFromReferrers(t *testing.T) {
 	if err := refs.Attach(ctx, repo, st); err != nil {
 		t.Fatal(err)
 	}
-	attach(badDoc, []byte(`{"bomFormat":"not CycloneDX"`))
+	badArtifact := attach(badDoc, []byte(`{"bomFormat":"not CycloneDX"`))
 
 	target := func(d v1.Descriptor, n string) Target {
 		return Target{Kind: KindEnv, Name: n, Platform: core.AMD64, Ref: repo.Digest(d.Digest.String()).String()}
@@ -116,6 +117,19 @@ func TestFetchFromReferrers(t *testing.T) {
 	docs, err := pins.ReadFrozen(save)
 	if err != nil || len(docs) != 1 || docs[0].Subject != want.Subject {
 		t.Fatalf("ReadFrozen = %v, %v", docs, err)
+	}
+
+	// The record names the artifact: read directly, and only when it is a
+	// referrer of the image.
+	direct := target(withDoc, "with")
+	direct.SBOM = artifact.String()
+	got, err = (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{direct})
+	if err != nil || got[0].Doc == nil || got[0].Doc.Subject != want.Subject {
+		t.Fatalf("direct read: %+v, %v", got, err)
+	}
+	direct.SBOM = badArtifact.String()
+	if _, err := (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{direct}); err == nil || !strings.Contains(err.Error(), "is not a referrer of") {
+		t.Errorf("a record naming another image's artifact: err = %v", err)
 	}
 
 	_, err = (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{target(withDoc, "with"), target(badDoc, "broken")})
