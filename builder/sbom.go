@@ -256,12 +256,21 @@ func (s *bkSolver) finishSBOM(ctx context.Context, cb *chainBuild, resp *bkclien
 		fail(fmt.Errorf("attaching the SBOM: %w", err))
 		return
 	}
-	if err := s.referrers.Attach(ctx, repo, a); err != nil {
+	// A rebuild of the same image lists the same packages: the same
+	// artifact, already attached (its write-once tag answers one HEAD).
+	verb := "found attached"
+	if have, err := s.referrers.Client.Head(ctx, repo.Tag(attest.AttachmentTag(subject.Digest, a.Descriptor.Digest))); err != nil {
 		fail(fmt.Errorf("attaching the SBOM: %w", err))
 		return
+	} else if have == nil {
+		if err := s.referrers.Attach(ctx, repo, a); err != nil {
+			fail(fmt.Errorf("attaching the SBOM: %w", err))
+			return
+		}
+		verb = "attached"
 	}
 	out.SBOMArtifact, out.SBOMArtifactSize = a.Descriptor.Digest.String(), a.Descriptor.Size
-	fmt.Fprintf(log, "SBOM of %s: %d packages, %d bytes, attached as %s in %.2fs\n", cb.node().ID(), len(d.Packages), len(raw), out.SBOMArtifact, time.Since(start).Seconds())
+	fmt.Fprintf(log, "SBOM of %s: %d packages, %d bytes, %s as %s in %.2fs\n", cb.node().ID(), len(d.Packages), len(raw), verb, out.SBOMArtifact, time.Since(start).Seconds())
 }
 
 // pushedSubject is the descriptor of the pushed image manifest: the one
