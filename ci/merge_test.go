@@ -231,6 +231,7 @@ func TestMerge(t *testing.T) {
 	// b's amd64 build carries its SBOM artifact (the capture's record).
 	withSBOM := rec("b__b-1", PlatformAMD64, dA, true)
 	withSBOM.SBOM, withSBOM.SBOMSize = digest.Digest(dC), 658
+	withSBOM.Attestation, withSBOM.AttestationSize = digest.Digest(dB), 838
 	results := []core.Image{
 		withSBOM,
 		rec("c__c-1", PlatformAMD64, dA, false),
@@ -286,11 +287,12 @@ func TestMerge(t *testing.T) {
 	}
 	var got []string
 	for _, r := range pub {
-		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String())
+		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String()+" "+r.Attestation.String())
 	}
-	// The SBOM artifact travels to publish, which carries it to the
-	// published per-arch image (what swebuild drift reads there).
-	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC, "b__b-1 linux/arm64 reg/r@" + dB + " "}; !reflect.DeepEqual(got, want) {
+	// The SBOM artifact and BuildKit's attestation manifest travel to
+	// publish, which carries them to the published per-arch image and
+	// the index (what swebuild drift and a provenance check read there).
+	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC + " " + dB, "b__b-1 linux/arm64 reg/r@" + dB + "  "}; !reflect.DeepEqual(got, want) {
 		t.Errorf("publish records %q, want %q", got, want)
 	}
 
