@@ -152,7 +152,9 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 
 // PublishRecords returns the records that make `swebuild publish` write the
 // index of every instance to index: one per platform image, built now or
-// reused, each pinned by digest and verified. Images without a spec key are
+// reused, each pinned by digest and verified, with its SBOM artifact and
+// BuildKit's attestation manifest (which publish carries to the published
+// image and the index). Images without a spec key are
 // errors: publish would refuse them.
 func (r MergeReport) PublishRecords() ([]core.Image, error) {
 	out := []core.Image{}
@@ -169,6 +171,7 @@ func (r MergeReport) PublishRecords() ([]core.Image, error) {
 			out = append(out, core.Image{
 				Kind: core.KindInstance, InstanceID: o.InstanceID, Platform: img.Platform, Digest: img.Digest,
 				Ref: img.Ref, SpecKey: img.SpecKey, BaseCommit: img.BaseCommit, Dataset: img.Dataset,
+				SBOM: img.SBOM, SBOMSize: img.SBOMSize, Attestation: img.Attestation, AttestationSize: img.AttestationSize,
 				Verified: core.Bool(true), Status: core.StatusBuilt,
 			})
 		}

@@ -228,8 +228,12 @@ func TestMerge(t *testing.T) {
 	}
 	notPushed := rec("e__e-1", PlatformAMD64, dC, true)
 	notPushed.Ref = ""
+	// b's amd64 build carries its SBOM artifact (the capture's record).
+	withSBOM := rec("b__b-1", PlatformAMD64, dA, true)
+	withSBOM.SBOM, withSBOM.SBOMSize = digest.Digest(dC), 658
+	withSBOM.Attestation, withSBOM.AttestationSize = digest.Digest(dB), 838
 	results := []core.Image{
-		rec("b__b-1", PlatformAMD64, dA, true),
+		withSBOM,
 		rec("c__c-1", PlatformAMD64, dA, false),
 		rec("c__c-1", PlatformARM64, dB, true),
 		rec("d__d-1", PlatformAMD64, dA, true),
@@ -283,9 +287,12 @@ func TestMerge(t *testing.T) {
 	}
 	var got []string
 	for _, r := range pub {
-		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref)
+		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String()+" "+r.Attestation.String())
 	}
-	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA, "b__b-1 linux/arm64 reg/r@" + dB}; !reflect.DeepEqual(got, want) {
+	// The SBOM artifact and BuildKit's attestation manifest travel to
+	// publish, which carries them to the published per-arch image and
+	// the index (what swebuild drift and a provenance check read there).
+	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC + " " + dB, "b__b-1 linux/arm64 reg/r@" + dB + "  "}; !reflect.DeepEqual(got, want) {
 		t.Errorf("publish records %q, want %q", got, want)
 	}
 
@@ -332,15 +339,16 @@ func TestSummary(t *testing.T) {
 		},
 	}
 	var buf bytes.Buffer
-	opts := SummaryOptions{Sizes: "| image | growth |\n|---|---|\n| x | 30% |\n", SizesFailed: true}
+	opts := SummaryOptions{Sizes: "| image | growth |\n|---|---|\n| x | 30% |\n", SizesFailed: true,
+		Drift: "## Environment drift\n\n| package | A | B | images |\n|---|---|---|---|\n| `pypi/fixdep` | 1.0 | 1.1 | 1: env e linux/amd64 |\n", DriftFailed: true}
 	if err := WriteSummary(&buf, rep, opts); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	if !strings.HasPrefix(out, "## swebuild nightly: FAILED: 1 regression, 1 new failure, size growth over the limit\n") {
+	if !strings.HasPrefix(out, "## swebuild nightly: FAILED: 1 regression, 1 new failure, size growth over the limit, environment drift over the limit\n") {
 		t.Errorf("verdict line wrong:\n%s", out)
 	}
-	order := []string{"### Regressions", "`c__c-1` | linux/amd64 | amd64-0 | gold patch did not verify", "### Failures", `build failed \| exit 1 see log`, "### Sizes", "| x | 30% |", "### Work per platform", "Indexed (1)", "`a__a-1`"}
+	order := []string{"### Regressions", "`c__c-1` | linux/amd64 | amd64-0 | gold patch did not verify", "### Failures", `build failed \| exit 1 see log`, "### Sizes", "| x | 30% |", "### Environment drift", "**Drift check failed.**", "| `pypi/fixdep` | 1.0 | 1.1 |", "### Work per platform", "Indexed (1)", "`a__a-1`"}
 	pos := 0
 	for _, s := range order {
 		i := strings.Index(out[pos:], s)
@@ -349,8 +357,14 @@ func TestSummary(t *testing.T) {
 		}
 		pos += i + len(s)
 	}
+	if n := strings.Count(out, "Environment drift\n"); n != 1 {
+		t.Errorf("%d Environment drift headings, want 1 (the drift report's own replaced):\n%s", n, out)
+	}
 	if !opts.RunFailed(rep) {
 		t.Error("RunFailed false")
+	}
+	if !(SummaryOptions{DriftFailed: true}).RunFailed(MergeReport{}) {
+		t.Error("RunFailed false with only drift over the limit")
 	}
 
 	buf.Reset()

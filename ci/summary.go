@@ -16,14 +16,22 @@ type SummaryOptions struct {
 	// SizesFailed is true when the sizes step reported growth over the limit
 	// (or failed): that is a regression too.
 	SizesFailed bool
+	// Drift is the Markdown from `swebuild drift --format md` (its own
+	// heading line is replaced by the summary's), if any.
+	Drift string
+	// DriftFailed is true when the drift step found more package changes
+	// than --max-drift allows, or could not read a document.
+	DriftFailed bool
 	// MaxListed caps the rows of each list; 0 means 200. GitHub caps a step
 	// summary at 1 MiB.
 	MaxListed int
 }
 
-// RunFailed reports whether the run must fail: a regression, a new failure
-// or size growth over the limit.
-func (o SummaryOptions) RunFailed(r MergeReport) bool { return r.Failed() || o.SizesFailed }
+// RunFailed reports whether the run must fail: a regression, a new failure,
+// size growth over the limit or environment drift over the limit.
+func (o SummaryOptions) RunFailed(r MergeReport) bool {
+	return r.Failed() || o.SizesFailed || o.DriftFailed
+}
 
 // WriteSummary writes the job summary in Markdown: the verdict, then
 // regressions, then new failures, then size growth, then the counts and the
@@ -50,6 +58,9 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 		if opts.SizesFailed {
 			why = append(why, "size growth over the limit")
 		}
+		if opts.DriftFailed {
+			why = append(why, "environment drift over the limit")
+		}
 		verdict = "FAILED: " + strings.Join(why, ", ")
 	}
 	fmt.Fprintf(bw, "## %s: %s\n\n", title, verdict)
@@ -66,6 +77,20 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 		}
 		if s := strings.TrimSpace(opts.Sizes); s != "" {
 			fmt.Fprintf(bw, "%s\n\n", s)
+		}
+	}
+
+	if opts.Drift != "" || opts.DriftFailed {
+		fmt.Fprintf(bw, "### Environment drift\n\n")
+		if opts.DriftFailed {
+			fmt.Fprintf(bw, "**Drift check failed.**\n\n")
+		}
+		d := strings.TrimSpace(opts.Drift)
+		if strings.HasPrefix(d, "#") {
+			_, d, _ = strings.Cut(d, "\n")
+		}
+		if d = strings.TrimSpace(d); d != "" {
+			fmt.Fprintf(bw, "%s\n\n", d)
 		}
 	}
 

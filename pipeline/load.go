@@ -36,6 +36,10 @@ type Inputs struct {
 	// Pins selects the pin rules (pins.Parse): "none", "default",
 	// "default,-ID", "ID,ID"; -ID of an x86-only rule lifts it.
 	Pins string
+	// Freeze is a directory of captured environment documents (`swebuild
+	// drift --save DIR`); when set, the frozen rule (pins.Frozen) renders
+	// each env that has one to install what it had. Empty: no freeze.
+	Freeze string
 	// SpecsVersion names the upstream tables: spec.VersionV410 ("4.1.0",
 	// also "") or spec.VersionFinal ("final", upstream 2514c86).
 	SpecsVersion string
@@ -114,6 +118,17 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	}
 	if err := tables.LiftX86Rules(set.LiftedX86()...); err != nil {
 		return nil, fmt.Errorf("pin set: %w", err)
+	}
+	if in.Freeze != "" {
+		docs, err := pins.ReadFrozen(in.Freeze)
+		if err != nil {
+			return nil, err
+		}
+		rule, err := pins.Frozen(docs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Freeze, err)
+		}
+		set = set.With(rule)
 	}
 	if in.CacheDir == "" {
 		return nil, errors.New("no cache directory given (downloads are cached there)")

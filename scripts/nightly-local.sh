@@ -3,7 +3,7 @@
 # machine, against the local stack (scripts/stack.sh) and the offline fixture
 # dataset: prepare -> env stage (base and env images once per platform, pushed
 # by digest) -> instance shards (built FROM those digests) -> merge (sizes,
-# publish) -> summary, the same commands in the same order as the workflow.
+# drift, publish) -> summary, the same commands in the same order as the workflow.
 # Ends by counting, from the records, how often each env was built tonight.
 #
 #   scripts/nightly-local.sh [--break-gold ID] [--force] [--shards N] [--state DIR]
@@ -18,7 +18,7 @@
 #                    skips every image and every env
 # Environment: DATASET (default testdata/fixture/dataset.jsonl), SPECS (default
 # testdata/fixture/specs.json with the fixture dataset), PLATFORMS (default
-# linux/amd64,linux/arm64), MAX_GROWTH (default 10), VERIFY_FLAGS (default
+# linux/amd64,linux/arm64), MAX_GROWTH (default 10), MAX_DRIFT (default 0), VERIFY_FLAGS (default
 # --verify when `swebuild build` has it).
 # Exit status: that of the summary step (1 on any regression or failure).
 set -euo pipefail
@@ -52,6 +52,7 @@ SPECS=${SPECS:-}
 export SPECS
 PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
 MAX_GROWTH=${MAX_GROWTH:-10}
+MAX_DRIFT=${MAX_DRIFT:-0}
 SWEBUILD=$PWD/bin/swebuild
 export SWEBUILD
 
@@ -195,6 +196,15 @@ else
 		--platform "$PLATFORMS" --max-growth "$MAX_GROWTH" --format md -o "$run/sizes.md" || sizes_failed=true
 fi
 
+drift_failed=false
+drift_args=()
+if ! grep -qx 'indexed=0' "$run/merge-output"; then
+	log "environment drift against what is published"
+	drift_args=(--drift "$run/drift.md")
+	"$SWEBUILD" drift --images "$REPO" --against "$run/publish.jsonl" --dataset "$DATASET" \
+		--specs "$SPECS" --max-drift "$MAX_DRIFT" --format md -o "$run/drift.md" || drift_failed=true
+fi
+
 log "publish indexes"
 publish_rc=0
 "$SWEBUILD" publish --metadata-file "$run/publish.jsonl" --repo "$REPO" --ledger "$ledger" --require-verified || publish_rc=$?
@@ -242,7 +252,7 @@ cat "$run/env-counts.txt"
 log "summary ($run/summary.md)"
 summary_rc=0
 "$SWEBUILD" ci summary --merge "$run/merge.json" "${sizes_args[@]}" --sizes-failed="$sizes_failed" \
-	-o "$run/summary.md" || summary_rc=$?
+	"${drift_args[@]}" --drift-failed="$drift_failed" -o "$run/summary.md" || summary_rc=$?
 cat "$run/summary.md"
 if [ "$envs_once" -ne 0 ]; then
 	printf 'nightly-local: an env was built more than once, or inside an instance shard\n' >&2

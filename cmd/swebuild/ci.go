@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
@@ -253,7 +254,9 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		"Build one env-stage job of the plan (`ci matrix --plan-out`): its env images and the base images\n"+
 			"they build FROM, pushed by digest to --push, one record per image in --metadata-file (what\n"+
 			"`ci contexts` binds and the env ledger keeps).", stderr)
-	var f buildFlags
+	// No --node-down-after here: the default a build gets (the options
+	// refuse zero).
+	f := buildFlags{downAfter: builder.DefaultDownAfter}
 	f.g.register(fs)
 	planPath := planFlag(fs)
 	job := fs.String("job", "", "env job name (the envs matrix's name, e.g. envs-amd64-0)")
@@ -440,10 +443,12 @@ func runCIMerge(args []string, stdout, stderr io.Writer) error {
 func runCISummary(args []string, stdout, stderr io.Writer) error {
 	fs := newCIFlags("summary", "--merge FILE [OPTIONS]",
 		"Write the Markdown job summary (regressions first) for $GITHUB_STEP_SUMMARY, then exit 1\n"+
-			"if anything regressed or failed or sizes grew over the limit.", stderr)
+			"if anything regressed or failed, sizes grew or environments drifted over the limit.", stderr)
 	mergePath := fs.String("merge", "merge.json", "merge report written by `ci merge`")
 	sizesPath := fs.String("sizes", "", "Markdown report from `swebuild sizes --format md` to include")
 	sizesFailed := fs.Bool("sizes-failed", false, "the sizes step failed (growth over --max-growth): a regression")
+	driftPath := fs.String("drift", "", "Markdown report from `swebuild drift --format md` to include")
+	driftFailed := fs.Bool("drift-failed", false, "the drift step failed (more package changes than --max-drift, or a document unreadable)")
 	title := fs.String("title", "", "heading (default \"swebuild nightly\")")
 	outPath := fs.StringP("output", "o", "", "write here instead of stdout (appends, like $GITHUB_STEP_SUMMARY)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when the run has regressions")
@@ -454,7 +459,19 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := ci.SummaryOptions{Title: *title, SizesFailed: *sizesFailed}
+	opts := ci.SummaryOptions{Title: *title, SizesFailed: *sizesFailed, DriftFailed: *driftFailed}
+	if *driftPath != "" {
+		b, err := os.ReadFile(*driftPath)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			opts.DriftFailed = true
+			opts.Drift = fmt.Sprintf("(no drift report: %s is missing)", *driftPath)
+		case err != nil:
+			return fmt.Errorf("reading drift report: %w", err)
+		default:
+			opts.Drift = string(b)
+		}
+	}
 	if *sizesPath != "" {
 		b, err := os.ReadFile(*sizesPath)
 		switch {
@@ -484,7 +501,7 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("writing summary: %w", err)
 	}
 	if *failOn && opts.RunFailed(rep) {
-		return fmt.Errorf("run failed: %d regressed, %d failed, sizes failed: %v", rep.Counts.Regressed, rep.Counts.Failed, opts.SizesFailed)
+		return fmt.Errorf("run failed: %d regressed, %d failed, sizes failed: %v, drift failed: %v", rep.Counts.Regressed, rep.Counts.Failed, opts.SizesFailed, opts.DriftFailed)
 	}
 	return nil
 }

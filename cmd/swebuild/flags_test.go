@@ -26,7 +26,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		"verify": {"--timeout", "1m"}, "publish": {"--repo"}, "sizes": {"--format"},
 		"ci matrix": {"--shards", "2"}, "ci ids": {"--ids-file"}, "ci merge": {"--plan"}, "ci summary": {"--merge"},
 		"ci envs": {"--plan"}, "ci contexts": {"--plan"}, "ci ledger pull": {"--repo"}, "ci ledger push": {"--file"},
-		"pins": {"--format"}, "check": {"--repo"},
+		"pins": {"--format"}, "check": {"--repo"}, "drift": {"--format"},
 	}
 	var cases []tc
 	for cmd, f := range cmds {
@@ -61,6 +61,9 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		errCase("publish", []string{"publish", "--repo", "r"}, "--metadata-file is required"),
 		errCase("sizes", []string{"sizes"}, "--images is required"),
 		errCase("check", []string{"check", "--dataset", "x"}, "--repo is required"),
+		errCase("drift", []string{"drift", "--images", "a"}, "--against is required"),
+		errCase("drift", []string{"drift", "--images", "a", "--against", "b", "--format", "csv"}, `--format: unknown format "csv" (want one of md, json, html)`),
+		errCase("drift", []string{"drift", "--images", "/nonexistent/a", "--against", "b"}, "--images /nonexistent/a: not a file, so a repository prefix: --dataset is required"),
 		errCase("plan", []string{"plan", "stray"}, "unexpected argument(s): stray"),
 		errCase("ci matrix", []string{"ci", "matrix"}, "exactly one of --dataset and --ids is required"),
 		errCase("plan", []string{"plan", "--dataset", "x", "--pins", "default,-chrome"}, `--pins: pins "default,-chrome": unknown rule "chrome"; pin rules: sphinx-pygments-2.18,`),

@@ -28,6 +28,7 @@ type genInputs struct {
 	pins      string
 	specs     string
 	specsVer  string
+	freeze    string
 }
 
 func (g *genInputs) register(fs *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func (g *genInputs) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all, or a task repo's published splits)")
 	fs.StringVar(&g.pins, "pins", "default", "pin rules on top of upstream specs: none, default, ID,ID or default,-ID; -ID of an x86-only rule lifts it (swebuild pins list)")
 	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
+	fs.StringVar(&g.freeze, "freeze", "", "directory of captured environment documents (swebuild drift --save DIR): envs are rendered to install exactly what those images had (pin rule frozen)")
 	fs.StringVar(&g.specsVer, "specs-version", spec.VersionV410, "upstream tables: 4.1.0 (SWE-bench v4.1.0) or final (their state at 2514c86: C libffi, Rust Cargo.lock pins, Java sequential tests, Python eval.sh rm -f of added test files)")
 }
 
@@ -62,6 +64,7 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 		Instances:    g.instances,
 		Specs:        g.specs,
 		Pins:         g.pins,
+		Freeze:       g.freeze,
 		SpecsVersion: g.specsVer,
 		CacheDir:     g.cacheDir,
 		Offline:      g.offline,
