@@ -21,39 +21,136 @@ const FrozenHeredoc = "SWEBUILD_FROZEN"
 // Frozen returns the frozen-rebuild rule over captured environment
 // documents (the env images' documents of an earlier publication): an env
 // whose document is among docs is rendered to install what that image
-// had. Its pip line (the spec's pip_packages) names each requirement at
-// its captured version (fixdep -> fixdep==1.0) and reads every captured
-// PyPI package as a constraint (pip -c), so dependencies resolve to the
-// captured versions too (packages installed from a URL or a directory
-// are left out). An env is matched by platform and by an
-// instance id the document lists, else by repo and version. Envs without
-// a pip line, or without a document, are unchanged.
+// had. An env is matched by platform and by an instance id the document
+// lists, else by repo and version.
 //
-// Not frozen: conda packages (the document's explicit URLs are not yet
-// rendered into conda create), environment.yml envs (Verified's bundled
-// files), Debian packages.
+// An upstream Python env whose document holds conda packages (`conda list
+// --explicit --md5`) is created from them: the recipe's CondaExplicit is
+// the explicit spec (every captured URL#md5, once), which the renderer
+// writes in place of upstream's conda create / conda env create /
+// requirements steps, and its pip line becomes the pip packages conda does
+// not hold (CondaPipSplit), each pinned ==.
+//
+// Any other env with a pip line (a profile's, or a document without conda
+// packages) keeps its steps: its pip line names each requirement at its
+// captured version (fixdep -> fixdep==1.0) and reads every captured PyPI
+// package as a constraint (pip -c), so dependencies resolve to the
+// captured versions too.
+//
+// Packages installed from a URL or a directory (pip's "name @ url", "-e
+// path") are not on an index and are left out (FrozenWarnings lists them).
+// Debian packages are not frozen.
 func Frozen(docs []*sbom.Document) (Rule, error) {
+	envs, err := frozenEnvs(docs)
+	if err != nil {
+		return Rule{}, err
+	}
+	return Rule{
+		ID:    IDFrozen,
+		Match: "env images with a captured environment document (--freeze DIR), by platform and instance id (else repo and version)",
+		Change: "an upstream Python env with captured conda packages is created from their explicit URLs with md5 (conda create --file) " +
+			"and pip installs the other captured PyPI packages exactly (==); otherwise setup_env.sh's pip line installs each " +
+			"pip_packages requirement at its captured version (==) with every captured PyPI package as a constraint",
+		Reason: "a later rebuild of a published image installs what it had, not what the index serves that day",
+		Evidence: "drift between the publication the documents came from and the frozen rebuild is empty " +
+			"(TestDriftFixture in cmd/swebuild)",
+		apply: func(rec *spec.Recipe) bool { return freeze(rec, envs) },
+	}, nil
+}
+
+func frozenEnvs(docs []*sbom.Document) ([]*sbom.Document, error) {
 	var envs []*sbom.Document
 	for i, d := range docs {
 		if d == nil {
-			return Rule{}, fmt.Errorf("frozen documents: document %d is empty", i)
+			return nil, fmt.Errorf("frozen documents: document %d is empty", i)
 		}
 		if d.Kind == "env" {
 			envs = append(envs, d)
 		}
 	}
 	if len(envs) == 0 {
-		return Rule{}, fmt.Errorf("frozen documents: none of the %d is an env image's", len(docs))
+		return nil, fmt.Errorf("frozen documents: none of the %d is an env image's", len(docs))
 	}
-	return Rule{
-		ID:     IDFrozen,
-		Match:  "env images with a captured environment document (--freeze DIR), by platform and instance id (else repo and version)",
-		Change: "setup_env.sh's pip line installs each pip_packages requirement at its captured version (==) with every captured PyPI package as a constraint",
-		Reason: "a later rebuild of a published image installs what it had, not what the index serves that day",
-		Evidence: "drift between the publication the documents came from and the frozen rebuild is empty " +
-			"(TestDriftFixture in cmd/swebuild)",
-		apply: func(rec *spec.Recipe) bool { return freeze(rec, envs) },
-	}, nil
+	return envs, nil
+}
+
+// FrozenWarnings lists, one line per package, what the frozen rule over
+// docs cannot freeze: captured pip packages installed from a URL or a
+// directory (not on an index), and conda packages without an md5.
+func FrozenWarnings(docs []*sbom.Document) []string {
+	var out []string
+	for _, d := range docs {
+		if d == nil || d.Kind != "env" {
+			continue
+		}
+		conda, _, unpinned := CondaPipSplit(d)
+		where := d.Image + " (" + d.Platform.String() + ")"
+		for _, p := range unpinned {
+			if conda != nil {
+				out = append(out, fmt.Sprintf("frozen: %s: pip package %s is installed from %s: not on an index, left out of the frozen env", where, p.Name, p.URL))
+			} else {
+				out = append(out, fmt.Sprintf("frozen: %s: pip package %s is installed from %s: not on an index, not constrained", where, p.Name, p.URL))
+			}
+		}
+		for _, p := range conda {
+			if p.Checksum == "" {
+				out = append(out, fmt.Sprintf("frozen: %s: conda package %s has no md5 (listed without --md5): its URL is used unchecked", where, p.Name))
+			}
+		}
+	}
+	return out
+}
+
+// CondaPipSplit splits d's packages for a frozen conda env: conda are its
+// conda packages (with an explicit URL), pinned the PyPI packages pip
+// installed (pip freeze --all lists the conda-installed Python packages
+// too: a PyPI package whose PEP 503 name and version equal a conda
+// package's is conda's; one whose version differs was installed over it by
+// pip), and unpinned pip's packages installed from a URL or a directory.
+// Each list is in d's order (by name).
+func CondaPipSplit(d *sbom.Document) (conda, pinned, unpinned []sbom.Package) {
+	held := map[string]string{} // normalized conda name -> version
+	for _, p := range d.Packages {
+		if p.Ecosystem == sbom.Conda && p.URL != "" {
+			conda = append(conda, p)
+			held[sbom.NormalizePyPI(p.Name)] = p.Version
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range d.Packages {
+		if p.Ecosystem != sbom.PyPI || p.Version == "" && p.URL == "" {
+			continue
+		}
+		n := sbom.NormalizePyPI(p.Name)
+		if v, ok := held[n]; ok && (v == p.Version || p.URL != "" && p.Version == "") {
+			continue
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if p.URL != "" {
+			unpinned = append(unpinned, p)
+			continue
+		}
+		pinned = append(pinned, p)
+	}
+	return conda, pinned, unpinned
+}
+
+// ExplicitSpec is the conda explicit spec of packages: "@EXPLICIT", then
+// URL#md5 (URL alone without a checksum) per package, in order.
+func ExplicitSpec(conda []sbom.Package) string {
+	var b strings.Builder
+	b.WriteString("@EXPLICIT\n")
+	for _, p := range conda {
+		b.WriteString(p.URL)
+		if md5, ok := strings.CutPrefix(p.Checksum, "md5:"); ok {
+			b.WriteString("#" + md5)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // findEnv picks the document of rec's env.
@@ -79,11 +176,26 @@ func normName(s string) string {
 }
 
 func freeze(rec *spec.Recipe, envs []*sbom.Document) bool {
-	if rec.Spec.PipPackages == nil || rec.EnvYMLCached {
-		return false
-	}
 	d := findEnv(rec, envs)
 	if d == nil {
+		return false
+	}
+	if rec.Profile == nil && rec.Language == spec.LangPython {
+		if conda, pinned, _ := CondaPipSplit(d); len(conda) > 0 {
+			rec.CondaExplicit = ExplicitSpec(conda)
+			rec.Spec.PipPackages = nil
+			for _, p := range pinned {
+				rec.Spec.PipPackages = append(rec.Spec.PipPackages, p.Name+"=="+p.Version)
+			}
+			return true
+		}
+	}
+	return freezePip(rec, d)
+}
+
+// freezePip pins rec's pip line to d's PyPI packages.
+func freezePip(rec *spec.Recipe, d *sbom.Document) bool {
+	if rec.Spec.PipPackages == nil || rec.EnvYMLCached {
 		return false
 	}
 	captured := map[string]string{} // normalized name -> name==version

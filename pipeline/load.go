@@ -128,6 +128,9 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", in.Freeze, err)
 		}
+		for _, w := range pins.FrozenWarnings(docs) {
+			fmt.Fprintln(log, "warning: "+w)
+		}
 		set = set.With(rule)
 	}
 	if in.CacheDir == "" {

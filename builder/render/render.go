@@ -147,7 +147,7 @@ func sameScripts(a, b *spec.Recipe) (same, sameEnv bool) {
 		(sa.Install != nil && sb.Install != nil && *sa.Install == *sb.Install)) &&
 		sameStrings(sa.InstallCmds, sb.InstallCmds) && sameStrings(sa.Build, sb.Build) &&
 		sameStrings(sa.TestCmds, sb.TestCmds)
-	sameEnv = same && a.EnvYMLCached == b.EnvYMLCached && a.EnvYML == b.EnvYML &&
+	sameEnv = same && a.EnvYMLCached == b.EnvYMLCached && a.EnvYML == b.EnvYML && a.CondaExplicit == b.CondaExplicit &&
 		sa.Python == sb.Python && sa.Packages == sb.Packages && sa.NoUseEnv == sb.NoUseEnv &&
 		sameStrings(sa.PipPackages, sb.PipPackages) && sameStrings(sa.AptPkgs, sb.AptPkgs) &&
 		sa.DockerSpecs.Repr() == sb.DockerSpecs.Repr()

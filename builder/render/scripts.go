@@ -81,6 +81,9 @@ func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *da
 		}
 		return cmds, nil
 	}
+	if rec.CondaExplicit != "" {
+		return frozenEnvScriptList(rec, t.HeredocEnv), nil
+	}
 	if rec.EnvYMLCached {
 		return []string{
 			condaSource,
@@ -127,6 +130,26 @@ func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *da
 		cmds = append(cmds, "python -m pip install "+strings.Join(s.PipPackages, " "))
 	}
 	return cmds, nil
+}
+
+// frozenEnvScriptList is the env script of a recipe frozen to a captured
+// conda environment (rec.CondaExplicit, set by the frozen pin rule): the
+// env is created from the explicit spec, written by a heredoc, in place of
+// upstream's conda create / conda env create / requirements steps; the
+// activation and the pip line (the rule's exact pins) stay upstream's.
+func frozenEnvScriptList(rec *spec.Recipe, heredoc string) []string {
+	const path = "/root/explicit.txt"
+	cmds := []string{
+		condaSource,
+		"cat <<'" + heredoc + "' > " + path + "\n" + strings.TrimSuffix(rec.CondaExplicit, "\n") + "\n" + heredoc,
+		"conda create -n " + envName + " --file " + path + " -y",
+		"rm " + path,
+		condaActivate,
+	}
+	if rec.Spec.PipPackages != nil {
+		cmds = append(cmds, "python -m pip install "+strings.Join(rec.Spec.PipPackages, " "))
+	}
+	return cmds
 }
 
 // evalScriptList ports make_eval_script_list_py.

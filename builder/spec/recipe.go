@@ -38,6 +38,12 @@ type Recipe struct {
 
 	// Pins lists the ids of the pin rules that changed this recipe, in order.
 	Pins []string
+
+	// CondaExplicit, when not empty, is a conda explicit spec ("@EXPLICIT"
+	// and one URL#md5 line per package; set by the frozen pin rule): the
+	// Python env script creates the env from it (conda create --file)
+	// instead of upstream's conda steps. Upstream never sets it.
+	CondaExplicit string
 }
 
 // NewRecipe resolves the spec of repo/version for one instance and
