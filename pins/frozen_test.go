@@ -85,3 +85,91 @@ func TestReadFrozenErrors(t *testing.T) {
 		t.Errorf("a broken document: %v, want its path named", err)
 	}
 }
+
+// TestCondaPipSplit: which captured PyPI packages a frozen conda env pins.
+// pip freeze --all lists conda-installed Python packages too, as
+// name==version or (defaults channel builds) name @ file:///croot/...
+func TestCondaPipSplit(t *testing.T) {
+	conda := func(name, version, md5 string) sbom.Package {
+		p := sbom.Package{Ecosystem: sbom.Conda, Name: name, Version: version, Build: "py39_0",
+			URL: "https://repo.anaconda.com/pkgs/main/linux-64/" + name + "-" + version + "-py39_0.conda", Arch: "linux-64"}
+		if md5 != "" {
+			p.Checksum = "md5:" + md5
+		}
+		return p
+	}
+	pip := func(name, version, url string) sbom.Package {
+		return sbom.Package{Ecosystem: sbom.PyPI, Name: name, Version: version, URL: url}
+	}
+	d := &sbom.Document{Kind: "env", Image: "sweb.env.py.x86_64.x", Platform: core.AMD64, Packages: []sbom.Package{
+		conda("pip", "24.2", "0123456789abcdef0123456789abcdef"),
+		conda("setuptools", "75.1.0", "fedcba9876543210fedcba9876543210"),
+		conda("python", "3.9.20", ""),
+		conda("pyyaml", "6.0.1", "00000000000000000000000000000001"),
+		pip("pip", "24.2", ""),                                                // conda's
+		pip("setuptools", "70.0.0", ""),                                       // pip installed over conda's
+		pip("pyyaml", "", "PyYAML @ file:///croot/pyyaml_1698096049011/work"), // conda's
+		pip("pytest", "8.3.3", ""),
+		pip("pytest", "8.3.3", ""), // listed twice: once
+		pip("localpkg", "", "localpkg @ file:///tmp/localpkg-1.0-py3-none-any.whl"),
+		pip("calc", "1.0.0", "-e /testbed"),
+		pip("noversion", "", ""), // not pip freeze output: skipped
+	}}
+	c, pinned, unpinned := CondaPipSplit(d)
+	names := func(ps []sbom.Package) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.Name+"=="+p.Version)
+		}
+		return out
+	}
+	if got, want := names(c), []string{"pip==24.2", "setuptools==75.1.0", "python==3.9.20", "pyyaml==6.0.1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("conda %q, want %q", got, want)
+	}
+	if got, want := names(pinned), []string{"setuptools==70.0.0", "pytest==8.3.3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("pinned %q, want %q", got, want)
+	}
+	if got, want := names(unpinned), []string{"localpkg==", "calc==1.0.0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("unpinned %q, want %q", got, want)
+	}
+	wantSpec := "@EXPLICIT\n" +
+		"https://repo.anaconda.com/pkgs/main/linux-64/pip-24.2-py39_0.conda#0123456789abcdef0123456789abcdef\n" +
+		"https://repo.anaconda.com/pkgs/main/linux-64/setuptools-75.1.0-py39_0.conda#fedcba9876543210fedcba9876543210\n" +
+		"https://repo.anaconda.com/pkgs/main/linux-64/python-3.9.20-py39_0.conda\n" +
+		"https://repo.anaconda.com/pkgs/main/linux-64/pyyaml-6.0.1-py39_0.conda#00000000000000000000000000000001\n"
+	if got := ExplicitSpec(c); got != wantSpec {
+		t.Errorf("explicit spec\n%s\nwant\n%s", got, wantSpec)
+	}
+	warn := strings.Join(FrozenWarnings([]*sbom.Document{d, {Kind: "instance"}}), "\n")
+	for _, w := range []string{"pip package localpkg is installed from localpkg @ file:///tmp/localpkg-1.0-py3-none-any.whl: not on an index, left out",
+		"pip package calc is installed from -e /testbed", "conda package python has no md5"} {
+		if !strings.Contains(warn, w) {
+			t.Errorf("warnings lack %q:\n%s", w, warn)
+		}
+	}
+	if n := strings.Count(warn, "\n") + 1; n != 3 {
+		t.Errorf("%d warnings, want 3:\n%s", n, warn)
+	}
+
+	rule, err := Frozen([]*sbom.Document{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := (&Set{}).With(rule)
+	// An upstream Python recipe is created from the explicit spec; its pip
+	// line becomes the pinned packages.
+	py := &spec.Recipe{InstanceID: "x-1", Platform: core.AMD64, Language: spec.LangPython, EnvYMLCached: true,
+		Spec: spec.Spec{Python: "3.9", PipPackages: []string{"pytest"}}}
+	d.InstanceIDs = []string{"x-1", "p-1"}
+	set.Apply(py)
+	if py.CondaExplicit != wantSpec || !reflect.DeepEqual(py.Spec.PipPackages, []string{"setuptools==70.0.0", "pytest==8.3.3"}) ||
+		!reflect.DeepEqual(py.Pins, []string{IDFrozen}) {
+		t.Errorf("python recipe: explicit %q, pip %q, pins %v", py.CondaExplicit, py.Spec.PipPackages, py.Pins)
+	}
+	// A profile's recipe keeps its steps: the pip line is pinned.
+	prof := &spec.Recipe{InstanceID: "p-1", Platform: core.AMD64, Language: spec.LangPython, Profile: &spec.Profile{Name: "p"},
+		Spec: spec.Spec{PipPackages: []string{"pytest"}}}
+	set.Apply(prof)
+	if prof.CondaExplicit != "" || len(prof.Spec.PipPackages) != 2 || prof.Spec.PipPackages[0] != "pytest==8.3.3" {
+		t.Errorf("profile recipe: explicit %q, pip %q", prof.CondaExplicit, prof.Spec.PipPackages)
+	}
+}
