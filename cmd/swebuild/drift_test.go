@@ -317,7 +317,8 @@ func TestRenderFreeze(t *testing.T) {
 	for _, p := range []core.Platform{core.AMD64, core.ARM64} {
 		d := &sbom.Document{Kind: "env", Image: "sweb.env.fixture." + p.Arch() + ".x", Platform: p, Repo: "fixture/calc", Version: "1.0",
 			InstanceIDs: []string{"fixture__calc-1", "fixture__calc-2"},
-			Packages:    []sbom.Package{{Ecosystem: sbom.PyPI, Name: "fixdep", Version: "1.0"}, {Ecosystem: sbom.PyPI, Name: "pip", Version: "23.0.1"}}}
+			Packages: []sbom.Package{{Ecosystem: sbom.PyPI, Name: "fixdep", Version: "1.0"}, {Ecosystem: sbom.PyPI, Name: "pip", Version: "23.0.1"},
+				{Ecosystem: sbom.PyPI, Name: "calc", Version: "1.0.0", URL: "-e /testbed"}}}
 		raw, err := d.CycloneDX()
 		if err != nil {
 			t.Fatal(err)
@@ -326,9 +327,11 @@ func TestRenderFreeze(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var stderr string
 	render := func(extra ...string) string {
 		out := filepath.Join(t.TempDir(), "out")
 		var so, se bytes.Buffer
+		defer func() { stderr = se.String() }()
 		args := append([]string{"--dataset", filepath.Join(fixture, "dataset.jsonl"), "--specs", specs, "--instance", "fixture__calc-1",
 			"--instance", "fixture__textutil-1", "--arch", "all", "--out", out, "--cache-dir", t.TempDir()}, extra...)
 		if err := runRender(context.Background(), args, &so, &se); err != nil {
@@ -337,6 +340,10 @@ func TestRenderFreeze(t *testing.T) {
 		return out
 	}
 	plain, froze := render(), render("--freeze", frozen)
+	// the editable calc cannot be frozen: said once per document
+	if w := "pip package calc is installed from -e /testbed: not on an index, not constrained"; strings.Count(stderr, w) != 2 {
+		t.Errorf("render --freeze stderr: want %q for both platforms' documents:\n%s", w, stderr)
+	}
 	var changed []string
 	err = filepath.Walk(plain, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
