@@ -139,6 +139,7 @@ type bkSolver struct {
 	// noProvenance: pushed images carry no provenance attestation.
 	noProvenance bool
 	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
+	repro        *Reproducible  // nil: BuildKit's defaults (reproducible.go)
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -310,6 +311,7 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		so.Exports = append(so.Exports, cb.s.layout.export())
 	}
 	cb.s.provenanceAttrs(&so)
+	cb.s.repro.solveOpt(&so)
 	return so, nil
 }
 
@@ -323,6 +325,7 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 			"platform": p.String(),
 			"filename": "Dockerfile",
 		}
+		cb.s.repro.frontendAttrs(attrs)
 		inputs, err := cb.inputs(ctx, i, attrs)
 		if err != nil {
 			return nil, err
@@ -340,9 +343,19 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 		if err != nil {
 			return nil, fmt.Errorf("building %s: %w", c.ID(), err)
 		}
-		cfg := res.Metadata[exptypes.ExporterImageConfigKey]
+		cfgKey := exptypes.ExporterImageConfigKey
+		cfg := res.Metadata[cfgKey]
 		if cfg == nil {
-			cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+p.String()]
+			cfgKey += "/" + p.String()
+			cfg = res.Metadata[cfgKey]
+		}
+		if cb.s.repro != nil && cfg != nil {
+			// The build-time variables its parent's config carried
+			// are not part of the image.
+			if cfg, err = cb.s.repro.withoutBuildEnv(cfg); err != nil {
+				return nil, fmt.Errorf("building %s: %w", c.ID(), err)
+			}
+			res.AddMeta(cfgKey, cfg)
 		}
 		cb.done[c.Key] = solvedNode{ref: ref, config: cfg}
 		last = res
@@ -407,7 +420,11 @@ func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string
 		inputs[name] = def.ToPB()
 		attrs["context:"+cn] = "input:" + name
 		if parent.config != nil {
-			md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: parent.config})
+			cfg, err := cb.s.repro.withBuildEnv(parent.config)
+			if err != nil {
+				return nil, fmt.Errorf("image config of %s: %w", pk, err)
+			}
+			md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: cfg})
 			if err != nil {
 				return nil, fmt.Errorf("encoding image config of %s: %w", pk, err)
 			}

@@ -39,6 +39,7 @@ func commands() []command {
 		{"publish", "push built images by digest and write multi-arch indexes", runPublish},
 		{"check", "check that a dataset's published images are all in a registry", runCheck},
 		{"sizes", "compare image set sizes", runSizes},
+		{"diff-images", "compare two images file by file (reproducible builds)", runDiffImages},
 		{"ci", "helpers for the nightly GitHub Actions workflow", runCI},
 		{"version", "print the swebuild version", runVersion},
 	}

@@ -1,0 +1,204 @@
+package builder
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	bkclient "github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+)
+
+// Reproducible builds
+//
+// Two builds of the same plan on two fresh BuildKit states give the same
+// image manifests when Options.Reproducible is set. What it does, none of it
+// touching a rendered byte:
+//
+//   - every Dockerfile solve gets the build argument SOURCE_DATE_EPOCH (the
+//     frontend dates the image config and its history with it), and every
+//     image export rewrite-timestamp=true with that epoch (BuildKit v0.13+:
+//     a layer file newer than the epoch is written with the epoch as its
+//     mtime);
+//   - the RUN steps of every image built on a parent of the graph see a
+//     few variables that make their tools deterministic (ReproducibleEnv):
+//     SOURCE_DATE_EPOCH (Python's py_compile, and so pip, writes
+//     checked-hash .pyc files instead of ones holding the source's mtime),
+//     GIT_AUTHOR_DATE / GIT_COMMITTER_DATE (the setup commit of
+//     setup_repo.sh, and its reflog line, get the epoch as their date, so
+//     the same commit id), pack.threads=1 through GIT_CONFIG_COUNT (git gc's
+//     delta search in one thread: the same pack), PYTHONDONTWRITEBYTECODE
+//     (no import-time .pyc, which records its source's mtime). They reach
+//     the steps through the parent's image config handed to the child's
+//     frontend (input-metadata), and are taken out of every image config
+//     again before it is exported, so a published config is the one the
+//     Dockerfile gives.
+//
+// What is still not deterministic is named by the file-level comparer
+// (package imagediff, swebuild diff-images).
+
+// DefaultSourceDateEpoch is the epoch reproducible builds use unless told
+// otherwise: 2000-01-01T00:00:00Z. Fixed, so a plan rebuilt any day gives
+// the same bytes; after 1980, so files in an image can still go into a ZIP
+// archive (a wheel a test builds); before every base commit of the
+// SWE-bench datasets, so no file an upstream layer brings is re-dated.
+const DefaultSourceDateEpoch int64 = 946684800
+
+// Reproducible configures reproducible builds (see above).
+type Reproducible struct {
+	// SourceDateEpoch is the time, in seconds since 1970, files created by
+	// the build and the image configs are dated with.
+	SourceDateEpoch int64
+}
+
+// ParseSourceDateEpoch parses a --source-date-epoch value: seconds since
+// 1970 (as the SOURCE_DATE_EPOCH specification has it), not negative.
+func ParseSourceDateEpoch(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number of seconds since 1970-01-01T00:00:00Z", v)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%q is before 1970", v)
+	}
+	return n, nil
+}
+
+func (r *Reproducible) epoch() string { return strconv.FormatInt(r.SourceDateEpoch, 10) }
+
+// Time is the epoch as a time.
+func (r *Reproducible) Time() time.Time { return time.Unix(r.SourceDateEpoch, 0).UTC() }
+
+// ReproducibleEnv is what the RUN steps of a reproducible build see on top
+// of their parent image's environment, in this order.
+func (r *Reproducible) ReproducibleEnv() []string {
+	date := "@" + r.epoch() + " +0000"
+	return []string{
+		"SOURCE_DATE_EPOCH=" + r.epoch(),
+		"GIT_AUTHOR_DATE=" + date,
+		"GIT_COMMITTER_DATE=" + date,
+		"GIT_CONFIG_COUNT=1",
+		"GIT_CONFIG_KEY_0=pack.threads",
+		"GIT_CONFIG_VALUE_0=1",
+		"PYTHONDONTWRITEBYTECODE=1",
+	}
+}
+
+// frontendAttrs adds the epoch build argument to one Dockerfile solve.
+func (r *Reproducible) frontendAttrs(attrs map[string]string) {
+	if r == nil {
+		return
+	}
+	attrs["build-arg:SOURCE_DATE_EPOCH"] = r.epoch()
+}
+
+// solveOpt adds the epoch and the timestamp rewrite to a build's image and
+// OCI exports (and the build argument to its request, which BuildKit also
+// reads for its exporters).
+func (r *Reproducible) solveOpt(so *bkclient.SolveOpt) {
+	if r == nil {
+		return
+	}
+	if so.FrontendAttrs == nil {
+		so.FrontendAttrs = map[string]string{}
+	}
+	r.frontendAttrs(so.FrontendAttrs)
+	for i := range so.Exports {
+		e := &so.Exports[i]
+		if e.Type != bkclient.ExporterImage && e.Type != bkclient.ExporterOCI && e.Type != bkclient.ExporterDocker {
+			continue
+		}
+		if e.Attrs == nil {
+			e.Attrs = map[string]string{}
+		}
+		e.Attrs[string(exptypes.OptKeySourceDateEpoch)] = r.epoch()
+		e.Attrs[string(exptypes.OptKeyRewriteTimestamp)] = "true"
+	}
+}
+
+// withBuildEnv returns an image config (JSON) whose Env also holds
+// ReproducibleEnv, for a child's frontend: its RUN steps inherit it. A
+// variable the config already sets is overridden.
+func (r *Reproducible) withBuildEnv(config []byte) ([]byte, error) {
+	if r == nil || config == nil {
+		return config, nil
+	}
+	add := r.ReproducibleEnv()
+	return editEnv(config, func(env []string) []string {
+		var out []string
+		for _, e := range env {
+			if !slices.ContainsFunc(add, func(a string) bool { return envName(a) == envName(e) }) {
+				out = append(out, e)
+			}
+		}
+		return append(out, add...)
+	})
+}
+
+// withoutBuildEnv takes ReproducibleEnv (exactly those entries) out of an
+// image config's Env: what a node's solve returns inherits them from its
+// parent's config.
+func (r *Reproducible) withoutBuildEnv(config []byte) ([]byte, error) {
+	if r == nil || config == nil {
+		return config, nil
+	}
+	add := r.ReproducibleEnv()
+	changed := false
+	out, err := editEnv(config, func(env []string) []string {
+		kept := slices.DeleteFunc(slices.Clone(env), func(e string) bool { return slices.Contains(add, e) })
+		changed = len(kept) != len(env)
+		return kept
+	})
+	if err != nil || !changed {
+		return config, err
+	}
+	return out, nil
+}
+
+func envName(e string) string {
+	for i := range len(e) {
+		if e[i] == '=' {
+			return e[:i]
+		}
+	}
+	return e
+}
+
+// editEnv rewrites the config.Env of an OCI image config, keeping every
+// other field as it is (as raw JSON).
+func editEnv(config []byte, f func([]string) []string) ([]byte, error) {
+	var img map[string]json.RawMessage
+	if err := json.Unmarshal(config, &img); err != nil {
+		return nil, fmt.Errorf("decoding image config: %w", err)
+	}
+	cfg := map[string]json.RawMessage{}
+	if raw, ok := img["config"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return nil, fmt.Errorf("decoding image config's config: %w", err)
+		}
+	}
+	var env []string
+	if raw, ok := cfg["Env"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &env); err != nil {
+			return nil, fmt.Errorf("decoding image config's Env: %w", err)
+		}
+	}
+	env = f(slices.Clone(env))
+	if len(env) == 0 {
+		delete(cfg, "Env")
+	} else {
+		raw, err := json.Marshal(env)
+		if err != nil {
+			return nil, err
+		}
+		cfg["Env"] = raw
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	img["config"] = raw
+	return json.Marshal(img)
+}

@@ -1,0 +1,170 @@
+package builder
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/swebuild/swebuild/core"
+)
+
+// TestReproducibleExports: with Reproducible set, every image and OCI export
+// of a solve carries the epoch and rewrite-timestamp=true, and the request
+// the SOURCE_DATE_EPOCH build argument; without it, none of them.
+func TestReproducibleExports(t *testing.T) {
+	l, err := openLayout(filepath.Join(t.TempDir(), "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch\n")}
+	for _, tc := range []struct {
+		name  string
+		repro *Reproducible
+		push  string
+		want  string // the epoch every export and the request carry; "" none
+	}{
+		{name: "off, push", push: "127.0.0.1:5000/x"},
+		{name: "on, push and layout", repro: &Reproducible{SourceDateEpoch: 946684800}, push: "127.0.0.1:5000/x", want: "946684800"},
+		{name: "on, layout only, epoch 0", repro: &Reproducible{SourceDateEpoch: 0}, want: "0"},
+	} {
+		cb := &chainBuild{s: &bkSolver{push: tc.push, layout: l, repro: tc.repro}, job: Job{Node: n}, chain: []*Node{n}, done: map[string]solvedNode{}}
+		so, err := cb.prepare()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := so.FrontendAttrs["build-arg:SOURCE_DATE_EPOCH"]; got != tc.want {
+			t.Errorf("%s: request build-arg:SOURCE_DATE_EPOCH %q, want %q", tc.name, got, tc.want)
+		}
+		if len(so.Exports) == 0 {
+			t.Fatalf("%s: no exports", tc.name)
+		}
+		for _, e := range so.Exports {
+			wantRewrite := ""
+			if tc.want != "" {
+				wantRewrite = "true"
+			}
+			if e.Attrs["source-date-epoch"] != tc.want || e.Attrs["rewrite-timestamp"] != wantRewrite {
+				t.Errorf("%s: export %s attrs %v, want source-date-epoch=%q rewrite-timestamp=%q", tc.name, e.Type, e.Attrs, tc.want, wantRewrite)
+			}
+		}
+		attrs := map[string]string{}
+		tc.repro.frontendAttrs(attrs)
+		if attrs["build-arg:SOURCE_DATE_EPOCH"] != tc.want {
+			t.Errorf("%s: Dockerfile solve attrs %v", tc.name, attrs)
+		}
+	}
+}
+
+// A config as BuildKit's Dockerfile frontend returns it for the fixture's
+// base (FROM scratch, ADD, ENV LANG=C.UTF-8 TZ=Etc/UTC), trimmed.
+const baseConfig = `{"architecture":"amd64","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","LANG=C.UTF-8","TZ=Etc/UTC"],"WorkingDir":"/"},"created":"2000-01-01T00:00:00Z","history":[{"created":"2000-01-01T00:00:00Z","created_by":"ADD rootfs-amd64.tar / # buildkit","comment":"buildkit.dockerfile.v0"}],"os":"linux","rootfs":{"type":"layers","diff_ids":["sha256:0000000000000000000000000000000000000000000000000000000000000000"]}}`
+
+func configEnv(t *testing.T, cfg []byte) []string {
+	t.Helper()
+	var img struct {
+		Config struct{ Env []string }
+	}
+	if err := json.Unmarshal(cfg, &img); err != nil {
+		t.Fatal(err)
+	}
+	return img.Config.Env
+}
+
+// TestBuildEnvRoundTrip: the parent's config handed to a child carries the
+// build-time variables after its own; the child's config, which inherits
+// them, loses exactly them again, keeping every other field; a config
+// without them is returned byte for byte.
+func TestBuildEnvRoundTrip(t *testing.T) {
+	r := &Reproducible{SourceDateEpoch: 946684800}
+	with, err := r.withBuildEnv([]byte(baseConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "TZ=Etc/UTC",
+		"SOURCE_DATE_EPOCH=946684800", "GIT_AUTHOR_DATE=@946684800 +0000", "GIT_COMMITTER_DATE=@946684800 +0000",
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=pack.threads", "GIT_CONFIG_VALUE_0=1", "PYTHONDONTWRITEBYTECODE=1"}
+	if got := configEnv(t, with); !slices.Equal(got, want) {
+		t.Errorf("parent config for the child: Env %q, want %q", got, want)
+	}
+	// A child adds its own variable after the inherited ones.
+	child, err := editEnv(with, func(env []string) []string { return append(env, "FOO=1") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := r.withoutBuildEnv(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := configEnv(t, without), []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "TZ=Etc/UTC", "FOO=1"}; !slices.Equal(got, want) {
+		t.Errorf("child config: Env %q, want %q", got, want)
+	}
+	var a, b map[string]any
+	if err := json.Unmarshal([]byte(baseConfig), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(without, &b); err != nil {
+		t.Fatal(err)
+	}
+	delete(a["config"].(map[string]any), "Env")
+	delete(b["config"].(map[string]any), "Env")
+	if ja, jb := mustJSON(t, a), mustJSON(t, b); ja != jb {
+		t.Errorf("other fields changed:\n%s\n%s", ja, jb)
+	}
+	same, err := r.withoutBuildEnv([]byte(baseConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(same) != baseConfig {
+		t.Errorf("a config without the variables was rewritten:\n%s", same)
+	}
+	// A value the parent sets itself is overridden while building and not
+	// put back (it is not one of ours).
+	own, err := editEnv([]byte(baseConfig), func(env []string) []string { return append(env, "SOURCE_DATE_EPOCH=1") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err = r.withBuildEnv(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := configEnv(t, with); slices.Contains(env, "SOURCE_DATE_EPOCH=1") || !slices.Contains(env, "SOURCE_DATE_EPOCH=946684800") {
+		t.Errorf("parent's own SOURCE_DATE_EPOCH: Env %q", env)
+	}
+	// Off: nothing changes.
+	var off *Reproducible
+	if got, err := off.withBuildEnv([]byte(baseConfig)); err != nil || string(got) != baseConfig {
+		t.Errorf("nil Reproducible changed the config: %s, %v", got, err)
+	}
+	if _, err := r.withBuildEnv([]byte("{not json")); err == nil {
+		t.Error("a config that is not JSON gave no error")
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseSourceDateEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{in: "946684800", want: 946684800},
+		{in: "0", want: 0},
+		{in: "-1", err: true},
+		{in: "2000-01-01", err: true},
+		{in: "", err: true},
+	} {
+		got, err := ParseSourceDateEpoch(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseSourceDateEpoch(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
