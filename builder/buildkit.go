@@ -326,7 +326,7 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 			"filename": "Dockerfile",
 		}
 		cb.s.repro.frontendAttrs(attrs)
-		inputs, err := cb.inputs(ctx, i, attrs)
+		inputs, err := cb.inputs(ctx, gc, i, attrs)
 		if err != nil {
 			return nil, err
 		}
@@ -366,7 +366,7 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 // inputs are chain[i]'s frontend inputs: its context, its Dockerfile and
 // its parents (solved earlier in the chain, or bound to existing images),
 // each named in attrs.
-func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string) (map[string]*pb.Definition, error) {
+func (cb *chainBuild) inputs(ctx context.Context, gc gateway.Client, i int, attrs map[string]string) (map[string]*pb.Definition, error) {
 	c := cb.chain[i]
 	ocip := cb.node().Platform.OCI() // BuildKit's own platform type, for LLB
 	inputs := map[string]*pb.Definition{}
@@ -395,6 +395,19 @@ func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string
 			return nil, err
 		}
 		if ref, ok := givenRef(cb.s.given, pk); ok {
+			if cb.s.repro != nil {
+				// Reproducible: the image with the build-time
+				// variables in its config (reproducible.go).
+				def, md, err := cb.s.repro.boundParent(ctx, gc, ref, ocip)
+				if err != nil {
+					return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+				}
+				name := fmt.Sprintf("parent%d", j)
+				inputs[name] = def
+				attrs["context:"+cn] = "input:" + name
+				attrs["input-metadata:"+name] = md
+				continue
+			}
 			// The frontend resolves and pulls it for the platform, as
 			// for buildx --build-context.
 			attrs["context:"+cn] = "docker-image://" + ref

@@ -1,14 +1,21 @@
 package builder
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/client/llb/sourceresolver"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/solver/pb"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Reproducible builds
@@ -135,6 +142,44 @@ func (r *Reproducible) withBuildEnv(config []byte) ([]byte, error) {
 		}
 		return append(out, add...)
 	})
+}
+
+// boundParent is a parent bound to an existing image (Options.Images) as a
+// frontend input: the image itself, pinned to the digest its reference
+// resolves to, and input metadata holding its config with the build-time
+// variables. The frontend takes that config as the base image's, whose
+// rootfs.diff_ids the exporter leaves alone (the layers a reproducible
+// build of the parent already rewrote are not rewritten again, nor pulled
+// for a push to the same registry).
+func (r *Reproducible) boundParent(ctx context.Context, gc gateway.Client, ref string, p ocispecs.Platform) (*pb.Definition, string, error) {
+	_, dgst, cfg, err := gc.ResolveImageConfig(ctx, ref, sourceresolver.Opt{
+		LogName:  "[swebuild] reproducible: load metadata for " + ref,
+		ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &p, ResolveMode: llb.ResolveModeDefault.String()},
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	named := ref
+	if dgst != "" {
+		if base, _, ok := strings.Cut(ref, "@"); ok {
+			named = base + "@" + dgst.String()
+		} else {
+			named = ref + "@" + dgst.String()
+		}
+	}
+	def, err := llb.Image(named, llb.Platform(p), llb.WithCustomName("[swebuild] reproducible: "+ref)).Marshal(ctx, llb.Platform(p))
+	if err != nil {
+		return nil, "", err
+	}
+	withEnv, err := r.withBuildEnv(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("image config of %s: %w", ref, err)
+	}
+	md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: withEnv})
+	if err != nil {
+		return nil, "", err
+	}
+	return def.ToPB(), string(md), nil
 }
 
 // withoutBuildEnv takes ReproducibleEnv (exactly those entries) out of an
