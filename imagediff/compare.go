@@ -86,6 +86,10 @@ type entry struct {
 
 const smallFile = 64 << 10
 
+// maxGitIndex is the largest git index kept whole to compare its entries
+// (a checkout of 100,000 files has an index of about 10 MiB).
+const maxGitIndex = 64 << 20
+
 // Compare compares image a with image b: manifests, configs and every
 // layer whose digest differs, file by file.
 func Compare(ctx context.Context, a, b v1.Image, refA, refB string) (*Report, error) {
@@ -210,7 +214,8 @@ func readLayer(l v1.Layer) (map[string]*entry, error) {
 			var head bytes.Buffer
 			var body io.Writer = hs
 			var small bytes.Buffer
-			if h.Size <= smallFile {
+			keep := h.Size <= smallFile || (isGitIndex(cleanPath(h.Name)) && h.Size <= maxGitIndex)
+			if keep {
 				body = io.MultiWriter(hs, &small)
 			}
 			if _, err := io.Copy(body, io.TeeReader(io.LimitReader(tr, 16), &head)); err != nil {
@@ -221,7 +226,7 @@ func readLayer(l v1.Layer) (map[string]*entry, error) {
 			}
 			e.sum = hex.EncodeToString(hs.Sum(nil))
 			e.head = head.Bytes()
-			if h.Size <= smallFile {
+			if keep {
 				e.small = small.Bytes()
 			}
 		}
@@ -287,7 +292,7 @@ func diffLayer(i int, a, b map[string]*entry) []FileDiff {
 		if len(what) == 0 {
 			continue
 		}
-		if la, lb, n, ok := firstLineDiff(ea.small, eb.small); ok && ea.sum != eb.sum {
+		if la, lb, n, ok := firstLineDiff(ea.small, eb.small); ok && ea.sum != eb.sum && !isGitIndex(p) {
 			da = append(da, fmt.Sprintf("line %d: %q", n, la))
 			db = append(db, fmt.Sprintf("line %d: %q", n, lb))
 		}
@@ -374,8 +379,8 @@ func explain(p string, a, b *entry, what []string) string {
 		return "file time from the build's clock (no SOURCE_DATE_EPOCH with rewrite-timestamp, or a different epoch)"
 	case strings.HasSuffix(p, ".pyc"):
 		return explainPyc(a, b)
-	case strings.HasSuffix(p, "/.git/index") || p == ".git/index":
-		return "git index: the stat data (ctime, mtime, inode, device, uid) of the checked-out files, taken from the build's file system"
+	case isGitIndex(p):
+		return explainGitIndex(a, b)
 	case strings.Contains(p, "/.git/objects/pack/"):
 		return "git pack: gc's delta search (pack.threads > 1 orders objects by thread timing) or different objects (a commit's date)"
 	case strings.Contains(p, "/.git/objects/info/commit-graph") || strings.HasSuffix(p, "/.git/objects/info/packs"):
@@ -400,6 +405,29 @@ func explain(p string, a, b *entry, what []string) string {
 		return "temporary file left by the build"
 	}
 	return ""
+}
+
+func isGitIndex(p string) bool { return p == ".git/index" || strings.HasSuffix(p, "/.git/index") }
+
+// GitIndexStatOnly starts the cause of a git index whose entries were
+// compared and found equal but for their stat data.
+const GitIndexStatOnly = "git index: the same entries; only their stat data differ"
+
+// explainGitIndex compares two git indexes with every entry's stat data
+// zeroed.
+func explainGitIndex(a, b *entry) string {
+	if a == nil || b == nil || a.small == nil || b.small == nil {
+		return "git index: holds the stat data (ctime, mtime, device, inode) of the checked-out files"
+	}
+	za, _, errA := zeroIndexStat(a.small)
+	zb, _, errB := zeroIndexStat(b.small)
+	switch {
+	case errA != nil || errB != nil:
+		return fmt.Sprintf("git index: not compared (%v)", errors.Join(errA, errB))
+	case bytes.Equal(za, zb):
+		return GitIndexStatOnly + " (ctime, mtime, device, inode of the checkout: the build's clock and file system; no git setting keeps them out)"
+	}
+	return "git index: the entries differ (not only their stat data: other files, modes or object ids)"
 }
 
 // explainPyc reads the .pyc headers (PEP 552: magic, flags, then the

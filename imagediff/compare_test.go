@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -102,11 +104,22 @@ func pyc(flags, mtime uint32, body string) string {
 // second: every kind of difference is listed with what differs and, where
 // known, why; the shared layer is not read.
 func TestCompare(t *testing.T) {
+	// Two checkouts of one commit, made a second apart: their git indexes
+	// differ in stat data only.
+	idxA, idxB := readIndex(t, gitRepo(t, "2")), ""
+	time.Sleep(1100 * time.Millisecond)
+	idxB = readIndex(t, gitRepo(t, "2"))
+	if idxA == idxB {
+		t.Fatal("two checkouts gave the same index bytes")
+	}
+	other := readIndex(t, gitRepo(t, "3")) // one more entry
 	base := layer(t, file{name: "etc/os-release", body: "ID=debian\n"})
 	la := layer(t,
 		file{name: "opt/testbed/lib/a.cpython-311.pyc", body: pyc(0, 1764600000, "code")},
 		file{name: "opt/testbed/lib/b.cpython-311.pyc", body: pyc(3, 0, "code")},
-		file{name: "testbed/.git/index", body: "DIRC\x00\x00\x00\x02stat-a"},
+		file{name: "testbed/.git/index", body: idxA},
+		file{name: "other/.git/index", body: idxA},
+		file{name: "broken/.git/index", body: "DIRC-a"},
 		file{name: "testbed/.git/ORIG_HEAD", body: "1111\n"},
 		file{name: "testbed/setup.py", body: "x\n", mtime: t0.Add(time.Hour)},
 		file{name: "root/setup_env.sh", body: "#!/bin/bash\nset -e\necho a\n", mode: 0o755},
@@ -119,7 +132,9 @@ func TestCompare(t *testing.T) {
 	lb := layer(t,
 		file{name: "opt/testbed/lib/a.cpython-311.pyc", body: pyc(0, 1764600100, "code")},
 		file{name: "opt/testbed/lib/b.cpython-311.pyc", body: pyc(3, 0, "other")},
-		file{name: "testbed/.git/index", body: "DIRC\x00\x00\x00\x02stat-b"},
+		file{name: "testbed/.git/index", body: idxB},
+		file{name: "other/.git/index", body: other},
+		file{name: "broken/.git/index", body: "DIRC-b"},
 		file{name: "testbed/.git/ORIG_HEAD", body: "2222\n"},
 		file{name: "testbed/setup.py", body: "x\n", mtime: t0.Add(2 * time.Hour)},
 		file{name: "root/setup_env.sh", body: "#!/bin/bash\nset -e\necho b\n", mode: 0o700},
@@ -137,7 +152,7 @@ func TestCompare(t *testing.T) {
 	if r.Identical {
 		t.Fatal("identical")
 	}
-	if !r.Layers[0].Same || r.Layers[1].Same || r.Layers[1].Files != 11 {
+	if !r.Layers[0].Same || r.Layers[1].Same || r.Layers[1].Files != 13 {
 		t.Errorf("layers %+v", r.Layers)
 	}
 	if !slices.ContainsFunc(r.Config, func(s string) bool { return strings.HasPrefix(s, "config.Env[0]: ") }) {
@@ -152,7 +167,9 @@ func TestCompare(t *testing.T) {
 	}{
 		{path: "opt/testbed/lib/a.cpython-311.pyc", what: "content", cause: "records its source's mtime"},
 		{path: "opt/testbed/lib/b.cpython-311.pyc", what: "content size", cause: "hash-based, same source hash"},
-		{path: "testbed/.git/index", what: "content", cause: "stat data"},
+		{path: "testbed/.git/index", what: "content", cause: GitIndexStatOnly},
+		{path: "other/.git/index", what: "content size", cause: "the entries differ"},
+		{path: "broken/.git/index", what: "content", cause: "not compared (not a git index"},
 		{path: "testbed/.git/ORIG_HEAD", what: "content", cause: "git ref", a: `line 1: "1111"`},
 		{path: "testbed/setup.py", what: "mtime", cause: "build's clock", a: "mtime=2000-01-01T01:00:00Z"},
 		{path: "root/setup_env.sh", what: "content mode", a: `line 3: "echo a"`},
@@ -188,7 +205,7 @@ func TestCompare(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"layers: 1 of 2 identical", "files that differ: 11", "testbed/.git/index"} {
+	for _, want := range []string{"layers: 1 of 2 identical", "files that differ: 13", "testbed/.git/index"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -201,6 +218,15 @@ func TestCompare(t *testing.T) {
 	if !same.Identical || len(same.Files) != 0 {
 		t.Errorf("an image against itself: %+v", same)
 	}
+}
+
+func readIndex(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestOpenLayout: an image of an OCI layout by the name index.json gives
