@@ -258,6 +258,9 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 	}
 
 	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, repro: opts.Reproducible}
+	if opts.Reproducible != nil && opts.Push != "" {
+		solver.pushed = &pushedRefs{m: map[string]string{}}
+	}
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = 2

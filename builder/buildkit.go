@@ -140,6 +140,7 @@ type bkSolver struct {
 	noProvenance bool
 	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
 	repro        *Reproducible  // nil: BuildKit's defaults (reproducible.go)
+	pushed       *pushedRefs    // reproducible pushes: what children start FROM; nil: none
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -176,6 +177,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker platforms %s)\n\n", n.ID(), n.Kind, r.addr, mode, strings.Join(r.workers, ","))
 
 	cb := &chainBuild{s: s, job: job, chain: append(slices.Clone(job.Ancestors), n), done: map[string]solvedNode{}}
+	cb.from, cb.bound = s.pushed.bindAncestors(cb.chain)
 	so, err := cb.prepare()
 	if err != nil {
 		return out, err
@@ -224,6 +226,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	if s.push != "" {
 		out.Ref = s.push + "@" + out.Digest
+		s.pushed.add(n.ID(), out.Ref)
 	}
 	if s.layout != nil {
 		if err := s.layout.add(n, resp.ExporterResponse); err != nil {
@@ -243,6 +246,11 @@ type chainBuild struct {
 	chain    []*Node
 	contexts []llb.State // build context of chain[i]
 	done     map[string]solvedNode
+	// from is the first chain member solved; the ones before it are
+	// not needed: bound (by key) to the images this build pushed of
+	// them (reproducible.go, pushedRefs).
+	from  int
+	bound map[string]string
 }
 
 // solvedNode is a solved chain member: its filesystem (nil for an image
@@ -321,6 +329,9 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 	p := cb.node().Platform
 	var last *gateway.Result
 	for i, c := range cb.chain {
+		if i < cb.from {
+			continue
+		}
 		attrs := map[string]string{
 			"platform": p.String(),
 			"filename": "Dockerfile",
@@ -394,7 +405,11 @@ func (cb *chainBuild) inputs(ctx context.Context, gc gateway.Client, i int, attr
 		if err != nil {
 			return nil, err
 		}
-		if ref, ok := givenRef(cb.s.given, pk); ok {
+		ref, ok := givenRef(cb.s.given, pk)
+		if !ok {
+			ref, ok = cb.bound[pk]
+		}
+		if ok {
 			if cb.s.repro != nil {
 				// Reproducible: the image with the build-time
 				// variables in its config (reproducible.go).

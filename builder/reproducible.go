@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -58,6 +59,60 @@ type Reproducible struct {
 	// SourceDateEpoch is the time, in seconds since 1970, files created by
 	// the build and the image configs are dated with.
 	SourceDateEpoch int64
+}
+
+// pushedRefs are the images a reproducible build with a push has pushed,
+// by node id. A child starts FROM its nearest pushed ancestor, bound by
+// digest as --build-context binds one, instead of re-solving the chain:
+// BuildKit's exporter rewrites the timestamps of every layer that is not
+// its base image's (by rootfs.diff_ids), so a child re-solved on its
+// parent's un-rewritten layers had each of them decompressed, rewritten
+// and compressed again at every export (the fixture's 220 MB rootfs layer
+// seven times). A nil *pushedRefs binds nothing.
+type pushedRefs struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (p *pushedRefs) add(id, ref string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[id] = ref
+}
+
+// bindAncestors returns the index of the first chain member to solve and
+// the bound ancestor (key -> pushed ref): the nearest ancestor of the node
+// (chain's last member) that was pushed, and nothing before it.
+func (p *pushedRefs) bindAncestors(chain []*Node) (int, map[string]string) {
+	if p == nil {
+		return 0, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(chain) - 2; i >= 0; i-- {
+		ref, ok := p.m[chain[i].ID()]
+		if !ok {
+			continue
+		}
+		// Every parent of what is still solved is solved too, or is
+		// the bound one (else bind nothing: a node of several parents).
+		solved := map[string]bool{chain[i].Key: true}
+		for _, c := range chain[i+1:] {
+			solved[c.Key] = true
+		}
+		for _, c := range chain[i+1:] {
+			for _, pk := range c.Parents {
+				if !solved[pk] {
+					return 0, nil
+				}
+			}
+		}
+		return i + 1, map[string]string{chain[i].Key: ref}
+	}
+	return 0, nil
 }
 
 // ParseSourceDateEpoch parses a --source-date-epoch value: seconds since

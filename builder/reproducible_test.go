@@ -168,3 +168,42 @@ func TestParseSourceDateEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestBindAncestors: a child starts FROM its nearest pushed ancestor, and
+// nothing before it is solved; with nothing pushed, or a parent that would
+// be neither solved nor bound, the whole chain is solved.
+func TestBindAncestors(t *testing.T) {
+	base := &Node{Key: "b", Platform: core.AMD64}
+	env := &Node{Key: "e", Platform: core.AMD64, Parents: []string{"b"}}
+	inst := &Node{Key: "i", Platform: core.AMD64, Parents: []string{"e"}}
+	two := &Node{Key: "t", Platform: core.AMD64, Parents: []string{"e", "b"}}
+	chain := []*Node{base, env, inst}
+	for _, tc := range []struct {
+		name   string
+		pushed map[string]string
+		chain  []*Node
+		from   int
+		bound  string
+	}{
+		{name: "nothing pushed", pushed: map[string]string{}, chain: chain},
+		{name: "base pushed", pushed: map[string]string{base.ID(): "r/x@b"}, chain: chain, from: 1, bound: "b=r/x@b"},
+		{name: "base and env pushed", pushed: map[string]string{base.ID(): "r/x@b", env.ID(): "r/x@e"}, chain: chain, from: 2, bound: "e=r/x@e"},
+		{name: "other platform", pushed: map[string]string{(&Node{Key: "e", Platform: core.ARM64}).ID(): "r/x@e"}, chain: chain},
+		{name: "two parents", pushed: map[string]string{env.ID(): "r/x@e"}, chain: []*Node{base, env, two}},
+	} {
+		p := &pushedRefs{m: tc.pushed}
+		from, bound := p.bindAncestors(tc.chain)
+		got := ""
+		for k, v := range bound {
+			got = k + "=" + v
+		}
+		if from != tc.from || got != tc.bound {
+			t.Errorf("%s: from %d bound %q, want %d %q", tc.name, from, got, tc.from, tc.bound)
+		}
+	}
+	var off *pushedRefs
+	if from, bound := off.bindAncestors(chain); from != 0 || bound != nil {
+		t.Errorf("nil: from %d bound %v", from, bound)
+	}
+	off.add("x", "y") // no panic
+}
