@@ -208,6 +208,14 @@ func TestReproducibleFixture(t *testing.T) {
 		t.Logf("instances FROM bound env images without the mode: %s", p1.elapsed.Round(time.Second))
 	}
 	compareRuns(ctx, t, "bound envs", d, e)
+	// The same instances from the whole-graph build: the same images.
+	aInsts := built{images: map[string]core.Image{}}
+	for id, im := range a.images {
+		if im.Kind == core.KindInstance {
+			aInsts.images[id] = im
+		}
+	}
+	compareRuns(ctx, t, "whole graph vs bound envs", aInsts, d)
 
 	if !plain {
 		return
