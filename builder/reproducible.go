@@ -145,8 +145,29 @@ func (r *Reproducible) ReproducibleEnv() []string {
 		"GIT_CONFIG_KEY_0=pack.threads",
 		"GIT_CONFIG_VALUE_0=1",
 		"PYTHONDONTWRITEBYTECODE=1",
+		"SWEBUILD_REPRO_BASH=" + reproBash,
+		"BASH_ENV=" + reproBashEnv,
 	}
 }
+
+// The git index
+//
+// setup_repo.sh's last command, git commit -am, writes /testbed/.git/index
+// with the stat data of every checked-out file (ctime and mtime to the
+// nanosecond, device, inode): the build's clock and file system, and no
+// git setting keeps it out. `git read-tree HEAD` writes the same entries
+// with no stat data (git then compares a file's content when asked about
+// it), so the top-level bash of each RUN step runs it when it exits. The
+// hook is bash's own: a non-interactive bash sources $BASH_ENV, after
+// parameter expansion and command substitution; the substitution writes
+// $SWEBUILD_REPRO_BASH to a file and names it, and that text sets the EXIT
+// trap in the first bash only (nested ones see SWEBUILD_REPRO_TOP), which
+// also removes the file again.
+const (
+	reproBashFile = "/tmp/.swebuild-reproducible.sh"
+	reproBash     = `if [ -z "${SWEBUILD_REPRO_TOP:-}" ]; then export SWEBUILD_REPRO_TOP=1; trap 'rm -f ` + reproBashFile + `; if [ -d /testbed/.git ]; then git -C /testbed read-tree HEAD || true; fi' EXIT; fi`
+	reproBashEnv  = `$(printf '%s\n' "$SWEBUILD_REPRO_BASH" > ` + reproBashFile + ` && echo ` + reproBashFile + `)`
+)
 
 // frontendAttrs adds the epoch build argument to one Dockerfile solve.
 func (r *Reproducible) frontendAttrs(attrs map[string]string) {

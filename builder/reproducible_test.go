@@ -1,10 +1,15 @@
 package builder
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/swebuild/swebuild/core"
 )
@@ -84,8 +89,10 @@ func TestBuildEnvRoundTrip(t *testing.T) {
 	want := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "TZ=Etc/UTC",
 		"SOURCE_DATE_EPOCH=946684800", "GIT_AUTHOR_DATE=@946684800 +0000", "GIT_COMMITTER_DATE=@946684800 +0000",
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=pack.threads", "GIT_CONFIG_VALUE_0=1", "PYTHONDONTWRITEBYTECODE=1"}
-	if got := configEnv(t, with); !slices.Equal(got, want) {
-		t.Errorf("parent config for the child: Env %q, want %q", got, want)
+	// then the bash hook's two (TestBashEnvZeroesGitIndex runs them).
+	got := configEnv(t, with)
+	if len(got) != len(want)+2 || !slices.Equal(got[:len(want)], want) || envName(got[len(want)]) != "SWEBUILD_REPRO_BASH" || envName(got[len(want)+1]) != "BASH_ENV" {
+		t.Errorf("parent config for the child: Env %q, want %q and SWEBUILD_REPRO_BASH, BASH_ENV", got, want)
 	}
 	// A child adds its own variable after the inherited ones.
 	child, err := editEnv(with, func(env []string) []string { return append(env, "FOO=1") })
@@ -206,4 +213,99 @@ func TestBindAncestors(t *testing.T) {
 		t.Errorf("nil: from %d bound %v", from, bound)
 	}
 	off.add("x", "y") // no panic
+}
+
+// TestBashEnvZeroesGitIndex runs the RUN steps' variables with a real bash
+// and git (the checkout directory and the hook file moved into temporary
+// directories): a script that commits, as setup_repo.sh does, leaves an
+// index without stat data, byte-identical for two checkouts a second apart,
+// `git status` clean, the hook file removed, and the script's exit status
+// untouched; a nested bash does not run the hook early.
+func TestBashEnvZeroesGitIndex(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	r := &Reproducible{SourceDateEpoch: DefaultSourceDateEpoch}
+	run := func(script string) (string, []byte, int) {
+		t.Helper()
+		tmp := t.TempDir()
+		testbed := filepath.Join(tmp, "testbed")
+		hook := filepath.Join(tmp, "hook.sh")
+		env := append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@b")
+		for _, e := range r.ReproducibleEnv() {
+			e = strings.ReplaceAll(e, reproBashFile, hook)
+			env = append(env, strings.ReplaceAll(e, "/testbed", testbed))
+		}
+		s := filepath.Join(tmp, "setup.sh")
+		if err := os.WriteFile(s, []byte(strings.ReplaceAll(script, "/testbed", testbed)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bash, s)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(hook); !os.IsNotExist(err) {
+			t.Errorf("hook file left behind (%v)\n%s", err, out)
+		}
+		idx, _ := os.ReadFile(filepath.Join(testbed, ".git", "index"))
+		return testbed, idx, code
+	}
+	const setup = `#!/bin/bash
+set -euxo pipefail
+mkdir -p /testbed/src && cd /testbed
+git init -q -b main
+echo x > setup.py; echo y > src/a.py
+git add .
+git commit -q -m one
+echo z >> setup.py
+bash -c 'cd /testbed && git ls-files --debug > /testbed/../nested.txt'
+git commit -q -am SWE-bench
+`
+	dirA, idxA, code := run(setup)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	nested, err := os.ReadFile(filepath.Join(dirA, "..", "nested.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(nested), "ctime: 0:0") {
+		t.Errorf("a nested bash ran the hook before the script ended:\n%s", nested)
+	}
+	if debug := gitOut(t, dirA, "ls-files", "--debug"); strings.Count(debug, "ctime: 0:0") != 2 || strings.Count(debug, "mtime: 0:0") != 2 {
+		t.Errorf("index keeps stat data:\n%s", debug)
+	}
+	if st := gitOut(t, dirA, "status", "--porcelain"); st != "" {
+		t.Errorf("git status after the hook: %q", st)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	_, idxB, _ := run(setup)
+	if !bytes.Equal(idxA, idxB) {
+		t.Error("two checkouts a second apart give different indexes")
+	}
+	if _, _, code := run("#!/bin/bash\nset -e\nexit 3\n"); code != 3 {
+		t.Errorf("exit status %d, want 3", code)
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
