@@ -123,6 +123,10 @@ type Options struct {
 	// NoProvenance: pushed images carry no SLSA provenance attestation
 	// (by default each carries BuildKit's, mode=max; see attest.go).
 	NoProvenance bool
+	// Reproducible, when set, makes the images reproducible: dated
+	// SOURCE_DATE_EPOCH, layer timestamps rewritten, deterministic git and
+	// Python steps (reproducible.go). nil: BuildKit's defaults.
+	Reproducible *Reproducible
 	// Keychain gives the credentials the builder reads a pushed index back
 	// with (attest.go), the same source as Auth; nil means the Docker
 	// config (authn.DefaultKeychain).
@@ -258,7 +262,10 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, repro: opts.Reproducible}
+	if opts.Reproducible != nil && opts.Push != "" {
+		solver.pushed = &pushedRefs{m: map[string]string{}}
+	}
 	if err := solver.setupSBOM(nodes, given, opts); err != nil {
 		return nil, err
 	}

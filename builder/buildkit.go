@@ -146,6 +146,8 @@ type bkSolver struct {
 	specKeys  map[string]string
 	sbomDir   string
 	referrers *attest.Referrers
+	repro     *Reproducible // nil: BuildKit's defaults (reproducible.go)
+	pushed    *pushedRefs   // reproducible pushes: what children start FROM; nil: none
 }
 
 func (s *bkSolver) remoteFor(p core.Platform) (*remote, error) {
@@ -182,6 +184,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	fmt.Fprintf(job.Log, "node %s kind=%s builder=%s (%s, worker platforms %s)\n\n", n.ID(), n.Kind, r.addr, mode, strings.Join(r.workers, ","))
 
 	cb := &chainBuild{s: s, job: job, chain: append(slices.Clone(job.Ancestors), n), done: map[string]solvedNode{}}
+	cb.from, cb.bound = s.pushed.bindAncestors(cb.chain)
 	so, err := cb.prepare()
 	if err != nil {
 		return out, err
@@ -233,6 +236,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	}
 	if s.push != "" {
 		out.Ref = s.push + "@" + out.Digest
+		s.pushed.add(n.ID(), out.Ref)
 	}
 	s.finishSBOM(ctx, cb, resp, &out, job.Log)
 	if s.layout != nil {
@@ -254,6 +258,11 @@ type chainBuild struct {
 	contexts []llb.State // build context of chain[i]
 	done     map[string]solvedNode
 	sbom     *capture // the node's SBOM capture (sbom.go); nil: none
+	// from is the first chain member solved; the ones before it are
+	// not needed: bound (by key) to the images this build pushed of
+	// them (reproducible.go, pushedRefs).
+	from  int
+	bound map[string]string
 }
 
 // solvedNode is a solved chain member: its filesystem (nil for an image
@@ -322,6 +331,7 @@ func (cb *chainBuild) prepare() (bkclient.SolveOpt, error) {
 		so.Exports = append(so.Exports, cb.s.layout.export())
 	}
 	cb.s.provenanceAttrs(&so)
+	cb.s.repro.solveOpt(&so)
 	return so, nil
 }
 
@@ -331,11 +341,15 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 	p := cb.node().Platform
 	var last *gateway.Result
 	for i, c := range cb.chain {
+		if i < cb.from {
+			continue
+		}
 		attrs := map[string]string{
 			"platform": p.String(),
 			"filename": "Dockerfile",
 		}
-		inputs, err := cb.inputs(ctx, i, attrs)
+		cb.s.repro.frontendAttrs(attrs)
+		inputs, err := cb.inputs(ctx, gc, i, attrs)
 		if err != nil {
 			return nil, err
 		}
@@ -352,9 +366,19 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 		if err != nil {
 			return nil, fmt.Errorf("building %s: %w", c.ID(), err)
 		}
-		cfg := res.Metadata[exptypes.ExporterImageConfigKey]
+		cfgKey := exptypes.ExporterImageConfigKey
+		cfg := res.Metadata[cfgKey]
 		if cfg == nil {
-			cfg = res.Metadata[exptypes.ExporterImageConfigKey+"/"+p.String()]
+			cfgKey += "/" + p.String()
+			cfg = res.Metadata[cfgKey]
+		}
+		if cb.s.repro != nil && cfg != nil {
+			// The build-time variables its parent's config carried
+			// are not part of the image.
+			if cfg, err = cb.s.repro.withoutBuildEnv(cfg); err != nil {
+				return nil, fmt.Errorf("building %s: %w", c.ID(), err)
+			}
+			res.AddMeta(cfgKey, cfg)
 		}
 		cb.done[c.Key] = solvedNode{ref: ref, config: cfg}
 		last = res
@@ -365,7 +389,7 @@ func (cb *chainBuild) solveChain(ctx context.Context, gc gateway.Client) (*gatew
 // inputs are chain[i]'s frontend inputs: its context, its Dockerfile and
 // its parents (solved earlier in the chain, or bound to existing images),
 // each named in attrs.
-func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string) (map[string]*pb.Definition, error) {
+func (cb *chainBuild) inputs(ctx context.Context, gc gateway.Client, i int, attrs map[string]string) (map[string]*pb.Definition, error) {
 	c := cb.chain[i]
 	ocip := cb.node().Platform.OCI() // BuildKit's own platform type, for LLB
 	inputs := map[string]*pb.Definition{}
@@ -393,7 +417,24 @@ func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string
 		if err != nil {
 			return nil, err
 		}
-		if ref, ok := givenRef(cb.s.given, pk); ok {
+		ref, ok := givenRef(cb.s.given, pk)
+		if !ok {
+			ref, ok = cb.bound[pk]
+		}
+		if ok {
+			if cb.s.repro != nil {
+				// Reproducible: the image with the build-time
+				// variables in its config (reproducible.go).
+				def, md, err := cb.s.repro.boundParent(ctx, gc, ref, ocip)
+				if err != nil {
+					return nil, fmt.Errorf("parent %s of %s: %w", pk, c.ID(), err)
+				}
+				name := fmt.Sprintf("parent%d", j)
+				inputs[name] = def
+				attrs["context:"+cn] = "input:" + name
+				attrs["input-metadata:"+name] = md
+				continue
+			}
 			// The frontend resolves and pulls it for the platform, as
 			// for buildx --build-context.
 			attrs["context:"+cn] = "docker-image://" + ref
@@ -419,7 +460,11 @@ func (cb *chainBuild) inputs(ctx context.Context, i int, attrs map[string]string
 		inputs[name] = def.ToPB()
 		attrs["context:"+cn] = "input:" + name
 		if parent.config != nil {
-			md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: parent.config})
+			cfg, err := cb.s.repro.withBuildEnv(parent.config)
+			if err != nil {
+				return nil, fmt.Errorf("image config of %s: %w", pk, err)
+			}
+			md, err := json.Marshal(map[string][]byte{exptypes.ExporterImageConfigKey: cfg})
 			if err != nil {
 				return nil, fmt.Errorf("encoding image config of %s: %w", pk, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE|--task-repo DIR [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--pool FILE] [--node-down-after D] [--workers N] [--push REPO] [--output type=oci,dest=DIR] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild build --dataset FILE|--task-repo DIR [--instance ID]... [--platform linux/amd64,linux/arm64] [--builder ADDR | --builder PLATFORM=ADDR ...] [--pool FILE] [--node-down-after D] [--workers N] [--push REPO] [--output type=oci,dest=DIR] [--cache-from ...] [--cache-to ...] [--progress auto|tty|plain|rawjson] [--metadata-file F] [--run-dir DIR] [--reproducible [--source-date-epoch N]] [--verify [--reverify]] [--publish REPO [--ledger F]]\n\nBuild the base, env and instance images of a dataset with BuildKit.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -64,6 +65,8 @@ type buildFlags struct {
 	contextDirs  []string
 	buildCtxs    []string
 	verifyGold   bool
+	reproducible bool
+	sourceDate   string
 	verifyOpts   verifyBuildFlags
 	pub          publishFlags
 }
@@ -84,6 +87,8 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
 	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; with --task-repo, NAME=docker-image://REF binds a name the flat Dockerfiles start FROM; repeatable")
+	fs.BoolVar(&f.reproducible, "reproducible", false, "reproducible images (docs/reproducible.md): SOURCE_DATE_EPOCH for the image configs and every RUN step, layer file times rewritten to it, deterministic git and pip steps; nothing rendered changes")
+	fs.StringVar(&f.sourceDate, "source-date-epoch", strconv.FormatInt(builder.DefaultSourceDateEpoch, 10), "with --reproducible: the epoch (seconds since 1970) files and configs are dated with (default 2000-01-01T00:00:00Z)")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
 	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push or --output (published from the registry or the layout), and with --verify only verified images go")
@@ -224,6 +229,15 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 			return opts, fmt.Errorf("--cache-to: %w", err)
 		}
 		opts.CacheTo = append(opts.CacheTo, e)
+	}
+	if f.reproducible {
+		sde, err := builder.ParseSourceDateEpoch(f.sourceDate)
+		if err != nil {
+			return opts, fmt.Errorf("--source-date-epoch: %w", err)
+		}
+		opts.Reproducible = &builder.Reproducible{SourceDateEpoch: sde}
+	} else if f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+		return opts, errors.New("--source-date-epoch is only used with --reproducible")
 	}
 	if opts.RunDir == "" {
 		opts.RunDir = filepath.Join("runs", "build-"+time.Now().UTC().Format("20060102-150405"))

@@ -30,6 +30,8 @@ func TestBuildCLIErrors(t *testing.T) {
 		{args: []string{"--dataset", ds, "--node-down-after", "0s"}, wantUsage: true, want: "--node-down-after 0s"},
 		{args: []string{"--dataset", ds, "--cache-to", "mode=max"}, wantUsage: true, want: "type= is required"},
 		{args: []string{"--dataset", ds, "--workers", "0"}, wantUsage: true, want: "--workers 0"},
+		{args: []string{"--dataset", ds, "--source-date-epoch", "5"}, wantUsage: true, want: "--source-date-epoch is only used with --reproducible"},
+		{args: []string{"--dataset", ds, "--reproducible", "--source-date-epoch", "-1"}, wantUsage: true, want: `--source-date-epoch: "-1" is before 1970`},
 		{args: []string{"--dataset", ds, "--build-context", "sweb.base.py.x86_64=oci-layout:///x"}, wantUsage: true, want: "want KEY=docker-image://REF"},
 		{args: []string{"--dataset", ds, "--publish", "127.0.0.1:5000/x"}, wantUsage: true, want: "--publish needs --push"},
 		{args: []string{"--dataset", ds, "--output", "type=oci"}, wantUsage: true, want: "--output: \"type=oci\": dest= is required"},

@@ -40,6 +40,7 @@ func commands() []command {
 		{"check", "check that a dataset's published images are all in a registry", runCheck},
 		{"sizes", "compare image set sizes", runSizes},
 		{"drift", "compare the resolved environments of two publications", runDrift},
+		{"diff-images", "compare two images file by file (reproducible builds)", runDiffImages},
 		{"ci", "helpers for the nightly GitHub Actions workflow", runCI},
 		{"version", "print the swebuild version", runVersion},
 	}
