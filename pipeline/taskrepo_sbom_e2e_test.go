@@ -121,7 +121,7 @@ func TestTaskRepoInventory(t *testing.T) {
 // conda's output).
 func TestTaskInventoryBranches(t *testing.T) {
 	st := stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
+	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)
@@ -139,8 +139,7 @@ esac
 			Inventory: &builder.Inventory{Commands: TaskInventory(), InstanceIDs: []string{"taskinv__" + id + "-1"}}}
 	}
 	nodes := []*builder.Node{
-		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nADD rootfs-amd64.tar /\n"),
-			ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(rootfs, stacktest.RootfsTarName("amd64"))}},
+		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
 		inst("nopip", "", nil),
 		inst("conda", "COPY conda /opt/miniconda3/bin/conda\nRUN chmod +x /opt/miniconda3/bin/conda && echo 'export PATH=/opt/miniconda3/bin:$PATH' > /opt/miniconda3/bin/activate\n",
 			map[string][]byte{"conda": []byte(conda)}),
