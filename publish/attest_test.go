@@ -31,14 +31,10 @@ import (
 // on the same ledger sends one HEAD per ref plus one per verification
 // attachment and writes nothing.
 func TestPublishCarriesAttestations(t *testing.T) {
-	src, dst := startMem(t), startMem(t)
-	ids := []string{"a__a-1", "c__c-3"}
-	f := makeFixture(t, ids, map[string]bool{"c__c-3": true}, 1024, 1)
-	f.stage(t, src.host(), src.host(), "staging/build")
+	src, dst, f, staging := stageTwoInstances(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := testClient(t, -1)
-	staging, _ := name.NewRepository(src.host()+"/staging/build", name.Insecure)
 	for i := range f.built {
 		im := &f.built[i]
 		raw, _ := f.images[im.InstanceID+" "+im.Platform.String()].RawManifest()

@@ -117,3 +117,18 @@ func publishOnLedger(t *testing.T, ctx context.Context, ledgerPath string, recs 
 	}
 	return s, progress.String()
 }
+
+// stageTwoInstances starts a source and a release registry (in memory) and
+// stages the fixture's a__a-1 (amd64 and arm64) and c__c-3 (amd64 only)
+// images in the source's staging/build, the repository it returns.
+func stageTwoInstances(t *testing.T) (src, dst *memRegistry, f *fixture, staging name.Repository) {
+	t.Helper()
+	src, dst = startMem(t), startMem(t)
+	f = makeFixture(t, []string{"a__a-1", "c__c-3"}, map[string]bool{"c__c-3": true}, 1024, 1)
+	f.stage(t, src.host(), src.host(), "staging/build")
+	staging, err := name.NewRepository(src.host()+"/staging/build", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, dst, f, staging
+}

@@ -25,14 +25,10 @@ import (
 // with the same bytes; a third run sends one HEAD per ref and writes
 // nothing.
 func TestPublishCarriesSBOM(t *testing.T) {
-	src, dst := startMem(t), startMem(t)
-	ids := []string{"a__a-1", "c__c-3"}
-	f := makeFixture(t, ids, map[string]bool{"c__c-3": true}, 1024, 1)
-	f.stage(t, src.host(), src.host(), "staging/build")
+	_, dst, f, staging := stageTwoInstances(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := testClient(t, -1)
-	staging, _ := name.NewRepository(src.host()+"/staging/build", name.Insecure)
 	refs := &attest.Referrers{Client: c}
 	docs := map[string][]byte{}
 	for i := range f.built {
