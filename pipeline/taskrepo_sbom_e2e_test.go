@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +27,13 @@ import (
 // the js images list no pip and no conda package and do not fail.
 func TestTaskRepoInventory(t *testing.T) {
 	st := stacktest.Require(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	images := fixtureBases(t, ctx, st)
 	var out strings.Builder
 	push := st.Registry + "/swebuild-test/taskrepo-sbom"
 	res, err := Build(ctx, BuildOptions{
-		Inputs: Inputs{TaskRepo: filepath.Join(root, "testdata", "fixture", "taskrepo"),
-			Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default", CacheDir: t.TempDir()},
+		Inputs:    fixtureTaskRepoInputs(t),
 		Platforms: []core.Platform{core.AMD64},
 		Builder: builder.Options{Builders: []builder.BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2, Images: images,
 			Push: push, RunDir: t.TempDir(), Progress: "quiet"},
