@@ -113,14 +113,7 @@ func TestLayoutIndex(t *testing.T) {
 	}
 	l.close()
 
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var idx ocispecs.Index
-	if err := json.Unmarshal(b, &idx); err != nil {
-		t.Fatal(err)
-	}
+	b, idx := readIndexJSON(t, dir)
 	type entry struct{ name, id, arch string }
 	var got []entry
 	var digests []digest.Digest
@@ -316,20 +309,10 @@ func TestLayoutReferrers(t *testing.T) {
 		out.SBOMArtifact, out.SBOMArtifactSize = a.Descriptor.Digest.String(), a.Descriptor.Size
 		return resp, out
 	}
-	read := func() []ocispecs.Descriptor {
-		b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var idx ocispecs.Index
-		if err := json.Unmarshal(b, &idx); err != nil {
-			t.Fatal(err)
-		}
-		return idx.Manifests
-	}
 	check := func(out *Outcome) {
 		t.Helper()
-		ms := read()
+		_, idx := readIndexJSON(t, dir)
+		ms := idx.Manifests
 		if len(ms) != 3 {
 			t.Fatalf("index.json has %d entries, want the image and its 2 referrers: %+v", len(ms), ms)
 		}
@@ -374,4 +357,18 @@ func TestLayoutReferrers(t *testing.T) {
 	if err := l.add(n, resp2, &bad); err == nil || !strings.Contains(err.Error(), "is not in the layout") {
 		t.Errorf("add with a referrer the layout lacks: %v", err)
 	}
+}
+
+// readIndexJSON reads and decodes the index.json of the OCI layout in dir.
+func readIndexJSON(t *testing.T, dir string) ([]byte, ocispecs.Index) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx ocispecs.Index
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatalf("%s/index.json: %v", dir, err)
+	}
+	return b, idx
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ import (
 // summary, and make Build return an error; the good one's SBOM is attached.
 func TestSBOMCaptureFailures(t *testing.T) {
 	st := stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
+	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)
@@ -35,8 +34,7 @@ func TestSBOMCaptureFailures(t *testing.T) {
 			Inventory: &Inventory{Commands: cmds, Repo: "sbom/" + id, Version: "1.0", InstanceIDs: []string{"sbom__" + id + "-1"}}}
 	}
 	nodes := []*Node{
-		{Key: baseKey, Kind: KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nADD rootfs-amd64.tar /\n"),
-			ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(rootfs, stacktest.RootfsTarName("amd64"))}},
+		{Key: baseKey, Kind: KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
 		inst("good", dpkg, ListingCommand{Format: sbom.FormatPipFreeze, Run: "python3 -m venv --system-site-packages /tmp/v && /tmp/v/bin/python -m pip freeze --all"}),
 		inst("exits", dpkg, ListingCommand{Format: sbom.FormatPipFreeze, Run: "echo first-line; echo broken-env >&2; exit 3"}),
 		inst("garbage", ListingCommand{Format: sbom.FormatDpkgQuery, Run: "echo 'not a dpkg line'"}),

@@ -57,6 +57,18 @@ func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack) map[str
 	return images
 }
 
+// fixtureTaskRepoInputs are the inputs of a build of the fixture task repo
+// (testdata/fixture/taskrepo with the fixture's specs and default pins).
+func fixtureTaskRepoInputs(t *testing.T) Inputs {
+	t.Helper()
+	root, err := stacktest.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := filepath.Join(root, "testdata", "fixture")
+	return Inputs{TaskRepo: filepath.Join(fx, "taskrepo"), Specs: filepath.Join(fx, "specs.json"), Pins: "default", CacheDir: t.TempDir()}
+}
+
 // TestBuildFixtureTaskRepo builds the fixture task repo (testdata/fixture/
 // taskrepo, scripts/fixture.sh taskrepo) on the stack for linux/amd64 and
 // linux/arm64 (QEMU), each task's flat Dockerfile with its task directory as
@@ -65,18 +77,13 @@ func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack) map[str
 // pushes by digest: 7 tasks x 2 platforms, all built, verified and pushed.
 func TestBuildFixtureTaskRepo(t *testing.T) {
 	st := stacktest.Require(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	images := fixtureBases(t, ctx, st)
 
 	var out strings.Builder
 	res, err := Build(ctx, BuildOptions{
-		Inputs: Inputs{TaskRepo: filepath.Join(root, "testdata", "fixture", "taskrepo"),
-			Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default", CacheDir: t.TempDir()},
+		Inputs:    fixtureTaskRepoInputs(t),
 		Platforms: core.AllPlatforms(),
 		Builder: builder.Options{Builders: []builder.BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2, Images: images,
 			Push: st.Registry + "/swebuild-test/taskrepo", RunDir: t.TempDir(), Progress: "quiet"},

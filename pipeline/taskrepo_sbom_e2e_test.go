@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +27,13 @@ import (
 // the js images list no pip and no conda package and do not fail.
 func TestTaskRepoInventory(t *testing.T) {
 	st := stacktest.Require(t)
-	root, err := stacktest.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	images := fixtureBases(t, ctx, st)
 	var out strings.Builder
 	push := st.Registry + "/swebuild-test/taskrepo-sbom"
 	res, err := Build(ctx, BuildOptions{
-		Inputs: Inputs{TaskRepo: filepath.Join(root, "testdata", "fixture", "taskrepo"),
-			Specs: filepath.Join(root, "testdata", "fixture", "specs.json"), Pins: "default", CacheDir: t.TempDir()},
+		Inputs:    fixtureTaskRepoInputs(t),
 		Platforms: []core.Platform{core.AMD64},
 		Builder: builder.Options{Builders: []builder.BuilderSpec{{Addr: st.BuildkitHost}}, Workers: 2, Images: images,
 			Push: push, RunDir: t.TempDir(), Progress: "quiet"},
@@ -121,7 +115,7 @@ func TestTaskRepoInventory(t *testing.T) {
 // conda's output).
 func TestTaskInventoryBranches(t *testing.T) {
 	st := stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
+	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)
@@ -139,8 +133,7 @@ esac
 			Inventory: &builder.Inventory{Commands: TaskInventory(), InstanceIDs: []string{"taskinv__" + id + "-1"}}}
 	}
 	nodes := []*builder.Node{
-		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nADD rootfs-amd64.tar /\n"),
-			ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(rootfs, stacktest.RootfsTarName("amd64"))}},
+		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
 		inst("nopip", "", nil),
 		inst("conda", "COPY conda /opt/miniconda3/bin/conda\nRUN chmod +x /opt/miniconda3/bin/conda && echo 'export PATH=/opt/miniconda3/bin:$PATH' > /opt/miniconda3/bin/activate\n",
 			map[string][]byte{"conda": []byte(conda)}),

@@ -31,14 +31,10 @@ import (
 // on the same ledger sends one HEAD per ref plus one per verification
 // attachment and writes nothing.
 func TestPublishCarriesAttestations(t *testing.T) {
-	src, dst := startMem(t), startMem(t)
-	ids := []string{"a__a-1", "c__c-3"}
-	f := makeFixture(t, ids, map[string]bool{"c__c-3": true}, 1024, 1)
-	f.stage(t, src.host(), src.host(), "staging/build")
+	src, dst, f, staging := stageTwoInstances(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := testClient(t, -1)
-	staging, _ := name.NewRepository(src.host()+"/staging/build", name.Insecure)
 	for i := range f.built {
 		im := &f.built[i]
 		raw, _ := f.images[im.InstanceID+" "+im.Platform.String()].RawManifest()
@@ -78,18 +74,8 @@ func TestPublishCarriesAttestations(t *testing.T) {
 	}}
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.jsonl")
 	run := func() (*Summary, string) {
-		led, err := OpenLedger(ledgerPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer led.Close()
-		var progress bytes.Buffer
-		s, err := Publish(ctx, f.recs(), Options{Repo: dst.host() + "/release", Client: testClient(t, -1), Ledger: led, Jobs: 2, Version: "test", Progress: &progress,
+		return publishOnLedger(t, ctx, ledgerPath, f.recs(), Options{Repo: dst.host() + "/release", Client: testClient(t, -1), Jobs: 2, Version: "test",
 			Verification: &VerificationSource{Summary: sum, Verifier: "swebuild test"}})
-		if err != nil || s.Err() != nil {
-			t.Fatalf("publish: %v %v\n%s", err, s.Err(), progress.String())
-		}
-		return s, progress.String()
 	}
 	s, progress := run()
 	if s.ImagesPushed != 3 || s.IndexesPushed != 2 || !strings.Contains(progress, "attached verification a__a-1 linux/amd64") {
@@ -140,16 +126,7 @@ func TestPublishCarriesAttestations(t *testing.T) {
 	if s.ImagesSkipped != 3 || s.IndexesSkipped != 2 {
 		t.Fatalf("re-run: %+v\n%s", s, progress)
 	}
-	var heads, other []string
-	for _, r := range dst.requests()[before:] {
-		switch {
-		case strings.HasPrefix(r, "HEAD "):
-			heads = append(heads, r)
-		case r == "GET /v2/":
-		default:
-			other = append(other, r)
-		}
-	}
+	heads, other := headsAndOthers(dst.requests()[before:])
 	if len(heads) != 7 || len(other) != 0 {
 		t.Errorf("re-run: %d HEADs %v, other requests %v; want 7 HEADs and nothing else", len(heads), heads, other)
 	}

@@ -18,8 +18,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
@@ -88,24 +86,7 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 	sum := &verify.Summary{Settings: &verify.Settings{Grading: "v5", TimeoutSeconds: 1800, MaxOutput: 1 << 20, Network: "none", Repeat: 1}}
 	for i := range f.built {
 		im := &f.built[i]
-		raw, _ := f.images[im.InstanceID+" "+im.Platform.String()].RawManifest()
-		h, _ := v1.NewHash(im.Digest.String())
-		doc := &sbom.Document{Subject: im.Digest.String(), Kind: "instance", Image: "sweb.eval." + im.Platform.Arch() + "." + im.InstanceID,
-			Platform: im.Platform, InstanceIDs: []string{im.InstanceID},
-			Packages: []sbom.Package{{Ecosystem: sbom.PyPI, Name: "pytest", Version: "7.2." + fmt.Sprint(i)}}}
-		b, err := doc.CycloneDX()
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := attest.NewArtifact(v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: int64(len(raw))}, sbom.MediaType, sbom.MediaType, b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := refs.Attach(ctx, staging, a); err != nil {
-			t.Fatal(err)
-		}
-		im.SBOM, im.SBOMSize = digest.Digest(a.Descriptor.Digest.String()), a.Descriptor.Size
-		docs[im.ID()] = b
+		docs[im.ID()] = attachStagedSBOM(t, ctx, refs, staging, f, im, []sbom.Package{{Ecosystem: sbom.PyPI, Name: "pytest", Version: "7.2." + fmt.Sprint(i)}})
 		// A gold run per image: F2P t1, P2P t2 (and t3 failing on arm64).
 		dir := t.TempDir()
 		p2p := `"success": ["t2", "t3"], "failure": []`
@@ -123,18 +104,8 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 	}
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.jsonl")
 	run := func() (*Summary, string) {
-		led, err := OpenLedger(ledgerPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer led.Close()
-		var progress bytes.Buffer
-		s, err := Publish(ctx, f.recs(), Options{Repo: px.host + "/release", Client: testClient(t, -1), Ledger: led, Jobs: 2, Version: "test", Progress: &progress,
+		return publishOnLedger(t, ctx, ledgerPath, f.recs(), Options{Repo: px.host + "/release", Client: testClient(t, -1), Jobs: 2, Version: "test",
 			Verification: &VerificationSource{Summary: sum, Verifier: "swebuild test"}})
-		if err != nil || s.Err() != nil {
-			t.Fatalf("publish: %v %v\n%s", err, s.Err(), progress.String())
-		}
-		return s, progress.String()
 	}
 	s, progress := run()
 	if s.ImagesPushed != 3 || s.IndexesPushed != 2 {
@@ -172,31 +143,11 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var verifs, sboms []v1.Descriptor
-			for _, r := range list {
-				switch r.ArtifactType {
-				case sbom.MediaType:
-					sboms = append(sboms, r)
-				case attest.StatementMediaType:
-					verifs = append(verifs, r)
-				}
-			}
+			verifs, sboms := ofArtifactType(list, attest.StatementMediaType), ofArtifactType(list, sbom.MediaType)
 			if len(sboms) != 1 || sboms[0].Digest.String() != rec.SBOM.String() {
 				t.Fatalf("%s: SBOM referrers in %s: %+v, want %s", key, idxRepo, sboms, rec.SBOM)
 			}
-			img, err := c.Image(ctx, idxRepo.Digest(rec.SBOM.String()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ls, _ := img.Layers()
-			rc, err := ls[0].Compressed()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got bytes.Buffer
-			_, _ = got.ReadFrom(rc)
-			rc.Close()
-			if !bytes.Equal(got.Bytes(), docs[rec.ID()]) {
+			if !bytes.Equal(artifactLayer(t, ctx, c, idxRepo, rec.SBOM.String()), docs[rec.ID()]) {
 				t.Errorf("%s: the SBOM in the index repository differs from the staged one", key)
 			}
 			stmts, err := refs.Statements(ctx, idxRepo, child.Digest, attest.TestResultPredicate)
@@ -252,16 +203,7 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 	if s, progress := run(); s.ImagesSkipped != 3 || s.IndexesSkipped != 2 || strings.Contains(progress, "attached") {
 		t.Fatalf("re-run: %+v\n%s", s, progress)
 	}
-	var heads, other []string
-	for _, r := range px.requests()[before:] {
-		switch {
-		case strings.HasPrefix(r, "HEAD "):
-			heads = append(heads, r)
-		case r == "GET /v2/":
-		default:
-			other = append(other, r)
-		}
-	}
+	heads, other := headsAndOthers(px.requests()[before:])
 	t.Logf("no-op re-run: %d HEADs, %d other requests", len(heads), len(other))
 	if len(heads) != 14 || len(other) != 0 {
 		t.Errorf("re-run: %d HEADs %v, other requests %v; want 14 HEADs and nothing else", len(heads), heads, other)

@@ -35,7 +35,7 @@ import (
 // as referrers of the published image; the layout's bytes arrive unchanged.
 func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
 	st := stacktest.Require(t)
-	rootfs := stacktest.Rootfs(t)
+	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)
@@ -44,8 +44,7 @@ func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
 	id := "layoutref__one-1"
 	df := "FROM " + baseKey + "\nRUN echo " + salt + " > /id\n"
 	nodes := []*builder.Node{
-		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nADD rootfs-amd64.tar /\n"),
-			ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(rootfs, stacktest.RootfsTarName("amd64"))}},
+		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
 		{Key: "swebuild-layoutref.eval.x86_64.one:latest", Kind: builder.KindInstance, Platform: p, InstanceID: id, SpecKey: "spec-" + salt,
 			Parents: []string{baseKey}, Dockerfile: []byte(df),
 			Inventory: &builder.Inventory{Repo: "layoutref/one", Version: "1.0", InstanceIDs: []string{id}, Commands: []builder.ListingCommand{
@@ -197,19 +196,7 @@ func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
 		if err != nil || len(stmts) != 1 || !bytes.Equal(stmts[0], prov) {
 			t.Errorf("%s: %d provenance statements (%v), equal to the layout's: %v", r, len(stmts), err, len(stmts) == 1 && bytes.Equal(stmts[0], prov))
 		}
-		img, err := c.Image(ctx, repo.Digest(inst.SBOMArtifact))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, _ := img.Layers()
-		rc, err := ls[0].Compressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		_, _ = got.ReadFrom(rc)
-		rc.Close()
-		if !bytes.Equal(got.Bytes(), sbomBytes) {
+		if !bytes.Equal(artifactLayer(t, ctx, c, repo, inst.SBOMArtifact), sbomBytes) {
 			t.Errorf("%s: the published SBOM differs from the layout's", r)
 		}
 	}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
@@ -27,50 +25,20 @@ import (
 // with the same bytes; a third run sends one HEAD per ref and writes
 // nothing.
 func TestPublishCarriesSBOM(t *testing.T) {
-	src, dst := startMem(t), startMem(t)
-	ids := []string{"a__a-1", "c__c-3"}
-	f := makeFixture(t, ids, map[string]bool{"c__c-3": true}, 1024, 1)
-	f.stage(t, src.host(), src.host(), "staging/build")
+	_, dst, f, staging := stageTwoInstances(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := testClient(t, -1)
-	staging, _ := name.NewRepository(src.host()+"/staging/build", name.Insecure)
 	refs := &attest.Referrers{Client: c}
 	docs := map[string][]byte{}
 	for i := range f.built {
 		im := &f.built[i]
-		raw, _ := f.images[im.InstanceID+" "+im.Platform.String()].RawManifest()
-		h, _ := v1.NewHash(im.Digest.String())
-		doc := &sbom.Document{Subject: im.Digest.String(), Kind: "instance", Image: "sweb.eval." + im.Platform.Arch() + "." + im.InstanceID,
-			Platform: im.Platform, InstanceIDs: []string{im.InstanceID},
-			Packages: []sbom.Package{{Ecosystem: sbom.PyPI, Name: "pytest", Version: "7.2.1"}, {Ecosystem: sbom.Deb, Name: "bash", Version: "5.2.15-2+b13", Arch: "amd64"}}}
-		b, err := doc.CycloneDX()
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := attest.NewArtifact(v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: int64(len(raw))}, sbom.MediaType, sbom.MediaType, b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := refs.Attach(ctx, staging, a); err != nil {
-			t.Fatal(err)
-		}
-		im.SBOM, im.SBOMSize = digest.Digest(a.Descriptor.Digest.String()), a.Descriptor.Size
-		docs[im.ID()] = b
+		docs[im.ID()] = attachStagedSBOM(t, ctx, refs, staging, f, im,
+			[]sbom.Package{{Ecosystem: sbom.PyPI, Name: "pytest", Version: "7.2.1"}, {Ecosystem: sbom.Deb, Name: "bash", Version: "5.2.15-2+b13", Arch: "amd64"}})
 	}
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.jsonl")
 	run := func(recs []core.Image) (*Summary, string) {
-		led, err := OpenLedger(ledgerPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer led.Close()
-		var progress bytes.Buffer
-		s, err := Publish(ctx, recs, Options{Repo: dst.host() + "/release", Client: testClient(t, -1), Ledger: led, Jobs: 2, Version: "test", Progress: &progress})
-		if err != nil || s.Err() != nil {
-			t.Fatalf("publish: %v %v\n%s", err, s.Err(), progress.String())
-		}
-		return s, progress.String()
+		return publishOnLedger(t, ctx, ledgerPath, recs, Options{Repo: dst.host() + "/release", Client: testClient(t, -1), Jobs: 2, Version: "test"})
 	}
 	var without []core.Image
 	for _, im := range f.recs() {
@@ -101,28 +69,11 @@ func TestPublishCarriesSBOM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var found []v1.Descriptor
-		for _, d := range list {
-			if d.ArtifactType == sbom.MediaType {
-				found = append(found, d)
-			}
-		}
+		found := ofArtifactType(list, sbom.MediaType)
 		if len(found) != 1 || found[0].Digest.String() != im.SBOM.String() {
 			t.Fatalf("%s: SBOM referrers %+v, want %s", im.ID(), found, im.SBOM)
 		}
-		img, err := c.Image(ctx, archRepo.Digest(im.SBOM.String()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, _ := img.Layers()
-		rc, err := ls[0].Compressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		_, _ = got.ReadFrom(rc)
-		rc.Close()
-		if !bytes.Equal(got.Bytes(), docs[im.ID()]) {
+		if !bytes.Equal(artifactLayer(t, ctx, c, archRepo, im.SBOM.String()), docs[im.ID()]) {
 			t.Errorf("%s: the published SBOM differs from the staged one", im.ID())
 		}
 		rec, ok := led.Lookup(core.KindInstance, im.InstanceID, im.Platform)
@@ -138,16 +89,7 @@ func TestPublishCarriesSBOM(t *testing.T) {
 	if s, progress := run(f.recs()); s.ImagesSkipped != 3 || s.IndexesSkipped != 2 {
 		t.Fatalf("re-run: %+v\n%s", s, progress)
 	}
-	var heads, other []string
-	for _, r := range dst.requests()[before:] {
-		switch {
-		case strings.HasPrefix(r, "HEAD "):
-			heads = append(heads, r)
-		case r == "GET /v2/":
-		default:
-			other = append(other, r)
-		}
-	}
+	heads, other := headsAndOthers(dst.requests()[before:])
 	if len(heads) != 8 || len(other) != 0 {
 		t.Errorf("re-run: %d HEADs %v, other requests %v; want 8 HEADs and nothing else", len(heads), heads, other)
 	}

@@ -109,6 +109,27 @@ func condaChannel(u, subdir string) string {
 	return ch
 }
 
+// field is one of a Document's one-valued fields and the metadata property
+// that holds it.
+type field struct {
+	name  string
+	value *string
+}
+
+// fields are d's one-valued fields, in the order CycloneDX writes their
+// properties (and Decode reads them back by name).
+func (d *Document) fields() []field {
+	return []field{
+		{propSubject, &d.Subject},
+		{propKind, &d.Kind},
+		{propImage, &d.Image},
+		{propPlatform, (*string)(&d.Platform)},
+		{propRepo, &d.Repo},
+		{propVersion, &d.Version},
+		{propSpecKey, &d.SpecKey},
+	}
+}
+
 // CycloneDX encodes d as a CycloneDX 1.6 JSON document: one component
 // (with its purl) per package, d's identity as metadata properties
 // "swebuild:*" and the image as the metadata component. The bytes depend
@@ -118,14 +139,9 @@ func (d *Document) CycloneDX() ([]byte, error) {
 	pkgs := slices.Clone(d.Packages)
 	Sort(pkgs)
 	bom := cdx.NewBOM()
-	props := []cdx.Property{
-		{Name: propSubject, Value: d.Subject},
-		{Name: propKind, Value: d.Kind},
-		{Name: propImage, Value: d.Image},
-		{Name: propPlatform, Value: string(d.Platform)},
-		{Name: propRepo, Value: d.Repo},
-		{Name: propVersion, Value: d.Version},
-		{Name: propSpecKey, Value: d.SpecKey},
+	var props []cdx.Property
+	for _, f := range d.fields() {
+		props = append(props, cdx.Property{Name: f.name, Value: *f.value})
 	}
 	for _, id := range d.InstanceIDs {
 		props = append(props, cdx.Property{Name: propInstanceID, Value: id})
@@ -219,24 +235,12 @@ func Decode(raw []byte) (*Document, error) {
 			}
 		}
 		if m.Properties != nil {
+			fields := d.fields()
 			for _, p := range *m.Properties {
-				switch p.Name {
-				case propSubject:
-					d.Subject = p.Value
-				case propKind:
-					d.Kind = p.Value
-				case propImage:
-					d.Image = p.Value
-				case propPlatform:
-					d.Platform = core.Platform(p.Value)
-				case propRepo:
-					d.Repo = p.Value
-				case propVersion:
-					d.Version = p.Value
-				case propSpecKey:
-					d.SpecKey = p.Value
-				case propInstanceID:
+				if p.Name == propInstanceID {
 					d.InstanceIDs = append(d.InstanceIDs, p.Value)
+				} else if i := slices.IndexFunc(fields, func(f field) bool { return f.name == p.Name }); i >= 0 {
+					*fields[i].value = p.Value
 				}
 			}
 		}

@@ -150,6 +150,16 @@ func Rootfs(t testing.TB) string {
 	return dir
 }
 
+// RootfsBase returns what a base image made of the Python flavour's rootfs
+// for arch needs (Rootfs's rules when the tarball is missing): a Dockerfile
+// that adds the tarball to scratch, and the context file it adds, by its
+// name in the context.
+func RootfsBase(t testing.TB, arch string) (dockerfile []byte, contextFiles map[string]string) {
+	t.Helper()
+	tar := RootfsTarName(arch)
+	return []byte("FROM scratch\nADD " + tar + " /\n"), map[string]string{tar: filepath.Join(Rootfs(t), tar)}
+}
+
 // ModuleRoot returns the directory holding the swebuild go.mod, searching
 // upwards from the working directory.
 func ModuleRoot() (string, error) {

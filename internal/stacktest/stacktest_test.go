@@ -66,6 +66,36 @@ func TestRootfsMissing(t *testing.T) {
 	}
 }
 
+// TestRootfsBase: with every tarball in the cache, the base Dockerfile adds
+// the arch's Python rootfs to scratch and its context file is that tarball;
+// with none there, the test is skipped as Rootfs skips it.
+func TestRootfsBase(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv(EnvCache, cache)
+	t.Setenv(EnvCI, "")
+	r := &recorder{}
+	RootfsBase(r, "amd64")
+	if r.skipped == "" || r.failed != "" {
+		t.Errorf("no tarballs: want a skip, got skipped %q failed %q", r.skipped, r.failed)
+	}
+	dir := filepath.Join(cache, "rootfs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rootfs-amd64.tar", "rootfs-arm64.tar", "rootfs-js-amd64.tar", "rootfs-js-arm64.tar"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		df, files := RootfsBase(t, arch)
+		want := "rootfs-" + arch + ".tar"
+		if string(df) != "FROM scratch\nADD "+want+" /\n" || len(files) != 1 || files[want] != filepath.Join(dir, want) {
+			t.Errorf("%s: Dockerfile %q, context files %v; want ADD %s from %s", arch, df, files, want, dir)
+		}
+	}
+}
+
 func TestRequireAuth(t *testing.T) {
 	for _, tc := range []struct {
 		name, reg, cfg, ci string
