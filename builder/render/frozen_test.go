@@ -216,9 +216,9 @@ func checkFrozenEnvScript(t *testing.T, id string, lines, wantExplicit, wantPins
 			t.Errorf("%s: explicit spec lines\n%q\nwant each captured URL#md5 once\n%q", id, g, w)
 		}
 	}
-	pip, ok := strings.CutPrefix(lines[5], "python -m pip install ")
+	pip, ok := strings.CutPrefix(lines[5], "python -m pip install --no-deps ")
 	if !ok {
-		t.Errorf("%s: last env line %q is not the pip line", id, lines[5])
+		t.Errorf("%s: last env line %q is not the pip line (exact pins, --no-deps: the captured set is the whole closure)", id, lines[5])
 		return
 	}
 	got := slices.Sorted(slices.Values(strings.Fields(pip)))

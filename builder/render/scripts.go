@@ -147,7 +147,7 @@ func frozenEnvScriptList(rec *spec.Recipe, heredoc string) []string {
 		condaActivate,
 	}
 	if rec.Spec.PipPackages != nil {
-		cmds = append(cmds, "python -m pip install "+strings.Join(rec.Spec.PipPackages, " "))
+		cmds = append(cmds, "python -m pip install --no-deps "+strings.Join(rec.Spec.PipPackages, " "))
 	}
 	return cmds
 }
