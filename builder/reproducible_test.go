@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/gittest"
 )
 
 // TestReproducibleExports: with Reproducible set, every image and OCI export
@@ -282,10 +283,10 @@ git commit -q -am SWE-bench
 	if strings.Contains(string(nested), "ctime: 0:0") {
 		t.Errorf("a nested bash ran the hook before the script ended:\n%s", nested)
 	}
-	if debug := gitOut(t, dirA, "ls-files", "--debug"); strings.Count(debug, "ctime: 0:0") != 2 || strings.Count(debug, "mtime: 0:0") != 2 {
+	if debug := gittest.Run(t, dirA, nil, "ls-files", "--debug"); strings.Count(debug, "ctime: 0:0") != 2 || strings.Count(debug, "mtime: 0:0") != 2 {
 		t.Errorf("index keeps stat data:\n%s", debug)
 	}
-	if st := gitOut(t, dirA, "status", "--porcelain"); st != "" {
+	if st := gittest.Run(t, dirA, nil, "status", "--porcelain"); st != "" {
 		t.Errorf("git status after the hook: %q", st)
 	}
 	time.Sleep(1100 * time.Millisecond)
@@ -296,16 +297,4 @@ git commit -q -am SWE-bench
 	if _, _, code := run("#!/bin/bash\nset -e\nexit 3\n"); code != 3 {
 		t.Errorf("exit status %d, want 3", code)
 	}
-}
-
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }

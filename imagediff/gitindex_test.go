@@ -2,6 +2,7 @@ package imagediff
 
 import (
 	"bytes"
+	"github.com/swebuild/swebuild/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestZeroIndexStat(t *testing.T) {
 				if got := string(data[4:8]); got != "\x00\x00\x00"+string(rune(version[0]-'0')) {
 					t.Fatalf("index version bytes %q, want %s", got, version)
 				}
-				before := gitOut(t, dir, "status", "--porcelain")
+				before := gittest.Run(t, dir, nil, "status", "--porcelain")
 				out, changed, err := zeroIndexStat(data)
 				if err != nil {
 					t.Fatal(err)
@@ -90,11 +91,11 @@ func TestZeroIndexStat(t *testing.T) {
 				if err := os.WriteFile(idx, out, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				debug := gitOut(t, dir, "ls-files", "--debug")
+				debug := gittest.Run(t, dir, nil, "ls-files", "--debug")
 				if n := strings.Count(debug, "ctime: 0:0"); n == 0 || n != strings.Count(debug, "mtime: 0:0") || n != strings.Count(debug, "dev: 0\tino: 0") {
 					t.Errorf("ls-files --debug after zeroing:\n%s", debug)
 				}
-				if after := gitOut(t, dir, "status", "--porcelain"); after != before {
+				if after := gittest.Run(t, dir, nil, "status", "--porcelain"); after != before {
 					t.Errorf("git status changed: %q, was %q", after, before)
 				}
 				if again, changed, err := zeroIndexStat(out); err != nil || changed || !bytes.Equal(again, out) {
@@ -112,16 +113,4 @@ func TestZeroIndexStat(t *testing.T) {
 			t.Errorf("%q: no error", bad)
 		}
 	}
-}
-
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"github.com/swebuild/swebuild/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,14 +17,14 @@ func checkoutRepo(t *testing.T) (dir, old, base string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, dir, nil, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, nil, "init", "-q", "-b", "main")
 	commit := func(date, content string) string {
 		if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		gitIn(t, dir, nil, "add", "a.txt")
-		gitIn(t, dir, devAt(date), "commit", "-q", "-m", content)
-		return strings.TrimSpace(gitIn(t, dir, nil, "rev-parse", "HEAD"))
+		gittest.Run(t, dir, nil, "add", "a.txt")
+		gittest.Run(t, dir, devAt(date), "commit", "-q", "-m", content)
+		return strings.TrimSpace(gittest.Run(t, dir, nil, "rev-parse", "HEAD"))
 	}
 	old = commit("2020-01-01T00:00:00Z", "one\n")
 	base = commit("2020-02-01T00:00:00Z", "two\n")
@@ -66,40 +67,40 @@ func TestCheckoutAtBase(t *testing.T) {
 	}{
 		{name: "at base", change: func(t *testing.T, dir, old, base string) {}, atBase: true},
 		{name: "base and the setup commit", change: func(t *testing.T, dir, old, base string) {
-			gitIn(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
+			gittest.Run(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
 		}, atBase: true, setup: true},
 		{name: "setup commit and untracked build output", change: func(t *testing.T, dir, old, base string) {
 			write(t, dir, "pkg.egg-info/PKG-INFO", "Name: pkg\n")
-			gitIn(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
+			gittest.Run(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
 		}, atBase: true, setup: true, untracked: []string{"pkg.egg-info/"}},
 		{name: "setup commit that changes a file", change: func(t *testing.T, dir, old, base string) {
 			write(t, dir, "a.txt", "changed by the install\n")
-			gitIn(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
+			gittest.Run(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
 		}, problem: []string{"changes the tree"}},
 		{name: "someone's commit changing a file", change: func(t *testing.T, dir, old, base string) {
 			write(t, dir, "a.txt", "the fix\n")
-			gitIn(t, dir, devAt("2020-03-01T00:00:00Z"), "commit", "-q", "-am", "the fix")
+			gittest.Run(t, dir, devAt("2020-03-01T00:00:00Z"), "commit", "-q", "-am", "the fix")
 		}, problem: []string{"changes the tree"}},
 		{name: "two commits on base", change: func(t *testing.T, dir, old, base string) {
-			gitIn(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-m", "SWE-bench")
-			gitIn(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-m", "SWE-bench")
+			gittest.Run(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-m", "SWE-bench")
+			gittest.Run(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-m", "SWE-bench")
 		}, problem: []string{"is neither base_commit"}},
 		{name: "modified tracked file", change: func(t *testing.T, dir, old, base string) {
 			write(t, dir, "a.txt", "edited\n")
 		}, problem: []string{"1 changed tracked file(s) before the patch (HEAD ", " M a.txt"}, dirty: []string{" M a.txt"}},
 		{name: "staged new file on the setup commit", change: func(t *testing.T, dir, old, base string) {
-			gitIn(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
+			gittest.Run(t, dir, setupIdentity, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
 			write(t, dir, "b.txt", "new\n")
-			gitIn(t, dir, nil, "add", "b.txt")
+			gittest.Run(t, dir, nil, "add", "b.txt")
 		}, setup: true, problem: []string{"A  b.txt"}, dirty: []string{"A  b.txt"}},
 		{name: "HEAD at an older commit", change: func(t *testing.T, dir, old, base string) {
-			gitIn(t, dir, nil, "reset", "-q", "--hard", old)
+			gittest.Run(t, dir, nil, "reset", "-q", "--hard", old)
 		}, problem: []string{"is neither base_commit", "parents: none"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, old, base := checkoutRepo(t)
 			tc.change(t, dir, old, base)
-			head := strings.TrimSpace(gitIn(t, dir, nil, "rev-parse", "HEAD"))
+			head := strings.TrimSpace(gittest.Run(t, dir, nil, "rev-parse", "HEAD"))
 			rep, err := CheckLeak(leakDumpOf(t, dir, base))
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +135,7 @@ func TestCheckoutAtBase(t *testing.T) {
 			if strings.Join(c.Untracked, "|") != strings.Join(tc.untracked, "|") {
 				t.Errorf("untracked %q, want %q", c.Untracked, tc.untracked)
 			}
-			if len(c.HeadParents) > 0 && c.HeadParents[0] != strings.TrimSpace(gitIn(t, dir, nil, "rev-parse", "HEAD^")) {
+			if len(c.HeadParents) > 0 && c.HeadParents[0] != strings.TrimSpace(gittest.Run(t, dir, nil, "rev-parse", "HEAD^")) {
 				t.Errorf("parents %v", c.HeadParents)
 			}
 		})

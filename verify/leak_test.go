@@ -7,22 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/internal/gittest"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
-
-// git runs git in dir with a fixed identity and no user configuration.
-func gitIn(t *testing.T, dir string, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
 
 // leakDumpOf runs the wrapper's leak fragment on the repository dir, as the
 // container does on /testbed.
@@ -74,8 +61,8 @@ func TestLeakCheckOnFixtureRepos(t *testing.T) {
 		t.Fatalf("calc.commits has no commit 002: %v", commits)
 	}
 	dir := filepath.Join(t.TempDir(), "testbed")
-	gitIn(t, "/", nil, "clone", "-q", "-o", "origin", "--single-branch", repos.Mirror("calc"), dir)
-	gitIn(t, dir, nil, "reset", "-q", "--hard", base)
+	gittest.Run(t, "/", nil, "clone", "-q", "-o", "origin", "--single-branch", repos.Mirror("calc"), dir)
+	gittest.Run(t, dir, nil, "reset", "-q", "--hard", base)
 
 	// 1. Straight after the reset: the old main is in the reflog and the
 	// remote-tracking branch, the release tags are still there.
@@ -91,18 +78,18 @@ func TestLeakCheckOnFixtureRepos(t *testing.T) {
 	}
 
 	// 2. Upstream's clean-up, then its own commit on top.
-	baseTime := strings.TrimSpace(gitIn(t, dir, nil, "show", "-s", "--format=%ci", base))
-	gitIn(t, dir, nil, "remote", "remove", "origin")
-	for _, tag := range strings.Fields(gitIn(t, dir, nil, "tag", "-l")) {
-		c := strings.TrimSpace(gitIn(t, dir, nil, "rev-list", "-n", "1", tag))
-		if strings.TrimSpace(gitIn(t, dir, nil, "show", "-s", "--format=%ci", c)) > baseTime {
-			gitIn(t, dir, nil, "tag", "-d", tag)
+	baseTime := strings.TrimSpace(gittest.Run(t, dir, nil, "show", "-s", "--format=%ci", base))
+	gittest.Run(t, dir, nil, "remote", "remove", "origin")
+	for _, tag := range strings.Fields(gittest.Run(t, dir, nil, "tag", "-l")) {
+		c := strings.TrimSpace(gittest.Run(t, dir, nil, "rev-list", "-n", "1", tag))
+		if strings.TrimSpace(gittest.Run(t, dir, nil, "show", "-s", "--format=%ci", c)) > baseTime {
+			gittest.Run(t, dir, nil, "tag", "-d", tag)
 		}
 	}
-	gitIn(t, dir, nil, "reflog", "expire", "--expire=now", "--all")
-	gitIn(t, dir, nil, "gc", "-q", "--prune=now")
+	gittest.Run(t, dir, nil, "reflog", "expire", "--expire=now", "--all")
+	gittest.Run(t, dir, nil, "gc", "-q", "--prune=now")
 	setup := []string{"GIT_AUTHOR_NAME=SWE-bench", "GIT_AUTHOR_EMAIL=" + SetupCommitEmail, "GIT_COMMITTER_NAME=SWE-bench", "GIT_COMMITTER_EMAIL=" + SetupCommitEmail}
-	gitIn(t, dir, setup, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
+	gittest.Run(t, dir, setup, "commit", "-q", "--allow-empty", "-am", "SWE-bench")
 	rep, err = CheckLeak(leakDumpOf(t, dir, base))
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +101,9 @@ func TestLeakCheckOnFixtureRepos(t *testing.T) {
 	// 3. A later commit by someone else (a future fix) is a leak, and so
 	// is a tag on it.
 	other := []string{"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com"}
-	gitIn(t, dir, other, "commit", "-q", "--allow-empty", "-m", "the fix")
-	future := strings.TrimSpace(gitIn(t, dir, nil, "rev-parse", "HEAD"))
-	gitIn(t, dir, nil, "tag", "v9", future)
+	gittest.Run(t, dir, other, "commit", "-q", "--allow-empty", "-m", "the fix")
+	future := strings.TrimSpace(gittest.Run(t, dir, nil, "rev-parse", "HEAD"))
+	gittest.Run(t, dir, nil, "tag", "v9", future)
 	rep, err = CheckLeak(leakDumpOf(t, dir, base))
 	if err != nil {
 		t.Fatal(err)
@@ -126,8 +113,8 @@ func TestLeakCheckOnFixtureRepos(t *testing.T) {
 	}
 
 	// 4. Moved away from, it is still in the reflog.
-	gitIn(t, dir, nil, "tag", "-d", "v9")
-	gitIn(t, dir, nil, "reset", "-q", "--hard", "HEAD~1")
+	gittest.Run(t, dir, nil, "tag", "-d", "v9")
+	gittest.Run(t, dir, nil, "reset", "-q", "--hard", "HEAD~1")
 	rep, err = CheckLeak(leakDumpOf(t, dir, base))
 	if err != nil {
 		t.Fatal(err)
