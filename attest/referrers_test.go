@@ -17,8 +17,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -72,24 +70,6 @@ func newClient(t testing.TB, base http.RoundTripper) *registry.Client {
 	return c
 }
 
-// pushSubject pushes a small random image to repo and returns its
-// descriptor.
-func pushSubject(t testing.TB, repo name.Repository) v1.Descriptor {
-	t.Helper()
-	img, err := random.Image(512, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.MediaType(img, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	dg, _ := img.Digest()
-	if err := remote.Write(repo.Digest(dg.String()), img); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := img.RawManifest()
-	return v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: dg, Size: int64(len(raw))}
-}
-
 func statement(t testing.TB, subject v1.Descriptor, i int) *Artifact {
 	t.Helper()
 	// A minimal in-toto statement; its content only has to differ.
@@ -118,7 +98,7 @@ func TestConcurrentWritersOneImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		subject := pushSubject(t, repo)
+		subject := regtest.PushRandomImage(t, repo, 512, 2)
 		arts := make([]*Artifact, writers)
 		for i := range arts {
 			arts[i] = statement(t, subject, round*100+i)
@@ -177,7 +157,7 @@ func TestConcurrentWritersOneImage(t *testing.T) {
 	lost := 0
 	for round := 0; round < rounds; round++ {
 		repo, _ := name.NewRepository(fmt.Sprintf("%s/conc/ggcr%d", reg.Host, round), name.Insecure)
-		subject := pushSubject(t, repo)
+		subject := regtest.PushRandomImage(t, repo, 512, 2)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i := 0; i < writers; i++ {
@@ -249,7 +229,7 @@ func TestAttachCost(t *testing.T) {
 	r := &Referrers{Client: newClient(t, cnt)}
 	var lines []string
 	for i := 0; i < 3; i++ {
-		subject := pushSubject(t, repo)
+		subject := regtest.PushRandomImage(t, repo, 512, 2)
 		a := statement(t, subject, i)
 		r0, u0, d0 := cnt.requests.Load(), cnt.up.Load(), cnt.down.Load()
 		begin := time.Now()
@@ -295,7 +275,7 @@ func TestListReadsEveryForm(t *testing.T) {
 		defer srv.Close()
 		host := strings.TrimPrefix(srv.URL, "http://")
 		repo, _ := name.NewRepository(host+"/api/img", name.Insecure)
-		subject := pushSubject(t, repo)
+		subject := regtest.PushRandomImage(t, repo, 512, 2)
 		r := &Referrers{Client: newClient(t, nil)}
 		a := statement(t, subject, 1)
 		if err := r.Attach(ctx, repo, a); err != nil {
@@ -314,7 +294,7 @@ func TestListReadsEveryForm(t *testing.T) {
 	t.Run("fallback erased", func(t *testing.T) {
 		reg := regtest.Start(t, regtest.Options{})
 		repo, _ := name.NewRepository(reg.Host+"/erased/img", name.Insecure)
-		subject := pushSubject(t, repo)
+		subject := regtest.PushRandomImage(t, repo, 512, 2)
 		r := &Referrers{Client: newClient(t, nil), Settle: 10 * time.Millisecond}
 		a, b := statement(t, subject, 1), statement(t, subject, 2)
 		for _, x := range []*Artifact{a, b} {

@@ -11,10 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
@@ -27,22 +23,6 @@ import (
 type anon struct{}
 
 func (anon) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
-
-func pushImage(t *testing.T, repo name.Repository) v1.Descriptor {
-	t.Helper()
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.MediaType(img, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	dg, _ := img.Digest()
-	if err := remote.Write(repo.Digest(dg.String()), img); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := img.RawManifest()
-	return v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: dg, Size: int64(len(raw))}
-}
 
 // TestFetchFromReferrers: documents attached through the referrers tag
 // schema on a distribution 2.8 registry (no referrers API) are read back;
@@ -72,7 +52,7 @@ func TestFetchFromReferrers(t *testing.T) {
 		}
 		return a.Descriptor.Digest
 	}
-	withDoc, noDoc, badDoc := pushImage(t, repo), pushImage(t, repo), pushImage(t, repo)
+	withDoc, noDoc, badDoc := regtest.PushRandomImage(t, repo, 256, 1), regtest.PushRandomImage(t, repo, 256, 1), regtest.PushRandomImage(t, repo, 256, 1)
 	want := &sbom.Document{Subject: withDoc.Digest.String(), Kind: "env", Image: "sweb.env.fixture.x86_64.calc",
 		Platform: core.AMD64, Repo: "fixture/calc", Version: "1.0", InstanceIDs: []string{"fixture__calc-1", "fixture__calc-2"},
 		Packages: listing(t, "fixdep==1.0")}

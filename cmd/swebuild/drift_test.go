@@ -16,11 +16,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/attest"
@@ -403,19 +398,10 @@ func TestDriftCLIDocuments(t *testing.T) {
 	}
 	push := func(payload []byte) core.Image {
 		t.Helper()
-		img, err := random.Image(128, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img = mutate.MediaType(img, types.OCIManifestSchema1)
-		img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-		dg, _ := img.Digest()
-		raw, _ := img.RawManifest()
-		if err := ggcrremote.Write(repo.Digest(dg.String()), img); err != nil {
-			t.Fatal(err)
-		}
+		subject := regtest.PushRandomImage(t, repo, 128, 1)
+		dg := subject.Digest
 		if payload != nil {
-			a, err := attest.NewArtifact(v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: dg, Size: int64(len(raw))}, sbom.MediaType, sbom.MediaType, payload, nil)
+			a, err := attest.NewArtifact(subject, sbom.MediaType, sbom.MediaType, payload, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
