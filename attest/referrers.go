@@ -395,8 +395,16 @@ func ManifestStatements(ctx context.Context, c *registry.Client, repo name.Repos
 const maxStatement = 16 << 20
 
 func readBlob(ctx context.Context, c *registry.Client, repo name.Repository, l v1.Descriptor) ([]byte, error) {
-	if l.Size > maxStatement {
-		return nil, fmt.Errorf("statement %s: %d bytes, more than %d", l.Digest, l.Size, maxStatement)
+	return ReadBlob(ctx, c, repo, l, maxStatement, "statement")
+}
+
+// ReadBlob reads the blob l describes from repo into memory: refused above
+// limit bytes (by its descriptor, and again while reading), and checked
+// against its digest. what names the blob in errors ("statement",
+// "document").
+func ReadBlob(ctx context.Context, c *registry.Client, repo name.Repository, l v1.Descriptor, limit int64, what string) ([]byte, error) {
+	if l.Size > limit {
+		return nil, fmt.Errorf("%s %s: %d bytes, more than %d", what, l.Digest, l.Size, limit)
 	}
 	layer, err := c.Layer(ctx, repo.Digest(l.Digest.String()))
 	if err != nil {
@@ -404,16 +412,16 @@ func readBlob(ctx context.Context, c *registry.Client, repo name.Repository, l v
 	}
 	rc, err := layer.Compressed()
 	if err != nil {
-		return nil, fmt.Errorf("reading statement %s: %w", l.Digest, err)
+		return nil, fmt.Errorf("reading %s %s: %w", what, l.Digest, err)
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxStatement+1))
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("reading statement %s: %w", l.Digest, err)
+		return nil, fmt.Errorf("reading %s %s: %w", what, l.Digest, err)
 	}
 	sum := sha256.Sum256(b)
 	if "sha256:"+hex.EncodeToString(sum[:]) != l.Digest.String() {
-		return nil, fmt.Errorf("statement %s: content digest mismatch", l.Digest)
+		return nil, fmt.Errorf("%s %s: content digest mismatch", what, l.Digest)
 	}
 	return b, nil
 }

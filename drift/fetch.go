@@ -3,10 +3,7 @@ package drift
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,27 +218,7 @@ func (f *Fetcher) documentBlob(ctx context.Context, repo name.Repository, dg v1.
 	if layer == nil {
 		return nil, fmt.Errorf("manifest %s has no %s layer", dg, sbom.MediaType)
 	}
-	if layer.Size > maxDocument {
-		return nil, fmt.Errorf("document %s: %d bytes, more than %d", layer.Digest, layer.Size, maxDocument)
-	}
-	l, err := f.Client.Layer(ctx, repo.Digest(layer.Digest.String()))
-	if err != nil {
-		return nil, err
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, fmt.Errorf("reading document %s: %w", layer.Digest, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxDocument+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading document %s: %w", layer.Digest, err)
-	}
-	sum := sha256.Sum256(b)
-	if "sha256:"+hex.EncodeToString(sum[:]) != layer.Digest.String() {
-		return nil, fmt.Errorf("document %s: content digest mismatch", layer.Digest)
-	}
-	return b, nil
+	return attest.ReadBlob(ctx, f.Client, repo, *layer, maxDocument, "document")
 }
 
 func samePackages(a, b []sbom.Package) bool {
