@@ -144,6 +144,33 @@ func (r *Referrers) Attach(ctx context.Context, repo name.Repository, a *Artifac
 	return r.Add(ctx, repo, a.Raw)
 }
 
+// Attached reports whether artifact is already attached to subject in
+// repo: its write-once attachment tag answers one HEAD.
+func (r *Referrers) Attached(ctx context.Context, repo name.Repository, subject, artifact v1.Hash) (bool, error) {
+	d, err := r.Client.Head(ctx, repo.Tag(AttachmentTag(subject, artifact)))
+	if err != nil {
+		return false, err
+	}
+	return d != nil, nil
+}
+
+// AttachOnce attaches a in repo unless it is already attached there
+// (Attached): a re-run costs that one HEAD and writes nothing. attached
+// says whether it wrote.
+func (r *Referrers) AttachOnce(ctx context.Context, repo name.Repository, a *Artifact) (attached bool, err error) {
+	_, subject, err := describe(a.Raw)
+	if err != nil {
+		return false, fmt.Errorf("attaching %s: %w", a.Descriptor.Digest, err)
+	}
+	if have, err := r.Attached(ctx, repo, subject, a.Descriptor.Digest); err != nil || have {
+		return false, err
+	}
+	if err := r.Attach(ctx, repo, a); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // referrerInfo is what a referrers index needs from a manifest.
 type referrerInfo struct {
 	MediaType    types.MediaType   `json:"mediaType"`

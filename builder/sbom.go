@@ -269,18 +269,16 @@ func (s *bkSolver) finishSBOM(ctx context.Context, cb *chainBuild, resp *bkclien
 		}
 		// A rebuild of the same image lists the same packages: the same
 		// artifact, already attached (its write-once tag answers one HEAD).
-		verb := "found attached"
-		if have, err := s.referrers.Client.Head(ctx, repo.Tag(attest.AttachmentTag(subject.Digest, a.Descriptor.Digest))); err != nil {
+		attached, err := s.referrers.AttachOnce(ctx, repo, a)
+		if err != nil {
 			fail(fmt.Errorf("attaching the SBOM: %w", err))
 			return
-		} else if have == nil {
-			if err := s.referrers.Attach(ctx, repo, a); err != nil {
-				fail(fmt.Errorf("attaching the SBOM: %w", err))
-				return
-			}
-			verb = "attached"
 		}
-		where = append(where, verb)
+		if attached {
+			where = append(where, "attached")
+		} else {
+			where = append(where, "found attached")
+		}
 	}
 	out.SBOMArtifact, out.SBOMArtifactSize = a.Descriptor.Digest.String(), a.Descriptor.Size
 	fmt.Fprintf(log, "SBOM of %s: %d packages, %d bytes, %s as %s in %.2fs\n", cb.node().ID(), len(d.Packages), len(raw), strings.Join(where, " and "), out.SBOMArtifact, time.Since(start).Seconds())

@@ -2,7 +2,6 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -255,7 +254,7 @@ func (p *publisher) attachVerification(ctx context.Context, id string, im core.I
 	if err != nil {
 		return nil, err
 	}
-	attached, err := p.attachOnce(ctx, repo, a)
+	attached, err := p.referrers().AttachOnce(ctx, repo, a)
 	if err != nil {
 		return nil, fmt.Errorf("attaching the verification: %w", err)
 	}
@@ -263,26 +262,6 @@ func (p *publisher) attachVerification(ctx context.Context, id string, im core.I
 		p.progress("attached verification %s %s %s", id, im.Platform, short(digest.Digest(a.Descriptor.Digest.String())))
 	}
 	return a, nil
-}
-
-// attachOnce attaches a in repo unless its write-once attachment tag is
-// there already (one HEAD); attached reports a write.
-func (p *publisher) attachOnce(ctx context.Context, repo name.Repository, a *attest.Artifact) (attached bool, err error) {
-	var m struct {
-		Subject *v1.Descriptor `json:"subject"`
-	}
-	if err := json.Unmarshal(a.Raw, &m); err != nil || m.Subject == nil {
-		return false, fmt.Errorf("artifact %s has no subject", a.Descriptor.Digest)
-	}
-	if d, err := p.c.Head(ctx, repo.Tag(attest.AttachmentTag(m.Subject.Digest, a.Descriptor.Digest))); err != nil {
-		return false, err
-	} else if d != nil {
-		return false, nil
-	}
-	if err := p.referrers().Attach(ctx, repo, a); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 // GradingVersion names upstream's release of the grading rules a verify

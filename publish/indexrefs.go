@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-
-	"github.com/swebuild/swebuild/attest"
 )
 
 // Attachments in the index repository
@@ -34,7 +32,7 @@ func (p *publisher) indexReferrers(ctx context.Context, id string, pubs []publis
 	for _, pb := range pubs {
 		ch := pb.child
 		if pb.verification != nil {
-			attached, err := p.attachOnce(ctx, repo, pb.verification)
+			attached, err := p.referrers().AttachOnce(ctx, repo, pb.verification)
 			if err != nil {
 				return fmt.Errorf("attaching the verification of %s in %s: %w", ch.Platform, repo, err)
 			}
@@ -53,11 +51,9 @@ func (p *publisher) indexReferrers(ctx context.Context, id string, pubs []publis
 		if err != nil {
 			return fmt.Errorf("child %s: SBOM digest %q: %w", ch.Platform, pb.sbom, err)
 		}
-		d, err := p.c.Head(ctx, repo.Tag(attest.AttachmentTag(subject, art)))
-		if err != nil {
+		if have, err := p.referrers().Attached(ctx, repo, subject, art); err != nil {
 			return fmt.Errorf("looking for the SBOM of %s in %s: %w", ch.Platform, repo, err)
-		}
-		if d != nil {
+		} else if have {
 			continue
 		}
 		archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(ch.Platform.Arch(), id))
