@@ -19,6 +19,7 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/verify"
@@ -36,9 +37,7 @@ import (
 // measures what the attestations cost per image, and the no-op re-run.
 func TestProvenanceFixture(t *testing.T) {
 	f := newFixtureStack(t)
-	if _, err := exec.LookPath("skopeo"); err != nil {
-		t.Skip("skopeo not installed")
-	}
+	stacktest.LookPath(t, "skopeo")
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()

@@ -51,6 +51,18 @@ func missing(t testing.TB, format string, args ...any) {
 	t.Skipf("%s (run scripts/stack.sh up && eval \"$(scripts/stack.sh env)\")", msg)
 }
 
+// LookPath returns the path of the program name, which the stack's scripts
+// install (scripts/stack.sh: skopeo, ...); when it is not found the test is
+// skipped, or fails if CI is set.
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, "%s not installed", name)
+	}
+	return p
+}
+
 // Require returns the stack addresses from BUILDKIT_HOST and SWEBUILD_REGISTRY.
 // When either is unset the test is skipped, or fails if CI is set.
 func Require(t testing.TB) Stack {
