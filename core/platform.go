@@ -1,6 +1,8 @@
-// Package core holds the two types every swebuild stage speaks: Platform (the
+// Package core holds the types every swebuild stage speaks: Platform (the
 // only place an upstream arch name such as "x86_64" is mapped to an OCI
-// platform such as "linux/amd64") and Image (one built, verified or published
+// platform such as "linux/amd64"), Instance (one SWE-bench task record, what
+// the dataset loaders and the task-repo reader return and what rendering,
+// grading and verification take) and Image (one built, verified or published
 // image), with the one codec that reads and writes Image records: the build
 // metadata file and the publish ledger are both JSON lines of Image.
 //

@@ -15,7 +15,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -328,7 +327,7 @@ func firstParent(n *builder.Node) string {
 
 // instances are the loaded dataset (nil for an id list), the spec tables
 // and the ids (with their records when a dataset was given).
-func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*Loaded, *spec.Tables, []string, []dataset.Instance, error) {
+func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*Loaded, *spec.Tables, []string, []core.Instance, error) {
 	if o.IDsFile != "" {
 		tables, err := spec.Load()
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -197,9 +197,9 @@ func filterTargets(ts []Target, instances []Instance, platforms []string, platfo
 // platformPolicy is builder/spec's platform decision over the loaded
 // instances, keyed by id.
 func platformPolicy(tables *spec.Tables, instances []Instance) PlatformPolicy {
-	recs := make([]dataset.Instance, len(instances))
+	recs := make([]core.Instance, len(instances))
 	for i, in := range instances {
-		recs[i] = dataset.Instance{InstanceID: in.ID, Repo: in.Repo, Version: in.Version}
+		recs[i] = core.Instance{InstanceID: in.ID, Repo: in.Repo, Version: in.Version}
 	}
 	byID := tables.PlatformsByID(recs)
 	return func(id string) []string {

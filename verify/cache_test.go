@@ -14,7 +14,7 @@ import (
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 )
 
@@ -211,7 +211,7 @@ func (f *fakeEngine) count() int {
 
 func TestBuilderHookCache(t *testing.T) {
 	ctx := context.Background()
-	inst := dataset.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: "diff --git a/x b/x\n",
+	inst := core.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: "diff --git a/x b/x\n",
 		FailToPass: []string{"tests/test_a.py::test_fix"}, PassToPass: []string{"tests/test_a.py::test_old"}}
 	target := Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\npytest\n", Parser: "parse_log_pytest"}
 	img := func(content string) llb.State {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 )
 
@@ -38,7 +37,7 @@ const (
 
 // Target is one instance image to verify on one platform.
 type Target struct {
-	Instance dataset.Instance
+	Instance core.Instance
 	// Platform is linux/amd64 or linux/arm64.
 	Platform core.Platform
 	// Image is a pullable reference of the instance image for Platform.
@@ -727,7 +726,7 @@ func testOutput(out *RunOutput, timeout time.Duration) string {
 
 // count records the report's verdict, the FAIL_TO_PASS and PASS_TO_PASS
 // counts and each labelled test's result.
-func (a *Attempt) count(inst dataset.Instance, rep grading.Report) {
+func (a *Attempt) count(inst core.Instance, rep grading.Report) {
 	a.Resolved = rep.Resolved
 	a.Labels = map[string]string{}
 	a.F2P = Counts{Total: len(inst.FailToPass)}
@@ -771,7 +770,7 @@ func (a *Attempt) classify(out *RunOutput, rep grading.Report, missing []string,
 
 // unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
 // grading log finds no result for.
-func unlabelled(inst dataset.Instance, log string, opts grading.GradeOptions) ([]string, error) {
+func unlabelled(inst core.Instance, log string, opts grading.GradeOptions) ([]string, error) {
 	lr, err := grading.EvalLog(inst, log, opts)
 	if err != nil {
 		return nil, err

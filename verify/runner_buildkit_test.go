@@ -20,7 +20,6 @@ import (
 	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
@@ -273,7 +272,7 @@ for i in range(3 * 16384): sys.stdout.write("%063d\n" % i)'
 	eval := func(middle, end string) string {
 		return "#!/bin/bash\necho '" + grading.StartTestOutput + "'\n" + fill + middle + fill + end + "echo '" + grading.EndTestOutput + "'\n"
 	}
-	inst := dataset.Instance{Repo: "fixture/calc", InstanceID: "fixture__trunc-1", BaseCommit: "HEAD",
+	inst := core.Instance{Repo: "fixture/calc", InstanceID: "fixture__trunc-1", BaseCommit: "HEAD",
 		Patch:      "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n",
 		FailToPass: []string{"tests/test_a.py::test_fix"}, PassToPass: []string{"tests/test_a.py::test_old"}}
 	targets := []Target{

@@ -10,7 +10,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/manifests"
 )
@@ -76,7 +75,7 @@ type TargetOptions struct {
 // eval script chosen by o.Script (rendering eval.sh where needed), the
 // parser and rules to grade with, and the image o.Images names. Bad
 // instances are returned as errors, the others as targets.
-func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, o TargetOptions) ([]Target, []error) {
+func Targets(ctx context.Context, r *render.Renderer, insts []core.Instance, o TargetOptions) ([]Target, []error) {
 	var out []Target
 	var errs []error
 	switch o.Script {
@@ -117,7 +116,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 // NewTarget is the target of inst on platform p whose platforms were
 // decided elsewhere (a task repo's plan): the eval script chosen by source
 // as Targets chooses it, the parser and rules to grade with; no image.
-func NewTarget(ctx context.Context, r *render.Renderer, inst dataset.Instance, p core.Platform, source string) (Target, error) {
+func NewTarget(ctx context.Context, r *render.Renderer, inst core.Instance, p core.Platform, source string) (Target, error) {
 	t := Target{Instance: inst, Platform: p}
 	if err := t.chooseScript(ctx, r, source); err != nil {
 		return Target{}, err
@@ -169,8 +168,8 @@ func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source st
 // sweb.eval.arm64.<id> (upstream's arm64 name of the same instance image);
 // any other name is used for both platforms. A record without an image is
 // an error naming it.
-func ImagesFromDataset(insts []dataset.Instance, registry string) ImageFunc {
-	byID := map[string]*dataset.Instance{}
+func ImagesFromDataset(insts []core.Instance, registry string) ImageFunc {
+	byID := map[string]*core.Instance{}
 	for i := range insts {
 		byID[insts[i].InstanceID] = &insts[i]
 	}

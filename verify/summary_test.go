@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 func target(id, platform string) Target {
-	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: core.Platform(platform)}
+	return Target{Instance: core.Instance{InstanceID: id}, Platform: core.Platform(platform)}
 }
 
 func attempt(resolved bool, failure string, labels map[string]string) Attempt {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // Node is one image of the graph.
@@ -86,7 +85,7 @@ type Plan struct {
 // Build renders every instance for every requested platform it is built for
 // and returns the graph. Instances that fail are listed in Plan.Errors; the
 // rest are planned.
-func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform) (*Plan, error) {
+func Build(ctx context.Context, r *render.Renderer, insts []core.Instance, platforms []core.Platform) (*Plan, error) {
 	p := &Plan{X86Only: []string{}, X86OnlyRule: map[string]string{}}
 	langs := map[string]*Language{}
 	for i := range insts {

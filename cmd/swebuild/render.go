@@ -15,7 +15,6 @@ import (
 	"github.com/swebuild/swebuild/builder/render/taskwrite"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/pipeline"
 )
@@ -118,7 +117,7 @@ func parseArches(vals []string) ([]core.Platform, error) {
 // 0.206 s with the default GOGC -> 0.199 s (x1.07; CPU 0.333 -> 0.301 s,
 // peak RSS 47.5 -> 39.4 MiB); over Multilingual+Multimodal 0.182 -> 0.180 s
 // (x1.03; CPU x1.06, RSS 43.2 -> 38.5 MiB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
+func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []core.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {

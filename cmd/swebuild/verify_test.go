@@ -106,13 +106,13 @@ func tail(s string, n int) string {
 	return s
 }
 
-func loadFixture(t testing.TB, path string) map[string]dataset.Instance {
+func loadFixture(t testing.TB, path string) map[string]core.Instance {
 	t.Helper()
 	insts, err := dataset.Load(context.Background(), path, dataset.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]dataset.Instance{}
+	out := map[string]core.Instance{}
 	for _, in := range insts {
 		out[in.InstanceID] = in
 	}
