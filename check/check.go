@@ -4,7 +4,7 @@
 // passed in as Options.Platforms), and the multi-arch index
 // REPO/sweb.eval.<id> listing exactly those platforms at the per-arch
 // digests. Optionally it also checks each record's own image name
-// (dataset.Instance.Image), re-rooted at another registry.
+// (core.Instance.Image), re-rooted at another registry.
 //
 // Every reference costs at most one request: a HEAD for a per-arch name or
 // a record's image, a GET for an index (its children are read from the

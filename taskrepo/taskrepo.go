@@ -11,7 +11,7 @@
 // Open checks the tree as upstream's `swebench dataset check` does
 // (swebench/task/checks.py, v5.0.2): every problem names the task and the
 // file, a task with an error is left out and the others go on. Each valid
-// task yields a dataset.Instance (the record upstream's load_task builds)
+// task yields a core.Instance (the record upstream's load_task builds)
 // plus its Dockerfile and its directory. Select picks the tasks a command
 // acts on: named ids from any split, else the tasks of the published splits.
 package taskrepo
