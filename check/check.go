@@ -69,7 +69,7 @@ const (
 type Ref struct {
 	Kind       string        `json:"kind"`
 	InstanceID string        `json:"instance_id"`
-	Platform   core.Platform `json:"platform,omitempty"` // arch refs
+	Platform   core.Platform `json:"platform,omitzero"` // arch refs
 	Name       string        `json:"name"`
 	Present    bool          `json:"present"`
 	Digest     string        `json:"digest,omitempty"`

@@ -17,11 +17,11 @@ import (
 // Key names one image: an instance on a platform.
 type Key struct {
 	InstanceID string
-	Platform   string
+	Platform   core.Platform
 }
 
 // KeyOf is the key of an instance record.
-func KeyOf(r core.Image) Key { return Key{r.InstanceID, r.Platform.String()} }
+func KeyOf(r core.Image) Key { return Key{r.InstanceID, r.Platform} }
 
 // Usable reports whether an instance record can go into an index: built or
 // published without error, with a digest, and verified.

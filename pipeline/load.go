@@ -244,7 +244,7 @@ func (l *Loaded) Targets(ctx context.Context, platforms []core.Platform, images 
 				continue
 			}
 			if images != nil {
-				ref, err := images(inst.InstanceID, p.String())
+				ref, err := images(inst.InstanceID, p)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 					continue

@@ -22,18 +22,18 @@ import (
 
 // legacyRecord is one line of the older ledger format.
 type legacyRecord struct {
-	Time       string `json:"time"`
-	Kind       string `json:"kind"` // image, index or blob
-	InstanceID string `json:"instance_id"`
-	Platform   string `json:"platform"`
-	Ref        string `json:"ref"` // tagged image or index; for a blob, the repository
-	Digest     string `json:"digest"`
-	Size       int64  `json:"size"`
-	MediaType  string `json:"media_type"`
-	SpecKey    string `json:"spec_key"`
-	Verified   *bool  `json:"verified"`
-	Pushed     bool   `json:"pushed"`
-	Error      string `json:"error"`
+	Time       string        `json:"time"`
+	Kind       string        `json:"kind"` // image, index or blob
+	InstanceID string        `json:"instance_id"`
+	Platform   core.Platform `json:"platform"`
+	Ref        string        `json:"ref"` // tagged image or index; for a blob, the repository
+	Digest     string        `json:"digest"`
+	Size       int64         `json:"size"`
+	MediaType  string        `json:"media_type"`
+	SpecKey    string        `json:"spec_key"`
+	Verified   *bool         `json:"verified"`
+	Pushed     bool          `json:"pushed"`
+	Error      string        `json:"error"`
 }
 
 // IsLegacyLedger reports whether data is a ledger in the older format (its
@@ -86,6 +86,10 @@ func ConvertLegacyLedger(data []byte, path string) ([]core.Image, error) {
 func convertLegacyLine(b []byte) (core.Image, error) {
 	var l legacyRecord
 	if err := json.Unmarshal(b, &l); err != nil {
+		var pe *core.PlatformError
+		if errors.As(err, &pe) {
+			return core.Image{}, &core.FieldError{Field: "platform", Msg: pe.Error()}
+		}
 		return core.Image{}, fmt.Errorf("not a ledger record: %w", err)
 	}
 	im := core.Image{Digest: digest.Digest(l.Digest), Size: l.Size, MediaType: l.MediaType, SpecKey: l.SpecKey,
@@ -93,7 +97,7 @@ func convertLegacyLine(b []byte) (core.Image, error) {
 	repo, tag := splitTag(l.Ref)
 	switch l.Kind {
 	case "image":
-		im.Kind, im.InstanceID, im.Platform = core.KindInstance, l.InstanceID, core.Platform(l.Platform)
+		im.Kind, im.InstanceID, im.Platform = core.KindInstance, l.InstanceID, l.Platform
 	case "index":
 		im.Kind, im.InstanceID = core.KindIndex, l.InstanceID
 	case "blob":

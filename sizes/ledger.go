@@ -44,7 +44,7 @@ func targetsFromRecords(path string, recs []core.Image) ([]Target, error) {
 		if rec.Kind != core.KindInstance {
 			continue
 		}
-		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform.String(), Ref: rec.Ref}
+		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform, Ref: rec.Ref}
 		switch {
 		case rec.Status == core.StatusFailed:
 			t.Ref = ""

@@ -217,17 +217,13 @@ func (r *Runner) RunSettings(repeat int) *Settings {
 // not push it). targets are looked up by instance id and platform; an
 // instance image without a target fails. Each call's result is added to sum
 // (safe for concurrent calls).
-func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
-	byKey := map[string]Target{}
+func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
+	byKey := map[imageKey]Target{}
 	for _, t := range targets {
-		byKey[t.Instance.InstanceID+"@"+string(t.Platform)] = t
+		byKey[imageKey{t.Instance.InstanceID, t.Platform}] = t
 	}
-	return func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
-		pl, err := core.ParsePlatform(platform)
-		if err != nil {
-			return fmt.Errorf("verify: %s: %w", instanceID, err)
-		}
-		t, ok := byKey[instanceID+"@"+string(pl)]
+	return func(ctx context.Context, gc gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
+		t, ok := byKey[imageKey{instanceID, platform}]
 		if !ok {
 			return fmt.Errorf("verify: no dataset record or eval.sh for %s on %s", instanceID, platform)
 		}
@@ -371,8 +367,8 @@ func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 // runDir is where one attempt's files go: always inside RunDir, whatever the
 // instance id and model name hold.
 func (r *Runner) runDir(t Target, mode, model string, k, repeat int) (string, error) {
-	if !t.Platform.Valid() {
-		return "", fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", t.Platform)
+	if t.Platform.IsZero() {
+		return "", errors.New("no platform (want linux/amd64 or linux/arm64)")
 	}
 	arch := t.Platform.Arch()
 	var parts []string

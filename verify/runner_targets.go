@@ -15,18 +15,23 @@ import (
 )
 
 // ImageFunc returns the image reference of an instance on a platform.
-type ImageFunc func(instanceID, platform string) (string, error)
+type ImageFunc func(instanceID string, platform core.Platform) (string, error)
+
+// imageKey is an instance on a platform, the key of the image lookups.
+type imageKey struct {
+	id       string
+	platform core.Platform
+}
 
 // ImagesFromRepo names images as published under repo: the per-arch
 // repository manifests.Namer.ArchRepo at tag "latest".
 func ImagesFromRepo(repo string) ImageFunc {
 	n := manifests.Namer{Repo: repo}
-	return func(id, platform string) (string, error) {
-		p, err := core.ParsePlatform(platform)
-		if err != nil {
-			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
+	return func(id string, platform core.Platform) (string, error) {
+		if platform.IsZero() {
+			return "", fmt.Errorf("%s: no platform", id)
 		}
-		return n.ArchRepo(p.Arch(), id) + ":" + manifests.LatestTag, nil
+		return n.ArchRepo(platform.Arch(), id) + ":" + manifests.LatestTag, nil
 	}
 }
 
@@ -34,14 +39,14 @@ func ImagesFromRepo(repo string) ImageFunc {
 // built instance images with a pushed Ref, else in their OCI layout
 // (LayoutRef).
 func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
-	byKey := map[string]core.Image{}
+	byKey := map[imageKey]core.Image{}
 	for _, im := range recs {
 		if im.Kind == core.KindInstance {
-			byKey[im.InstanceID+"@"+im.Platform.String()] = im
+			byKey[imageKey{im.InstanceID, im.Platform}] = im
 		}
 	}
-	return func(id, platform string) (string, error) {
-		im, ok := byKey[id+"@"+platform]
+	return func(id string, platform core.Platform) (string, error) {
+		im, ok := byKey[imageKey{id, platform}]
 		switch {
 		case !ok:
 			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
@@ -89,12 +94,11 @@ func Targets(ctx context.Context, r *render.Renderer, insts []core.Instance, o T
 	}
 	for i := range insts {
 		inst := insts[i]
-		for _, cp := range r.Tables.Platforms(&inst) {
-			p := cp.String()
-			if len(wanted) > 0 && !wanted[cp] {
+		for _, p := range r.Tables.Platforms(&inst) {
+			if len(wanted) > 0 && !wanted[p] {
 				continue
 			}
-			t := Target{Instance: inst, Platform: cp}
+			t := Target{Instance: inst, Platform: p}
 			if err := t.chooseScript(ctx, r, o.Script); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 				continue
@@ -173,7 +177,7 @@ func ImagesFromDataset(insts []core.Instance, registry string) ImageFunc {
 	for i := range insts {
 		byID[insts[i].InstanceID] = &insts[i]
 	}
-	return func(id, platform string) (string, error) {
+	return func(id string, platform core.Platform) (string, error) {
 		in, ok := byID[id]
 		switch {
 		case !ok:
@@ -181,11 +185,7 @@ func ImagesFromDataset(insts []core.Instance, registry string) ImageFunc {
 		case in.Image == "":
 			return "", fmt.Errorf("%s: the record has no image field", in.Source)
 		}
-		p, err := core.ParsePlatform(platform)
-		if err != nil {
-			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
-		}
-		ref, err := DatasetImage(in.Image, registry, p)
+		ref, err := DatasetImage(in.Image, registry, platform)
 		if err != nil {
 			return "", fmt.Errorf("%s: field \"image\": %w", in.Source, err)
 		}

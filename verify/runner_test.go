@@ -51,7 +51,7 @@ func TestRunDirsStayInside(t *testing.T) {
 		}
 		inst := core.Instance{Repo: "o/r", InstanceID: id, BaseCommit: "abc", Patch: "diff fix\n",
 			FailToPass: []string{"tests/test_a.py::test_fix"}}
-		targets = append(targets, Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
+		targets = append(targets, Target{Instance: inst, Platform: core.AMD64, EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
 		broken := "diff broken\n"
 		preds[id] = Prediction{InstanceID: id, Model: m, Patch: &broken}
 	}

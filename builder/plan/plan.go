@@ -6,6 +6,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -116,8 +117,8 @@ func Build(ctx context.Context, r *render.Renderer, insts []core.Instance, platf
 		p.Languages = append(p.Languages, *langs[name])
 	}
 	for _, platform := range platforms {
-		if !platform.Valid() {
-			return nil, fmt.Errorf("unknown platform %q (want %s or %s)", platform, core.AMD64, core.ARM64)
+		if platform.IsZero() {
+			return nil, errors.New("no platform (want linux/amd64 or linux/arm64)")
 		}
 		pp := PlatformPlan{Platform: platform}
 		byKey := map[string]*Node{}

@@ -86,24 +86,25 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loade
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
 // repeated or comma-separated, and returns the platforms in index order.
 func parseArches(vals []string) ([]core.Platform, error) {
-	var list []string
+	var list []core.Platform
 	for _, v := range vals {
 		for _, a := range strings.Split(v, ",") {
 			a = strings.TrimSpace(a)
 			if a == "all" {
-				list = append(list, core.AMD64.String(), core.ARM64.String())
+				list = append(list, core.AllPlatforms()...)
 				continue
 			}
-			if _, err := core.ParsePlatform(a); err != nil {
+			p, err := core.ParsePlatform(a)
+			if err != nil {
 				return nil, fmt.Errorf("--arch %q: want x86_64, arm64 or all", a)
 			}
-			list = append(list, a)
+			list = append(list, p)
 		}
 	}
 	if len(list) == 0 {
 		return nil, errors.New("--arch is required (x86_64, arm64 or all)")
 	}
-	return core.ParsePlatforms(list)
+	return core.PlatformSet(list)
 }
 
 // writeAllLowGC runs r.WriteAll with the GC target lowered from the default

@@ -195,7 +195,7 @@ func TestVerifyFixture(t *testing.T) {
 	insts := loadFixture(t, f.dataset)
 	seen := map[string]bool{}
 	for _, r := range sum.Results {
-		seen[r.Mode+" "+r.InstanceID+" "+string(r.Platform)] = true
+		seen[r.Mode+" "+r.InstanceID+" "+r.Platform.String()] = true
 		switch r.Mode {
 		case verify.ModeGold:
 			if !r.Resolved || !r.OK() || r.Discriminates == nil || !*r.Discriminates || r.Leak.Leaked() {

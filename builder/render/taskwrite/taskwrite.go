@@ -81,7 +81,7 @@ func Write(ctx context.Context, r *render.Renderer, insts []core.Instance, opts 
 	if opts.Split == "" {
 		opts.Split = "test"
 	}
-	if opts.Platform == "" {
+	if opts.Platform.IsZero() {
 		opts.Platform = core.AMD64
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, TasksDir), 0o755); err != nil {
@@ -148,7 +148,7 @@ func config(path string, opts Options) ([]byte, error) {
 // Files returns one task's files (name → content), rendered for the
 // options' platform.
 func Files(ctx context.Context, r *render.Renderer, inst *core.Instance, opts Options) (map[string][]byte, error) {
-	if opts.Platform == "" {
+	if opts.Platform.IsZero() {
 		opts.Platform = core.AMD64
 	}
 	res, err := r.Render(ctx, inst, opts.Platform)
