@@ -257,11 +257,12 @@ func TestReadPredictions(t *testing.T) {
 
 // TestReadSummaryModes: a summary written before the predictions mode (the
 // model's name as the mode) reads as a predictions result of that model;
-// platforms are read in any spelling core accepts and checked.
+// platforms are read in the canonical form only (core.Platform's
+// UnmarshalText), and anything else is an error naming the file and value.
 func TestReadSummaryModes(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old.json")
-	if err := os.WriteFile(old, []byte(`{"results":[{"instance_id":"a","platform":"linux/arm64/v8","mode":"my/model","resolved":true},{"instance_id":"a","platform":"linux/amd64","mode":"gold","resolved":true}]}`), 0o644); err != nil {
+	if err := os.WriteFile(old, []byte(`{"results":[{"instance_id":"a","platform":"linux/arm64","mode":"my/model","resolved":true},{"instance_id":"a","platform":"linux/amd64","mode":"gold","resolved":true}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err := ReadSummary(old)
@@ -278,16 +279,17 @@ func TestReadSummaryModes(t *testing.T) {
 	if reg := now.Regressions(s); len(reg) != 1 || reg[0].Model != "my/model" {
 		t.Errorf("regressions against the old summary: %+v", reg)
 	}
-	for name, content := range map[string]string{
-		"s390x.json":   `{"results":[{"instance_id":"a","platform":"linux/s390x","mode":"gold"}]}`,
-		"nomodel.json": `{"results":[{"instance_id":"a","platform":"linux/amd64","mode":"predictions"}]}`,
+	for name, c := range map[string]struct{ content, want string }{
+		"s390x.json":   {`{"results":[{"instance_id":"a","platform":"linux/s390x","mode":"gold"}]}`, `: "linux/s390x" is not linux/amd64 or linux/arm64`},
+		"alias.json":   {`{"results":[{"instance_id":"a","platform":"linux/arm64/v8","mode":"gold"}]}`, `: "linux/arm64/v8" is not linux/amd64 or linux/arm64`},
+		"nomodel.json": {`{"results":[{"instance_id":"a","platform":"linux/amd64","mode":"predictions"}]}`, ": results[0]"},
 	} {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p+": results[0]") {
-			t.Errorf("%s: error %v, want one naming the file and entry", name, err)
+		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p+c.want) {
+			t.Errorf("%s: error %v, want one naming the file and %q", name, err, c.want)
 		}
 	}
 }
