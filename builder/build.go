@@ -163,7 +163,7 @@ type Options struct {
 	// an Inventory and Push is set.
 	Registry *registry.Client
 	// Auth, when set, makes the registry login of one solve's session
-	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// (bkauth.New over registry.Credentials): BuildKit asks it for the
 	// credential of every registry the solve pushes to, pulls from (bound
 	// images, FROM) or caches with. nil: BuildKit reaches registries
 	// anonymously.
@@ -171,7 +171,7 @@ type Options struct {
 }
 
 // SessionAuth answers BuildKit's registry credential requests in one
-// session; registry.SessionAuth is one.
+// session; bkauth.SessionAuth (package registry/bkauth) is one.
 type SessionAuth interface {
 	session.Attachable
 	// Explain adds to a failed solve's error which credential each

@@ -29,13 +29,13 @@ import (
 type BuildKitEngine struct {
 	Client *bkclient.Client
 	// Auth, when set, makes each run's registry login
-	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// (bkauth.New over registry.Credentials): BuildKit asks it for the
 	// credential of the registry the image is pulled from. nil: anonymous.
 	Auth func() SessionAuth
 }
 
 // SessionAuth answers BuildKit's registry credential requests in one
-// session; registry.SessionAuth is one.
+// session; bkauth.SessionAuth (package registry/bkauth) is one.
 type SessionAuth interface {
 	session.Attachable
 	// Explain adds to a failed run's error which credential each registry
