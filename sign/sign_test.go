@@ -281,7 +281,9 @@ func TestVerifyBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(b byte) v1.Hash { return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat(string("0123456789abcdef"[b]), 64)} }
+	ref := func(b byte) v1.Hash {
+		return v1.Hash{Algorithm: "sha256", Hex: strings.Repeat(string("0123456789abcdef"[b]), 64)}
+	}
 	good := []Bundle{{Referrer: ref(1), JSON: pb}, {Referrer: ref(2), JSON: sb}}
 	bad := Bundle{Referrer: ref(3), JSON: tamper(t, sb)}
 	name := "127.0.0.1:5000/x@" + prov.subject.String()
