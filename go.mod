@@ -34,9 +34,11 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.5 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jedisct1/go-minisign v0.0.0-20211028175153-1c139d1cc84b // indirect
+	github.com/letsencrypt/boulder v0.20260309.0 // indirect
 	github.com/sassoftware/relic v7.2.1+incompatible // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/theupdateframework/go-tuf v0.7.0 // indirect
+	github.com/titanous/rocacheck v0.0.0-20171023193734-afe73141d399 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 )
 
