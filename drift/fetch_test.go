@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/pins"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -76,7 +77,7 @@ func TestFetchFromReferrers(t *testing.T) {
 		return Target{Kind: KindEnv, Name: n, Platform: core.AMD64, Ref: repo.Digest(d.Digest.String()).String()}
 	}
 	save := t.TempDir()
-	f := &Fetcher{Client: client, Referrers: refs, Save: save}
+	f := &Fetcher{Reader: publication.New(client), Save: save}
 	got, err := f.Fetch(ctx, []Target{target(withDoc, "with"), target(noDoc, "none")})
 	if err != nil {
 		t.Fatal(err)
@@ -103,16 +104,16 @@ func TestFetchFromReferrers(t *testing.T) {
 	// referrer of the image.
 	direct := target(withDoc, "with")
 	direct.SBOM = artifact.String()
-	got, err = (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{direct})
+	got, err = (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{direct})
 	if err != nil || got[0].Doc == nil || got[0].Doc.Subject != want.Subject {
 		t.Fatalf("direct read: %+v, %v", got, err)
 	}
 	direct.SBOM = badArtifact.String()
-	if _, err := (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{direct}); err == nil || !strings.Contains(err.Error(), "is not a referrer of") {
+	if _, err := (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{direct}); err == nil || !strings.Contains(err.Error(), "is not a referrer of") {
 		t.Errorf("a record naming another image's artifact: err = %v", err)
 	}
 
-	_, err = (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{target(withDoc, "with"), target(badDoc, "broken")})
+	_, err = (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{target(withDoc, "with"), target(badDoc, "broken")})
 	if err == nil || !strings.Contains(err.Error(), "env broken linux/amd64") || !strings.Contains(err.Error(), badDoc.Digest.String()) {
 		t.Errorf("an unreadable document: err = %v, want one naming env broken and %s", err, badDoc.Digest)
 	}
