@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // Resolved is one image manifest of a publication, pinned by digest.
@@ -31,7 +32,7 @@ func (r *Reader) Resolve(ctx context.Context, ref string, p core.Platform) (*Res
 	if err != nil {
 		return nil, err
 	}
-	m, err := r.Manifest(ctx, parsed)
+	m, err := r.manifestOf(ctx, parsed)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func (r *Reader) Resolve(ctx context.Context, ref string, p core.Platform) (*Res
 			return nil, fmt.Errorf("index %s: %w", ref, err)
 		}
 		pinned = repo.Digest(child.String())
-		if m, err = r.Manifest(ctx, pinned); err != nil {
+		if m, err = r.manifestOf(ctx, pinned); err != nil {
 			return nil, fmt.Errorf("index %s: its image: %w", ref, err)
 		}
 	}
@@ -59,6 +60,41 @@ func (r *Reader) Resolve(ctx context.Context, ref string, p core.Platform) (*Res
 		return nil, fmt.Errorf("manifest of %s: %w", ref, err)
 	}
 	return &Resolved{Ref: pinned, Manifest: man, Raw: m.Raw}, nil
+}
+
+// manifestOf is Manifest with a refusal or another registry answer
+// turned into a *RefusedError or *AnswerError.
+func (r *Reader) manifestOf(ctx context.Context, ref name.Reference) (*registry.Manifest, error) {
+	m, err := r.Manifest(ctx, ref)
+	if err == nil || errors.Is(err, ErrNotFound) {
+		return m, err
+	}
+	if _, problem, _ := classify(err, ref.Context().RegistryStr()); problem != nil {
+		return nil, problem
+	}
+	return nil, err
+}
+
+// ResolveAll resolves refs[i] for platforms[i], Jobs at a time. errs[i]
+// is that image's error; a registry that could not be asked is each of
+// its images' error too (IsProblem tells them apart).
+func (r *Reader) ResolveAll(ctx context.Context, refs []string, platforms []core.Platform) (out []*Resolved, errs []error) {
+	out, errs = make([]*Resolved, len(refs)), make([]error, len(refs))
+	_ = r.each(ctx, len(refs), func(ctx context.Context, i int) error {
+		out[i], errs[i] = r.Resolve(ctx, refs[i], platforms[i])
+		return nil
+	})
+	return out, errs
+}
+
+// IsProblem reports whether err is about the reference itself (missing,
+// refused, another registry answer, over a limit) rather than a registry
+// that could not be asked.
+func IsProblem(err error) bool {
+	var re *RefusedError
+	var ae *AnswerError
+	var le *registry.LimitError
+	return errors.Is(err, ErrNotFound) || errors.As(err, &re) || errors.As(err, &ae) || errors.As(err, &le)
 }
 
 // Image is Resolve's image as a go-containerregistry image whose blobs

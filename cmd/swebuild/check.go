@@ -61,7 +61,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("--repo: %w", err)
 	}
-	reader, err := publicationReader(*authEnv, dest, *insecure)
+	reader, err := publicationReader(*authEnv, dest, registry.Options{InsecureRegistries: *insecure})
 	if err != nil {
 		return err
 	}

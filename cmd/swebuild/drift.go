@@ -67,7 +67,7 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		o.Inputs = in
 	}
-	reader, err := publicationReader(*authEnv, "", *insecure)
+	reader, err := publicationReader(*authEnv, "", registry.Options{InsecureRegistries: *insecure})
 	if err != nil {
 		return err
 	}
@@ -109,12 +109,13 @@ func driftErr(fs *pflag.FlagSet, stderr io.Writer, err error) error {
 // published images: the one credential source (the variable authEnv names,
 // then the Docker config and its helpers) and plain HTTP only to loopback
 // registries and those named insecure.
-func publicationReader(authEnv, defaultRegistry string, insecure []string) (*publication.Reader, error) {
+func publicationReader(authEnv, defaultRegistry string, o registry.Options) (*publication.Reader, error) {
 	kc, err := registryCredentials(authEnv, defaultRegistry)
 	if err != nil {
 		return nil, fmt.Errorf("--registry-auth-env: %w", err)
 	}
-	client, err := registry.New(registry.Options{Keychain: kc, InsecureRegistries: insecure})
+	o.Keychain = kc
+	client, err := registry.New(o)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -162,6 +163,10 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	if err != nil {
 		return o, fmt.Errorf("--registry-auth-env: %w", err)
 	}
+	client, err := registry.New(registry.Options{Keychain: creds})
+	if err != nil {
+		return o, err
+	}
 	return pipeline.VerifyOptions{
 		Inputs:          in,
 		DatasetImages:   datasetImages,
@@ -175,6 +180,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
 		Auth:            verifyAuth(creds),
+		Reader:          publication.New(client),
 		Engine:          f.engine,
 		DockerHost:      f.dockerHost,
 		Workers:         f.workers,
