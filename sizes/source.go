@@ -139,4 +139,3 @@ func platformMatches(c imageConfig, want string) bool {
 	got := v1.Platform{OS: c.OS, Architecture: c.Architecture, Variant: c.Variant}
 	return got.Satisfies(*w)
 }
-
