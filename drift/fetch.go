@@ -71,10 +71,14 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 
 // TargetsFromPublication returns the per-arch instance images of a
 // prefix-named publication as the reader found them (pinned to the digest
-// found), and how many it lacks (not compared).
-func TargetsFromPublication(insts []publication.Instance) (out []Target, missing int) {
+// found), and how many it lacks (not compared). An image the registry
+// refused (or answered otherwise) is an error naming it.
+func TargetsFromPublication(insts []publication.Instance) (out []Target, missing int, err error) {
 	for _, in := range insts {
 		for _, img := range in.Images {
+			if img.Problem != nil {
+				return nil, 0, fmt.Errorf("%s: %w", img.Name, img.Problem)
+			}
 			if !img.Present {
 				missing++
 				continue
@@ -83,7 +87,7 @@ func TargetsFromPublication(insts []publication.Instance) (out []Target, missing
 			out = append(out, Target{Kind: KindInstance, Name: in.ID, Platform: img.Platform, Ref: ref})
 		}
 	}
-	return out, missing
+	return out, missing, nil
 }
 
 // tagOf is the tag of REPO:TAG ("" for none).

@@ -112,7 +112,10 @@ func (d *drifter) targets(ctx context.Context, set string) ([]drift.Target, erro
 	if err != nil {
 		return nil, err
 	}
-	out, missing := drift.TargetsFromPublication(insts)
+	out, missing, err := drift.TargetsFromPublication(insts)
+	if err != nil {
+		return nil, err
+	}
 	if missing > 0 {
 		fmt.Fprintf(d.log, "drift: %s: %d per-arch images missing (not compared)\n", set, missing)
 	}

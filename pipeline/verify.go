@@ -167,7 +167,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	progress := &lockedWriter{w: log}
 	engine, closeEngine, err := o.engine(ctx, progress)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(append(problems, err)...)
 	}
 	defer closeEngine()
 	runDir, summaryFile := o.RunDir, o.SummaryFile
@@ -289,6 +289,9 @@ func (o VerifyOptions) pin(ctx context.Context, targets []verify.Target, log io.
 		default:
 			t.Image = found[k].Ref.String()
 		}
+	}
+	if len(refs) > len(drop) {
+		fmt.Fprintf(log, "verify: %d image(s) resolved in the registry, pinned by digest\n", len(refs)-len(drop))
 	}
 	if len(drop) == 0 {
 		return targets, nil
