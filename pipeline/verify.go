@@ -146,22 +146,10 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if soft != nil {
 		problems = append(problems, soft)
 	}
-	imageFn, err := o.images(loaded.Instances, log, &problems)
-	if err != nil {
-		return nil, err
-	}
-	targets, terrs := loaded.Targets(ctx, o.Platforms, imageFn, o.EvalScript)
-	for _, e := range terrs {
-		fmt.Fprintf(log, "verify: %v\n", e)
-	}
-	if len(terrs) > 0 {
-		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
-	}
-	targets, err = o.pin(ctx, targets, log, &problems)
+	targets, err := o.targets(ctx, loaded, log, &problems)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
 	}
-	scriptNote(log, targets)
 
 	// The runner's workers and the engine both write progress lines.
 	progress := &lockedWriter{w: log}
@@ -259,6 +247,28 @@ func (o VerifyOptions) images(insts []dataset.Instance, log io.Writer, problems 
 		*problems = append(*problems, fmt.Errorf("metadata file %s has invalid records", o.MetadataFile))
 	}
 	return verify.ImagesFromRecords(recs, o.MetadataFile), nil
+}
+
+// targets are the verify targets of the loaded instances, each with its
+// image (images, pinned through the reader); what cannot be verified is
+// logged and counted in problems.
+func (o VerifyOptions) targets(ctx context.Context, loaded *Loaded, log io.Writer, problems *[]error) ([]verify.Target, error) {
+	imageFn, err := o.images(loaded.Instances, log, problems)
+	if err != nil {
+		return nil, err
+	}
+	targets, terrs := loaded.Targets(ctx, o.Platforms, imageFn, o.EvalScript)
+	for _, e := range terrs {
+		fmt.Fprintf(log, "verify: %v\n", e)
+	}
+	if len(terrs) > 0 {
+		*problems = append(*problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
+	}
+	if targets, err = o.pin(ctx, targets, log, problems); err != nil {
+		return nil, err
+	}
+	scriptNote(log, targets)
+	return targets, nil
 }
 
 // pin resolves each target's registry image through the reader (see
