@@ -8,40 +8,37 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Prefix is a published set named by its repository prefix: per instance
 // the per-arch images REPO/sweb.eval.<arch>.<id>:TAG and the index
-// REPO/sweb.eval.<id>:TAG (manifests.Namer).
+// REPO/sweb.eval.<id>:TAG (manifests/naming, the names manifests.Namer
+// gives).
 type Prefix struct {
 	Repo string
-	// Tag is the tag read on every name (default manifests.LatestTag).
+	// Tag is the tag read on every name (default "latest").
 	Tag string
 	// KeepDoubleUnderscore names images with "__" kept (as publish's
 	// option of the same name).
 	KeepDoubleUnderscore bool
 }
 
-func (p Prefix) namer() manifests.Namer {
-	return manifests.Namer{Repo: p.Repo, KeepDoubleUnderscore: p.KeepDoubleUnderscore}
-}
-
 func (p Prefix) tag() string {
 	if p.Tag == "" {
-		return manifests.LatestTag
+		return naming.LatestTag
 	}
 	return p.Tag
 }
 
 // ArchName is the per-arch name of instance id on platform pl.
 func (p Prefix) ArchName(id string, pl core.Platform) string {
-	return p.namer().ArchRepo(pl.Arch(), id) + ":" + p.tag()
+	return naming.ArchRepo(p.Repo, pl.Arch(), id, p.KeepDoubleUnderscore) + ":" + p.tag()
 }
 
 // IndexName is the index name of instance id.
 func (p Prefix) IndexName(id string) string {
-	return p.namer().IndexRepo(id) + ":" + p.tag()
+	return naming.IndexRepo(p.Repo, id, p.KeepDoubleUnderscore) + ":" + p.tag()
 }
 
 // Want is one instance of a published set and the platforms it should
