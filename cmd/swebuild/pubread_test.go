@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/attest"
@@ -126,6 +127,20 @@ func TestFiveReadersTokenRealm(t *testing.T) {
 		if err := refs.Attach(ctx, archRepo, a); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// The control: go-containerregistry's remote alone (what diff-images
+	// called before) refuses this realm (its guard against a private
+	// realm on another port); the readers go through the client's realm
+	// route.
+	amd, err := name.ParseReference(namer.ArchRepo(core.ArchX86_64, id)+":latest", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Get(amd, remote.WithContext(ctx), remote.WithAuthFromKeychain(creds)); err == nil {
+		t.Fatal("go-containerregistry's remote accepted the realm on another port: the test proves nothing")
+	} else {
+		t.Logf("go-containerregistry's remote alone: %v", err)
 	}
 
 	fixture := []string{"--dataset", filepath.Join(root, "dataset.jsonl"), "--specs", filepath.Join(root, "specs.json"), "--instance", id, "--offline", "--cache-dir", t.TempDir()}
