@@ -5,14 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,43 +31,6 @@ import (
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
-
-// counter is a reverse proxy in front of the test registry that counts
-// requests per method and path.
-type counter struct {
-	mu   sync.Mutex
-	reqs map[string]int
-	host string
-}
-
-func startCounter(t *testing.T, upstream string) *counter {
-	t.Helper()
-	c := &counter{reqs: map[string]int{}}
-	u, _ := url.Parse("http://" + upstream)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		c.reqs[r.Method+" "+r.URL.Path]++
-		c.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.host = ln.Addr().String()
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return c
-}
-
-func (c *counter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.reqs
-	c.reqs = map[string]int{}
-	return out
-}
 
 type anonKeychain struct{}
 
@@ -162,7 +120,7 @@ func buildRecords(t *testing.T, insts []dataset.Instance, platforms func(*datase
 // that gap.
 func TestCheckRealRegistry(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{})
-	px := startCounter(t, reg.Host)
+	px := regtest.StartProxy(t, reg.Host, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -199,7 +157,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Repo: px.host + "/swebench", Platforms: platforms, Reader: &publication.Reader{Client: client, Jobs: 4}}
+	opts := Options{Repo: px.Host + "/swebench", Platforms: platforms, Reader: &publication.Reader{Client: client, Jobs: 4}}
 	rep, err := Run(ctx, loaded.Instances, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +171,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "8/8 images present") {
 		t.Errorf("output %q", out.String())
 	}
-	reqs := px.take()
+	reqs := px.Requests()
 	manifestReqs := 0
 	for k, n := range reqs {
 		if strings.Contains(k, "/manifests/") {
@@ -269,7 +227,7 @@ func TestCheckRealRegistry(t *testing.T) {
 		withImages[i].Image = "swebench/sweb.eval.x86_64." + manifests.Namer{}.NameID(withImages[i].InstanceID) + ":latest"
 	}
 	ro := opts
-	ro.RecordRoot = px.host
+	ro.RecordRoot = px.Host
 	rep, err = Run(ctx, withImages, ro)
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +238,7 @@ func TestCheckRealRegistry(t *testing.T) {
 		t.Errorf("with record images: want 11/11:\n%s", out.String())
 	}
 	n := 0
-	for k, c := range px.take() {
+	for k, c := range px.Requests() {
 		if strings.Contains(k, "/manifests/") {
 			n += c
 		}
@@ -306,14 +264,14 @@ func TestCheckRealRegistry(t *testing.T) {
 	out.Reset()
 	rep.Print(&out)
 	gaps := rep.Gaps()
-	wantName := strings.Replace(gone, reg.Host, px.host, 1) + ":latest"
+	wantName := strings.Replace(gone, reg.Host, px.Host, 1) + ":latest"
 	if len(gaps) != 1 || gaps[0].Name != wantName || gaps[0].Problem != "missing" || rep.Err() == nil {
 		t.Fatalf("want one gap %s:\n%s", wantName, out.String())
 	}
 	if !strings.HasPrefix(out.String(), "7/8 images present") || !strings.Contains(out.String(), wantName+"\tmissing") {
 		t.Errorf("output:\n%s", out.String())
 	}
-	for k, n := range px.take() {
+	for k, n := range px.Requests() {
 		if n > 1 && k != "GET /v2/" {
 			t.Errorf("%s: %d requests", k, n)
 		}
