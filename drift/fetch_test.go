@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -147,4 +148,46 @@ func TestTargetsFromRecords(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "m.jsonl: env k linux/amd64") {
 		t.Errorf("a record with no ref: err = %v", err)
 	}
+}
+
+// TestFetchSelfLinkingTagList (issue 28: a registry whose tag list links
+// to itself for ever made drift loop to 2.7 GB): an image whose record
+// names no document has its referrers listed, on a registry without the
+// referrers API through its tag list; a tag list linking back to itself
+// fails the fetch at once, naming the image and the listing.
+func TestFetchSelfLinkingTagList(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up, err := name.NewRepository(reg.Host+"/loop/sweb.eval.x86_64.fixture_1776_calc-1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := regtest.PushRandomImage(t, up, 128, 1)
+	px := regtest.StartProxy(t, reg.Host, func(resp *http.Response) error {
+		if strings.HasSuffix(resp.Request.URL.Path, "/tags/list") {
+			resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+			resp.Header.Set("Link", "<"+resp.Request.URL.RequestURI()+`>; rel="next"`)
+		}
+		return nil
+	})
+	client, err := registry.New(registry.Options{Keychain: anon{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := px.Host + "/loop/sweb.eval.x86_64.fixture_1776_calc-1@" + img.Digest.String()
+	_, err = (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{{Kind: KindInstance, Name: "fixture__calc-1", Platform: core.AMD64, Ref: ref}})
+	if err == nil || !strings.Contains(err.Error(), "instance fixture__calc-1 linux/amd64") || !strings.Contains(err.Error(), "links back to") {
+		t.Fatalf("err = %v, want one naming the image and the self-link", err)
+	}
+	n := 0
+	for k, c := range px.Requests() {
+		if strings.HasSuffix(k, "/tags/list") {
+			n += c
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tag list requests, want 1", n)
+	}
+	t.Log(err)
 }

@@ -77,31 +77,42 @@ func (e *endless) Read(p []byte) (int, error) {
 // image on a registry without the referrers API reads its tag list, and a
 // tag list that links back to itself is refused after its first page, one
 // whose links never end at the page limit, and one whose page is endless
-// at the byte limit; each with an error naming the listing and the bound.
+// at the byte limit, one whose slow pages never end at the time limit;
+// each with an error naming the listing and the bound.
 // The registry is a real distribution 2.8; a proxy changes only the tag
 // list's answer.
 func TestTagListLinkingToItself(t *testing.T) {
 	ctx := context.Background()
+	slow := publication.Limits{Listing: registry.ListLimits{Time: 500 * time.Millisecond}}
 	cases := []struct {
 		name   string
+		limits publication.Limits
 		modify func(*http.Response) error
-		pages  int    // tag list requests made
+		pages  int    // tag list requests made; -1: not counted
 		want   string // in the error
 	}{
-		{"links to itself", func(resp *http.Response) error {
+		{"links to itself", publication.Limits{}, func(resp *http.Response) error {
 			if isTagList(resp) {
 				resp.Header.Set("Link", fmt.Sprintf("<%s>; rel=\"next\"", resp.Request.URL.RequestURI()))
 			}
 			return nil
 		}, 1, "links back to"},
-		{"links to a new page for ever", func(resp *http.Response) error {
+		{"links to a new page for ever", publication.Limits{}, func(resp *http.Response) error {
 			if isTagList(resp) {
 				n := len(resp.Request.URL.Query().Get("last"))
 				resp.Header.Set("Link", fmt.Sprintf("<%s?n=1000&last=%s>; rel=\"next\"", resp.Request.URL.Path, strings.Repeat("a", n+1)))
 			}
 			return nil
 		}, registry.DefaultListLimits.Pages, fmt.Sprintf("refused over the limit of %d pages", registry.DefaultListLimits.Pages)},
-		{"an endless page", func(resp *http.Response) error {
+		{"slow pages for ever", slow, func(resp *http.Response) error {
+			if isTagList(resp) {
+				time.Sleep(100 * time.Millisecond)
+				n := len(resp.Request.URL.Query().Get("last"))
+				resp.Header.Set("Link", fmt.Sprintf("<%s?n=1000&last=%s>; rel=\"next\"", resp.Request.URL.Path, strings.Repeat("a", n+1)))
+			}
+			return nil
+		}, -1, "refused over the limit of 500ms"},
+		{"an endless page", publication.Limits{}, func(resp *http.Response) error {
 			if isTagList(resp) {
 				resp.Body.Close()
 				body := io.MultiReader(strings.NewReader(`{"name":"x","tags":[`), &endless{s: `"sha256-0000000000000000.att",`, n: 1 << 40})
@@ -125,12 +136,14 @@ func TestTagListLinkingToItself(t *testing.T) {
 			}
 			px := regtest.StartProxy(t, reg.Host, c.modify)
 			repo, _ := name.NewRepository(px.Host+"/loop/img", name.Insecure)
-			_, err = newReader(t).Referrers(ctx, repo, subject.Digest)
+			r := newReader(t)
+			r.Limits = c.limits
+			_, err = r.Referrers(ctx, repo, subject.Digest)
 			var le *registry.LimitError
 			if !errors.As(err, &le) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "the tag list of "+repo.String()) {
 				t.Fatalf("err = %v, want a *registry.LimitError naming the tag list of %s and %q", err, repo, c.want)
 			}
-			if n := countTagLists(px.Requests()); n != c.pages {
+			if n := countTagLists(px.Requests()); c.pages >= 0 && n != c.pages {
 				t.Errorf("%d tag list requests, want %d", n, c.pages)
 			}
 			t.Log(err)

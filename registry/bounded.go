@@ -152,7 +152,7 @@ func readBounded(resp *http.Response, limit int64, tooBig func() error) ([]byte,
 // not serving an API).
 func (c *Client) pages(ctx context.Context, rt http.RoundTripper, first *url.URL, accept, what string, lim ListLimits, page func(resp *http.Response, body []byte) error) error {
 	lim = lim.withDefaults()
-	ctx, cancel := context.WithTimeoutCause(ctx, lim.Time, &LimitError{What: what, Limit: lim.Time.String()})
+	ctx, cancel := context.WithTimeoutCause(ctx, lim.Time, &LimitError{What: what, Limit: lim.Time.String(), Why: "still reading pages"})
 	defer cancel()
 	seen := map[string]bool{}
 	var read int64
