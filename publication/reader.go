@@ -119,13 +119,14 @@ type AnswerError struct {
 func (e *AnswerError) Error() string { return fmt.Sprintf("registry answered %d: %v", e.Status, e.Err) }
 func (e *AnswerError) Unwrap() error { return e.Err }
 
-// classify sorts a read's error: a 404 is missing; a refusal or another
-// HTTP answer is this reference's problem (a *RefusedError or
-// *AnswerError); anything else (the registry unreachable after the
-// client's budget) is hard, for the caller to stop on.
-func classify(err error, host string) (missing bool, problem, hard error) {
+// classify sorts a read's error: a 404 (missing) is neither; a refusal,
+// another HTTP answer or a bound is this reference's problem (a
+// *RefusedError, *AnswerError or *registry.LimitError); anything else (the
+// registry unreachable after the client's budget) is hard, for the caller
+// to stop on.
+func classify(err error, host string) (problem, hard error) {
 	if err == nil {
-		return false, nil, nil
+		return nil, nil
 	}
 	var ae *registry.AuthError
 	var terr *transport.Error
@@ -139,19 +140,19 @@ func classify(err error, host string) (missing bool, problem, hard error) {
 		if st == 0 {
 			st = http.StatusUnauthorized
 		}
-		return false, &RefusedError{Host: ae.Host, Status: st, Credential: ae.Credential, Err: err}, nil
+		return &RefusedError{Host: ae.Host, Status: st, Credential: ae.Credential, Err: err}, nil
 	case status == http.StatusNotFound:
-		return true, nil, nil
+		return nil, nil
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return false, &RefusedError{Host: host, Status: status, Err: err}, nil
+		return &RefusedError{Host: host, Status: status, Err: err}, nil
 	case status != 0:
-		return false, &AnswerError{Status: status, Err: err}, nil
+		return &AnswerError{Status: status, Err: err}, nil
 	}
 	var le *registry.LimitError
 	if errors.As(err, &le) {
-		return false, err, nil
+		return err, nil
 	}
-	return false, nil, err
+	return nil, err
 }
 
 // Found is what the registry said about one reference.
@@ -178,7 +179,7 @@ func (r *Reader) Head(ctx context.Context, ref string) (Found, error) {
 		return f, err
 	}
 	d, err := r.Client.Head(ctx, parsed)
-	_, problem, hard := classify(err, parsed.Context().RegistryStr())
+	problem, hard := classify(err, parsed.Context().RegistryStr())
 	if hard != nil {
 		return f, hard
 	}

@@ -69,7 +69,7 @@ func (r *Reader) manifestOf(ctx context.Context, ref name.Reference) (*registry.
 	if err == nil || errors.Is(err, ErrNotFound) {
 		return m, err
 	}
-	if _, problem, _ := classify(err, ref.Context().RegistryStr()); problem != nil {
+	if problem, _ := classify(err, ref.Context().RegistryStr()); problem != nil {
 		return nil, problem
 	}
 	return nil, err

@@ -158,7 +158,7 @@ func (r *Reader) ReadIndex(ctx context.Context, ref string) (Index, error) {
 		return x, err
 	}
 	m, err := r.Client.Manifest(ctx, parsed, r.limits().ManifestBytes)
-	_, problem, hard := classify(err, parsed.Context().RegistryStr())
+	problem, hard := classify(err, parsed.Context().RegistryStr())
 	if hard != nil {
 		return x, hard
 	}
