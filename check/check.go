@@ -5,7 +5,7 @@
 // multi-arch index REPO/sweb.eval.<id> listing those platforms at the
 // per-arch digests, each child present in the index's own repository (a
 // pull of the index's platform reads it there). Optionally it also checks
-// each record's own image name (dataset.Instance.Image), re-rooted at
+// each record's own image name (core.Instance.Image), re-rooted at
 // another registry.
 //
 // Every reference costs one request: a HEAD for a per-arch name, an index
@@ -26,7 +26,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/publication"
 )
@@ -46,7 +45,7 @@ type Options struct {
 	Tag string
 	// Platforms returns the platforms an instance is built for, amd64
 	// first: the same decision plan uses (spec.Tables.Platforms). Required.
-	Platforms func(*dataset.Instance) []core.Platform
+	Platforms func(*core.Instance) []core.Platform
 	// Only, when not empty, checks only these of each instance's
 	// platforms (--platform): the per-arch names and index children of
 	// the others are not asked for.
@@ -72,7 +71,7 @@ const (
 type Ref struct {
 	Kind       string        `json:"kind"`
 	InstanceID string        `json:"instance_id"`
-	Platform   core.Platform `json:"platform,omitempty"` // arch refs
+	Platform   core.Platform `json:"platform,omitzero"` // arch refs
 	Name       string        `json:"name"`
 	Present    bool          `json:"present"`
 	Digest     string        `json:"digest,omitempty"`
@@ -218,7 +217,7 @@ func Reroot(image, root string) (string, error) {
 // for bad options, a name that cannot be parsed, or a registry that could
 // not be asked (after the client's retries): never for a missing or
 // refused image, which the report holds.
-func Run(ctx context.Context, insts []dataset.Instance, o Options) (*Report, error) {
+func Run(ctx context.Context, insts []core.Instance, o Options) (*Report, error) {
 	if o.Repo == "" || o.Reader == nil || o.Platforms == nil {
 		return nil, errors.New("check: repository prefix, publication reader and platform decision are required")
 	}
@@ -255,7 +254,7 @@ func Run(ctx context.Context, insts []dataset.Instance, o Options) (*Report, err
 // wants are the instances as the publication should hold them: the
 // platforms checked (the plan's, narrowed by Only), and every platform each
 // is built for.
-func (o Options) wants(insts []dataset.Instance) (wants []publication.Want, built [][]core.Platform) {
+func (o Options) wants(insts []core.Instance) (wants []publication.Want, built [][]core.Platform) {
 	for i := range insts {
 		plats := o.Platforms(&insts[i])
 		w := publication.Want{ID: insts[i].InstanceID}
@@ -316,7 +315,7 @@ func (r *Report) refused(problem error) {
 // after its instance's refs. A name listed already (a per-arch name) is
 // listed but not asked again, and two records naming one image are listed
 // once: one request per reference.
-func (r *Report) records(ctx context.Context, insts []dataset.Instance, o Options, groups [][]Ref) error {
+func (r *Report) records(ctx context.Context, insts []core.Instance, o Options, groups [][]Ref) error {
 	type pos struct{ i, k int }
 	listed := map[string]pos{}
 	for i, g := range groups {
@@ -381,7 +380,7 @@ func (r *Report) indexProblem(x publication.Index, want, built []core.Platform, 
 	}
 	for _, c := range x.Children {
 		switch {
-		case !c.Attestation && c.Platform.Valid() && !slices.Contains(built, c.Platform):
+		case !c.Attestation && !c.Platform.IsZero() && !slices.Contains(built, c.Platform):
 			problems = append(problems, "index lists "+c.Platform.String()+", which this instance is not built for")
 			continue
 		case !r.wanted(x, c, want):

@@ -23,7 +23,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/pipeline"
@@ -72,7 +71,7 @@ func testDataset(t *testing.T) (path string, ids []string) {
 // buildRecords makes one small random image per instance and platform in
 // an OCI layout and returns the build records publish takes, and the
 // per-arch digests by "id platform".
-func buildRecords(t *testing.T, insts []dataset.Instance, platforms func(*dataset.Instance) []core.Platform) ([]core.Image, map[string]string) {
+func buildRecords(t *testing.T, insts []core.Instance, platforms func(*core.Instance) []core.Platform) ([]core.Image, map[string]string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "oci")
 	var adds []mutate.IndexAddendum
@@ -222,7 +221,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	// The records' own image names (v5 datasets carry them), re-rooted at
 	// the registry: they are the per-arch amd64 names here, so they are
 	// listed but not asked again.
-	withImages := append([]dataset.Instance(nil), loaded.Instances...)
+	withImages := append([]core.Instance(nil), loaded.Instances...)
 	for i := range withImages {
 		withImages[i].Image = "swebench/sweb.eval.x86_64." + manifests.Namer{}.NameID(withImages[i].InstanceID) + ":latest"
 	}
@@ -365,8 +364,8 @@ func TestReroot(t *testing.T) {
 // the login was refused.
 func TestCheckLoginRefused(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{User: "u", Password: "p"})
-	insts := []dataset.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
-	both := func(*dataset.Instance) []core.Platform { return core.AllPlatforms() }
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
 	wrong, err := registry.NewCredentials(registry.CredentialOptions{Text: reg.Host + "=u:wrong", TextSource: "$TEST_AUTH"})
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +414,7 @@ func TestCheckLoginRefused(t *testing.T) {
 // publishRandom publishes one random image per instance and platform
 // (platforms decides) with swebuild's publish to repo and returns the
 // per-arch digests by "id platform".
-func publishRandom(t *testing.T, ctx context.Context, repo string, insts []dataset.Instance, platforms func(*dataset.Instance) []core.Platform) map[string]string {
+func publishRandom(t *testing.T, ctx context.Context, repo string, insts []core.Instance, platforms func(*core.Instance) []core.Platform) map[string]string {
 	t.Helper()
 	recs, built := buildRecords(t, insts, platforms)
 	sum, err := publish.Run(ctx, recs, publish.RunOptions{Options: publish.Options{Repo: repo, Jobs: 2, Version: "test"},
@@ -435,8 +434,8 @@ func TestCheckDeletedIndexChild(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	insts := []dataset.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
-	both := func(*dataset.Instance) []core.Platform { return core.AllPlatforms() }
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
 	repo := reg.Host + "/del"
 	built := publishRandom(t, ctx, repo, insts, both)
 	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
@@ -496,9 +495,9 @@ func TestCheckPlatformAmd64Only(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	insts := []dataset.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}, {InstanceID: "e__f-3"}}
-	amd64 := func(*dataset.Instance) []core.Platform { return []core.Platform{core.AMD64} }
-	both := func(*dataset.Instance) []core.Platform { return core.AllPlatforms() }
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}, {InstanceID: "e__f-3"}}
+	amd64 := func(*core.Instance) []core.Platform { return []core.Platform{core.AMD64} }
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
 	repo := reg.Host + "/amd"
 	publishRandom(t, ctx, repo, insts, amd64)
 	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})

@@ -96,7 +96,7 @@ func openLayout(spec string, platform core.Platform) (v1.Image, error) {
 		}
 		found = append(found, v1.Descriptor{Digest: h, MediaType: types.OCIManifestSchema1})
 	}
-	if len(found) > 1 && platform.Valid() {
+	if len(found) > 1 && !platform.IsZero() {
 		op := platform.OCI()
 		var same []v1.Descriptor
 		for _, d := range found {
@@ -136,7 +136,7 @@ func pick(idx v1.ImageIndex, platform core.Platform) (v1.Image, error) {
 		return nil, err
 	}
 	var want *v1.Platform
-	if platform.Valid() {
+	if !platform.IsZero() {
 		op := platform.OCI()
 		want = &v1.Platform{OS: op.OS, Architecture: op.Architecture}
 	}

@@ -115,7 +115,7 @@ func pick(im *v1.IndexManifest, p core.Platform) (v1.Hash, error) {
 		if d.Annotations["vnd.docker.reference.type"] != "" || d.Platform == nil || d.Platform.OS == "unknown" || !d.MediaType.IsImage() {
 			continue
 		}
-		if p.Valid() {
+		if !p.IsZero() {
 			got, err := core.ParsePlatform(d.Platform.String())
 			if err != nil || got != p {
 				continue
@@ -124,11 +124,11 @@ func pick(im *v1.IndexManifest, p core.Platform) (v1.Hash, error) {
 		found = append(found, d)
 	}
 	switch {
-	case len(found) == 0 && p.Valid():
+	case len(found) == 0 && !p.IsZero():
 		return v1.Hash{}, fmt.Errorf("no image for %s: %w", p, ErrNotFound)
 	case len(found) == 0:
 		return v1.Hash{}, errors.New("the index holds no image manifest")
-	case len(found) > 1 && !p.Valid():
+	case len(found) > 1 && p.IsZero():
 		return v1.Hash{}, fmt.Errorf("the index holds %d image manifests; pick one with a platform", len(found))
 	}
 	return found[0].Digest, nil

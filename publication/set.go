@@ -93,7 +93,7 @@ func (c Child) What() string {
 	switch {
 	case c.Attestation:
 		return fmt.Sprintf("attestation manifest %s (of %s)", c.Descriptor.Digest, c.Subject)
-	case c.Platform.Valid():
+	case !c.Platform.IsZero():
 		return fmt.Sprintf("%s child %s", c.Platform, c.Descriptor.Digest)
 	case c.Descriptor.Platform != nil:
 		return fmt.Sprintf("%s child %s", c.Descriptor.Platform, c.Descriptor.Digest)

@@ -40,7 +40,7 @@ type Source interface {
 	// Manifest fetches the image manifest that ref names. When ref names an
 	// image index, the child for platform ("linux/amd64") is resolved, which
 	// costs one more manifest request.
-	Manifest(ctx context.Context, ref, platform string) (Manifest, error)
+	Manifest(ctx context.Context, ref string, platform core.Platform) (Manifest, error)
 	// Blob opens the blob with the given digest in the repository of ref.
 	Blob(ctx context.Context, ref, digest string) (io.ReadCloser, error)
 }
@@ -56,12 +56,8 @@ type Remote struct {
 func NewRemote(r *publication.Reader) *Remote { return &Remote{r: r} }
 
 // Manifest implements Source.
-func (r *Remote) Manifest(ctx context.Context, ref, platform string) (Manifest, error) {
-	p, err := core.ParsePlatform(platform)
-	if err != nil {
-		return Manifest{}, err
-	}
-	res, err := r.r.Resolve(ctx, ref, p)
+func (r *Remote) Manifest(ctx context.Context, ref string, platform core.Platform) (Manifest, error) {
+	res, err := r.r.Resolve(ctx, ref, platform)
 	if err != nil {
 		return Manifest{}, mapNotFound(err)
 	}
@@ -131,11 +127,14 @@ func (c imageConfig) platform() string {
 
 // platformMatches reports whether a config's platform satisfies want
 // ("linux/arm64" accepts "linux/arm64/v8").
-func platformMatches(c imageConfig, want string) bool {
-	w, err := v1.ParsePlatform(want)
-	if err != nil {
-		return false
-	}
+func platformMatches(c imageConfig, want core.Platform) bool {
 	got := v1.Platform{OS: c.OS, Architecture: c.Architecture, Variant: c.Variant}
-	return got.Satisfies(*w)
+	return got.Satisfies(*ociPlatform(want))
+}
+
+// ociPlatform is p as go-containerregistry's platform (no variant: any
+// variant satisfies it).
+func ociPlatform(p core.Platform) *v1.Platform {
+	o := p.OCI()
+	return &v1.Platform{OS: o.OS, Architecture: o.Architecture}
 }
