@@ -23,6 +23,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/internal/stacktest"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -98,6 +99,7 @@ func TestCosignVerifiesSignedStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := &attest.Referrers{Client: client}
+	reader := publication.New(client)
 	base := fmt.Sprintf("%s/signtest%d", st.Registry, rand.Uint64())
 	repo, err := name.NewRepository(base + "/sweb.eval.x86_64.fixture_1776_calc-1")
 	if err != nil {
@@ -208,7 +210,7 @@ func TestCosignVerifiesSignedStatements(t *testing.T) {
 			}
 		})
 	}
-	r, err := trust.VerifyImage(ctx, refs, repo, images["signed"].Digest, types...)
+	r, err := trust.VerifyImage(ctx, reader, repo, images["signed"].Digest, types...)
 	if err != nil {
 		t.Fatalf("VerifyImage refused the signed image: %v", err)
 	}
@@ -261,7 +263,7 @@ func TestCosignVerifiesSignedStatements(t *testing.T) {
 			if !strings.Contains(stderr, tc.cosignSays) {
 				t.Errorf("cosign's refusal does not say %q", tc.cosignSays)
 			}
-			_, err = trust.VerifyImage(ctx, refs, repo, images[tc.image].Digest, attest.TestResultPredicate)
+			_, err = trust.VerifyImage(ctx, reader, repo, images[tc.image].Digest, attest.TestResultPredicate)
 			var ie *ImageError
 			if !errors.As(err, &ie) || ie.Image != ref(tc.image) || !strings.HasPrefix(err.Error(), ref(tc.image)+": "+tc.swebuildSay) {
 				t.Fatalf("VerifyImage: %v; want an *ImageError %q naming %s", err, tc.swebuildSay, ref(tc.image))
@@ -280,15 +282,15 @@ func TestCosignVerifiesSignedStatements(t *testing.T) {
 		"--predicate", pred, "--use-signing-config=false", "--tlog-upload=false", "--yes", ref("cosign")); err != nil {
 		t.Fatalf("cosign attest: %v", err)
 	}
-	r, err = trust.VerifyImage(ctx, refs, repo, images["cosign"].Digest, CycloneDXBOM)
+	r, err = trust.VerifyImage(ctx, reader, repo, images["cosign"].Digest, CycloneDXBOM)
 	if err != nil {
 		t.Fatalf("VerifyImage refused cosign's own attestation: %v", err)
 	}
-	list, err := refs.List(ctx, repo, images["cosign"].Digest)
+	list, err := reader.Referrers(ctx, repo, images["cosign"].Digest)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("cosign's referrers: %v, %v", list, err)
 	}
-	got, err := client.Get(ctx, repo.Digest(list[0].Digest.String()))
+	got, err := reader.Manifest(ctx, repo.Digest(list[0].Digest.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,8 +300,8 @@ func TestCosignVerifiesSignedStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := shapeDiff(t, got.Manifest, ours.Raw); diff != "" {
-		t.Fatalf("cosign's referrer manifest and swebuild's differ: %s\ncosign's: %s\nswebuild's: %s", diff, got.Manifest, ours.Raw)
+	if diff := shapeDiff(t, got.Raw, ours.Raw); diff != "" {
+		t.Fatalf("cosign's referrer manifest and swebuild's differ: %s\ncosign's: %s\nswebuild's: %s", diff, got.Raw, ours.Raw)
 	}
 }
 

@@ -27,7 +27,8 @@
 //     WriteAttestationNewBundleFormat writes it (artifactType and one layer
 //     of the bundle media type, the empty config, manifest annotations
 //     dev.sigstore.bundle.content and dev.sigstore.bundle.predicateType),
-//     written and listed through attest.Referrers, so registries without
-//     the referrers API (distribution 2.8, GHCR) get the sha256-<hex>
-//     fallback index cosign reads.
+//     written through attest.Referrers, so registries without the
+//     referrers API (distribution 2.8, GHCR) get the sha256-<hex> fallback
+//     index cosign reads, and read through publication.Reader, the one
+//     bounded reader of published images.
 package sign

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/swebuild/swebuild/attest"
-	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/publication"
 )
 
 // Annotations of a bundle referrer, as cosign v3 writes them
@@ -119,25 +119,25 @@ func IsBundleReferrer(d v1.Descriptor) bool {
 }
 
 // ReadBundles reads the Sigstore bundles among referrers (of one image, in
-// repo): each referrer whose artifactType is a bundle media type, its one
-// layer of a bundle media type (bounded and digest-checked). A referrer
-// that is not a single-layer bundle manifest is skipped, as cosign skips
-// it.
-func ReadBundles(ctx context.Context, c *registry.Client, repo name.Repository, referrers []v1.Descriptor) ([]Bundle, error) {
+// repo, as r.Referrers lists them) through the publication reader: each
+// referrer whose artifactType is a bundle media type, its one layer of a
+// bundle media type (bounded and digest-checked). A referrer that is not a
+// single-layer bundle manifest is skipped, as cosign skips it.
+func ReadBundles(ctx context.Context, r *publication.Reader, repo name.Repository, referrers []v1.Descriptor) ([]Bundle, error) {
 	var out []Bundle
 	for _, d := range referrers {
 		if !IsBundleReferrer(d) {
 			continue
 		}
-		got, err := c.Get(ctx, repo.Digest(d.Digest.String()))
+		got, err := r.Manifest(ctx, repo.Digest(d.Digest.String()))
 		if err != nil {
 			return nil, fmt.Errorf("reading bundle referrer %s in %s: %w", d.Digest, repo, err)
 		}
-		m, err := v1.ParseManifest(bytes.NewReader(got.Manifest))
+		m, err := v1.ParseManifest(bytes.NewReader(got.Raw))
 		if err != nil || len(m.Layers) != 1 || !strings.HasPrefix(string(m.Layers[0].MediaType), bundleTypePrefix) {
 			continue
 		}
-		raw, err := attest.ReadBlob(ctx, c, repo, m.Layers[0], maxStatement, "bundle")
+		raw, err := r.ReadBlob(ctx, repo, m.Layers[0], maxStatement, "bundle")
 		if err != nil {
 			return nil, fmt.Errorf("reading bundle referrer %s in %s: %w", d.Digest, repo, err)
 		}
@@ -146,25 +146,26 @@ func ReadBundles(ctx context.Context, c *registry.Client, repo name.Repository, 
 	return out, nil
 }
 
-// VerifyImage lists the referrers of image in repo (refs.List), reads its
-// bundles and verifies them (Trust.VerifyBundles): the verified
-// statements, or an *ImageError naming repo@image and why.
-func (t Trust) VerifyImage(ctx context.Context, refs *attest.Referrers, repo name.Repository, image v1.Hash, want ...string) (*Result, error) {
+// VerifyImage lists the referrers of image in repo through the publication
+// reader (r.Referrers: the API, else the fallback index and attachment
+// tags), reads its bundles and verifies them (Trust.VerifyBundles): the
+// verified statements, or an *ImageError naming repo@image and why.
+func (t Trust) VerifyImage(ctx context.Context, r *publication.Reader, repo name.Repository, image v1.Hash, want ...string) (*Result, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	ref := repo.Digest(image.String()).String()
-	list, err := refs.List(ctx, repo, image)
+	list, err := r.Referrers(ctx, repo, image)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listing referrers: %w", ref, err)
 	}
-	bundles, err := ReadBundles(ctx, refs.Client, repo, list)
+	bundles, err := ReadBundles(ctx, r, repo, list)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	r, err := t.VerifyBundles(ref, image, bundles, want...)
+	res, err := t.VerifyBundles(ref, image, bundles, want...)
 	if ie, ok := err.(*ImageError); ok && len(bundles) == 0 {
 		ie.Reason = fmt.Sprintf("no signed statement: none of its %d referrers is a Sigstore bundle", len(list))
 	}
-	return r, err
+	return res, err
 }
