@@ -37,8 +37,11 @@ type BuildOptions struct {
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
 	// Verify, when set, runs each instance's gold patch on its solved
-	// image before it is exported (GoldCheck).
-	Verify *GoldCheckOptions
+	// image before it is exported (GoldCheck), and attaches what it found
+	// to the exported image as a verification statement by Verifier (the
+	// tool and its version, e.g. "swebuild v1.2.3").
+	Verify   *GoldCheckOptions
+	Verifier string
 	// Publish, when set, publishes the instance images built and pushed
 	// or written to the OCI layout (and with Verify, verified) under
 	// Publish.Repo. Publish.LedgerPath defaults to publish-ledger.jsonl
@@ -113,6 +116,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		res.Gold = gc
 		bopts.Verify = gc.Hook()
 		bopts.VerifyMounts = gc.Mounts()
+		bopts.Attest = gc.Attest(o.Verifier)
 		problems = append(problems, gc.Problems()...)
 	}
 	given := ""
@@ -148,9 +152,6 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		// instances failed; with Verify, only verified images go.
 		popts := *o.Publish
 		popts.RequireVerified = popts.RequireVerified || o.Verify != nil
-		if res.Gold != nil && popts.Verification == nil {
-			popts.Verification = res.Gold.Attestable(res.Records, "swebuild "+popts.Version)
-		}
 		if popts.LedgerPath == "" {
 			popts.LedgerPath = defaultLedger(o.MetadataFile, bopts.RunDir)
 		}
