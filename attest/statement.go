@@ -184,7 +184,7 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	// swebuild-verification entry is the digest of its own annotations.
 	config = append(config, &intoto.ResourceDescriptor{Name: VerificationConfig, Digest: map[string]string{"sha256": extDigest}, MediaType: "application/json", Annotations: extStruct})
 	for i, c := range config {
-		if err := c.Validate(); err != nil {
+		if err := validDescriptor(c); err != nil {
 			return nil, fmt.Errorf("verification statement: configuration[%d] %s: %w", i, c.GetName(), err)
 		}
 	}
@@ -213,6 +213,16 @@ func VerificationStatement(v Verification) ([]byte, error) {
 		return nil, fmt.Errorf("verification statement: %w", err)
 	}
 	return canonical(st)
+}
+
+// validDescriptor checks a resource descriptor by the in-toto spec: at
+// least one of uri, digest and content (in-toto's Go Validate, v1.2.0,
+// also takes a name alone), and a well-formed digest.
+func validDescriptor(rd *intoto.ResourceDescriptor) error {
+	if rd.GetUri() == "" && len(rd.GetDigest()) == 0 && len(rd.GetContent()) == 0 {
+		return errors.New("a resource descriptor needs a uri, a digest or its content")
+	}
+	return rd.Validate()
 }
 
 // AnnotationsDigest is the hex sha256 of annotations as JSON with keys
@@ -281,7 +291,7 @@ func ParseVerificationStatement(raw []byte) (*TestResult, error) {
 		Result: pred.GetResult(), PassedTests: pred.GetPassedTests(), FailedTests: pred.GetFailedTests(), WarnedTests: pred.GetWarnedTests(),
 	}
 	for i, c := range pred.GetConfiguration() {
-		if err := c.Validate(); err != nil {
+		if err := validDescriptor(c); err != nil {
 			return nil, fmt.Errorf("decoding test-result predicate: configuration[%d] %s: %w", i, c.GetName(), err)
 		}
 		switch c.GetName() {
