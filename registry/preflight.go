@@ -26,10 +26,9 @@ import (
 // location). Nothing is stored.
 
 // PushCheckBudget is CheckPush's retry budget: a registry that refuses
-// connections fails the check within its waits (MaxWaits: at most 0.25 +
-// 0.5 + 1 + 2 + 2 s), one that accepts connections and never answers after
-// two attempts of 6 s; a registry dropping one request in five still
-// passes (6 attempts).
+// connections fails the check within its waits (MaxWaits: 7.5 s at most),
+// one that accepts connections and never answers after two attempts of
+// 6 s; a registry dropping one request in five still passes (6 attempts).
 var PushCheckBudget = Budget{
 	Attempts:      6,
 	MaxElapsed:    12 * time.Second,
