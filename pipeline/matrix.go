@@ -109,16 +109,9 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 		}
 		chk = ci.ClientChecker{Client: o.Registry}
 	}
-	g, gerr := o.graph(ctx, loaded, log)
-	if gerr != nil {
-		if skipping {
-			// Fail closed: without the spec keys the build would record
-			// now, no ledger image can be shown to match, and counting
-			// them all "already in the registry" would republish stale
-			// images as tonight's.
-			return ci.Matrix{}, "", fmt.Errorf("ci matrix: nothing counted as already in %s: %w; give the --context-dir holding it, or --force to rebuild everything", o.SkipRepo, gerr)
-		}
-		fmt.Fprintf(log, "ci matrix: no env stage, each shard builds the envs its instances need: %v\n", gerr)
+	g, err := o.trustedGraph(ctx, loaded, skipping, log)
+	if err != nil {
+		return ci.Matrix{}, "", err
 	}
 	envStage := o.EnvStage && g != nil
 	if o.EnvStage && loaded == nil {
@@ -262,6 +255,22 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 		if n.Kind == string(render.KindInstance) {
 			g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform.String()}] = n
 		}
+	}
+	return g, nil
+}
+
+// trustedGraph is graph, failing closed when the matrix skips what the
+// ledger records: without the spec keys the build would record now, no
+// ledger image can be shown to match, and counting them all "already in
+// the registry" would republish stale images as tonight's. Without
+// skipping, a graph that cannot be made only means no env stage.
+func (o MatrixOptions) trustedGraph(ctx context.Context, loaded *Loaded, skipping bool, log io.Writer) (*matrixGraph, error) {
+	g, err := o.graph(ctx, loaded, log)
+	switch {
+	case err != nil && skipping:
+		return nil, fmt.Errorf("ci matrix: nothing counted as already in %s: %w; give the --context-dir holding it, or --force to rebuild everything", o.SkipRepo, err)
+	case err != nil:
+		fmt.Fprintf(log, "ci matrix: no env stage, each shard builds the envs its instances need: %v\n", err)
 	}
 	return g, nil
 }
