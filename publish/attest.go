@@ -30,8 +30,13 @@ import (
 // buildx lays it out (platform unknown/unknown, vnd.docker.reference.type
 // attestation-manifest, vnd.docker.reference.digest the image).
 //
-// The verification statement (Options.Verification) is made here from the
-// verify summary and attached to the per-arch image as a referrer.
+// The build's verification statement (core.Image.Verification: the gold
+// check of build --verify, attached by the builder where it pushed the
+// image) is carried like the SBOM (sbom.go). A statement of a separate
+// verify run (Options.Verification, publish --verification) is made here
+// from its verdicts and attached to the per-arch image as a referrer. Once
+// an image's referrers are in place, another build's of the same kinds
+// are superseded (sbom.go, supersede).
 
 // childAttestation is the build's attestation of im as an index lists it.
 func childAttestation(im core.Image) *manifests.Attestation {
