@@ -254,12 +254,15 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 		}
 	}
 	publishAs("docker config credentials", env, "cfgauth", true)
-	// Wrong password: fails, and neither password is printed.
+	// Wrong password: refused by the check before anything is written,
+	// naming the registry and where the credential came from, and
+	// neither password is printed.
 	wrong := "Wr0ng-Pa55-x91"
 	secrets = append(secrets, wrong, base64.StdEncoding.EncodeToString([]byte(user+":"+wrong)))
 	out := publishAs("wrong credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+wrong), "bad", false)
-	if !bytes.Contains(out, []byte("FAILED")) || !bytes.Contains(out, []byte("401")) {
-		t.Errorf("wrong credentials: no FAILED line naming the 401:\n%s", out)
+	if !bytes.Contains(out, []byte("registry "+reg.Host+" refused the request (credential for "+reg.Host+" from $SWEBUILD_REGISTRY_AUTH)")) ||
+		!bytes.Contains(out, []byte("-> 401")) || bytes.Contains(out, []byte("pushed")) {
+		t.Errorf("wrong credentials: no refusal naming the registry, the credential's source and the 401 (or a pushed line):\n%s", out)
 	}
 	t.Logf("wrong credentials output:\n%s", out)
 }
