@@ -45,9 +45,15 @@ const TombstoneType = "application/vnd.swebuild.superseded.v1+json"
 // Kind is what a referrer is, as superseding compares referrers: its
 // artifactType and, for an in-toto statement, its predicate type (the
 // manifest annotation in-toto.io/predicate-type, which a referrers index
-// entry carries).
+// entry carries). A statement whose entry names none is taken as a test
+// result: the only statement swebuild attached before its entries named
+// their predicate.
 func Kind(d v1.Descriptor) string {
-	return d.ArtifactType + " " + d.Annotations[AnnotationPredicateType]
+	pt := d.Annotations[AnnotationPredicateType]
+	if d.ArtifactType == StatementMediaType && pt == "" {
+		pt = TestResultPredicate
+	}
+	return d.ArtifactType + " " + pt
 }
 
 // Superseded returns the entries of refs that keep supersedes: those of

@@ -43,15 +43,17 @@ func TestSuperseded(t *testing.T) {
 	oldSBOM, newSBOM := d(hex('3'), sbomType, ""), d(hex('4'), sbomType, "")
 	oldTest, newTest := d(hex('5'), StatementMediaType, TestResultPredicate), d(hex('6'), StatementMediaType, TestResultPredicate)
 	otherStmt := d(hex('7'), StatementMediaType, "https://slsa.dev/verification_summary/v1")
+	// A statement attached before entries named their predicate.
+	unnamed := d(hex('a'), StatementMediaType, "")
 	sig := d(hex('8'), sigType, "")
-	all := []v1.Descriptor{oldProv, newProv, oldSBOM, newSBOM, oldTest, newTest, otherStmt, sig}
+	all := []v1.Descriptor{oldProv, newProv, oldSBOM, newSBOM, oldTest, newTest, otherStmt, sig, unnamed}
 	for _, tc := range []struct {
 		name string
 		keep []v1.Descriptor
 		want []v1.Descriptor
 	}{
-		{"the new build's three", []v1.Descriptor{newProv, newSBOM, newTest}, []v1.Descriptor{oldProv, oldSBOM, oldTest}},
-		{"same SBOM both builds", []v1.Descriptor{newProv, oldSBOM, newTest}, []v1.Descriptor{oldProv, newSBOM, oldTest}},
+		{"the new build's three", []v1.Descriptor{newProv, newSBOM, newTest}, []v1.Descriptor{oldProv, oldSBOM, oldTest, unnamed}},
+		{"same SBOM both builds", []v1.Descriptor{newProv, oldSBOM, newTest}, []v1.Descriptor{oldProv, newSBOM, oldTest, unnamed}},
 		{"no statement this time", []v1.Descriptor{newProv, newSBOM}, []v1.Descriptor{oldProv, oldSBOM}},
 		{"nothing kept", nil, nil},
 		{"kept digest not listed", []v1.Descriptor{d(hex('9'), provType, "")}, nil},
