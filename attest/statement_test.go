@@ -14,6 +14,8 @@ import (
 	trpb "github.com/in-toto/attestation/go/predicates/test_result/v0"
 	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 func TestVerificationStatement(t *testing.T) {
@@ -42,7 +44,7 @@ func TestVerificationStatement(t *testing.T) {
 	yes, no := true, false
 	base := Verification{
 		ImageName: "127.0.0.1:5000/r/sweb.eval.x86_64.pytest-dev_1776_pytest-7220", ImageDigest: img,
-		InstanceID: "pytest-dev__pytest-7220", Platform: "linux/amd64", Report: rep, GoldResolved: true, ControlUnresolved: &yes,
+		InstanceID: "pytest-dev__pytest-7220", Platform: core.AMD64, Report: rep, GoldResolved: true, ControlUnresolved: &yes,
 		Grading: "v5", GradingVersion: "5.0.2", EvalScript: eval, Repeat: 2,
 		Container: map[string]string{"network": "none", "timeout": "1800s"}, Verifier: "swebuild test",
 	}
@@ -164,7 +166,7 @@ func TestVerificationConfigDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, err := VerificationStatement(Verification{ImageName: "r/x", ImageDigest: "sha256:" + strings.Repeat("cd", 32),
-		InstanceID: "pytest-dev__pytest-7220", Platform: "linux/arm64", Report: rep, GoldResolved: true, Grading: "v4.1", Repeat: 1, Verifier: "t"})
+		InstanceID: "pytest-dev__pytest-7220", Platform: core.ARM64, Report: rep, GoldResolved: true, Grading: "v4.1", Repeat: 1, Verifier: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,13 @@ type GoldCheck struct {
 
 	mu   sync.Mutex
 	sum  *verify.Summary
-	last map[string]verify.Result // the latest gold result by instance@platform
+	last map[goldKey]verify.Result // the latest gold result of each image
+}
+
+// goldKey names one instance image: instance id and platform.
+type goldKey struct {
+	id string
+	p  core.Platform
 }
 
 // NewGoldCheck renders eval.sh for every loaded instance and platform and
@@ -67,7 +73,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 	if o.Parser != "" && !slices.Contains(grading.ParserNames(), o.Parser) {
 		return nil, fmt.Errorf("log parser %q: want one of %s", o.Parser, strings.Join(grading.ParserNames(), ", "))
 	}
-	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir, last: map[string]verify.Result{}}
+	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir, last: map[goldKey]verify.Result{}}
 	targets, errs := l.Targets(ctx, platforms, nil, o.EvalScript)
 	for _, e := range errs {
 		fmt.Fprintf(writerOr(o.Progress), "verify: %v\n", e)
@@ -89,14 +95,14 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 	// Each check writes into a summary of its own, then into the check's
 	// under gc.mu, so Attest can read a node's result while other nodes
 	// are being checked.
-	gc.hook = func(ctx context.Context, c gateway.Client, instanceID, platform string, image llb.State) error {
+	gc.hook = func(ctx context.Context, c gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
 		one := &verify.Summary{}
 		err := runner.BuilderHook(targets, one)(ctx, c, instanceID, platform, image)
 		gc.mu.Lock()
 		defer gc.mu.Unlock()
 		gc.sum.Results = append(gc.sum.Results, one.Results...)
 		for _, r := range one.Results {
-			gc.last[r.InstanceID+"@"+string(r.Platform)] = r
+			gc.last[goldKey{r.InstanceID, r.Platform}] = r
 		}
 		return err
 	}
@@ -112,7 +118,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 func (gc *GoldCheck) Attest(verifier string) builder.AttestFunc {
 	return func(instanceID string, p core.Platform, name string, subject v1.Descriptor) (string, []byte, error) {
 		gc.mu.Lock()
-		res, ok := gc.last[instanceID+"@"+string(p)]
+		res, ok := gc.last[goldKey{instanceID, p}]
 		settings := gc.sum.Settings
 		gc.mu.Unlock()
 		if !ok || res.Mode != verify.ModeGold {
@@ -153,7 +159,7 @@ func (gc *GoldCheck) Finish(out io.Writer) []error {
 		if a.InstanceID != b.InstanceID {
 			return a.InstanceID < b.InstanceID
 		}
-		return a.Platform < b.Platform
+		return a.Platform.Compare(b.Platform) < 0
 	})
 	cached := 0
 	for _, r := range gc.sum.Results {

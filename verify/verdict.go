@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/verification"
 )
 
@@ -44,10 +45,14 @@ func VerdictOf(res Result, control *Result, settings *verification.Settings) (ve
 // with the control result of its instance and platform. A result whose
 // files cannot be read is left out and named in the error.
 func (s *Summary) Verdicts() ([]verification.Verdict, error) {
-	control := map[string]*Result{}
+	type key struct {
+		id string
+		p  core.Platform
+	}
+	control := map[key]*Result{}
 	for i, r := range s.Results {
 		if r.Mode == ModeControl {
-			control[r.InstanceID+"@"+string(r.Platform)] = &s.Results[i]
+			control[key{r.InstanceID, r.Platform}] = &s.Results[i]
 		}
 	}
 	var out []verification.Verdict
@@ -56,7 +61,7 @@ func (s *Summary) Verdicts() ([]verification.Verdict, error) {
 		if r.Mode != ModeGold {
 			continue
 		}
-		v, err := VerdictOf(r, control[r.InstanceID+"@"+string(r.Platform)], s.Settings)
+		v, err := VerdictOf(r, control[key{r.InstanceID, r.Platform}], s.Settings)
 		if err != nil {
 			errs = append(errs, err)
 			continue

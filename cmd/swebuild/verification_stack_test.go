@@ -94,7 +94,7 @@ func TestBuildVerifyThenPublishCarriesTheVerification(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reports[r.InstanceID+" "+string(r.Platform)] = rep
+			reports[r.InstanceID+" "+r.Platform.String()] = rep
 		}
 		return out
 	}
@@ -131,7 +131,7 @@ func checkPublishedReferrers(t *testing.T, ctx context.Context, repo string, rec
 	for _, im := range recs {
 		for _, where := range []string{namer.ArchRepo(im.Platform.Arch(), im.InstanceID), namer.IndexRepo(im.InstanceID)} {
 			r, _ := name.NewRepository(where, name.Insecure)
-			what := im.InstanceID + " " + string(im.Platform) + " in " + where
+			what := im.InstanceID + " " + im.Platform.String() + " in " + where
 			ri, err := ggcrremote.Referrers(r.Digest(im.Digest.String()))
 			if err != nil {
 				t.Fatalf("%s: referrers: %v", what, err)
@@ -158,7 +158,7 @@ func checkPublishedReferrers(t *testing.T, ctx context.Context, repo string, rec
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			passed, failed, err := attest.ReportTests(reports[im.InstanceID+" "+string(im.Platform)], im.InstanceID)
+			passed, failed, err := attest.ReportTests(reports[im.InstanceID+" "+im.Platform.String()], im.InstanceID)
 			if err != nil {
 				t.Fatalf("%s: the gold check's report: %v", what, err)
 			}
