@@ -98,7 +98,7 @@ func (r *Referrers) Supersede(ctx context.Context, repo name.Repository, subject
 	var gone []v1.Descriptor
 	seen := 0
 	for round := 0; round < rounds; round++ {
-		cur, err := r.readFallback(ctx, repo, subject)
+		cur, err := r.reader().ReadFallback(ctx, repo, subject)
 		if err != nil {
 			return nil, fmt.Errorf("superseding referrers of %s: %w", subject, err)
 		}

@@ -93,7 +93,7 @@ func TestPublishCarriesTheBuildsStatement(t *testing.T) {
 						t.Errorf("%s: %s %s in %s: statements %v, SBOMs %v; want exactly %s and %s", when, im.ID(), what, where, stmts, docs, im.Verification, im.SBOM)
 					}
 				}
-				vs, err := attest.ManifestStatements(ctx, c, repo, func() v1.Hash { h, _ := v1.NewHash(im.Verification.String()); return h }(), attest.TestResultPredicate)
+				vs, err := refs.Statements(ctx, repo, h, attest.TestResultPredicate)
 				if err != nil || len(vs) != 1 {
 					t.Fatalf("%s: %s in %s: %d statements, %v", when, im.ID(), where, len(vs), err)
 				}

@@ -150,7 +150,9 @@ func checkPublishedReferrers(t *testing.T, ctx context.Context, repo string, rec
 					t.Errorf("%s: referrers of type %s: %v, want exactly %s", what, at, got, want)
 				}
 			}
-			vs, err := attest.ManifestStatements(ctx, client, r, mustHash(t, im.Verification.String()), attest.TestResultPredicate)
+			refs := &attest.Referrers{Client: client}
+			subject := mustHash(t, im.Digest.String())
+			vs, err := refs.Statements(ctx, r, subject, attest.TestResultPredicate)
 			if err != nil || len(vs) != 1 {
 				t.Fatalf("%s: verification statement: %d, %v", what, len(vs), err)
 			}
@@ -167,7 +169,7 @@ func checkPublishedReferrers(t *testing.T, ctx context.Context, repo string, rec
 					what, tr.SubjectDigest, tr.Result, tr.PassedTests, tr.FailedTests, tr.Extra, im.Digest, passed, failed)
 			}
 			checkStatementInToto(t, what, vs[0])
-			prov, err := attest.ManifestStatements(ctx, client, r, mustHash(t, im.Attestation.String()), "https://slsa.dev/provenance/v1")
+			prov, err := refs.Statements(ctx, r, subject, "https://slsa.dev/provenance/v1")
 			if err != nil || len(prov) != 1 {
 				t.Fatalf("%s: provenance: %d, %v", what, len(prov), err)
 			}
