@@ -352,3 +352,37 @@ func manifestStatements(ctx context.Context, pr *publication.Reader, repo name.R
 	}
 	return out, nil
 }
+
+// Carried is one layer of a referrer manifest: its predicate type (the
+// in-toto.io/predicate-type annotation; "" for a layer that names none)
+// or media type, and its bytes.
+type Carried struct {
+	PredicateType string
+	MediaType     types.MediaType
+	Payload       []byte
+}
+
+// ReferrerPayloads reads every layer of the referrer manifest dg in repo
+// (BuildKit's attestation manifest: its provenance statement; swebuild's
+// statement and SBOM artifacts: their one layer), each bounded and
+// digest-checked through the publication reader. Reading by digest, what
+// comes back is what the record that names dg was made with.
+func ReferrerPayloads(ctx context.Context, pr *publication.Reader, repo name.Repository, dg v1.Hash) ([]Carried, error) {
+	m, err := pr.Manifest(ctx, repo.Digest(dg.String()))
+	if err != nil {
+		return nil, err
+	}
+	man, err := v1.ParseManifest(bytes.NewReader(m.Raw))
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", dg, err)
+	}
+	var out []Carried
+	for _, l := range man.Layers {
+		b, err := pr.ReadBlob(ctx, repo, l, maxStatement, "referrer layer")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Carried{PredicateType: l.Annotations[AnnotationPredicateType], MediaType: l.MediaType, Payload: b})
+	}
+	return out, nil
+}

@@ -35,6 +35,11 @@ import (
 // the API lists every manifest whose subject is the image, and removing
 // one would mean deleting it.
 
+// AnnotationBundlePredicateType is the predicate type of the statement a
+// Sigstore bundle referrer carries (cosign v3 writes it on the manifest and
+// its descriptor; package sign writes it the same way).
+const AnnotationBundlePredicateType = "dev.sigstore.bundle.predicateType"
+
 // AnnotationSuperseded is the tombstone's annotation naming what
 // superseded the referrer that was attached under its tag.
 const AnnotationSuperseded = "org.swebuild.superseded-by"
@@ -50,6 +55,12 @@ const TombstoneType = "application/vnd.swebuild.superseded.v1+json"
 // their predicate.
 func Kind(d v1.Descriptor) string {
 	pt := d.Annotations[AnnotationPredicateType]
+	if pt == "" {
+		// A Sigstore bundle names its statement's predicate type so
+		// (cosign v3's referrer annotation): a signed provenance and a
+		// signed verification are different kinds.
+		pt = d.Annotations[AnnotationBundlePredicateType]
+	}
 	if d.ArtifactType == StatementMediaType && pt == "" {
 		pt = TestResultPredicate
 	}

@@ -46,7 +46,15 @@ func TestSuperseded(t *testing.T) {
 	// A statement attached before entries named their predicate.
 	unnamed := d(hex('a'), StatementMediaType, "")
 	sig := d(hex('8'), sigType, "")
-	all := []v1.Descriptor{oldProv, newProv, oldSBOM, newSBOM, oldTest, newTest, otherStmt, sig, unnamed}
+	// Sigstore bundles (cosign v3's referrers): a kind per predicate type
+	// of the statement they carry.
+	bundle := func(hex, predicate string) v1.Descriptor {
+		return v1.Descriptor{Digest: hashOf(t, hex), ArtifactType: "application/vnd.dev.sigstore.bundle.v0.3+json",
+			Annotations: map[string]string{AnnotationBundlePredicateType: predicate, "dev.sigstore.bundle.content": "dsse-envelope"}}
+	}
+	oldSignedTest, newSignedTest := bundle(hex('b'), TestResultPredicate), bundle(hex('c'), TestResultPredicate)
+	oldSignedProv, newSignedProv := bundle(hex('d'), "https://slsa.dev/provenance/v1"), bundle(hex('e'), "https://slsa.dev/provenance/v1")
+	all := []v1.Descriptor{oldProv, newProv, oldSBOM, newSBOM, oldTest, newTest, otherStmt, sig, unnamed, oldSignedTest, newSignedTest, oldSignedProv, newSignedProv}
 	for _, tc := range []struct {
 		name string
 		keep []v1.Descriptor
@@ -55,6 +63,8 @@ func TestSuperseded(t *testing.T) {
 		{"the new build's three", []v1.Descriptor{newProv, newSBOM, newTest}, []v1.Descriptor{oldProv, oldSBOM, oldTest, unnamed}},
 		{"same SBOM both builds", []v1.Descriptor{newProv, oldSBOM, newTest}, []v1.Descriptor{oldProv, newSBOM, oldTest, unnamed}},
 		{"no statement this time", []v1.Descriptor{newProv, newSBOM}, []v1.Descriptor{oldProv, oldSBOM}},
+		{"the new build's signed statements", []v1.Descriptor{newProv, newSignedTest, newSignedProv}, []v1.Descriptor{oldProv, oldSignedTest, oldSignedProv}},
+		{"a new signed verification only", []v1.Descriptor{newSignedTest}, []v1.Descriptor{oldSignedTest}},
 		{"nothing kept", nil, nil},
 		{"kept digest not listed", []v1.Descriptor{d(hex('9'), provType, "")}, nil},
 	} {

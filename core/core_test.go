@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 )
 
 func TestParsePlatform(t *testing.T) {
@@ -129,6 +131,9 @@ func TestValidate(t *testing.T) {
 		{"verification", func(im *Image) { im.Verification, im.VerificationSize = dg, 1200 }, ""},
 		{"verification not sha256", func(im *Image) { im.Verification, im.VerificationSize = "md5:00", 1200 }, "verification"},
 		{"verification without size", func(im *Image) { im.Verification = dg }, "verification_size"},
+		{"signatures", func(im *Image) { im.Signatures, im.SignedBy = []digest.Digest{dg}, "key 0123456789abcdef" }, ""},
+		{"signature not sha256", func(im *Image) { im.Signatures, im.SignedBy = []digest.Digest{"md5:00"}, "key 0123456789abcdef" }, "signatures"},
+		{"signatures without signer", func(im *Image) { im.Signatures = []digest.Digest{dg} }, "signed_by"},
 		{"bad time", func(im *Image) { im.Time = "yesterday" }, "time"},
 		{"env without key", func(im *Image) { im.Kind = KindEnv; im.InstanceID = "" }, "key"},
 		{"env", func(im *Image) { im.Kind = KindEnv; im.InstanceID = ""; im.Key = "sweb.env.py.x86_64.abc:latest" }, ""},

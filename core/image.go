@@ -91,6 +91,13 @@ type Image struct {
 	// the index repositories, as it carries the SBOM.
 	Verification     digest.Digest `json:"verification,omitempty"`
 	VerificationSize int64         `json:"verification_size,omitempty"`
+	// Signatures are the Sigstore bundle referrers (one per signed
+	// in-toto statement: the verification, the provenance, the SBOM)
+	// publish attached to a published per-arch image, in its per-arch and
+	// index repositories; SignedBy names who signed them ("key <id>" or
+	// "certificate <identity>", sign.Signer.Name). Empty: not signed.
+	Signatures []digest.Digest `json:"signatures,omitempty"`
+	SignedBy   string          `json:"signed_by,omitempty"`
 	// Tags are the tags a published record was written under.
 	Tags []string `json:"tags,omitempty"`
 	// OCILayout is an OCI image layout directory holding the image.
@@ -240,6 +247,14 @@ func (im Image) checkValues() *FieldError {
 		if im.VerificationSize <= 0 {
 			return bad("verification_size", "%d: a verification statement needs its manifest size", im.VerificationSize)
 		}
+	}
+	for _, sg := range im.Signatures {
+		if err := sg.Validate(); err != nil || sg.Algorithm() != digest.SHA256 {
+			return bad("signatures", "%q is not a sha256 digest", sg)
+		}
+	}
+	if len(im.Signatures) > 0 && im.SignedBy == "" {
+		return bad("signed_by", "required with signatures")
 	}
 	if im.Size < 0 {
 		return bad("size", "%d is negative", im.Size)

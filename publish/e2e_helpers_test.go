@@ -255,7 +255,7 @@ func TestPlainHTTPToAPrivateAddressIsRefused(t *testing.T) {
 	env := cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+addr+"=private-user:Pr1vate-Pa55")
 	inNS := []string{"ip", "netns", "exec", ns}
 
-	r := run(t, env, 2*time.Minute, inNS, "publish", "--metadata-file", mdPath, "--repo", addr+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	r := run(t, env, 2*time.Minute, inNS, "publish", "--unsigned", "--metadata-file", mdPath, "--repo", addr+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("refused in %v:\n%s", r.elapsed.Round(time.Millisecond), r.out)
 	if r.err == nil {
 		t.Errorf("publish to a plain-HTTP private registry succeeded:\n%s", r.out)
@@ -267,7 +267,7 @@ func TestPlainHTTPToAPrivateAddressIsRefused(t *testing.T) {
 		t.Errorf("the error does not say plain HTTP was refused:\n%s", r.out)
 	}
 
-	r = run(t, env, 2*time.Minute, inNS, "publish", "--insecure-registry", addr, "--metadata-file", mdPath, "--repo", addr+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	r = run(t, env, 2*time.Minute, inNS, "publish", "--unsigned", "--insecure-registry", addr, "--metadata-file", mdPath, "--repo", addr+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("named insecure, in %v:\n%s", r.elapsed.Round(time.Millisecond), r.out)
 	if got := requests(); !strings.Contains(got, "auth=true") {
 		t.Errorf("named insecure, the registry was not reached with the credentials (%v):\n%s\nrequests:\n%s", r.err, r.out, got)

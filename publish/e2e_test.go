@@ -123,7 +123,7 @@ func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 	f.stage(t, src.Host, src.Host, "staging/build")
 	mdPath := f.writeMetadata(t)
 	ledger := filepath.Join(f.dir, "ledger.jsonl")
-	args := []string{"publish", "--metadata-file", mdPath, "--repo", px.Host + "/kill", "--ledger", ledger, "-j", "2"}
+	args := []string{"publish", "--unsigned", "--metadata-file", mdPath, "--repo", px.Host + "/kill", "--ledger", ledger, "-j", "2"}
 
 	var out1 bytes.Buffer
 	cmd := exec.Command(bin, args...)
@@ -229,7 +229,7 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 	publishAs := func(name string, env []string, repo string, wantOK bool) []byte {
 		t.Helper()
 		ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
-		r := run(t, env, 2*time.Minute, nil, "publish", "--debug", "--metadata-file", mdPath, "--repo", reg.Host+"/"+repo, "--ledger", ledger)
+		r := run(t, env, 2*time.Minute, nil, "publish", "--unsigned", "--debug", "--metadata-file", mdPath, "--repo", reg.Host+"/"+repo, "--ledger", ledger)
 		if (r.err == nil) != wantOK {
 			t.Errorf("%s: exit error %v, want ok=%v\n%s", name, r.err, wantOK, r.out)
 		}
@@ -317,7 +317,7 @@ func TestUnscopedCredentialsGoOnlyToTheRepoRegistry(t *testing.T) {
 	}
 	mdPath := f.writeMetadata(t)
 	r := run(t, cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+pass), 2*time.Minute, nil,
-		"publish", "--metadata-file", mdPath, "--repo", reg.Host+"/release", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+		"publish", "--unsigned", "--metadata-file", mdPath, "--repo", reg.Host+"/release", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	n, auths := spy.seen()
 	if n == 0 {
 		t.Fatalf("the spy was never asked; the test proves nothing:\n%s", r.out)
@@ -346,7 +346,7 @@ func TestPasswordsWithEqualsAndCommas(t *testing.T) {
 		"ghcr.io=someone:x,y\n" + reg.Host + "=" + user + ":" + pass,
 	} {
 		r := run(t, cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+auth), 2*time.Minute, nil,
-			"publish", "--metadata-file", mdPath, "--repo", fmt.Sprintf("%s/pw%d", reg.Host, i), "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+			"publish", "--unsigned", "--metadata-file", mdPath, "--repo", fmt.Sprintf("%s/pw%d", reg.Host, i), "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 		if r.err != nil {
 			t.Errorf("form %d: %v\n%s", i, r.err, r.out)
 		}
@@ -365,7 +365,7 @@ func TestTwoPublishesAtOnceOnOneLedger(t *testing.T) {
 	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4"}, nil, 16<<10, 2)
 	mdPath := f.writeMetadata(t)
 	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
-	args := []string{"publish", "--metadata-file", mdPath, "--repo", px.Host + "/two", "--ledger", ledger, "-j", "2"}
+	args := []string{"publish", "--unsigned", "--metadata-file", mdPath, "--repo", px.Host + "/two", "--ledger", ledger, "-j", "2"}
 	var wg sync.WaitGroup
 	results := make([]result, 2)
 	for i := range results {
@@ -418,7 +418,7 @@ func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 	mdPath := f.writeMetadata(t)
 	ledger := filepath.Join(t.TempDir(), "l.jsonl")
 	limit := registry.PushCheckBudget.MaxWaits() + 5*time.Second
-	r := run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", dead+"/x", "--ledger", ledger)
+	r := run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--unsigned", "--metadata-file", mdPath, "--repo", dead+"/x", "--ledger", ledger)
 	t.Logf("target refused after %v (the check's waits %v):\n%s", r.elapsed.Round(time.Millisecond), registry.PushCheckBudget.MaxWaits(), r.out)
 	if r.err == nil {
 		t.Fatal("publish to a dead registry succeeded")
@@ -444,7 +444,7 @@ func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 	}
 	mdPath = f.writeMetadata(t)
 	limit = registry.DefaultBudget.MaxWaits() + 5*time.Second
-	r = run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", reg.Host+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	r = run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--unsigned", "--metadata-file", mdPath, "--repo", reg.Host+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("source gave up after %v (budget's waits %v):\n%s", r.elapsed.Round(time.Millisecond), registry.DefaultBudget.MaxWaits(), r.out)
 	if r.err == nil {
 		t.Fatal("publish from a dead registry succeeded")
@@ -470,7 +470,7 @@ func TestSilentRegistryGivesUpWithinTheBudget(t *testing.T) {
 	mdPath := f.writeMetadata(t)
 	pc := registry.PushCheckBudget
 	limit := pc.MaxElapsed + pc.AnswerTimeout + 5*time.Second
-	r := run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", silent+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	r := run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--unsigned", "--metadata-file", mdPath, "--repo", silent+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("target refused after %v (the check's budget %v):\n%s", r.elapsed.Round(time.Millisecond), pc.MaxElapsed, r.out)
 	if r.err == nil {
 		t.Fatal("publish to a silent registry succeeded")
@@ -490,7 +490,7 @@ func TestSilentRegistryGivesUpWithinTheBudget(t *testing.T) {
 	mdPath = f.writeMetadata(t)
 	b := registry.DefaultBudget
 	limit = b.MaxElapsed + b.AnswerTimeout + 10*time.Second
-	r = run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", reg.Host+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	r = run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--unsigned", "--metadata-file", mdPath, "--repo", reg.Host+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("source gave up after %v (budget %v):\n%s", r.elapsed.Round(time.Millisecond), b.MaxElapsed, r.out)
 	if r.err == nil {
 		t.Fatal("publish from a silent registry succeeded")
@@ -529,7 +529,7 @@ func TestStreamingAGiBLayerAcrossRegistriesWithBoundedRSS(t *testing.T) {
 			px.SetConfig(cfg)
 			px.ResetStats()
 		}
-		r := run(t, cleanEnv(t), 10*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", dstPx.Host+"/release", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+		r := run(t, cleanEnv(t), 10*time.Minute, nil, "publish", "--unsigned", "--metadata-file", mdPath, "--repo", dstPx.Host+"/release", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 		if r.err != nil {
 			t.Fatalf("%d MiB layer: %v\n%s", size>>20, r.err, r.out)
 		}

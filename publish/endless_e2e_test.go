@@ -14,7 +14,7 @@ import (
 // waiting until SIGTERM, which ends it at once (issue 20 row 8: the first
 // spun at 100% CPU for ever, and both ignored SIGTERM).
 func TestEndlessMetadataFileEndsAndHonoursSIGTERM(t *testing.T) {
-	r := run(t, cleanEnv(t), 30*time.Second, nil, "publish", "--metadata-file", "/dev/zero", "--repo", "127.0.0.1:9/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	r := run(t, cleanEnv(t), 30*time.Second, nil, "publish", "--unsigned", "--metadata-file", "/dev/zero", "--repo", "127.0.0.1:9/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("/dev/zero: %v after %v:\n%s", r.err, r.elapsed.Round(time.Millisecond), r.out)
 	if r.err == nil || !bytes.Contains(r.out, []byte("over the size limit")) {
 		t.Errorf("/dev/zero: want a failure naming the size limit")
@@ -24,7 +24,7 @@ func TestEndlessMetadataFileEndsAndHonoursSIGTERM(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	cmd := exec.Command(swebuildBinary(t), "publish", "--metadata-file", fifo, "--repo", "127.0.0.1:9/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	cmd := exec.Command(swebuildBinary(t), "publish", "--unsigned", "--metadata-file", fifo, "--repo", "127.0.0.1:9/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	cmd.Env = cleanEnv(t)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -44,11 +44,18 @@ func (p *publisher) indexReferrers(ctx context.Context, id string, pubs []publis
 				p.progress("attached verification %s %s in %s", id, ch.Platform, repo)
 			}
 		}
-		for _, carried := range []struct {
+		carried := []struct {
 			what string
 			dg   digest.Digest
-		}{{"SBOM", pb.sbom}, {"verification statement", pb.statement}} {
-			if err := p.indexReferrer(ctx, id, repo, ch, carried.what, carried.dg); err != nil {
+		}{{"SBOM", pb.sbom}, {"verification statement", pb.statement}}
+		for _, sg := range pb.signatures {
+			carried = append(carried, struct {
+				what string
+				dg   digest.Digest
+			}{"signed statement", sg})
+		}
+		for _, c := range carried {
+			if err := p.indexReferrer(ctx, id, repo, ch, c.what, c.dg); err != nil {
 				return err
 			}
 		}

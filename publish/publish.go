@@ -24,6 +24,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/sign"
 )
 
 // Options configure Publish.
@@ -54,6 +55,10 @@ type Options struct {
 	// Verification, when set, attaches to each per-arch image the in-toto
 	// statement of what verify found on it (attest.go).
 	Verification *VerificationSource
+	// Signer, when set, signs every statement attached to a per-arch
+	// image (its verification, provenance and SBOM) and attaches the
+	// Sigstore bundles beside them (sign.go). nil publishes unsigned.
+	Signer *sign.Signer
 }
 
 // Summary counts what a Publish run did.
@@ -69,7 +74,13 @@ type Summary struct {
 	// RefRetries counts manifest PUTs sent again because the registry
 	// named a blob or child manifest unknown (putretry.go).
 	RefRetries int
-	Failures   []string
+	// SignedBy names the signer (sign.Signer.Name); "" when the run was
+	// unsigned. SignaturesWritten counts the signed statements this run
+	// attached to per-arch images, SignaturesPresent those found attached
+	// already.
+	SignedBy                             string
+	SignaturesWritten, SignaturesPresent int
+	Failures                             []string
 }
 
 // Err returns an error when anything failed.
@@ -91,6 +102,11 @@ func (s *Summary) String() string {
 	}
 	if s.Ignored > 0 {
 		fmt.Fprintf(&b, "ignored:   %d base/env records\n", s.Ignored)
+	}
+	if s.SignedBy != "" {
+		fmt.Fprintf(&b, "signed:    %d statement(s) signed and attached, %d already attached (%s)\n", s.SignaturesWritten, s.SignaturesPresent, s.SignedBy)
+	} else if s.Instances > 0 {
+		fmt.Fprintf(&b, "signed:    nothing: published UNSIGNED (no signer was given)\n")
 	}
 	for _, f := range s.Failures {
 		fmt.Fprintf(&b, "FAILED %s\n", f)
@@ -165,6 +181,9 @@ func Publish(ctx context.Context, images []core.Image, opts Options) (*Summary, 
 		return nil, fmt.Errorf("publish: repository prefix %q: %w", opts.Repo, err)
 	}
 	p.dest = probe.RegistryStr()
+	if opts.Signer != nil {
+		p.sum.SignedBy = opts.Signer.Name()
+	}
 
 	byID := map[string][]core.Image{}
 	for _, im := range images {
@@ -273,6 +292,11 @@ type published struct {
 	// (the ledger did not record them published): the ones of the same
 	// kinds from another build of the digest are superseded (supersede.go).
 	carried bool
+	// record is the ledger's record of the published image (written by
+	// this run or found); signatures the signed statements' bundle
+	// referrers attached to it (sign.go).
+	record     core.Image
+	signatures []digest.Digest
 }
 
 // instance publishes one instance: its per-arch images, then its index.
@@ -288,11 +312,18 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 		err := errors.New("platform listed twice")
 		if !seen[im.Platform] {
 			seen[im.Platform] = true
+			var prev *core.Image
+			if rec, ok := p.opts.Ledger.Lookup(core.KindInstance, id, im.Platform); ok {
+				prev = &rec
+			}
 			pub, skipped, err = p.image(ctx, id, im)
 			if err == nil {
 				var attached bool
 				pub.verification, attached, err = p.attachVerification(ctx, id, im, pub.child)
 				pub.carried = pub.carried || attached
+			}
+			if err == nil {
+				err = p.signImage(ctx, id, im, &pub, prev)
 			}
 			if err == nil && pub.carried {
 				err = p.supersede(ctx, p.namer.ArchRepo(im.Platform.Arch(), id), im, pub)
@@ -385,6 +416,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation && rec.SBOM == im.SBOM && rec.Verification == im.Verification
 	if done && p.opts.TrustLedger && rec.Size > 0 {
 		pub.child.Size, pub.child.MediaType = rec.Size, types.MediaType(rec.MediaType)
+		pub.record = rec
 		return pub, true, nil
 	}
 	// One HEAD of the content tag tells whether this exact manifest is
@@ -403,7 +435,11 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	}
 	if d != nil && d.Digest.String() == im.Digest.String() {
 		pub.child.Size, pub.child.MediaType = d.Size, d.MediaType
-		pub.carried = !done
+		result.Size, result.MediaType = d.Size, string(d.MediaType)
+		pub.carried, pub.record = !done, result
+		if done {
+			pub.record = rec
+		}
 		if !done {
 			if err := p.carryAttestation(ctx, repo, im, p.refRepo(im)); err != nil {
 				return pub, false, err
@@ -414,7 +450,6 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 			if err := p.carryStatement(ctx, repo, im, p.refRepo(im)); err != nil {
 				return pub, false, err
 			}
-			result.Size, result.MediaType = d.Size, string(d.MediaType)
 			if err := p.record("recording the image", result); err != nil {
 				return pub, false, err
 			}
@@ -430,7 +465,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	if err := p.record("recording the image", result); err != nil {
 		return pub, false, err
 	}
-	pub.src, pub.carried = src, true
+	pub.src, pub.carried, pub.record = src, true, result
 	return pub, false, nil
 }
 

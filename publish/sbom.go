@@ -80,6 +80,13 @@ func (p *publisher) supersede(ctx context.Context, repo string, im core.Image, p
 	if pub.verification != nil {
 		keep = append(keep, pub.verification.Descriptor.Digest)
 	}
+	for _, dg := range pub.signatures {
+		h, err := v1.NewHash(dg.String())
+		if err != nil {
+			return fmt.Errorf("signature digest %q: %w", dg, err)
+		}
+		keep = append(keep, h)
+	}
 	if len(keep) == 0 {
 		return nil
 	}

@@ -120,9 +120,14 @@ func Statement(subjectName, subjectSHA256, predicateType string, predicate []byt
 type Signer struct {
 	keypair sgsign.Keypair
 	opts    sgsign.BundleOptions
-	// idToken, for keyless signing, is given to the certificate provider.
-	idToken string
+	// name says who signs, for records and messages (Name).
+	name string
 }
+
+// Name says who signs: "key <KeyID>" for a key, "certificate <identity>"
+// keyless (the identity the signer was made for, e.g. the workflow's). It
+// is what a publish ledger records as signed_by.
+func (s *Signer) Name() string { return s.name }
 
 // NewKeySigner signs with key (ECDSA P-256). Its bundles carry the
 // signature and a hint naming the key, no certificate and no transparency
@@ -137,7 +142,7 @@ func NewKeySigner(key *ecdsa.PrivateKey) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing key: %w", err)
 	}
-	return &Signer{keypair: &keyPair{key: key, hint: []byte(hintOf(der))}}, nil
+	return &Signer{keypair: &keyPair{key: key, hint: []byte(hintOf(der))}, name: "key " + KeyID(&key.PublicKey)}, nil
 }
 
 // hintOf is a key's hint in a bundle: base64 of the SHA-256 of its PKIX
@@ -162,9 +167,6 @@ func (s *Signer) Sign(ctx context.Context, statement []byte) ([]byte, StatementI
 	}
 	opts := s.opts
 	opts.Context = ctx
-	if s.idToken != "" {
-		opts.CertificateProviderOptions = &sgsign.CertificateProviderOptions{IDToken: s.idToken}
-	}
 	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: statement, PayloadType: InTotoPayloadType}, s.keypair, opts)
 	if err != nil {
 		return nil, info, fmt.Errorf("signing the %s statement: %w", info.PredicateType, err)

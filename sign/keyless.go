@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -42,8 +43,14 @@ const (
 // KeylessOptions configure keyless signing.
 type KeylessOptions struct {
 	// IDToken is an OIDC identity token for audience "sigstore" (in a
-	// workflow: GitHubActionsIDToken).
-	IDToken string
+	// workflow: GitHubActionsIDToken). IDTokenSource, when set instead,
+	// is asked for a fresh token each time a certificate is needed (a
+	// workflow's token lives minutes; a long publish needs several).
+	IDToken       string
+	IDTokenSource func(context.Context) (string, error)
+	// Identity names the signer in records and messages (Signer.Name:
+	// "certificate <Identity>"), e.g. GitHubWorkflowIdentity's subject.
+	Identity string
 	// FulcioURL and RekorURL default to the public-good instance.
 	FulcioURL, RekorURL string
 	// Timeout bounds each request (default 30 s); Retries retries a 5xx
@@ -61,8 +68,13 @@ type KeylessOptions struct {
 // entries carry the integrated time that dates the signature inside the
 // certificate's ten minutes).
 func NewKeylessSigner(opts KeylessOptions) (*Signer, error) {
-	if opts.IDToken == "" {
+	if opts.IDToken == "" && opts.IDTokenSource == nil {
 		return nil, errors.New("keyless signing: no OIDC identity token")
+	}
+	source := opts.IDTokenSource
+	if source == nil {
+		tok := opts.IDToken
+		source = func(context.Context) (string, error) { return tok, nil }
 	}
 	if opts.FulcioURL == "" {
 		opts.FulcioURL = PublicFulcio
@@ -80,15 +92,67 @@ func NewKeylessSigner(opts KeylessOptions) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyless signing: making the ephemeral key: %w", err)
 	}
+	name := "certificate " + opts.Identity
+	if opts.Identity == "" {
+		name = "certificate (keyless)"
+	}
 	return &Signer{
 		keypair: kp,
-		idToken: opts.IDToken,
+		name:    name,
 		opts: sgsign.BundleOptions{
-			CertificateProvider: sgsign.NewFulcio(&sgsign.FulcioOptions{BaseURL: opts.FulcioURL, Timeout: opts.Timeout, Retries: opts.Retries}),
-			TransparencyLogs:    []sgsign.Transparency{sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: opts.RekorURL, Timeout: opts.Timeout, Retries: opts.Retries, Version: 1})},
-			TrustedRoot:         opts.TrustedRoot,
+			CertificateProvider: &reusedCertificate{
+				provider: sgsign.NewFulcio(&sgsign.FulcioOptions{BaseURL: opts.FulcioURL, Timeout: opts.Timeout, Retries: opts.Retries}),
+				token:    source,
+				now:      time.Now,
+			},
+			TransparencyLogs: []sgsign.Transparency{sgsign.NewRekor(&sgsign.RekorOptions{BaseURL: opts.RekorURL, Timeout: opts.Timeout, Retries: opts.Retries, Version: 1})},
+			TrustedRoot:      opts.TrustedRoot,
 		},
 	}, nil
+}
+
+// certificateReuse is how long a Fulcio certificate (valid ten minutes)
+// signs before a new one is asked for: what is signed with it is entered
+// in Rekor at once, well inside its validity.
+const certificateReuse = 8 * time.Minute
+
+// reusedCertificate asks its provider (Fulcio) for a certificate of the
+// signer's ephemeral key once, with a fresh ID token from token, and
+// hands the same certificate to every signature for certificateReuse; then
+// it asks again. cosign signs with one certificate per invocation the same
+// way; without it, every statement of a publish would cost a Fulcio request
+// and the workflow's token would have to outlive the publish.
+type reusedCertificate struct {
+	provider sgsign.CertificateProvider
+	token    func(context.Context) (string, error)
+	now      func() time.Time
+
+	mu      sync.Mutex
+	cert    []byte
+	issued  time.Time
+	keypair sgsign.Keypair
+}
+
+func (c *reusedCertificate) GetCertificate(ctx context.Context, kp sgsign.Keypair, _ *sgsign.CertificateProviderOptions) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cert != nil && c.keypair == kp && c.now().Sub(c.issued) < certificateReuse {
+		return c.cert, nil
+	}
+	tok, err := c.token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("keyless signing: OIDC identity token: %w", err)
+	}
+	if tok == "" {
+		return nil, errors.New("keyless signing: empty OIDC identity token")
+	}
+	issued := c.now()
+	cert, err := c.provider.GetCertificate(ctx, kp, &sgsign.CertificateProviderOptions{IDToken: tok})
+	if err != nil {
+		return nil, err
+	}
+	c.cert, c.issued, c.keypair = cert, issued, kp
+	return cert, nil
 }
 
 // GitHubActionsIDToken asks GitHub Actions for the workflow's OIDC token

@@ -2,11 +2,16 @@ package sign
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 )
 
@@ -103,5 +108,63 @@ func TestGitHubActionsIDToken(t *testing.T) {
 	}
 	if _, err := NewKeylessSigner(KeylessOptions{}); err == nil || !strings.Contains(err.Error(), "no OIDC identity token") {
 		t.Fatalf("keyless signer without a token: %v", err)
+	}
+}
+
+// fakeFulcio counts certificate requests and the token each carried.
+type fakeFulcio struct{ tokens []string }
+
+func (f *fakeFulcio) GetCertificate(_ context.Context, _ sgsign.Keypair, o *sgsign.CertificateProviderOptions) ([]byte, error) {
+	f.tokens = append(f.tokens, o.IDToken)
+	return []byte(fmt.Sprintf("cert %d", len(f.tokens))), nil
+}
+
+// TestReusedCertificate: a keyless signer asks Fulcio once per eight
+// minutes, each time with a fresh token from its source; a token source
+// that fails fails the signature, naming the token.
+func TestReusedCertificate(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	f := &fakeFulcio{}
+	n := 0
+	c := &reusedCertificate{provider: f, now: func() time.Time { return now }, token: func(context.Context) (string, error) {
+		n++
+		return fmt.Sprintf("token %d", n), nil
+	}}
+	kp, err := sgsign.NewEphemeralKeypair(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, step := range []time.Duration{0, time.Minute, 6 * time.Minute, 2 * time.Minute, time.Minute} {
+		now = now.Add(step)
+		cert, err := c.GetCertificate(ctx, kp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(cert))
+	}
+	// 0, 1, 7 min on the first certificate; 9 min: a new one; 10 min: still it.
+	if want := []string{"cert 1", "cert 1", "cert 1", "cert 2", "cert 2"}; !slices.Equal(got, want) {
+		t.Fatalf("certificates %v, want %v", got, want)
+	}
+	if want := []string{"token 1", "token 2"}; !slices.Equal(f.tokens, want) {
+		t.Fatalf("Fulcio got tokens %v, want %v", f.tokens, want)
+	}
+	// Another key (a new signer) gets its own certificate.
+	kp2, _ := sgsign.NewEphemeralKeypair(nil)
+	if cert, _ := c.GetCertificate(ctx, kp2, nil); string(cert) != "cert 3" {
+		t.Fatalf("another key got %q, want a certificate of its own", cert)
+	}
+	bad := &reusedCertificate{provider: f, now: time.Now, token: func(context.Context) (string, error) { return "", errors.New("no request URL") }}
+	if _, err := bad.GetCertificate(ctx, kp, nil); err == nil || !strings.Contains(err.Error(), "OIDC identity token: no request URL") {
+		t.Fatalf("a failing token source: %v", err)
+	}
+	if _, err := NewKeylessSigner(KeylessOptions{}); err == nil {
+		t.Fatal("NewKeylessSigner with no token and no source: no error")
+	}
+	s, err := NewKeylessSigner(KeylessOptions{IDToken: "t", Identity: "https://github.com/o/r/.github/workflows/nightly.yml@refs/heads/main"})
+	if err != nil || s.Name() != "certificate https://github.com/o/r/.github/workflows/nightly.yml@refs/heads/main" {
+		t.Fatalf("keyless signer name %q, %v", s.Name(), err)
 	}
 }

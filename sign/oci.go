@@ -20,7 +20,7 @@ import (
 // (pkg/oci/remote.WriteAttestationNewBundleFormat).
 const (
 	AnnotationBundleContent       = "dev.sigstore.bundle.content"
-	AnnotationBundlePredicateType = "dev.sigstore.bundle.predicateType"
+	AnnotationBundlePredicateType = attest.AnnotationBundlePredicateType
 	annotationCreated             = "org.opencontainers.image.created"
 	emptyConfigType               = "application/vnd.oci.empty.v1+json"
 	bundleTypePrefix              = "application/vnd.dev.sigstore.bundle"
@@ -94,22 +94,35 @@ type Attached struct {
 // verifier (cosign's included) would accept it for this image. A referrer
 // already attached is not written again (one HEAD).
 func (s *Signer) Attach(ctx context.Context, refs *attest.Referrers, repo name.Repository, subject v1.Descriptor, statement []byte) (Attached, error) {
-	bundle, info, err := s.Sign(ctx, statement)
+	a, info, err := s.SignedArtifact(ctx, subject, statement)
 	if err != nil {
 		return Attached{}, fmt.Errorf("%s@%s: %w", repo, subject.Digest, err)
-	}
-	if !info.Names(subject.Digest.Hex) {
-		return Attached{}, fmt.Errorf("%s@%s: the %s statement is about %s, not this image", repo, subject.Digest, info.PredicateType, strings.Join(sortedSubjects(info), ", "))
-	}
-	a, err := Artifact(subject, info.PredicateType, bundle, time.Time{})
-	if err != nil {
-		return Attached{}, err
 	}
 	wrote, err := refs.AttachOnce(ctx, repo, a)
 	if err != nil {
 		return Attached{}, fmt.Errorf("attaching the signed %s statement to %s@%s: %w", info.PredicateType, repo, subject.Digest, err)
 	}
 	return Attached{Referrer: a.Descriptor.Digest, Written: wrote, StatementInfo: info}, nil
+}
+
+// SignedArtifact signs statement with s and returns the bundle referrer
+// of subject that carries it (Artifact), ready to attach in any repository
+// holding subject: one signature, attached where a consumer looks (the
+// per-arch and the index repository). A statement whose subjects do not
+// name subject's digest is refused.
+func (s *Signer) SignedArtifact(ctx context.Context, subject v1.Descriptor, statement []byte) (*attest.Artifact, StatementInfo, error) {
+	bundle, info, err := s.Sign(ctx, statement)
+	if err != nil {
+		return nil, info, err
+	}
+	if !info.Names(subject.Digest.Hex) {
+		return nil, info, fmt.Errorf("the %s statement is about %s, not this image", info.PredicateType, strings.Join(sortedSubjects(info), ", "))
+	}
+	a, err := Artifact(subject, info.PredicateType, bundle, time.Time{})
+	if err != nil {
+		return nil, info, err
+	}
+	return a, info, nil
 }
 
 // IsBundleReferrer reports whether a referrer descriptor (from the

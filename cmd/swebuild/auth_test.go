@@ -91,7 +91,7 @@ func TestAuthRegistryE2E(t *testing.T) {
 	// 2. publish (go-containerregistry, same source), then verify --images
 	// (BuildKit pulls the published image) and sizes.
 	var stdout, stderr bytes.Buffer
-	if err := runPublish(ctx, []string{"--metadata-file", md, "--repo", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &stdout, &stderr); err != nil {
+	if err := runPublish(ctx, []string{"--unsigned", "--metadata-file", md, "--repo", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &stdout, &stderr); err != nil {
 		t.Fatalf("publish through the login: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
 	stdout.Reset()
@@ -116,7 +116,7 @@ func TestAuthRegistryE2E(t *testing.T) {
 	// credential goes to the login registry only.
 	stdout.Reset()
 	other.ResetStats()
-	if err := runPublish(ctx, []string{"--metadata-file", md, "--repo", otherRepo, "--ledger", filepath.Join(tmp, "ledger-other.jsonl")}, &stdout, &stderr); err != nil {
+	if err := runPublish(ctx, []string{"--unsigned", "--metadata-file", md, "--repo", otherRepo, "--ledger", filepath.Join(tmp, "ledger-other.jsonl")}, &stdout, &stderr); err != nil {
 		t.Fatalf("publish to the other host: %v\n%s", err, stderr.String())
 	}
 	if s := other.Stats(); s.Requests[faultproxy.KindManifestPut] == 0 || s.Authorization != 0 {
@@ -191,7 +191,7 @@ func buildErr(t *testing.T, ctx context.Context, f fixtureStack, push, md string
 // printed (each failed image's error).
 func publishErr(ctx context.Context, md, repo, ledger string) error {
 	var stdout, stderr bytes.Buffer
-	err := runPublish(ctx, []string{"--metadata-file", md, "--repo", repo, "--ledger", ledger}, &stdout, &stderr)
+	err := runPublish(ctx, []string{"--unsigned", "--metadata-file", md, "--repo", repo, "--ledger", ledger}, &stdout, &stderr)
 	if err == nil {
 		return nil
 	}

@@ -186,7 +186,7 @@ func TestDriftFixture(t *testing.T) {
 	ledgerA := filepath.Join(tmp, "ledger-a.jsonl")
 	so.Reset()
 	se.Reset()
-	if err := runPublish(ctx, []string{"--metadata-file", mdA, "--repo", repoA, "--ledger", ledgerA}, &so, &se); err != nil {
+	if err := runPublish(ctx, []string{"--unsigned", "--metadata-file", mdA, "--repo", repoA, "--ledger", ledgerA}, &so, &se); err != nil {
 		t.Fatalf("publish A: %v\n%s", err, tail(se.String(), 3000))
 	}
 	var calcInstances []string

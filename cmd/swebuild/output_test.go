@@ -199,7 +199,7 @@ func TestOutputOCILayout(t *testing.T) {
 	publishTo := func(md, repo string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		err := runPublish(ctx, []string{"--metadata-file", md, "--repo", repo, "--ledger", md + ".ledger"}, &stdout, &stderr)
+		err := runPublish(ctx, []string{"--unsigned", "--metadata-file", md, "--repo", repo, "--ledger", md + ".ledger"}, &stdout, &stderr)
 		t.Logf("publish %s -> %s:\n%s\n%s", filepath.Base(md), repo, tail(stdout.String(), 2000), tail(stderr.String(), 2000))
 		if err != nil {
 			t.Fatalf("publish %s: %v", md, err)
@@ -249,7 +249,7 @@ func TestOutputOCILayout(t *testing.T) {
 	// instance, spec key and base commit) gives the same indexes.
 	{
 		var stdout, stderr bytes.Buffer
-		err := runPublish(ctx, []string{"--images", "oci:" + layoutDir, "--repo", prefix + "/from-layout", "--ledger", filepath.Join(tmp, "layout.ledger")}, &stdout, &stderr)
+		err := runPublish(ctx, []string{"--unsigned", "--images", "oci:" + layoutDir, "--repo", prefix + "/from-layout", "--ledger", filepath.Join(tmp, "layout.ledger")}, &stdout, &stderr)
 		t.Logf("publish --images oci:%s:\n%s\n%s", layoutDir, tail(stdout.String(), 1500), tail(stderr.String(), 1500))
 		if err != nil {
 			t.Fatalf("publish --images oci:DIR: %v", err)
@@ -270,7 +270,7 @@ func TestOutputOCILayout(t *testing.T) {
 
 	// 3b. build --output --publish publishes straight from the layout (every
 	// node cached): the same indexes again.
-	build(filepath.Join(tmp, "direct.jsonl"), "--output", "type=oci,dest="+filepath.Join(tmp, "layout2"), "--publish", prefix+"/direct")
+	build(filepath.Join(tmp, "direct.jsonl"), "--output", "type=oci,dest="+filepath.Join(tmp, "layout2"), "--publish", prefix+"/direct", "--unsigned")
 	direct := 0
 	for id := range ids {
 		a := children(t, ctx, manifests.Namer{Repo: prefix + "/direct"}.IndexRepo(id))
@@ -327,7 +327,7 @@ func TestOutputOCILayout(t *testing.T) {
 		t.Errorf("a build exporting nothing does not say so:\n%s", out)
 	}
 	var stdout, stderr bytes.Buffer
-	err = runPublish(ctx, []string{"--metadata-file", mdNone, "--repo", prefix + "/none", "--ledger", mdNone + ".ledger"}, &stdout, &stderr)
+	err = runPublish(ctx, []string{"--unsigned", "--metadata-file", mdNone, "--repo", prefix + "/none", "--ledger", mdNone + ".ledger"}, &stdout, &stderr)
 	if err == nil || !strings.Contains(stdout.String(), "nothing to publish from") || !strings.Contains(stdout.String(), "--push REPO") {
 		t.Errorf("publish of records with no ref and no layout: err %v, output:\n%s", err, stdout.String())
 	}
@@ -389,7 +389,7 @@ func TestPublishImagesFlag(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	err := runPublish(context.Background(), []string{"--images", "oci:" + filepath.Join(t.TempDir(), "missing"), "--repo", "127.0.0.1:5000/r"}, &stdout, &stderr)
+	err := runPublish(context.Background(), []string{"--unsigned", "--images", "oci:" + filepath.Join(t.TempDir(), "missing"), "--repo", "127.0.0.1:5000/r"}, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "opening OCI layout") {
 		t.Errorf("a missing layout: %v", err)
 	}

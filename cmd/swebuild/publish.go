@@ -33,6 +33,8 @@ type publishFlags struct {
 	requireVerified bool
 	debug           bool
 	verification    string // publish only: verify --summary file to attach
+	signing         signingFlags
+	fs              *pflag.FlagSet
 }
 
 // register adds the flags; repoFlag names the repository flag ("repo" for
@@ -48,6 +50,8 @@ func (f *publishFlags) register(fs *pflag.FlagSet, repoFlag, repoUsage string) {
 	fs.BoolVar(&f.trustLedger, "trust-ledger", false, "skip what the ledger records as published without asking the registry (default: one HEAD per ref)")
 	fs.BoolVar(&f.requireVerified, "require-verified", false, "refuse images whose verified field is not true")
 	fs.BoolVar(&f.debug, "debug", false, "log every registry request (method, path, status; never credentials)")
+	f.signing.register(fs)
+	f.fs = fs
 }
 
 func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -157,8 +161,13 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 		}
 		vsrc = &publish.VerificationSource{Verdicts: verdicts, Verifier: "swebuild " + version}
 	}
+	signer, err := f.signing.signer(f.fs, stderr)
+	if err != nil {
+		return publish.RunOptions{}, err
+	}
 	return publish.RunOptions{
 		Options: publish.Options{
+			Signer:               signer,
 			Verification:         vsrc,
 			Repo:                 f.repo,
 			KeepDoubleUnderscore: f.keepUU,

@@ -94,7 +94,7 @@ func TestFiveReadersTokenRealm(t *testing.T) {
 	}
 	repo := reg.Host + "/realm"
 	var so, se bytes.Buffer
-	if err := runPublish(ctx, []string{"--metadata-file", md, "--repo", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &so, &se); err != nil {
+	if err := runPublish(ctx, []string{"--unsigned", "--metadata-file", md, "--repo", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &so, &se); err != nil {
 		t.Fatalf("publish through the token realm: %v\n%s", err, se.String())
 	}
 	creds, err := registryCredentials(registry.DefaultAuthEnv, "")

@@ -139,7 +139,7 @@ func TestSBOMFixture(t *testing.T) {
 	// another fresh prefix; the difference is the carry's cost.
 	publishRun := func(name, mdFile, repo string) int {
 		var so, se bytes.Buffer
-		args := []string{"--metadata-file", mdFile, "--repo", repo, "--ledger", filepath.Join(tmp, name+".ledger.jsonl"), "--debug"}
+		args := []string{"--unsigned", "--metadata-file", mdFile, "--repo", repo, "--ledger", filepath.Join(tmp, name+".ledger.jsonl"), "--debug"}
 		if err := runPublish(ctx, args, &so, &se); err != nil {
 			t.Fatalf("publish %s: %v\n%s\n%s", name, err, so.String(), tail(se.String(), 3000))
 		}

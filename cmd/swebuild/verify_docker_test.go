@@ -36,7 +36,7 @@ func TestVerifyEngineDockerStack(t *testing.T) {
 	for _, id := range ids {
 		only = append(only, "--instance", id)
 	}
-	buildArgs := append([]string{"--platform", strings.Join(platforms, ","), "--publish", pub, "--ledger", filepath.Join(tmp, "ledger.jsonl")}, only...)
+	buildArgs := append([]string{"--platform", strings.Join(platforms, ","), "--publish", pub, "--unsigned", "--ledger", filepath.Join(tmp, "ledger.jsonl")}, only...)
 	if _, err := f.build(t, ctx, f.dataset, f.reg+"/swebuild-test/verify-docker-staging", filepath.Join(tmp, "metadata.jsonl"), buildArgs...); err != nil {
 		t.Fatalf("building and publishing the fixture: %v", err)
 	}

@@ -313,7 +313,7 @@ func TestVerifyFixture(t *testing.T) {
 	md2 := filepath.Join(tmp, "metadata-verify.jsonl")
 	pubRepo := f.reg + "/swebuild-test/verify-gate-pub"
 	bout, err := f.build(t, ctx, broken, f.reg+"/swebuild-test/verify-gate", md2, "--verify", "--platform", "linux/amd64",
-		"--publish", pubRepo, "--ledger", filepath.Join(tmp, "ledger.jsonl"))
+		"--publish", pubRepo, "--unsigned", "--ledger", filepath.Join(tmp, "ledger.jsonl"))
 	if err == nil {
 		t.Fatal("build --verify with broken gold patches succeeded")
 	}

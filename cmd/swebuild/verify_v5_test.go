@@ -164,7 +164,7 @@ func TestVerifyV5Records(t *testing.T) {
 	}
 	mirror := f.reg + "/swebuild-test/v5mirror"
 	var pubOut, pubErr bytes.Buffer
-	if err := runPublish(ctx, []string{"--metadata-file", md, "--repo", mirror + "/swebench", "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &pubOut, &pubErr); err != nil {
+	if err := runPublish(ctx, []string{"--unsigned", "--metadata-file", md, "--repo", mirror + "/swebench", "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &pubOut, &pubErr); err != nil {
 		t.Fatalf("publishing under %s: %v\n%s", mirror, err, pubErr.String())
 	}
 	ds, inst := v5FixtureDataset(t, f)
