@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,6 +36,10 @@ const (
 	VerificationConfig = "swebuild-verification"
 )
 
+// FailureFlaky is verify's failure class of gold runs that disagree
+// (verify.FailureFlaky).
+const FailureFlaky = "flaky"
+
 // Verification is what verify found on one per-arch image, as the
 // statement records it.
 type Verification struct {
@@ -50,9 +55,14 @@ type Verification struct {
 	GoldResolved      bool
 	ControlUnresolved *bool
 	// Failure is verify's failure class of the gold result ("" when it
-	// passed); FlakyTests the tests whose result differed between repeats.
+	// passed); FlakyTests the tests whose result differed between repeats,
+	// Flakes the same with how often each failed.
 	Failure    string
 	FlakyTests []string
+	Flakes     []verification.Flake
+	// GoldRuns is how many gold runs there were and GoldResolvedRuns how
+	// many resolved (0: not recorded).
+	GoldRuns, GoldResolvedRuns int
 	// Grading is the grading rules (v5, v4.1, or auto: v5 for records
 	// with log_parser), GradingVersion upstream's version of them.
 	Grading, GradingVersion string
@@ -76,7 +86,8 @@ func VerificationOf(v verification.Verdict, imageName, imageDigest, verifier str
 	out := Verification{
 		ImageName: imageName, ImageDigest: imageDigest, InstanceID: v.InstanceID, Platform: v.Platform,
 		Report: v.Report, GoldResolved: v.GoldResolved, ControlUnresolved: v.ControlUnresolved,
-		Failure: v.Failure, FlakyTests: v.FlakyTests, EvalScript: v.EvalScript, Repeat: max(v.Runs, 1), Verifier: verifier,
+		Failure: v.Failure, FlakyTests: v.FlakyTests, Flakes: v.Flakes, EvalScript: v.EvalScript, Repeat: max(v.Runs, 1), Verifier: verifier,
+		GoldRuns: v.Runs, GoldResolvedRuns: v.ResolvedRuns,
 	}
 	if s := v.Settings; s != nil {
 		out.Grading, out.Repeat, out.GradingVersion = s.Grading, s.Repeat, verification.GradingVersion(s.Grading)
@@ -139,8 +150,16 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	result := "PASSED"
 	warned := append([]string{}, v.FlakyTests...)
 	sort.Strings(warned)
+	// A flaky test is warned, neither passed nor failed (the report is the
+	// one run's).
+	passed = slices.DeleteFunc(passed, func(n string) bool { return slices.Contains(warned, n) })
+	failed = slices.DeleteFunc(failed, func(n string) bool { return slices.Contains(warned, n) })
+	controlResolved := v.ControlUnresolved != nil && !*v.ControlUnresolved
 	switch {
-	case !v.GoldResolved || v.Failure != "" || len(failed) > 0 || (v.ControlUnresolved != nil && !*v.ControlUnresolved):
+	case v.Failure == FailureFlaky && v.GoldResolvedRuns > 0 && len(failed) == 0 && !controlResolved:
+		// Resolved in some runs only: labelled, never verified.
+		result = "WARNED"
+	case !v.GoldResolved || v.Failure != "" || len(failed) > 0 || controlResolved:
 		result = "FAILED"
 	case len(warned) > 0:
 		result = "WARNED"
@@ -157,6 +176,17 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	}
 	if v.ControlUnresolved != nil {
 		ext["controlUnresolved"] = *v.ControlUnresolved
+		ext["controlRuns"] = 1
+	}
+	if v.GoldRuns > 0 {
+		ext["goldRuns"], ext["goldResolvedRuns"] = v.GoldRuns, v.GoldResolvedRuns
+	}
+	if len(v.Flakes) > 0 {
+		rates := map[string]any{}
+		for _, f := range v.Flakes {
+			rates[f.Test] = map[string]any{"failedRuns": f.Failed, "runs": f.Runs}
+		}
+		ext["flakeRates"] = rates
 	}
 	if v.Failure != "" {
 		ext["failure"] = v.Failure

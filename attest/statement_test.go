@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/verification"
 )
 
 func TestVerificationStatement(t *testing.T) {
@@ -198,5 +199,63 @@ func TestVerificationConfigDigest(t *testing.T) {
 	}
 	if _, err := ParseVerificationStatement(tampered); err == nil || !strings.Contains(err.Error(), "annotations hash to") {
 		t.Errorf("a statement with changed annotations: %v", err)
+	}
+}
+
+// TestFlakyVerificationStatement: gold resolved in 2 of 3 runs, one
+// labelled test failing in the third: WARNED (never PASSED), the test in
+// warnedTests only (not in passedTests), its rate in flakeRates, the runs
+// counted; the same with the control resolving, or with no run resolved,
+// is FAILED.
+func TestFlakyVerificationStatement(t *testing.T) {
+	rep, err := os.ReadFile(filepath.Join("testdata", "pytest-dev__pytest-7220", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, _, err := ReportTests(rep, "pytest-dev__pytest-7220")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := passed[3]
+	yes, no := true, false
+	base := Verification{
+		ImageName: "r/sweb.eval.x86_64.pytest-dev_1776_pytest-7220", ImageDigest: "sha256:" + strings.Repeat("cd", 32),
+		InstanceID: "pytest-dev__pytest-7220", Platform: core.AMD64, Report: rep, ControlUnresolved: &yes,
+		Failure: FailureFlaky, FlakyTests: []string{flaky}, Flakes: []verification.Flake{{Test: flaky, Failed: 1, Runs: 3}},
+		GoldRuns: 3, GoldResolvedRuns: 2, Repeat: 3, Container: map[string]string{"network": "none"},
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(v *Verification)
+		result string
+	}{
+		{"flaky", func(v *Verification) {}, "WARNED"},
+		{"flaky, control resolved", func(v *Verification) { v.ControlUnresolved = &no }, "FAILED"},
+		{"never resolved", func(v *Verification) { v.GoldResolvedRuns = 0 }, "FAILED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := base
+			tc.edit(&v)
+			raw, err := VerificationStatement(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseVerificationStatement(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Result != tc.result {
+				t.Errorf("result %s, want %s", got.Result, tc.result)
+			}
+			if !slices.Equal(got.WarnedTests, []string{flaky}) || slices.Contains(got.PassedTests, flaky) || len(got.PassedTests) != len(passed)-1 || len(got.FailedTests) != 0 {
+				t.Errorf("warned %v, passed %d (%v), failed %v: want %s warned only", got.WarnedTests, len(got.PassedTests), slices.Contains(got.PassedTests, flaky), got.FailedTests, flaky)
+			}
+			rates, _ := got.Extra["flakeRates"].(map[string]any)
+			r, _ := rates[flaky].(map[string]any)
+			if r["failedRuns"] != float64(1) || r["runs"] != float64(3) || got.Extra["goldRuns"] != float64(3) || got.Extra["goldResolvedRuns"] != float64(v.GoldResolvedRuns) || got.Extra["goldResolved"] != false || got.Extra["controlRuns"] != float64(1) {
+				t.Errorf("extra %v", got.Extra)
+			}
+			checkInTotoValid(t, raw)
+		})
 	}
 }

@@ -40,6 +40,9 @@ type Outcome struct {
 	InstanceID string  `json:"instance_id"`
 	Status     string  `json:"status"`
 	Images     []Image `json:"images"`
+	// Flaky: an image's gold patch resolved in some of its runs only
+	// (core.Image.Flaky): indexed, labelled flaky, not verified.
+	Flaky bool `json:"flaky,omitempty"`
 }
 
 // Index reports whether the instance's index is to be written.
@@ -52,6 +55,8 @@ type MergeCounts struct {
 	Unchanged int `json:"unchanged"`
 	Regressed int `json:"regressed"`
 	Failed    int `json:"failed"`
+	// Flaky counts the indexed instances with a flaky gold image.
+	Flaky int `json:"flaky,omitempty"`
 }
 
 // MergeReport is what `swebuild ci merge` writes and `ci summary` reads.
@@ -103,17 +108,22 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 					Status: core.StatusFailed, Error: fmt.Sprintf("no result from shard %s", t.Shard)}
 			default:
 				img.Image = r
-				if r.OK() && !r.IsVerified() {
+				if r.OK() && !r.IsVerified() && !r.IsFlaky() {
 					img.Status, img.Error = core.StatusFailed, "gold patch did not verify"
 				}
 				if r.OK() && r.Ref == "" {
 					img.Status, img.Error = core.StatusFailed, "verified but not pushed"
 				}
 			}
-			if !Usable(img.Image) || img.Ref == "" {
+			switch {
+			case img.OK() && img.IsFlaky() && img.Ref != "":
+				// Published labelled: its gold resolved in some runs.
+				built++
+				o.Flaky = true
+			case !Usable(img.Image) || img.Ref == "":
 				bad++
 				regressed = regressed || t.PreviouslyVerified
-			} else {
+			default:
 				built++
 			}
 			o.Images = append(o.Images, img)
@@ -128,6 +138,9 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 		case built > 0:
 			o.Status = StatusIndexed
 			rep.Counts.Indexed++
+			if o.Flaky {
+				rep.Counts.Flaky++
+			}
 		default:
 			o.Status = StatusUnchanged
 			rep.Counts.Unchanged++
@@ -173,7 +186,7 @@ func (r MergeReport) PublishRecords() ([]core.Image, error) {
 				Ref: img.Ref, SpecKey: img.SpecKey, BaseCommit: img.BaseCommit, Dataset: img.Dataset,
 				SBOM: img.SBOM, SBOMSize: img.SBOMSize, Attestation: img.Attestation, AttestationSize: img.AttestationSize,
 				Verification: img.Verification, VerificationSize: img.VerificationSize,
-				Verified: core.Bool(true), Status: core.StatusBuilt,
+				Verified: core.Bool(!img.IsFlaky()), Flaky: img.Flaky, Status: core.StatusBuilt,
 			})
 		}
 	}

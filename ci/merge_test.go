@@ -408,3 +408,49 @@ func TestLegacyLedger(t *testing.T) {
 		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }
+
+// TestMergeFlaky: an image whose gold resolved in 2 of 3 runs (the build
+// exported it, labelled) is indexed, published not verified and flaky,
+// counted, and named in the night's summary with its test and rate; an
+// image merely unverified still fails.
+func TestMergeFlaky(t *testing.T) {
+	ids := []string{"a__a-1", "b__b-1"}
+	m, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := NewPlan(m, nil, nil, "reg/r", bothPlatforms)
+	flaky := rec("a__a-1", core.ARM64, dB, false)
+	flaky.Flaky = []core.Flake{{Test: "tests/test_clock.py::test_tick", Failed: 1, Runs: 3}}
+	results := []core.Image{
+		rec("a__a-1", core.AMD64, dA, true), flaky,
+		rec("b__b-1", core.AMD64, dA, true), rec("b__b-1", core.ARM64, dB, false),
+	}
+	rep := Merge(plan, results)
+	if want := (MergeCounts{Instances: 2, Indexed: 1, Failed: 1, Flaky: 1}); rep.Counts != want {
+		t.Fatalf("counts %+v, want %+v", rep.Counts, want)
+	}
+	if o := rep.Outcomes[0]; o.Status != StatusIndexed || !o.Flaky {
+		t.Errorf("a__a-1: %s flaky=%v, want indexed and flaky", o.Status, o.Flaky)
+	}
+	pub, err := rep.PublishRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range pub {
+		wantFlaky := r.Platform == core.ARM64
+		if r.IsVerified() == wantFlaky || r.IsFlaky() != wantFlaky {
+			t.Errorf("publish record %s: verified %v flaky %v", r.ID(), r.IsVerified(), r.Flaky)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, rep, SummaryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"1 indexed (1 of them flaky, labelled)", "### Flaky gold (1 image; published labelled flaky, not verified)", "| `a__a-1` | linux/arm64 | `tests/test_clock.py::test_tick` failed 1/3 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}

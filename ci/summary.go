@@ -64,11 +64,16 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 		verdict = "FAILED: " + strings.Join(why, ", ")
 	}
 	fmt.Fprintf(bw, "## %s: %s\n\n", title, verdict)
-	fmt.Fprintf(bw, "%d instances: %d indexed, %d unchanged, %d regressed, %d failed.\n\n",
-		r.Counts.Instances, r.Counts.Indexed, r.Counts.Unchanged, r.Counts.Regressed, r.Counts.Failed)
+	flaky := ""
+	if r.Counts.Flaky > 0 {
+		flaky = fmt.Sprintf(" (%d of them flaky, labelled)", r.Counts.Flaky)
+	}
+	fmt.Fprintf(bw, "%d instances: %d indexed%s, %d unchanged, %d regressed, %d failed.\n\n",
+		r.Counts.Instances, r.Counts.Indexed, flaky, r.Counts.Unchanged, r.Counts.Regressed, r.Counts.Failed)
 
 	writeProblems(bw, r, StatusRegressed, "Regressions (verified before, failing now)", maxListed)
 	writeProblems(bw, r, StatusFailed, "Failures (never verified)", maxListed)
+	writeFlaky(bw, r, maxListed)
 
 	if opts.Sizes != "" || opts.SizesFailed {
 		fmt.Fprintf(bw, "### Sizes\n\n")
@@ -130,6 +135,40 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 		return fmt.Errorf("writing summary: %w", err)
 	}
 	return nil
+}
+
+// writeFlaky lists the indexed instances whose gold patch was flaky: each
+// image with its flaky tests and how often each failed. They are published
+// labelled (the index's io.swebuild.gold=flaky), never as verified.
+func writeFlaky(w io.Writer, r MergeReport, maxListed int) {
+	var rows []string
+	for _, o := range r.Outcomes {
+		if !o.Flaky {
+			continue
+		}
+		for _, img := range o.Images {
+			if !img.IsFlaky() {
+				continue
+			}
+			var fs []string
+			for _, f := range img.Flaky {
+				fs = append(fs, fmt.Sprintf("`%s` failed %d/%d", mdCell(f.Test), f.Failed, f.Runs))
+			}
+			rows = append(rows, fmt.Sprintf("| `%s` | %s | %s |", o.InstanceID, img.Platform, strings.Join(fs, "<br>")))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Flaky gold (%s; published labelled flaky, not verified)\n\n| instance | platform | flaky tests |\n|---|---|---|\n", plural(len(rows), "image", "images"))
+	for i, row := range rows {
+		if i == maxListed {
+			fmt.Fprintf(w, "| … | | %d more |\n", len(rows)-maxListed)
+			break
+		}
+		fmt.Fprintln(w, row)
+	}
+	fmt.Fprintln(w)
 }
 
 func writeProblems(w io.Writer, r MergeReport, status, heading string, maxListed int) {

@@ -113,6 +113,12 @@ type Image struct {
 	// resolved the instance and the control did not), false, or absent
 	// (not verified).
 	Verified *bool `json:"verified,omitempty"`
+	// Flaky lists, for an image whose gold runs disagreed (resolved in some
+	// of them only), the labelled tests whose result differed and how
+	// often each failed. Such an image is not verified (Verified false) but
+	// published labelled: its index says flaky and so does the night's
+	// summary.
+	Flaky []Flake `json:"flaky,omitempty"`
 	// Sizes are the measured sizes, when measured.
 	Sizes *Sizes `json:"sizes,omitempty"`
 	// Status is built, published or failed; Error says why it failed.
@@ -121,6 +127,19 @@ type Image struct {
 	// Time is when the record was written (RFC 3339, UTC).
 	Time string `json:"time,omitempty"`
 }
+
+// Flake is one labelled test whose result differed between the gold runs
+// of an image: it failed (or had no result) in Failed of Runs runs.
+type Flake struct {
+	Test   string `json:"test"`
+	Failed int    `json:"failed"`
+	Runs   int    `json:"runs"`
+}
+
+func (f Flake) String() string { return fmt.Sprintf("%s (failed %d/%d)", f.Test, f.Failed, f.Runs) }
+
+// IsFlaky reports whether the image's gold runs disagreed (Flaky).
+func (im Image) IsFlaky() bool { return len(im.Flaky) > 0 }
 
 // ID identifies what a record is about: the last record with a given ID in a
 // file wins (see Latest).
@@ -246,6 +265,11 @@ func (im Image) checkValues() *FieldError {
 		}
 		if im.VerificationSize <= 0 {
 			return bad("verification_size", "%d: a verification statement needs its manifest size", im.VerificationSize)
+		}
+	}
+	for _, f := range im.Flaky {
+		if f.Test == "" || f.Runs < 2 || f.Failed < 1 || f.Failed >= f.Runs {
+			return bad("flaky", "%q failed %d of %d runs: a flaky test has a name and failed in some runs, not all", f.Test, f.Failed, f.Runs)
 		}
 	}
 	for _, sg := range im.Signatures {

@@ -24,6 +24,13 @@ const (
 	AnnotationVersion    = "io.swebuild.version"
 	// AnnotationRevision is the OCI standard key; it repeats the base commit.
 	AnnotationRevision = "org.opencontainers.image.revision"
+	// AnnotationGold labels an index (and each child it applies to) whose
+	// gold patch was flaky: GoldFlaky. AnnotationFlakyTests names the
+	// flaky tests per platform with how often each failed. An index whose
+	// children all verified carries neither.
+	AnnotationGold       = "io.swebuild.gold"
+	AnnotationFlakyTests = "io.swebuild.flaky-tests"
+	GoldFlaky            = "flaky"
 )
 
 // Child is one per-platform image manifest an index lists.
@@ -37,6 +44,9 @@ type Child struct {
 	// provenance), listed after the images as buildx lays it out; nil:
 	// none.
 	Attestation *Attestation
+	// Flaky are the image's flaky gold tests (core.Image.Flaky): the
+	// index and this child are labelled flaky.
+	Flaky []core.Flake
 }
 
 // Attestation is an attestation manifest (an OCI image manifest) of a
@@ -148,12 +158,33 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 	if info.Version != "" {
 		ann[AnnotationVersion] = info.Version
 	}
+	var flaky []string
+	for _, c := range cs {
+		if len(c.Flaky) == 0 {
+			continue
+		}
+		var fs []string
+		for _, f := range c.Flaky {
+			fs = append(fs, f.String())
+		}
+		flaky = append(flaky, c.Platform.String()+": "+strings.Join(fs, ", "))
+	}
+	if len(flaky) > 0 {
+		ann[AnnotationGold] = GoldFlaky
+		ann[AnnotationFlakyTests] = strings.Join(flaky, "; ")
+	}
 	adds := make([]mutate.IndexAddendum, 0, len(cs))
 	for _, c := range cs {
 		op := c.Platform.OCI()
 		d := v1.Descriptor{Platform: &v1.Platform{OS: op.OS, Architecture: op.Architecture}}
 		if c.SpecKey != "" {
 			d.Annotations = map[string]string{AnnotationSpecKey: c.SpecKey}
+		}
+		if len(c.Flaky) > 0 {
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[AnnotationGold] = GoldFlaky
 		}
 		adds = append(adds, mutate.IndexAddendum{Add: appendable{c}, Descriptor: d})
 	}

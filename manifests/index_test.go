@@ -147,3 +147,45 @@ func TestBuildIndexMatchesPublished(t *testing.T) {
 		t.Errorf("rebuilt index %s differs from the published %s:\n got %s\nwant %s", idx.Digest, want, idx.Raw, raw)
 	}
 }
+
+// TestBuildIndexFlaky: an index with a flaky child is labelled (the index
+// and that child, io.swebuild.gold=flaky) and names the tests with their
+// rates per platform; one without has neither annotation.
+func TestBuildIndexFlaky(t *testing.T) {
+	amd := Child{Platform: core.AMD64, Digest: dAMD, Size: 100, SpecKey: "s1"}
+	arm := Child{Platform: core.ARM64, Digest: dARM, Size: 200, SpecKey: "s2",
+		Flaky: []core.Flake{{Test: "tests/test_clock.py::test_tick", Failed: 1, Runs: 3}}}
+	info := IndexInfo{InstanceID: "fixture__clock-1"}
+	for _, tc := range []struct {
+		name     string
+		children []Child
+		want     map[string]string // index annotations (value "" = absent)
+		wantKids []string          // io.swebuild.gold per child
+	}{
+		{"verified", []Child{amd, {Platform: core.ARM64, Digest: dARM, Size: 200, SpecKey: "s2"}},
+			map[string]string{AnnotationGold: "", AnnotationFlakyTests: ""}, []string{"", ""}},
+		{"arm64 flaky", []Child{amd, arm},
+			map[string]string{AnnotationGold: "flaky", AnnotationFlakyTests: "linux/arm64: tests/test_clock.py::test_tick (failed 1/3)"}, []string{"", "flaky"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx, err := BuildIndex(info, tc.children)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m v1.IndexManifest
+			if err := json.Unmarshal(idx.Raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.want {
+				if got, ok := m.Annotations[k]; got != v || ok != (v != "") {
+					t.Errorf("annotation %s = %q (present %v), want %q", k, got, ok, v)
+				}
+			}
+			for i, want := range tc.wantKids {
+				if got := m.Manifests[i].Annotations[AnnotationGold]; got != want {
+					t.Errorf("child %d (%s): %s = %q, want %q", i, m.Manifests[i].Platform.Architecture, AnnotationGold, got, want)
+				}
+			}
+		})
+	}
+}

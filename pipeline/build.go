@@ -137,6 +137,9 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 			problems = append(problems, werr)
 		}
 		res.Records = report.Records()
+		if res.Gold != nil {
+			res.Gold.Label(res.Records)
+		}
 		writeExports(out, bopts, res.Records)
 		for i := range res.Records {
 			res.Records[i].Dataset = loaded.Source.String()

@@ -40,6 +40,13 @@ type GoldCheckOptions struct {
 	CacheDir string
 	// Reverify runs every check even when the cache holds a success.
 	Reverify bool
+	// Repeat runs each gold patch this many times (default 1); a gold
+	// that resolves in some runs only is flaky: exported and published
+	// labelled (core.Image.Flaky), never verified.
+	Repeat int
+	// Control runs the no-patch control once after the gold runs: it must
+	// come out unresolved (the tests discriminate), else the image fails.
+	Control bool
 	// Progress receives one line per finished check.
 	Progress io.Writer
 }
@@ -53,9 +60,10 @@ type GoldCheck struct {
 	dir      string
 	problems []error
 
-	mu   sync.Mutex
-	sum  *verify.Summary
-	last map[goldKey]verify.Result // the latest gold result of each image
+	mu      sync.Mutex
+	sum     *verify.Summary
+	last    map[goldKey]verify.Result // the latest gold result of each image
+	control map[goldKey]verify.Result // the latest control result of each image
 }
 
 // goldKey names one instance image: instance id and platform.
@@ -73,7 +81,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 	if o.Parser != "" && !slices.Contains(grading.ParserNames(), o.Parser) {
 		return nil, fmt.Errorf("log parser %q: want one of %s", o.Parser, strings.Join(grading.ParserNames(), ", "))
 	}
-	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir, last: map[goldKey]verify.Result{}}
+	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir, last: map[goldKey]verify.Result{}, control: map[goldKey]verify.Result{}}
 	targets, errs := l.Targets(ctx, platforms, nil, o.EvalScript)
 	for _, e := range errs {
 		fmt.Fprintf(writerOr(o.Progress), "verify: %v\n", e)
@@ -87,11 +95,13 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		Grade:    grading.GradeOptions{Parser: o.Parser},
 		Progress: o.Progress,
 		Reverify: o.Reverify,
+		Repeat:   max(o.Repeat, 1),
+		Control:  o.Control,
 	}
 	if o.CacheDir != "" {
 		runner.Cache = &verify.Cache{Dir: o.CacheDir}
 	}
-	gc.sum.Settings = runner.RunSettings(1)
+	gc.sum.Settings = runner.RunSettings(max(o.Repeat, 1))
 	// Each check writes into a summary of its own, then into the check's
 	// under gc.mu, so Attest can read a node's result while other nodes
 	// are being checked.
@@ -102,7 +112,12 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		defer gc.mu.Unlock()
 		gc.sum.Results = append(gc.sum.Results, one.Results...)
 		for _, r := range one.Results {
-			gc.last[goldKey{r.InstanceID, r.Platform}] = r
+			switch r.Mode {
+			case verify.ModeGold:
+				gc.last[goldKey{r.InstanceID, r.Platform}] = r
+			case verify.ModeControl:
+				gc.control[goldKey{r.InstanceID, r.Platform}] = r
+			}
 		}
 		return err
 	}
@@ -119,12 +134,17 @@ func (gc *GoldCheck) Attest(verifier string) builder.AttestFunc {
 	return func(instanceID string, p core.Platform, name string, subject v1.Descriptor) (string, []byte, error) {
 		gc.mu.Lock()
 		res, ok := gc.last[goldKey{instanceID, p}]
+		ctl, hasControl := gc.control[goldKey{instanceID, p}]
 		settings := gc.sum.Settings
 		gc.mu.Unlock()
 		if !ok || res.Mode != verify.ModeGold {
 			return "", nil, fmt.Errorf("no gold check result of %s on %s to attest", instanceID, p)
 		}
-		v, err := verify.VerdictOf(res, nil, settings)
+		var control *verify.Result
+		if hasControl {
+			control = &ctl
+		}
+		v, err := verify.VerdictOf(res, control, settings)
 		if err != nil {
 			return "", nil, err
 		}
@@ -133,6 +153,33 @@ func (gc *GoldCheck) Attest(verifier string) builder.AttestFunc {
 			return "", nil, err
 		}
 		return attest.TestResultPredicate, stmt, nil
+	}
+}
+
+// Label marks the records of images whose gold check was flaky (resolved
+// in some of the runs only): not verified, and Flaky naming the tests and
+// their rates, so publish labels them and the nightly's summary names
+// them. The builder exported them (the hook passed them) with the
+// statement saying WARNED.
+func (gc *GoldCheck) Label(recs []core.Image) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	for i := range recs {
+		r := &recs[i]
+		if r.Kind != core.KindInstance || !r.OK() {
+			continue
+		}
+		res, ok := gc.last[goldKey{r.InstanceID, r.Platform}]
+		if !ok || !res.Flaky() {
+			continue
+		}
+		r.Verified = core.Bool(false)
+		r.Flaky = append([]core.Flake(nil), res.Flakes...)
+		if len(r.Flaky) == 0 {
+			// Runs that disagree on the verdict with no labelled test to
+			// blame (e.g. one run timed out): the instance as a whole.
+			r.Flaky = []core.Flake{{Test: "(instance: " + res.Why() + ")", Failed: len(res.Runs) - res.ResolvedRuns(), Runs: len(res.Runs)}}
+		}
 	}
 }
 
@@ -179,8 +226,23 @@ func (gc *GoldCheck) Finish(out io.Writer) []error {
 	} else if err := gc.sum.WriteFile(filepath.Join(gc.dir, "summary.json")); err != nil {
 		problems = append(problems, err)
 	}
-	if n := len(gc.sum.Failed()); n > 0 {
-		problems = append(problems, fmt.Errorf("%d instance image(s) failed gold patch verification and were not exported", n))
+	failed := 0
+	for _, r := range gc.sum.Failed() {
+		switch {
+		case r.Flaky():
+			fmt.Fprintf(out, "FLAKY %s %s: resolved in %d of %d runs; exported labelled, not verified: %s\n", r.InstanceID, r.Platform, r.ResolvedRuns(), len(r.Runs), r.Why())
+		case r.Mode == verify.ModeControl:
+			// Its gold result says so (not discriminating), or it failed
+			// for the infrastructure (the hook failed the image).
+			if r.Failure == verify.FailureInfra {
+				failed++
+			}
+		default:
+			failed++
+		}
+	}
+	if failed > 0 {
+		problems = append(problems, fmt.Errorf("%d instance image(s) failed gold patch verification and were not exported", failed))
 	}
 	return problems
 }

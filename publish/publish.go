@@ -386,7 +386,9 @@ func (p *publisher) admit(im core.Image) error {
 	switch {
 	case im.Status == core.StatusFailed:
 		return fmt.Errorf("not built: %s", im.Error)
-	case p.opts.RequireVerified && !im.IsVerified():
+	case p.opts.RequireVerified && !im.IsVerified() && !im.IsFlaky():
+		// A flaky gold (resolved in some runs only) is published,
+		// labelled: its index says flaky (manifests.AnnotationGold).
 		return errors.New("not verified: only images whose gold patch passed are published")
 	case im.Platform.IsZero():
 		return errors.New("no platform (want linux/amd64 or linux/arm64)")
@@ -403,7 +405,7 @@ var errNotExported = errors.New("nothing to publish from: the record has no push
 // image publishes one per-arch image; skipped reports that it was already
 // there (by the ledger, or by one HEAD of its content tag).
 func (p *publisher) image(ctx context.Context, id string, im core.Image) (published, bool, error) {
-	pub := published{child: manifests.Child{Platform: im.Platform, Digest: im.Digest.String(), SpecKey: im.SpecKey, Attestation: childAttestation(im)}}
+	pub := published{child: manifests.Child{Platform: im.Platform, Digest: im.Digest.String(), SpecKey: im.SpecKey, Attestation: childAttestation(im), Flaky: im.Flaky}}
 	if err := p.admit(im); err != nil {
 		return pub, false, err
 	}
@@ -413,7 +415,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	}
 	tag := manifests.ContentTag(im.SpecKey)
 	rec, ok := p.opts.Ledger.Lookup(core.KindInstance, id, im.Platform)
-	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation && rec.SBOM == im.SBOM && rec.Verification == im.Verification
+	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation && rec.SBOM == im.SBOM && rec.Verification == im.Verification && slices.Equal(rec.Flaky, im.Flaky)
 	if done && p.opts.TrustLedger && rec.Size > 0 {
 		pub.child.Size, pub.child.MediaType = rec.Size, types.MediaType(rec.MediaType)
 		pub.record = rec
@@ -428,7 +430,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	result := core.Image{
 		Kind: core.KindInstance, InstanceID: id, Platform: im.Platform, Digest: im.Digest,
 		Ref: repo.Digest(im.Digest.String()).String(), Tags: []string{tag, manifests.LatestTag},
-		SpecKey: im.SpecKey, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Status: core.StatusPublished,
+		SpecKey: im.SpecKey, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Flaky: im.Flaky, Status: core.StatusPublished,
 		Attestation: im.Attestation, AttestationSize: im.AttestationSize,
 		SBOM: im.SBOM, SBOMSize: im.SBOMSize,
 		Verification: im.Verification, VerificationSize: im.VerificationSize,

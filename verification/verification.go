@@ -28,6 +28,10 @@ type Settings struct {
 	Repeat  int    `json:"repeat"`
 }
 
+// Flake is one labelled test whose result differed between the gold runs
+// of an image (core.Flake: the record carries it too).
+type Flake = core.Flake
+
 // Verdict is verify's gold result on one per-arch image: what a
 // verification statement says of it.
 type Verdict struct {
@@ -49,8 +53,11 @@ type Verdict struct {
 	// Rules are the grading rules the gold run was graded by (v5 or v4.1;
 	// "" when not recorded: Settings.Grading then says what was asked).
 	Rules string
-	// Runs is how many gold runs there were (0 for a cached result).
-	Runs int
+	// Runs is how many gold runs there were (for a cached result, the
+	// runs of the verification it stands for), ResolvedRuns how many of
+	// them resolved; Flakes the flaky tests with their rates.
+	Runs, ResolvedRuns int
+	Flakes             []Flake
 	// Cached: nothing ran; the verdict came from the verification cache.
 	Cached bool
 	// Report is the gold run's report.json (upstream's format).

@@ -97,6 +97,10 @@ type Runner struct {
 	// Reverify makes BuilderHook run every image even when the cache holds
 	// its result; successes are still recorded.
 	Reverify bool
+	// Control makes BuilderHook run the no-patch control once after the
+	// gold runs (Repeat of them): it must come out unresolved, or the
+	// image fails as not discriminating.
+	Control bool
 
 	// MaxOutput bounds each run's test output (Job.MaxOutput; default
 	// DefaultMaxOutput): a longer one is kept as its first and last halves
@@ -213,11 +217,14 @@ func (r *Runner) RunSettings(repeat int) *verification.Settings {
 // BuilderHook returns the function the builder calls for every instance
 // image it has solved, inside the node's build session (which must have
 // InputMounts) and before the image is exported or pushed: it runs the gold
-// patch on image (which must carry the image config) and returns an error
-// when the instance is not resolved on that platform (so the builder does
-// not push it). targets are looked up by instance id and platform; an
-// instance image without a target fails. Each call's result is added to sum
-// (safe for concurrent calls).
+// patch on image (which must carry the image config) Repeat times, then with
+// Control the no-patch control once, and returns an error when the
+// instance is not resolved on that platform or its tests do not
+// discriminate (so the builder does not push it). A flaky gold (resolved in
+// some of the runs, Result.Flaky) is no error: the image is exported and
+// its verdict says flaky. targets are looked up by instance id and
+// platform; an instance image without a target fails. Each call's results
+// (gold, and control) are added to sum (safe for concurrent calls).
 func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
 	byKey := map[imageKey]Target{}
 	for _, t := range targets {
@@ -239,6 +246,12 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 			} else if res, ok := r.cached(t, key); ok {
 				r.mu.Lock()
 				sum.Results = append(sum.Results, res)
+				if r.Control {
+					// The control of the cached verification came out
+					// unresolved (only such verifications are cached).
+					sum.Results = append(sum.Results, Result{InstanceID: res.InstanceID, Platform: res.Platform, Mode: ModeControl, Image: res.Image,
+						Failure: FailureTests, Dir: res.Dir, Cached: true, CacheKey: key, Runs: []Attempt{}})
+				}
 				r.mu.Unlock()
 				return nil
 			}
@@ -248,15 +261,31 @@ func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Co
 		if r.hookEngine != nil {
 			engine = r.hookEngine(gc, image)
 		}
-		a := r.runOne(ctx, runSpec{t: t, mode: ModeGold, patch: &p}, 1, 1, engine)
-		res := r.describe(aggregate(t, ModeGold, "", []Attempt{a}), t)
+		repeat := max(r.Repeat, 1)
+		runs := make([]Attempt, repeat)
+		for k := range runs {
+			runs[k] = r.runOne(ctx, runSpec{t: t, mode: ModeGold, patch: &p}, k+1, repeat, engine)
+		}
+		one := &Summary{Results: []Result{r.describe(aggregate(t, ModeGold, "", runs), t)}}
+		if r.Control && one.Results[0].ResolvedRuns() > 0 {
+			empty := ""
+			a := r.runOne(ctx, runSpec{t: t, mode: ModeControl, patch: &empty, skipApply: true}, 1, 1, engine)
+			one.Results = append(one.Results, r.describe(aggregate(t, ModeControl, "", []Attempt{a}), t))
+			one.link()
+		}
+		res := one.Results[0]
 		r.mu.Lock()
-		sum.Results = append(sum.Results, res)
+		sum.Results = append(sum.Results, one.Results...)
 		r.mu.Unlock()
-		if !res.OK() {
+		for _, c := range one.Results[1:] {
+			if !c.OK() && c.Failure == FailureInfra {
+				return fmt.Errorf("control run of %s on %s failed: %s (logs: %s)", instanceID, platform, c.Why(), c.Dir)
+			}
+		}
+		if !res.OK() && !res.Flaky() {
 			return fmt.Errorf("gold patch verification of %s on %s failed: %s (logs: %s)", instanceID, platform, res.Why(), res.Dir)
 		}
-		if key != "" {
+		if key != "" && res.OK() {
 			r.remember(t, key, res)
 		}
 		return nil
@@ -285,8 +314,23 @@ func (r *Runner) cacheKey(ctx context.Context, t Target, image llb.State) (key, 
 		Parser:       r.parser(t),
 		Rules:        string(r.gradeOptions(t).Rules),
 		Timeout:      r.timeout(),
-		Mode:         ModeGold,
+		Mode:         r.hookMode(),
 	}.Key(), ""
+}
+
+// hookMode is what BuilderHook's cache keys name as the mode: gold for one
+// gold run (the key of a verification before repeats and controls), else
+// the number of gold runs and the control, so a cached verification stands
+// only for the same checks.
+func (r *Runner) hookMode() string {
+	if max(r.Repeat, 1) == 1 && !r.Control {
+		return ModeGold
+	}
+	m := fmt.Sprintf("%s x%d", ModeGold, max(r.Repeat, 1))
+	if r.Control {
+		m += " + " + ModeControl
+	}
+	return m
 }
 
 // cached looks key up and, on a hit, makes the result that stands for the

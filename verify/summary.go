@@ -114,8 +114,10 @@ type Result struct {
 	// verification passed), FailureFlaky when runs disagree.
 	Failure string `json:"failure,omitempty"`
 	Error   string `json:"error,omitempty"`
-	// FlakyTests are the labelled tests whose result differed between runs.
+	// FlakyTests are the labelled tests whose result differed between runs;
+	// Flakes the same with how often each failed.
 	FlakyTests []string    `json:"flaky_tests,omitempty"`
+	Flakes     []Flake     `json:"flakes,omitempty"`
 	Leak       *LeakReport `json:"leak,omitempty"`
 	// Truncated is the first run's whose test output was cut.
 	Truncated *Truncation `json:"truncated,omitempty"`
@@ -158,6 +160,66 @@ func (r Result) OK() bool {
 	}
 }
 
+// ResolvedRuns counts the runs that resolved (a cached success: 1).
+func (r Result) ResolvedRuns() int {
+	if r.Cached {
+		if r.Resolved {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, a := range r.Runs {
+		if a.Resolved {
+			n++
+		}
+	}
+	return n
+}
+
+// Flaky reports whether a gold result is flaky and nothing else: its runs
+// disagree (FailureFlaky), some resolved, none leaked history or failed for
+// the infrastructure, and the control (when one ran) did not resolve. Such
+// an image is published labelled, never as verified.
+func (r Result) Flaky() bool {
+	if r.Mode != ModeGold || r.Failure != FailureFlaky || r.ResolvedRuns() == 0 || r.Leak.Leaked() || (r.Discriminates != nil && !*r.Discriminates) {
+		return false
+	}
+	for _, a := range r.Runs {
+		if a.Failure == FailureInfra || a.Failure == FailureLeak || a.Failure == FailurePatch {
+			return false
+		}
+	}
+	return true
+}
+
+// Flake is one labelled test whose result differed between the runs of a
+// result (verification.Flake).
+type Flake = verification.Flake
+
+// flakes are the flaky tests of r (FlakyTests) with how often each failed
+// among the runs graded (runs that failed for the infrastructure are not
+// counted), in FlakyTests' order.
+func (r Result) flakes() []Flake {
+	var graded []Attempt
+	for _, a := range r.Runs {
+		if a.Failure != FailureInfra {
+			graded = append(graded, a)
+		}
+	}
+	var out []Flake
+	for _, name := range r.FlakyTests {
+		f := Flake{Test: name, Runs: len(graded)}
+		for _, a := range graded {
+			if a.Labels[name] != "pass" {
+				f.Failed++
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // Why explains a result that is not OK.
 func (r Result) Why() string {
 	var parts []string
@@ -176,7 +238,13 @@ func (r Result) Why() string {
 	if r.Leak.Leaked() {
 		parts = append(parts, r.Leak.String())
 	}
-	if len(r.FlakyTests) > 0 {
+	if len(r.Flakes) > 0 {
+		var fs []string
+		for _, f := range r.Flakes {
+			fs = append(fs, f.String())
+		}
+		parts = append(parts, "flaky: "+strings.Join(fs, ", "))
+	} else if len(r.FlakyTests) > 0 {
 		parts = append(parts, "flaky: "+strings.Join(r.FlakyTests, ", "))
 	}
 	if len(parts) == 0 && !r.Resolved {
@@ -234,6 +302,7 @@ func aggregate(t Target, mode, model string, runs []Attempt) Result {
 		res.FlakyTests = append(res.FlakyTests, name)
 	}
 	sort.Strings(res.FlakyTests)
+	res.Flakes = res.flakes()
 	if len(res.FlakyTests) > 0 || len(verdicts) > 1 {
 		res.Failure = FailureFlaky
 	}
@@ -404,7 +473,9 @@ func (s *Summary) WriteTable(w io.Writer, regressions []Regression) error {
 	fmt.Fprintln(tw, "INSTANCE\tPLATFORM\tMODE\tRESOLVED\tF2P\tP2P\tSECONDS\tTEST_SECONDS\tRUNS\tRESULT")
 	for _, r := range s.Results {
 		verdict := "ok"
-		if !r.OK() {
+		if r.Flaky() {
+			verdict = "FLAKY (exported labelled, not verified)"
+		} else if !r.OK() {
 			verdict = "FAIL"
 			if r.Failure != "" {
 				verdict += " " + r.Failure

@@ -30,9 +30,13 @@ func VerdictOf(res Result, control *Result, settings *verification.Settings) (ve
 	}
 	v := verification.Verdict{
 		InstanceID: res.InstanceID, Platform: res.Platform, Image: res.Image,
-		GoldResolved: res.Resolved, Failure: res.Failure, FlakyTests: res.FlakyTests,
-		Rules: string(res.Rules), Runs: len(res.Runs), Cached: res.Cached,
+		GoldResolved: res.Resolved, Failure: res.Failure, FlakyTests: res.FlakyTests, Flakes: res.Flakes,
+		Rules: string(res.Rules), Runs: len(res.Runs), ResolvedRuns: res.ResolvedRuns(), Cached: res.Cached,
 		Report: report, EvalScript: eval, Settings: settings,
+	}
+	if res.Cached && settings != nil && res.Resolved {
+		// Only a verification whose every run resolved is cached.
+		v.Runs, v.ResolvedRuns = max(settings.Repeat, 1), max(settings.Repeat, 1)
 	}
 	if control != nil {
 		u := !control.Resolved

@@ -214,9 +214,13 @@ type verifyBuildFlags struct {
 	logParser  string
 	evalScript string
 	reverify   bool
+	repeat     int
+	control    bool
 }
 
 func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&v.repeat, "verify-repeat", 1, "with --verify: run each gold patch this many times (network off); a gold that resolves in some runs only is flaky: exported and published labelled, never as verified, its tests' failure rates in the statement (the nightly runs 3)")
+	fs.BoolVar(&v.control, "verify-control", true, "with --verify: after the gold runs, run the tests once with no patch: they must fail (else the image is not exported: its tests do not tell a fix from none); the statement records the control")
 	fs.DurationVar(&v.timeout, "verify-timeout", verify.DefaultTimeout, "with --verify: time limit of each eval.sh run")
 	fs.StringVar(&v.logParser, "log-parser", "", "with --verify: upstream log parser for every repository; default: the one the spec profile names, else upstream's map")
 	fs.StringVar(&v.evalScript, "verify-eval-script", verify.ScriptDataset, "with --verify: eval script to run: dataset (the record's, as upstream v5 runs it; generated where a record has none) or generated (the v4.1.0 eval.sh)")
@@ -227,6 +231,9 @@ func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 func (v *verifyBuildFlags) options(env datasetEnv, stderr io.Writer) (pipeline.GoldCheckOptions, error) {
 	if v.timeout <= 0 {
 		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-timeout %s: want a positive duration", v.timeout)
+	}
+	if v.repeat < 1 || v.repeat > 100 {
+		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-repeat %d: want 1 to 100 runs", v.repeat)
 	}
 	if v.logParser != "" && !slices.Contains(grading.ParserNames(), v.logParser) {
 		return pipeline.GoldCheckOptions{}, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
@@ -240,6 +247,8 @@ func (v *verifyBuildFlags) options(env datasetEnv, stderr io.Writer) (pipeline.G
 		EvalScript: v.evalScript,
 		CacheDir:   filepath.Join(env.cacheRoot, "verify"),
 		Reverify:   v.reverify,
+		Repeat:     v.repeat,
+		Control:    v.control,
 		Progress:   stderr,
 	}, nil
 }
