@@ -58,6 +58,10 @@ type Options struct {
 	// Reader reads the publication (required); its Jobs is how many
 	// references are asked at once.
 	Reader *publication.Reader
+	// Require, when set, also requires every per-arch image found to
+	// carry a signed verification statement that says verified
+	// (verified.go): check --require-verified.
+	Require *Requirement
 }
 
 // Ref kinds.
@@ -97,6 +101,11 @@ type Report struct {
 	Platforms []core.Platform `json:"platforms,omitempty"`
 	// Refused lists the registry hosts that refused the login.
 	Refused []string `json:"refused,omitempty"`
+	// Receipts are the signed statements' verdicts, one per per-arch
+	// image found and repository it is verified in (with Require), and
+	// Trusted names whose signatures counted.
+	Receipts []Receipt `json:"receipts,omitempty"`
+	Trusted  string    `json:"trusted,omitempty"`
 }
 
 // Counts returns how many references are fine, of how many.
@@ -123,13 +132,18 @@ func (r *Report) Gaps() []Ref {
 // Err is non-nil when any reference is missing or inconsistent.
 func (r *Report) Err() error {
 	ok, total := r.Counts()
-	if ok == total {
-		return nil
+	var errs []error
+	switch {
+	case ok == total:
+	case len(r.Refused) > 0:
+		errs = append(errs, fmt.Errorf("%d of %d images missing or inconsistent: login refused by %s", total-ok, total, strings.Join(r.Refused, ", ")))
+	default:
+		errs = append(errs, fmt.Errorf("%d of %d images missing or inconsistent", total-ok, total))
 	}
-	if len(r.Refused) > 0 {
-		return fmt.Errorf("%d of %d images missing or inconsistent: login refused by %s", total-ok, total, strings.Join(r.Refused, ", "))
+	if n := r.unverified(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d images not verified (no statement signed by %s saying verified)", n, len(r.Receipts), r.Trusted))
 	}
-	return fmt.Errorf("%d of %d images missing or inconsistent", total-ok, total)
+	return errors.Join(errs...)
 }
 
 // Print writes "N/M images present" and one line per gap.
@@ -149,6 +163,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if len(r.NoImage) > 0 {
 		fmt.Fprintf(w, "%d record(s) name no image (not checked): %s\n", len(r.NoImage), strings.Join(r.NoImage, ", "))
+	}
+	if r.Trusted != "" {
+		r.printReceipts(w)
 	}
 }
 
@@ -246,6 +263,11 @@ func Run(ctx context.Context, insts []core.Instance, o Options) (*Report, error)
 				ref.Problem = "missing"
 			}
 			rep.Refs = append(rep.Refs, ref)
+		}
+	}
+	if o.Require != nil {
+		if err := rep.receipts(ctx, o); err != nil {
+			return nil, err
 		}
 	}
 	return rep, nil

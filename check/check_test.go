@@ -40,7 +40,13 @@ func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { retur
 // USE_X86 (no arm64 image).
 func testDataset(t *testing.T) (path string, ids []string) {
 	t.Helper()
-	ids = []string{"astropy__astropy-12907", "django__django-10097", "sympy__sympy-20590"}
+	return testDatasetOf(t, "astropy__astropy-12907", "django__django-10097", "sympy__sympy-20590")
+}
+
+// testDatasetOf writes the SWE-bench Verified records of ids to a JSONL
+// file (in the reference's order).
+func testDatasetOf(t *testing.T, ids ...string) (path string, _ []string) {
+	t.Helper()
 	src := filepath.Join(spectest.SharedDir(t), "datasets", "SWE-bench_Verified", "test.jsonl")
 	f, err := os.Open(src)
 	if err != nil {

@@ -223,3 +223,15 @@ func LoadTrustedRoot(path string) (root.TrustedMaterial, error) {
 	}
 	return tr, nil
 }
+
+// FetchPublicTrustedRoot reads the public-good Sigstore instance's trusted
+// root through its TUF repository (sigstore-go's client, cached under
+// ~/.sigstore as cosign caches it): what keyless verification checks
+// certificates, Rekor entries and SCTs against when no file is given.
+func FetchPublicTrustedRoot() (root.TrustedMaterial, error) {
+	tr, err := root.FetchTrustedRoot()
+	if err != nil {
+		return nil, fmt.Errorf("fetching the Sigstore trusted root (TUF): %w", err)
+	}
+	return tr, nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,13 +173,26 @@ func (t Trust) VerifyImage(ctx context.Context, r *publication.Reader, repo name
 	if err != nil {
 		return nil, fmt.Errorf("%s: listing referrers: %w", ref, err)
 	}
-	bundles, err := ReadBundles(ctx, r, repo, list)
+	// With wanted types, a bundle whose referrer names another predicate
+	// type is not read (one GET each spared); the annotation is unsigned,
+	// so what is read is still checked by the statement's own type.
+	read := list
+	if len(want) > 0 {
+		read = slices.DeleteFunc(slices.Clone(list), func(d v1.Descriptor) bool {
+			pt := d.Annotations[AnnotationBundlePredicateType]
+			return IsBundleReferrer(d) && pt != "" && !slices.Contains(want, pt)
+		})
+	}
+	bundles, err := ReadBundles(ctx, r, repo, read)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	res, err := t.VerifyBundles(ref, image, bundles, want...)
 	if ie, ok := err.(*ImageError); ok && len(bundles) == 0 {
 		ie.Reason = fmt.Sprintf("no signed statement: none of its %d referrers is a Sigstore bundle", len(list))
+		if n := len(slices.DeleteFunc(slices.Clone(list), func(d v1.Descriptor) bool { return !IsBundleReferrer(d) })); n > 0 {
+			ie.Reason = fmt.Sprintf("no signed %s statement: its %d Sigstore bundle(s) sign other statements", strings.Join(want, ", "), n)
+		}
 	}
 	return res, err
 }

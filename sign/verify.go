@@ -149,6 +149,10 @@ func (t Trust) check() error {
 	return nil
 }
 
+// Name says whose signatures the trust accepts: "key <KeyID>" or
+// "certificate <identity> (issuer ...)".
+func (t Trust) Name() string { return t.signer() }
+
 // signer names who the trust accepts, for messages.
 func (t Trust) signer() string {
 	if t.Key != nil {
@@ -220,6 +224,25 @@ func ParseBundle(raw []byte) (*sgbundle.Bundle, error) {
 		return nil, errors.New("Sigstore bundle: no DSSE envelope (a message signature signs no statement)")
 	}
 	return b, nil
+}
+
+// BundleSubjects reads what the statement in a bundle says it is about,
+// without verifying anything: for messages only (e.g. that a file changed
+// after it was signed).
+func BundleSubjects(raw []byte) (StatementInfo, error) {
+	b, err := ParseBundle(raw)
+	if err != nil {
+		return StatementInfo{}, err
+	}
+	sc, err := b.SignatureContent()
+	if err != nil || sc.EnvelopeContent() == nil {
+		return StatementInfo{}, errors.New("no DSSE envelope")
+	}
+	payload, err := sc.EnvelopeContent().RawEnvelope().DecodeB64Payload()
+	if err != nil {
+		return StatementInfo{}, fmt.Errorf("decoding the DSSE payload: %w", err)
+	}
+	return Describe(payload)
 }
 
 // VerifyBundle verifies one bundle for the image of digest image: the

@@ -161,7 +161,7 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 		}
 		vsrc = &publish.VerificationSource{Verdicts: verdicts, Verifier: "swebuild " + version}
 	}
-	signer, err := f.signing.signer(f.fs, stderr)
+	signer, err := f.signing.signer(f.fs, stderr, "publish signs every statement it attaches")
 	if err != nil {
 		return publish.RunOptions{}, err
 	}

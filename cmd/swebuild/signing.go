@@ -46,14 +46,15 @@ func (f *signingFlags) register(fs *pflag.FlagSet) {
 // signer makes the signer the flags ask for; nil only with --unsigned.
 // Without a key, on GitHub Actions with an OIDC token to ask for, it is
 // keyless; otherwise it is an error naming the three choices.
-func (f *signingFlags) signer(fs *pflag.FlagSet, stderr io.Writer) (*sign.Signer, error) {
+// what says what signs, in the error when nothing is chosen.
+func (f *signingFlags) signer(fs *pflag.FlagSet, stderr io.Writer, what string) (*sign.Signer, error) {
 	keySet := fs.Changed("signing-key")
 	onActions := os.Getenv(envActionsTokenURL) != ""
 	switch {
 	case f.unsigned && (keySet || f.keyless):
 		return nil, usageErr(fs, stderr, "--unsigned with --signing-key or --keyless: give one")
 	case f.unsigned:
-		fmt.Fprintln(stderr, "publishing UNSIGNED (--unsigned): no statement is signed")
+		fmt.Fprintln(stderr, "UNSIGNED (--unsigned): nothing is signed")
 		return nil, nil
 	case f.keyless && keySet:
 		return nil, usageErr(fs, stderr, "--keyless with --signing-key: give one")
@@ -75,5 +76,5 @@ func (f *signingFlags) signer(fs *pflag.FlagSet, stderr io.Writer) (*sign.Signer
 			Identity:      id.Subject,
 		})
 	}
-	return nil, errors.New("publish signs every statement it attaches: give --signing-key FILE (or $" + envSigningKey + "; its password in $" + envSigningPassword + "; `swebuild sign keygen` makes one), run keyless on GitHub Actions (--keyless, `permissions: id-token: write`), or publish unsigned with --unsigned")
+	return nil, errors.New(what + ": give --signing-key FILE (or $" + envSigningKey + "; its password in $" + envSigningPassword + "; `swebuild sign keygen` makes one), run keyless on GitHub Actions (--keyless, `permissions: id-token: write`), or publish unsigned with --unsigned")
 }
