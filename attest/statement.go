@@ -341,3 +341,64 @@ func ParseVerificationStatement(raw []byte) (*TestResult, error) {
 	}
 	return tr, nil
 }
+
+// Problems says why the statement does not say verified, the gate's rule
+// (check --require-verified, and the index's verification summary): nil
+// when the result is PASSED, the gold patch resolved in every one of its
+// runs, the no-patch control ran and came out unresolved, and the
+// containers' network was none.
+func (tr *TestResult) Problems() []string {
+	var why []string
+	ext := tr.Extra
+	if tr.Result != "PASSED" {
+		r := "result " + tr.Result
+		if len(tr.WarnedTests) > 0 {
+			r += " (warned: " + strings.Join(tr.WarnedTests, ", ") + ")"
+		}
+		if len(tr.FailedTests) > 0 {
+			r += " (failed: " + strings.Join(tr.FailedTests, ", ") + ")"
+		}
+		why = append(why, r)
+	}
+	runs, hasRuns := tr.Runs()
+	resolved, _ := extInt(ext, "goldResolvedRuns")
+	switch {
+	case ext["goldResolved"] != true && hasRuns:
+		why = append(why, fmt.Sprintf("gold resolved in %d of %d runs", resolved, runs))
+	case ext["goldResolved"] != true:
+		why = append(why, "gold not resolved")
+	case hasRuns && resolved != runs:
+		why = append(why, fmt.Sprintf("gold resolved in %d of %d runs", resolved, runs))
+	}
+	switch c, ok := ext["controlUnresolved"]; {
+	case !ok:
+		why = append(why, "no no-patch control recorded")
+	case c != true:
+		why = append(why, "the no-patch control resolved (the tests do not tell a fix from none)")
+	}
+	if n := tr.Network(); n != "none" {
+		q := "not recorded"
+		if n != "" {
+			q = fmt.Sprintf("%q", n)
+		}
+		why = append(why, fmt.Sprintf("network %s, want none", q))
+	}
+	return why
+}
+
+// Runs is how many gold runs the statement records (goldRuns), and
+// whether it records them.
+func (tr *TestResult) Runs() (int, bool) { return extInt(tr.Extra, "goldRuns") }
+
+// Network is the containers' network the statement records ("" when it
+// records none).
+func (tr *TestResult) Network() string {
+	c, _ := tr.Extra["container"].(map[string]any)
+	n, _ := c["network"].(string)
+	return n
+}
+
+func extInt(ext map[string]any, key string) (int, bool) {
+	f, ok := ext[key].(float64)
+	return int(f), ok
+}

@@ -61,53 +61,14 @@ func (r Receipt) OK() bool { return r.Problem == "" }
 
 // Verdict checks a verified statement against the gate: nil when it says
 // PASSED with the gold resolved in every run, the control unresolved and
-// the network none; else every reason it does not.
-func Verdict(tr *attest.TestResult) []string {
-	var why []string
-	ext := tr.Extra
-	if tr.Result != "PASSED" {
-		r := "result " + tr.Result
-		if len(tr.WarnedTests) > 0 {
-			r += " (warned: " + strings.Join(tr.WarnedTests, ", ") + ")"
-		}
-		if len(tr.FailedTests) > 0 {
-			r += " (failed: " + strings.Join(tr.FailedTests, ", ") + ")"
-		}
-		why = append(why, r)
-	}
-	runs, hasRuns := number(ext["goldRuns"])
-	resolved, _ := number(ext["goldResolvedRuns"])
-	switch {
-	case ext["goldResolved"] != true && hasRuns:
-		why = append(why, fmt.Sprintf("gold resolved in %d of %d runs", resolved, runs))
-	case ext["goldResolved"] != true:
-		why = append(why, "gold not resolved")
-	case hasRuns && resolved != runs:
-		why = append(why, fmt.Sprintf("gold resolved in %d of %d runs", resolved, runs))
-	}
-	switch c, ok := ext["controlUnresolved"]; {
-	case !ok:
-		why = append(why, "no no-patch control recorded")
-	case c != true:
-		why = append(why, "the no-patch control resolved (the tests do not tell a fix from none)")
-	}
-	container, _ := ext["container"].(map[string]any)
-	if n := container["network"]; n != "none" {
-		why = append(why, fmt.Sprintf("network %v, want none", orNone(n)))
-	}
-	return why
-}
+// the network none; else every reason it does not (attest.TestResult's
+// Problems: the one rule, which the index's verification summary uses
+// too).
+func Verdict(tr *attest.TestResult) []string { return tr.Problems() }
 
 func number(v any) (int, bool) {
 	f, ok := v.(float64)
 	return int(f), ok
-}
-
-func orNone(v any) any {
-	if v == nil {
-		return "not recorded"
-	}
-	return fmt.Sprintf("%q", v)
 }
 
 // receipts verifies every present per-arch image of the report in its

@@ -297,6 +297,8 @@ type published struct {
 	// referrers attached to it (sign.go).
 	record     core.Image
 	signatures []digest.Digest
+	// statementBytes is the verification statement, once read (summary.go).
+	statementBytes []byte
 }
 
 // instance publishes one instance: its per-arch images, then its index.
@@ -357,9 +359,16 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 		p.fail(what, errors.Join(err, p.record("recording the failure", rec)))
 		return
 	}
+	var prevIndex *core.Image
+	if rec, ok := p.opts.Ledger.Lookup(core.KindIndex, id, core.Platform{}); ok {
+		prevIndex = &rec
+	}
 	skipped, dg, err := p.index(ctx, id, imgs, done)
 	if err == nil {
 		err = p.indexReferrers(ctx, id, done)
+	}
+	if err == nil {
+		err = p.summarize(ctx, id, dg, imgs, done, prevIndex)
 	}
 	for i := 0; err == nil && i < len(done); i++ {
 		if pb := done[i]; pb.carried {
