@@ -3,10 +3,10 @@
 // from GitHub raw at environment_setup_commit), with retries and an on-disk
 // cache, so that a run that once had the network can be repeated offline.
 //
-// The pure functions in reqs.go reproduce what upstream does with those
-// files (candidate URLs, "-r" includes, REPLACE_REQ_PACKAGES); the Client
-// methods Requirements and EnvironmentYML combine them with the download.
-// *Client also satisfies builder/render.Fetcher through Fetch.
+// What upstream does with those files (candidate URLs, "-r" includes,
+// REPLACE_REQ_PACKAGES) is package envfile, which asks an envfile.Source for
+// each URL; pipeline resolves the files a dataset needs through this client
+// before rendering (render does no I/O).
 //
 // Cache: one file per URL in CacheDir, named by the hex sha256 of the URL
 // (always the raw.githubusercontent.com form, whatever BaseURL is), written
@@ -47,6 +47,8 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/swebuild/swebuild/envfile"
 )
 
 // DefaultBaseURL is where upstream fetches from (SWE_BENCH_URL_RAW).
@@ -124,9 +126,6 @@ type Options struct {
 	// MaxBodyBytes caps a response body, and a cached body read back.
 	// Default: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Replacements is upstream's REPLACE_REQ_PACKAGES, applied by
-	// Requirements and EnvironmentYML. Default: ReplaceReqPackages().
-	Replacements []Replacement
 	// HTTPClient is the underlying client (its Timeout is overridden by
 	// Timeout). Default: a pooled client honouring proxy variables.
 	HTTPClient *http.Client
@@ -147,7 +146,6 @@ type Client struct {
 	maxBody       int64
 	maxRetryAfter time.Duration
 	retryAfter    time.Duration // unit of a Retry-After in seconds; tests shrink it
-	repl          []Replacement
 	http          *retryablehttp.Client
 	group         singleflight.Group
 	log           io.Writer
@@ -168,7 +166,6 @@ func New(opts Options) (*Client, error) {
 		maxBody:       opts.MaxBodyBytes,
 		maxRetryAfter: opts.MaxRetryAfter,
 		retryAfter:    time.Second,
-		repl:          opts.Replacements,
 		log:           opts.Log,
 		progressAfter: opts.ProgressAfter,
 		failed:        map[string]error{},
@@ -192,9 +189,6 @@ func New(opts Options) (*Client, error) {
 	}
 	if c.maxRetryAfter <= 0 {
 		c.maxRetryAfter = DefaultMaxRetryAfter
-	}
-	if c.repl == nil {
-		c.repl = ReplaceReqPackages()
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
@@ -551,9 +545,9 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Fetch is Get for callers that move on when a file does not exist (the
-// builder/render Fetcher interface): found is false for a 404 or 410, the
-// body is decoded as upstream's requests does (DecodeText), and any other
+// Fetch is Get for callers that move on when a file does not exist (an
+// envfile.Source): found is false for a 404 or 410, the body is decoded as
+// upstream's requests does (envfile.DecodeText), and any other
 // failure (offline miss, network, 5xx after retries) is an error.
 func (c *Client) Fetch(ctx context.Context, url string) (body string, found bool, err error) {
 	b, err := c.Get(ctx, url)
@@ -563,7 +557,7 @@ func (c *Client) Fetch(ctx context.Context, url string) (body string, found bool
 	case err != nil:
 		return "", false, err
 	}
-	return DecodeText(b), true, nil
+	return envfile.DecodeText(b), true, nil
 }
 
 // FirstOf returns the first of urls that exists, trying them in order as

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/swebuild/swebuild/envfile"
 )
 
 // server is an httptest server whose answers a test scripts per path; it
@@ -208,7 +210,7 @@ func TestFirstOfFallsBackOn404(t *testing.T) {
 		}
 	})
 	dir := t.TempDir()
-	urls := Candidates("o/r", "abc", []string{"first.txt", "second.txt", "third.txt"})
+	urls := envfile.Candidates("o/r", "abc", []string{"first.txt", "second.txt", "third.txt"})
 	c := newClient(t, s, Options{CacheDir: dir})
 	u, b, err := c.FirstOf(context.Background(), urls)
 	if err != nil || u != urls[1] || string(b) != "second" {
@@ -224,7 +226,7 @@ func TestFirstOfFallsBackOn404(t *testing.T) {
 		t.Fatalf("offline FirstOf = %q, %q, %v", u, b, err)
 	}
 	// All missing: the error lists them and matches ErrNotFound.
-	none := Candidates("o/r", "abc", []string{"x.txt", "y.txt"})
+	none := envfile.Candidates("o/r", "abc", []string{"x.txt", "y.txt"})
 	_, _, err = c.FirstOf(context.Background(), none)
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), none[0]+", "+none[1]) {
 		t.Errorf("all missing: %v", err)

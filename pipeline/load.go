@@ -7,11 +7,14 @@ import (
 	"io"
 	"path/filepath"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/dataset/hub"
+	"github.com/swebuild/swebuild/envfile"
 	"github.com/swebuild/swebuild/fetch"
 	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/taskrepo"
@@ -140,15 +143,30 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up downloads: %w", err)
 	}
-	r := &render.Renderer{Tables: tables, Pins: set, Fetcher: fetcher{client}}
+	r := &render.Renderer{Tables: tables, Pins: set}
+	var l *Loaded
 	if in.TaskRepo != "" {
-		return loadTaskRepo(in, r, log)
+		l, err = loadTaskRepo(in, r, log)
+	} else {
+		l, err = loadDataset(ctx, in, r, log)
 	}
+	if l == nil {
+		return nil, err
+	}
+	l.Fetch = client
+	if rerr := resolveFiles(ctx, client, r, l.Instances); rerr != nil {
+		return nil, rerr
+	}
+	return l, err
+}
+
+// loadDataset is Load of in.Dataset.
+func loadDataset(ctx context.Context, in Inputs, r *render.Renderer, log io.Writer) (*Loaded, error) {
 	hc, err := hub.New(hub.Options{Endpoint: in.Hub.Endpoint, Token: in.Hub.Token, CacheDir: filepath.Join(in.CacheDir, "hub"), Offline: in.Offline, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("dataset hub: %w", err)
 	}
-	opts := dataset.OpenOptions{LoadOptions: dataset.LoadOptions{Known: tables}, Hub: hc}
+	opts := dataset.OpenOptions{LoadOptions: dataset.LoadOptions{Known: r.Tables}, Hub: hc}
 	insts, src, loadErr := dataset.Open(ctx, in.Dataset, opts)
 	var verr *dataset.ValidationError
 	if loadErr != nil && !errors.As(loadErr, &verr) {
@@ -161,7 +179,7 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{Renderer: r, Instances: insts, Source: src, Fetch: client}
+	l := &Loaded{Renderer: r, Instances: insts, Source: src}
 	if verr != nil {
 		return l, fmt.Errorf("%s: %d invalid record(s)", src, len(verr.Problems))
 	}
@@ -271,8 +289,44 @@ func loadKeepGoing(ctx context.Context, in Inputs, log io.Writer) (*Loaded, []er
 	return loaded, nil, nil
 }
 
-// fetcher gives render the fetch client: like upstream, any final non-200
-// answer means "try the next candidate path".
+// resolveFiles downloads, before anything is rendered, the repository
+// files the env scripts of insts embed (render.Renderer.Needs: requirements.txt
+// and environment.yml at environment_setup_commit, on either platform),
+// each once and a few at a time, and hands them to r. A file that cannot be
+// had is kept with its error, which rendering then reports for each
+// instance that needs it; the others go on. Only a cancelled ctx is an
+// error here.
+func resolveFiles(ctx context.Context, client *fetch.Client, r *render.Renderer, insts []core.Instance) error {
+	needs := r.Needs(insts, core.AllPlatforms())
+	got := make([]render.Resolved, len(needs))
+	src := fetcher{client}
+	repl := envfile.Replacements(r.Tables.ReplaceReqPackages)
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i, n := range needs {
+		g.Go(func() error {
+			res := &got[i]
+			if n.Name == render.FileRequirements {
+				res.Text, res.Err = envfile.GetRequirements(ctx, src, n.Repo, n.Commit, n.Paths, repl)
+			} else {
+				res.Text, res.Err = envfile.GetEnvironmentYML(ctx, src, n.Repo, n.Commit, n.Paths, render.EnvName, repl)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.Files = make(render.Files, len(needs))
+	for i, n := range needs {
+		r.Files[n.RepoFile] = got[i]
+	}
+	return nil
+}
+
+// fetcher is the fetch client as the envfile.Source of resolveFiles: like
+// upstream, any final non-200 answer means "try the next candidate path".
 type fetcher struct{ c *fetch.Client }
 
 func (f fetcher) Fetch(ctx context.Context, url string) (string, bool, error) {
@@ -284,7 +338,7 @@ func (f fetcher) Fetch(ctx context.Context, url string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	return fetch.DecodeText(b), true, nil
+	return envfile.DecodeText(b), true, nil
 }
 
 // Select keeps the loaded instances with those ids, in loaded order (all
