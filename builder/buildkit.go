@@ -25,6 +25,7 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/ctxdigest"
 )
 
 // How parents reach their children
@@ -496,7 +497,7 @@ func (cb *chainBuild) verify(ctx context.Context, gc gateway.Client) error {
 	if err != nil {
 		return fmt.Errorf("verifying %s: %w", n.ID(), err)
 	}
-	st = st.WithValue(contextFilesKey{}, fp)
+	st = ctxdigest.With(st, fp)
 	fmt.Fprintf(cb.job.Log, "verifying %s on %s\n", n.InstanceID, n.Platform)
 	if err := cb.s.verify(ctx, gc, n.InstanceID, n.Platform, st); err != nil {
 		return fmt.Errorf("not exported: %w", err)

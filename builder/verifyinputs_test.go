@@ -1,13 +1,11 @@
 package builder
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/moby/buildkit/client/llb"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -72,13 +70,3 @@ func TestContextFingerprint(t *testing.T) {
 	}
 }
 
-func TestContextFilesDigest(t *testing.T) {
-	ctx := context.Background()
-	if _, ok := ContextFilesDigest(ctx, llb.Scratch()); ok {
-		t.Error("state without a fingerprint: ok")
-	}
-	d, ok := ContextFilesDigest(ctx, llb.Scratch().WithValue(contextFilesKey{}, "abc"))
-	if !ok || d != "abc" {
-		t.Errorf("got %q, %t", d, ok)
-	}
-}

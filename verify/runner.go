@@ -19,8 +19,8 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/tonistiigi/fsutil"
 
-	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/ctxdigest"
 	"github.com/swebuild/swebuild/grading"
 )
 
@@ -270,7 +270,7 @@ func (r *Runner) cacheKey(ctx context.Context, t Target, image llb.State) (key, 
 	if err != nil {
 		return "", err.Error()
 	}
-	files, ok := builder.ContextFilesDigest(ctx, image)
+	files, ok := ctxdigest.Of(ctx, image)
 	if locals && !ok {
 		return "", "the image reads local files the builder did not fingerprint"
 	}
