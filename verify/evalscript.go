@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // Which eval script a run uses (Target.Script.Source).
@@ -53,7 +55,7 @@ func scriptInfo(source, text, fallback string) ScriptInfo {
 // untouched and trusts the log alone).
 func EvalScriptV5(s string) (script string, recorded bool) {
 	var lines []string
-	for _, l := range strings.Split(pyStrip(s), "\n") {
+	for _, l := range strings.Split(pystr.Strip(s), "\n") {
 		if l != "#!/bin/bash" && l != "set -uxo pipefail" {
 			lines = append(lines, l)
 		}
@@ -78,18 +80,6 @@ func EvalScriptV5(s string) (script string, recorded bool) {
 // It prints nothing (xtrace is off for it, its trace going nowhere), so the
 // test output is upstream's.
 const exitTrailer = "{ set +x; } 2>/dev/null; exit \"${" + TestExitCodeVar + ":-255}\"\n"
-
-// pyStrip is Python's str.strip(): it removes leading and trailing
-// characters for which str.isspace() is true.
-func pyStrip(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool {
-		switch r {
-		case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-			return true
-		}
-		return 0x2000 <= r && r <= 0x200a
-	})
-}
 
 // testExitCodeRE is upstream's TEST_EXIT_CODE_RE.
 var testExitCodeRE = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
