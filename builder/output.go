@@ -26,6 +26,7 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/internal/atomicfile"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -396,14 +397,7 @@ func (l *ociLayout) update(f func(*ocispecs.Index)) error {
 	if bytes.Equal(out, b) {
 		return nil
 	}
-	tmp := indexPath + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", indexPath, err)
-	}
-	if err := os.Rename(tmp, indexPath); err != nil {
-		return fmt.Errorf("writing %s: %w", indexPath, err)
-	}
-	return nil
+	return atomicfile.WriteFile(indexPath, out, 0o644)
 }
 
 // close removes the content store's empty ingest directory.

@@ -69,4 +69,3 @@ func TestContextFingerprint(t *testing.T) {
 		t.Error("missing context file: no error")
 	}
 }
-

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"github.com/swebuild/swebuild/internal/atomicfile"
 )
 
 // MaxLine is the longest record line the codec reads (1 MiB); a longer line
@@ -231,27 +233,7 @@ func Encode(w io.Writer, recs []Image) error {
 // WriteFile replaces path with recs, atomically (a temporary file in the
 // same directory, renamed over path), so a reader never sees half a file.
 func WriteFile(path string, recs []Image) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := Encode(tmp, recs); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return Encode(w, recs) })
 }
 
 // ErrInUse is returned by OpenLog when another process holds the file.

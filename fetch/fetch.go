@@ -49,6 +49,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/swebuild/swebuild/envfile"
+	"github.com/swebuild/swebuild/internal/atomicfile"
 )
 
 // DefaultBaseURL is where upstream fetches from (SWE_BENCH_URL_RAW).
@@ -513,33 +514,13 @@ func (c *Client) readCached(path string) ([]byte, error) {
 	return b, nil
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers see the whole file or none.
+// writeAtomic writes data to path (its directory made if missing) through
+// atomicfile, so readers see the whole file or none.
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("fetch cache: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("fetch cache: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("fetch cache: %w", err)
 	}
 	return nil

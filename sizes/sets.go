@@ -14,6 +14,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Naming schemes known by name. Each expands to a reference template; the
@@ -122,7 +123,7 @@ func ExpandTemplate(tmpl, instanceID string, p core.Platform) string {
 	r := strings.NewReplacer(
 		"{arch}", arch,
 		"{goarch}", goarch,
-		"{id_1776}", strings.ReplaceAll(id, "__", "_1776_"),
+		"{id_1776}", naming.NoDoubleUnderscore(id),
 		"{id}", id,
 	)
 	return r.Replace(tmpl)

@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/pyrepr"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Pinner edits a recipe before rendering (implemented by package pins).
@@ -323,5 +324,5 @@ func EnvHash(envScriptList []string, ds spec.DockerSpecs) string {
 // RemoteInstanceKey is the instance key under a registry namespace, with
 // "__" written "_1776_" as upstream does.
 func RemoteInstanceKey(namespace, instanceKey string) string {
-	return strings.ReplaceAll(namespace+"/"+instanceKey, "__", "_1776_")
+	return naming.NoDoubleUnderscore(namespace + "/" + instanceKey)
 }

@@ -80,6 +80,8 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/swebuild/swebuild/internal/atomicfile"
 )
 
 // DefaultEndpoint is the hub (huggingface_hub's default HF_ENDPOINT).
@@ -661,31 +663,13 @@ func escapePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-// writeAtomic writes data to path through a temporary file and a rename.
+// writeAtomic writes data to path (its directory made if missing) through
+// atomicfile.
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("hub cache: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
 	return nil

@@ -63,8 +63,7 @@ type Options struct {
 // ExpectedImage is the image name upstream's harness derives for an
 // instance (swebench/task/checks.py expected_image).
 func ExpectedImage(instanceID string) string {
-	key := strings.ToLower("sweb.eval.x86_64." + instanceID + ":latest")
-	return strings.ReplaceAll(imagePrefix+key, "__", "_1776_")
+	return naming.NoDoubleUnderscore(imagePrefix + strings.ToLower("sweb.eval.x86_64."+instanceID+":latest"))
 }
 
 // Write renders every instance and writes the task repo. It keeps going

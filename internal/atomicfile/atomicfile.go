@@ -1,0 +1,57 @@
+// Package atomicfile replaces files atomically, the one way swebuild does
+// it (caches, the metadata file, an OCI layout's index, verification
+// records): readers see the old file or the whole new one, never a part.
+package atomicfile
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with what write writes: into a temporary file in
+// path's directory (which must exist), flushed to disk, given perm, then
+// renamed over path. On any failure the temporary file is removed and
+// path is left as it was. Errors name path.
+func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFile is Write of data.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}

@@ -1,0 +1,52 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	if err := WriteFile(path, []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "one\n" {
+		t.Fatalf("after the first write: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, %v", fi.Mode(), err)
+	}
+	// A writer that fails half way leaves the old file and no temporary
+	// file, and the error says so, naming the file.
+	boom := errors.New("boom")
+	err := Write(path, 0o600, func(w io.Writer) error {
+		io.WriteString(w, "tw")
+		return boom
+	})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), path) {
+		t.Errorf("failed write: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "one\n" {
+		t.Errorf("after a failed write: %q", b)
+	}
+	if err := WriteFile(path, []byte("two\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v", fi.Mode(), err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != "f.json" {
+		t.Errorf("directory holds %v (%v), want only f.json", ents, err)
+	}
+	// A missing directory is an error naming the file.
+	missing := filepath.Join(dir, "no", "f.json")
+	if err := WriteFile(missing, nil, 0o644); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing directory: %v", err)
+	}
+}
