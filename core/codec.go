@@ -233,7 +233,12 @@ func Encode(w io.Writer, recs []Image) error {
 // WriteFile replaces path with recs, atomically (a temporary file in the
 // same directory, renamed over path), so a reader never sees half a file.
 func WriteFile(path string, recs []Image) error {
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return Encode(w, recs) })
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		if err := Encode(w, recs); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return nil
+	})
 }
 
 // ErrInUse is returned by OpenLog when another process holds the file.

@@ -537,56 +537,32 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	var tmp *os.File
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
 	var sum string // of the bytes downloaded
+	// Each attempt writes a temporary file that replaces local only once
+	// its size and sha256 are right (atomicfile.Write).
 	_, err := c.get(ctx, u, func(r io.Reader, resp *http.Response) error {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-		var err error
-		if tmp, err = os.CreateTemp(filepath.Dir(local), ".tmp-*"); err != nil {
-			return err
-		}
 		if resp.ContentLength > c.maxFile {
 			return fmt.Errorf("%d bytes: %w of %d bytes a file", resp.ContentLength, ErrTooLarge, c.maxFile)
 		}
-		var h hash.Hash = sha256.New()
-		n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, c.maxFile+1))
-		switch {
-		case err != nil:
-			return retryable{fmt.Errorf("truncated: %d of %s bytes (%w)", n, sizeOr(f.Size, resp.ContentLength), err)}
-		case n > c.maxFile:
-			return fmt.Errorf("more than %d bytes: %w of %d bytes a file", c.maxFile, ErrTooLarge, c.maxFile)
-		case f.Size > 0 && n != f.Size:
-			return retryable{fmt.Errorf("truncated: %d of %d bytes", n, f.Size)}
-		}
-		if sum = hex.EncodeToString(h.Sum(nil)); f.SHA256 != "" && sum != f.SHA256 {
-			return retryable{fmt.Errorf("sha256 %s, the hub lists %s", sum, f.SHA256)}
-		}
-		return tmp.Sync()
+		return atomicfile.Write(local, 0o644, func(w io.Writer) error {
+			var h hash.Hash = sha256.New()
+			n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(r, c.maxFile+1))
+			switch {
+			case err != nil:
+				return retryable{fmt.Errorf("truncated: %d of %s bytes (%w)", n, sizeOr(f.Size, resp.ContentLength), err)}
+			case n > c.maxFile:
+				return fmt.Errorf("more than %d bytes: %w of %d bytes a file", c.maxFile, ErrTooLarge, c.maxFile)
+			case f.Size > 0 && n != f.Size:
+				return retryable{fmt.Errorf("truncated: %d of %d bytes", n, f.Size)}
+			}
+			if sum = hex.EncodeToString(h.Sum(nil)); f.SHA256 != "" && sum != f.SHA256 {
+				return retryable{fmt.Errorf("sha256 %s, the hub lists %s", sum, f.SHA256)}
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("%s: downloading: %w", what, err)
-	}
-	name := tmp.Name()
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	tmp = nil
-	if err := os.Chmod(name, 0o644); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := os.Rename(name, local); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("%s: %w", what, err)
 	}
 	if f.SHA256 == "" {
 		// The hub lists no digest for a file outside LFS: keep the one of

@@ -14,8 +14,9 @@ import (
 // Write replaces path with what write writes: into a temporary file in
 // path's directory (which must exist), flushed to disk, given perm, then
 // renamed over path. On any failure the temporary file is removed and
-// path is left as it was. Errors name path.
-func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
+// path is left as it was. write's own error is returned as it is; the
+// others name path.
+func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -24,15 +25,12 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
 	}
+	err = f.Sync()
 	if err == nil {
 		err = f.Chmod(perm)
 	}
@@ -43,6 +41,7 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
+		os.Remove(f.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

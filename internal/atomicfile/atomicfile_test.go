@@ -22,13 +22,13 @@ func TestWrite(t *testing.T) {
 		t.Errorf("mode %v, %v", fi.Mode(), err)
 	}
 	// A writer that fails half way leaves the old file and no temporary
-	// file, and the error says so, naming the file.
+	// file; its error is returned as it is.
 	boom := errors.New("boom")
 	err := Write(path, 0o600, func(w io.Writer) error {
 		io.WriteString(w, "tw")
 		return boom
 	})
-	if !errors.Is(err, boom) || !strings.Contains(err.Error(), path) {
+	if err != boom {
 		t.Errorf("failed write: %v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "one\n" {
