@@ -23,6 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -212,7 +213,7 @@ func (r *Report) Failed() int {
 // marked X86Only fail without being built. The returned error is non-nil when
 // any node failed or was skipped, or when nothing could start (the report is
 // then nil); the report is returned in both cases otherwise.
-func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
+func Build(ctx context.Context, nodes []*graph.Node, opts Options) (*Report, error) {
 	if opts.RunDir == "" {
 		return nil, errors.New("a run directory is required")
 	}
@@ -290,7 +291,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		solver:  solver,
 		workers: workers,
 		pool:    pool,
-		openLog: func(n *Node) (io.WriteCloser, string, error) {
+		openLog: func(n *graph.Node) (io.WriteCloser, string, error) {
 			p := filepath.Join(logDir, logName(n))
 			f, err := os.Create(p)
 			return f, p, err
@@ -324,7 +325,7 @@ func isLocalRegistry(host string) bool {
 
 // logName is the file name of a node's log: its key and arch, with
 // characters unsafe in file names replaced.
-func logName(n *Node) string {
+func logName(n *graph.Node) string {
 	r := strings.NewReplacer("/", "_", ":", "_", "@", "_", " ", "_")
 	return r.Replace(n.Key) + "." + n.Platform.Arch() + ".log"
 }
@@ -337,7 +338,7 @@ func (r *Report) Records() []core.Image {
 	keys := inputKeys(r.nodes(), r.given)
 	for _, res := range r.sorted() {
 		n := res.Node
-		if n.Kind == KindInstance && n.InstanceID == "" {
+		if n.Kind == graph.KindInstance && n.InstanceID == "" {
 			// Failed validation (see the summary): a record never
 			// carries an empty instance id.
 			continue
@@ -380,7 +381,7 @@ func (r *Report) Records() []core.Image {
 // platform, the order of the summary and the metadata file.
 func (r *Report) sorted() []Result {
 	out := append([]Result(nil), r.Results...)
-	rank := map[string]int{KindBase: 0, KindEnv: 1, KindInstance: 2}
+	rank := map[graph.Kind]int{graph.KindBase: 0, graph.KindEnv: 1, graph.KindInstance: 2}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].Node, out[j].Node
 		if rank[a.Kind] != rank[b.Kind] {
@@ -488,7 +489,7 @@ func (r *Report) writeNotDone(w io.Writer) error {
 	}
 	for _, res := range r.sorted() {
 		n := res.Node
-		if n.Kind != KindInstance || n.InstanceID == "" {
+		if n.Kind != graph.KindInstance || n.InstanceID == "" {
 			continue
 		}
 		switch res.Status {
@@ -513,8 +514,8 @@ func (r *Report) writeNotDone(w io.Writer) error {
 	return nil
 }
 
-func (r *Report) nodes() []*Node {
-	out := make([]*Node, len(r.Results))
+func (r *Report) nodes() []*graph.Node {
+	out := make([]*graph.Node, len(r.Results))
 	for i, res := range r.Results {
 		out[i] = res.Node
 	}

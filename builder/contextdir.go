@@ -15,9 +15,11 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/tonistiigi/fsutil"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
-// A node with a context directory (Node.ContextDir) is a task repo's flat
+// A node with a context directory (graph.Node.ContextDir) is a task repo's flat
 // Dockerfile: its task directory is the whole build context, sent by one
 // local source of that directory and nothing else. BuildKit would only find
 // a missing COPY source after solving every step before it (for a
@@ -121,7 +123,7 @@ func checkCopySources(dockerfile []byte, dir string) error {
 
 // contextDirState is the LLB state of n's context directory (one local
 // source, added to mounts), after checking the Dockerfile's COPY sources.
-func contextDirState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
+func contextDirState(n *graph.Node, mounts map[string]fsutil.FS) (llb.State, error) {
 	what := "node " + n.ID()
 	if n.InstanceID != "" {
 		what = "task " + n.InstanceID

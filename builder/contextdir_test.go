@@ -8,6 +8,7 @@ import (
 
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -58,7 +59,7 @@ func TestCheckCopySources(t *testing.T) {
 
 func TestContextDirState(t *testing.T) {
 	dir := t.TempDir()
-	n := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
+	n := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
 		Dockerfile: []byte("FROM scratch\nCOPY [\"problem_assets\", \"/problem_assets\"]\n"), ContextDir: dir}
 	_, err := contextState(n, map[string]fsutil.FS{})
 	if err == nil || !strings.Contains(err.Error(), "task a__b-1: Dockerfile line 2: COPY source \"problem_assets\"") {
@@ -77,7 +78,7 @@ func TestContextDirState(t *testing.T) {
 }
 
 func TestValidateContextDir(t *testing.T) {
-	base := Node{Key: "k:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM scratch\n")}
+	base := graph.Node{Key: "k:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM scratch\n")}
 	rel := base
 	rel.ContextDir = "tasks/a__b-1"
 	if err := validateNode(&rel); err == nil || !strings.Contains(err.Error(), "context dir") {

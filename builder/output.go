@@ -26,6 +26,7 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/internal/atomicfile"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/sbom"
@@ -226,7 +227,7 @@ func (l *ociLayout) export() bkclient.ExportEntry {
 // (out.Digest, resolved by resolveAttested). The image's referrers in the
 // layout, BuildKit's attestation manifest (out.Attestation) and the SBOM
 // artifact (out.SBOMArtifact), get entries of their own beside it.
-func (l *ociLayout) add(n *Node, resp map[string]string, out *Outcome) error {
+func (l *ociLayout) add(n *graph.Node, resp map[string]string, out *Outcome) error {
 	dg, err := digest.Parse(resp[exptypes.ExporterImageDigestKey])
 	if err != nil {
 		return fmt.Errorf("OCI layout %s: BuildKit's image digest: %w", l.dir, err)

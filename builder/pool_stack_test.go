@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/bkdaemon"
@@ -39,7 +40,7 @@ const (
 )
 
 // fixtureNodes plans the fixture for platforms (ids: all when empty).
-func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*builder.Node {
+func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*graph.Node {
 	t.Helper()
 	stacktest.Require(t)
 	ctx := context.Background()
@@ -62,7 +63,7 @@ func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*bui
 	return nodes
 }
 
-func count(nodes []*builder.Node, kind string, p core.Platform) int {
+func count(nodes []*graph.Node, kind graph.Kind, p core.Platform) int {
 	n := 0
 	for _, x := range nodes {
 		if x.Kind == kind && x.Platform == p {
@@ -135,16 +136,16 @@ func TestPoolFixtureAcrossDaemons(t *testing.T) {
 	envs := records(t, envRun, a1, a2, r1)
 	repos := records(t, repoRun, a1, a2, r1)
 	t.Logf("env setup runs per daemon: %v; instance setup runs per daemon: %v", envs, repos)
-	if got, want := envs["amd64-1"]+envs["amd64-2"], count(nodes, builder.KindEnv, core.AMD64); got != want {
+	if got, want := envs["amd64-1"]+envs["amd64-2"], count(nodes, graph.KindEnv, core.AMD64); got != want {
 		t.Errorf("amd64 env setup ran %d times over the pool, want %d (once per env)", got, want)
 	}
 	if envs["amd64-1"] == 0 || envs["amd64-2"] == 0 {
 		t.Errorf("amd64 envs all on one daemon: %v", envs)
 	}
-	if got, want := envs["arm64-1"], count(nodes, builder.KindEnv, core.ARM64); got != want {
+	if got, want := envs["arm64-1"], count(nodes, graph.KindEnv, core.ARM64); got != want {
 		t.Errorf("arm64 env setup ran %d times, want %d", got, want)
 	}
-	if got, want := repos["amd64-1"]+repos["amd64-2"]+repos["arm64-1"], count(nodes, builder.KindInstance, core.AMD64)+count(nodes, builder.KindInstance, core.ARM64); got != want {
+	if got, want := repos["amd64-1"]+repos["amd64-2"]+repos["arm64-1"], count(nodes, graph.KindInstance, core.AMD64)+count(nodes, graph.KindInstance, core.ARM64); got != want {
 		t.Errorf("instance setup ran %d times over the pool, want %d", got, want)
 	}
 	checkPushedOnce(t, rep, reg, "pool/build")
@@ -399,7 +400,7 @@ func TestPoolKillDaemons(t *testing.T) {
 	for _, r := range rep.Results {
 		id := r.Node.ID()
 		if r.Node.Platform == core.ARM64 {
-			if r.Status == builder.StatusDone && r.Node.Kind != builder.KindBase {
+			if r.Status == builder.StatusDone && r.Node.Kind != graph.KindBase {
 				t.Errorf("%s done after the only arm64 daemon was killed", id)
 			}
 			if r.Status != builder.StatusDone && (r.Err == nil || !strings.Contains(r.Err.Error(), "no BuildKit node left for linux/arm64: arm64-1 ("+r1.Addr+") down")) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
 // contextFingerprint hashes, for every node of chain and each of its context
@@ -16,7 +18,7 @@ import (
 // (symlinks resolved at the top, as contextState does), the relative path,
 // mode, size and modification time. That is what BuildKit's own local
 // transfer compares to decide which files changed.
-func contextFingerprint(chain []*Node) (string, error) {
+func contextFingerprint(chain []*graph.Node) (string, error) {
 	h := sha256.New()
 	for _, n := range chain {
 		names := make([]string, 0, len(n.ContextFiles))

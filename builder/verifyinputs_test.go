@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -22,7 +23,7 @@ func TestContextFingerprint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mirror, "objects", "a"), []byte("obj"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	chain := []*Node{
+	chain := []*graph.Node{
 		{Key: "base", Platform: core.AMD64, ContextFiles: map[string]string{"rootfs.tar": tar}},
 		{Key: "inst", Platform: core.AMD64, ContextFiles: map[string]string{"mirror": mirror}},
 	}

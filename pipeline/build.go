@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/taskrepo"
@@ -76,7 +76,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	}
 	res := &BuildResult{}
 	var (
-		nodes      []*builder.Node
+		nodes      []*graph.Node
 		notPlanned []builder.NotPlanned
 	)
 	if loaded.Tasks != nil {
@@ -226,14 +226,14 @@ func writerOr(w io.Writer) io.Writer {
 	return w
 }
 
-// Nodes turns the plan into builder nodes: parents by key, rendered files in
-// memory, profile context files (e.g. rootfs-<arch>.tar) looked up in
-// contextDirs. Nodes used only by x86-only instances are marked X86Only, so
-// the builder refuses an arm64 image of them whatever the platforms asked.
-// An instance plan node becomes one builder node per instance: when two
-// instances share one image key (ids differing only in case), the builder
-// sees both and builds neither.
-func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builder.Node, error) {
+// Nodes makes the plan's nodes ready to build: profile context files (e.g.
+// rootfs-<arch>.tar, graph.Node.External) found in contextDirs, nodes used
+// only by x86-only instances marked X86Only (so the builder refuses an
+// arm64 image of them whatever the platforms asked), and an instance node
+// per instance with its id and base commit: when two instances share one
+// image key (ids differing only in case), the builder sees both and builds
+// neither. The plan's nodes are not changed.
+func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*graph.Node, error) {
 	x86 := map[string]bool{}
 	for _, id := range p.X86Only {
 		x86[id] = true
@@ -242,27 +242,18 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 	for _, inst := range insts {
 		commits[inst.InstanceID] = inst.BaseCommit
 	}
-	var nodes []*builder.Node
+	var nodes []*graph.Node
 	for _, pp := range p.Platforms {
 		for _, pn := range pp.Nodes {
-			b := pn.Build
-			n := &builder.Node{
-				Key:        pn.Key,
-				Kind:       string(pn.Kind),
-				Platform:   pn.Platform,
-				Dockerfile: b.Dockerfile,
-				Context:    b.Files,
-				X86Only:    len(pn.Instances) > 0,
-			}
+			n := *pn
+			n.X86Only = len(pn.Instances) > 0
 			for _, id := range pn.Instances {
 				if !x86[id] {
 					n.X86Only = false
 				}
 			}
-			if pn.Parent != "" {
-				n.Parents = []string{pn.Parent}
-			}
-			for _, name := range b.External {
+			n.ContextFiles = nil
+			for _, name := range pn.External {
 				path, err := findContextFile(name, contextDirs)
 				if err != nil {
 					return nil, fmt.Errorf("node %s (%s): %w", pn.Key, pn.Platform, err)
@@ -272,12 +263,12 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 				}
 				n.ContextFiles[name] = path
 			}
-			if pn.Kind != render.KindInstance {
-				nodes = append(nodes, n)
+			if pn.Kind != graph.KindInstance {
+				nodes = append(nodes, &n)
 				continue
 			}
 			for _, id := range pn.Instances {
-				c := *n
+				c := n
 				c.InstanceID, c.BaseCommit = id, commits[id]
 				nodes = append(nodes, &c)
 			}
@@ -291,21 +282,21 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 // with its task directory as the whole build context, and the default task
 // listing for its SBOM (TaskInventory). The key is the instance image key
 // upstream's harness uses, sweb.eval.<arch>.<id>:latest.
-func TaskNodes(tp taskrepo.Plan) []*builder.Node {
-	var nodes []*builder.Node
+func TaskNodes(tp taskrepo.Plan) []*graph.Node {
+	var nodes []*graph.Node
 	for _, pt := range tp.Tasks {
 		in := pt.Task.Instance
 		for _, plat := range pt.Platforms {
-			nodes = append(nodes, &builder.Node{
+			nodes = append(nodes, &graph.Node{
 				Key:        "sweb.eval." + plat.Arch() + "." + strings.ToLower(in.InstanceID) + ":latest",
-				Kind:       builder.KindInstance,
+				Kind:       graph.KindInstance,
 				Platform:   plat,
 				InstanceID: in.InstanceID,
 				BaseCommit: in.BaseCommit,
 				X86Only:    pt.X86Only != "",
 				Dockerfile: pt.Dockerfiles[plat],
 				ContextDir: pt.Task.Dir,
-				Inventory: &builder.Inventory{Commands: TaskInventory(), Repo: in.Repo, Version: in.Version,
+				Inventory: &graph.Inventory{Commands: TaskInventory(), Repo: in.Repo, Version: in.Version,
 					InstanceIDs: []string{in.InstanceID}},
 			})
 		}

@@ -57,8 +57,8 @@ func TestResolveFiles(t *testing.T) {
 	if err := resolveFiles(context.Background(), client, r, insts); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Files) != 2 {
-		t.Fatalf("%d files resolved, want 2: %+v", len(r.Files), r.Files)
+	if len(r.RepoFiles) != 2 {
+		t.Fatalf("%d files resolved, want 2: %+v", len(r.RepoFiles), r.RepoFiles)
 	}
 	if len(asked) != 4 {
 		t.Errorf("%d requests, want 4 (each URL once): %q", len(asked), asked)

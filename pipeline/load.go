@@ -318,9 +318,9 @@ func resolveFiles(ctx context.Context, client *fetch.Client, r *render.Renderer,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.Files = make(render.Files, len(needs))
+	r.RepoFiles = make(render.RepoFiles, len(needs))
 	for i, n := range needs {
-		r.Files[n.RepoFile] = got[i]
+		r.RepoFiles[n.RepoFile] = got[i]
 	}
 	return nil
 }

@@ -10,8 +10,8 @@ import (
 	"sort"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
@@ -202,9 +202,9 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 // build of the whole dataset would solve (plan, render, Nodes), by node
 // ID and by instance image, with their unbound spec keys.
 type matrixGraph struct {
-	nodes   []*builder.Node
-	byID    map[string]*builder.Node
-	inst    map[ci.Key]*builder.Node
+	nodes   []*graph.Node
+	byID    map[string]*graph.Node
+	inst    map[ci.Key]*graph.Node
 	unbound map[string]string
 }
 
@@ -225,15 +225,15 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 	}
 	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, plats)
 	if err == nil {
-		var nodes []*builder.Node
+		var nodes []*graph.Node
 		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err == nil {
 			for _, e := range p.Errors {
 				fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
 			}
-			g := &matrixGraph{nodes: nodes, byID: map[string]*builder.Node{}, inst: map[ci.Key]*builder.Node{}, unbound: builder.SpecKeys(nodes)}
+			g := &matrixGraph{nodes: nodes, byID: map[string]*graph.Node{}, inst: map[ci.Key]*graph.Node{}, unbound: builder.SpecKeys(nodes)}
 			for _, n := range nodes {
 				g.byID[n.ID()] = n
-				if n.Kind == string(render.KindInstance) {
+				if n.Kind == graph.KindInstance {
 					g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform}] = n
 				}
 			}
@@ -246,13 +246,13 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 
 // envOf is the env node the instance image k builds FROM, nil when it has
 // none (a profile or layout without env images).
-func (g *matrixGraph) envOf(k ci.Key) *builder.Node {
+func (g *matrixGraph) envOf(k ci.Key) *graph.Node {
 	n := g.inst[k]
 	if n == nil || len(n.Parents) != 1 {
 		return nil
 	}
 	p := g.byID[n.Parents[0]+"@"+n.Platform.String()]
-	if p == nil || p.Kind != string(render.KindEnv) {
+	if p == nil || p.Kind != graph.KindEnv {
 		return nil
 	}
 	return p
@@ -286,7 +286,7 @@ func (g *matrixGraph) envNeeds(keys []ci.Key) []ci.EnvNeed {
 func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]string, error) {
 	keys := map[ci.Key]string{}
 	for _, p := range core.AllPlatforms() {
-		var nodes []*builder.Node
+		var nodes []*graph.Node
 		for _, n := range g.nodes {
 			if n.Platform == p {
 				nodes = append(nodes, n)
@@ -303,7 +303,7 @@ func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]s
 			return nil, fmt.Errorf("env ledger: %w", err)
 		}
 		for _, n := range nodes {
-			if n.Kind == string(render.KindInstance) {
+			if n.Kind == graph.KindInstance {
 				keys[ci.Key{InstanceID: n.InstanceID, Platform: p}] = byNode[n.ID()]
 			}
 		}
@@ -311,7 +311,7 @@ func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]s
 	return keys, nil
 }
 
-func firstParent(n *builder.Node) string {
+func firstParent(n *graph.Node) string {
 	if n == nil || len(n.Parents) == 0 {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
@@ -34,9 +35,9 @@ func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack) map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bases []*builder.Node
+	var bases []*graph.Node
 	for _, n := range nodes {
-		if n.Kind == builder.KindBase {
+		if n.Kind == graph.KindBase {
 			bases = append(bases, n)
 		}
 	}

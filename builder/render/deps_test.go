@@ -7,7 +7,7 @@ import (
 )
 
 // TestRenderingDoesNoNetworkIO: rendering is pure, its repository files
-// come resolved (Renderer.Files): the package links no HTTP client, no
+// come resolved (Renderer.RepoFiles): the package links no HTTP client, no
 // downloader and no dataset loader. The pipeline, which resolves them,
 // links all three, so the check finds what it looks for.
 func TestRenderingDoesNoNetworkIO(t *testing.T) {

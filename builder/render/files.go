@@ -15,7 +15,7 @@ import (
 // upstream's get_requirements / get_environment_yml give it (package
 // envfile). Rendering does no I/O: those files are resolved before (package
 // pipeline downloads what Needs lists through package fetch) and handed to
-// the Renderer as Files.
+// the Renderer as RepoFiles.
 
 // Embedded file names (spec.Spec.Packages values).
 const (
@@ -48,15 +48,15 @@ type Resolved struct {
 	Err  error
 }
 
-// Files are resolved repository files.
-type Files map[RepoFile]Resolved
+// RepoFiles are resolved repository files.
+type RepoFiles map[RepoFile]Resolved
 
 // EnvName is the conda env upstream creates ("testbed"); a resolved
 // environment.yml is renamed to it.
 const EnvName = envName
 
 // ErrNeedsNetwork is wrapped by render errors of instances whose embedded
-// file is not among the Renderer's Files.
+// file is not among the Renderer's RepoFiles.
 var ErrNeedsNetwork = errors.New("needs network")
 
 // CandidateURLs returns the URLs upstream tries, in order, for an
@@ -119,7 +119,7 @@ func (r *Renderer) Needs(insts []core.Instance, platforms []core.Platform) []Nee
 
 // file is the resolved text of inst's embedded file name.
 func (r *Renderer) file(inst *core.Instance, name string) (string, error) {
-	got, ok := r.Files[RepoFile{Name: name, Repo: inst.Repo, Commit: inst.EnvSetupCommit()}]
+	got, ok := r.RepoFiles[RepoFile{Name: name, Repo: inst.Repo, Commit: inst.EnvSetupCommit()}]
 	if !ok {
 		urls := r.CandidateURLs(inst, name)
 		if len(urls) == 0 {

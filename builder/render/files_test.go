@@ -24,12 +24,12 @@ func (f fakeSource) Fetch(_ context.Context, url string) (string, bool, error) {
 
 // resolve does what package pipeline does before rendering: every file
 // Needs lists, through envfile with the tables' REPLACE_REQ_PACKAGES.
-func resolve(r *Renderer, src envfile.Source, insts ...*core.Instance) Files {
+func resolve(r *Renderer, src envfile.Source, insts ...*core.Instance) RepoFiles {
 	var all []core.Instance
 	for _, in := range insts {
 		all = append(all, *in)
 	}
-	files := Files{}
+	files := RepoFiles{}
 	repl := envfile.Replacements(r.Tables.ReplaceReqPackages)
 	for _, n := range r.Needs(all, []core.Platform{core.AMD64}) {
 		var res Resolved
@@ -79,7 +79,7 @@ func TestNetworkSpecs(t *testing.T) {
 		t.Errorf("Needs = %+v, want %+v", needs, wantNeeds)
 	}
 
-	r.Files = resolve(r, f, dj, xr)
+	r.RepoFiles = resolve(r, f, dj, xr)
 	res, err := r.Render(context.Background(), dj, core.AMD64)
 	if err != nil {
 		t.Fatal(err)
@@ -123,12 +123,12 @@ func TestNetworkSpecs(t *testing.T) {
 
 	// Nothing found anywhere: the resolution's error, listing the
 	// candidates, is the render's.
-	r.Files = resolve(r, fakeSource{}, xr)
+	r.RepoFiles = resolve(r, fakeSource{}, xr)
 	if _, err := r.Render(context.Background(), xr, core.AMD64); err == nil || !strings.Contains(err.Error(), "ci/requirements/environment.yml") || !errors.Is(err, envfile.ErrNotFound) {
 		t.Errorf("missing env file: %v", err)
 	}
 	// Not resolved: needs network, naming the first URL.
-	r.Files = nil
+	r.RepoFiles = nil
 	if _, err := r.Render(context.Background(), dj, core.AMD64); !errors.Is(err, ErrNeedsNetwork) || !strings.Contains(err.Error(), "/tests/requirements/py3.txt") {
 		t.Errorf("not resolved: %v", err)
 	}

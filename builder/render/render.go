@@ -25,13 +25,13 @@ type Pinner interface {
 }
 
 // Renderer renders instances. Tables is required; Pins is optional (nil:
-// upstream exactly). Files are the repository files the env scripts of the
+// upstream exactly). RepoFiles are the repository files the env scripts of the
 // instances to render embed, resolved before (see Needs); an instance whose
 // file is missing fails with ErrNeedsNetwork. A Renderer does no I/O.
 type Renderer struct {
-	Tables *spec.Tables
-	Pins   Pinner
-	Files  Files
+	Tables    *spec.Tables
+	Pins      Pinner
+	RepoFiles RepoFiles
 }
 
 // Result is everything rendered for one instance and platform.

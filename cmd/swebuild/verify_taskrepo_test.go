@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
@@ -37,9 +38,9 @@ func fixturePyBases(t *testing.T, ctx context.Context, f fixtureStack, buildkit 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bases []*builder.Node
+	var bases []*graph.Node
 	for _, n := range nodes {
-		if n.Kind == builder.KindBase && strings.HasPrefix(n.Key, "sweb.base.fixture.") {
+		if n.Kind == graph.KindBase && strings.HasPrefix(n.Key, "sweb.base.fixture.") {
 			bases = append(bases, n)
 		}
 	}
