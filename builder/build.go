@@ -128,9 +128,9 @@ type Options struct {
 	// SOURCE_DATE_EPOCH, layer timestamps rewritten, deterministic git and
 	// Python steps (reproducible.go). nil: BuildKit's defaults.
 	Reproducible *Reproducible
-	// Keychain gives the credentials the builder reads a pushed index back
-	// with (attest.go), the same source as Auth; nil means the Docker
-	// config (authn.DefaultKeychain).
+	// Keychain gives the credentials of the registry client the builder
+	// reads pushed images back (attest.go) and attaches SBOMs with, the same
+	// source as Auth; nil means the Docker config (authn.DefaultKeychain).
 	Keychain authn.Keychain
 	// CacheFrom and CacheTo are cache imports and exports (ParseCacheOption).
 	CacheFrom []bkclient.CacheOptionsEntry
@@ -159,9 +159,9 @@ type Options struct {
 	// definition, whose gRPC message BuildKit limits to 16 MiB); they are
 	// added to the session of every instance node when Verify is set.
 	VerifyMounts map[string]fsutil.FS
-	// Registry is the client SBOMs are attached to pushed images with
-	// (sbom.go); nil: one made from Keychain and Insecure when a node has
-	// an Inventory and Push is set.
+	// Registry is the client the builder reads pushed images back with
+	// (attest.go) and attaches SBOMs to them with (sbom.go); nil: one made
+	// from Keychain and Insecure when Push is set.
 	Registry *registry.Client
 	// Auth, when set, makes the registry login of one solve's session
 	// (bkauth.New over registry.Credentials): BuildKit asks it for the
@@ -263,7 +263,7 @@ func Build(ctx context.Context, nodes []*graph.Node, opts Options) (*Report, err
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, repro: opts.Reproducible}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, reg: opts.Registry, repro: opts.Reproducible}
 	if opts.Reproducible != nil && opts.Push != "" {
 		solver.pushed = &pushedRefs{m: map[string]string{}}
 	}

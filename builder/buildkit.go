@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/platforms"
@@ -27,6 +28,7 @@ import (
 	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/ctxdigest"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // How parents reach their children
@@ -141,7 +143,13 @@ type bkSolver struct {
 	layout *ociLayout
 	// noProvenance: pushed images carry no provenance attestation.
 	noProvenance bool
-	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
+	keychain     authn.Keychain // the registry client's credentials; nil = the Docker config
+	// reg is the registry client the solver reads pushed images back and
+	// attaches SBOMs with: Options.Registry, else one made once from
+	// keychain and insecure (client).
+	reg     *registry.Client
+	regOnce sync.Once
+	regErr  error
 	// specKeys are the nodes' derived spec keys by ID (for SBOMs);
 	// sbomDir receives each SBOM; referrers attach them to pushed images
 	// (nil: not attached).

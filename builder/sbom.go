@@ -24,7 +24,6 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/builder/graph"
-	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -318,12 +317,9 @@ func (s *bkSolver) setupSBOM(nodes []*graph.Node, given map[string]string, opts 
 	if opts.Push == "" {
 		return nil
 	}
-	c := opts.Registry
-	if c == nil {
-		var err error
-		if c, err = registry.New(registry.Options{Keychain: opts.Keychain, Insecure: opts.Insecure}); err != nil {
-			return fmt.Errorf("registry client for SBOM attachments: %w", err)
-		}
+	c, err := s.client()
+	if err != nil {
+		return fmt.Errorf("registry client for SBOM attachments: %w", err)
 	}
 	s.referrers = &attest.Referrers{Client: c}
 	return nil
