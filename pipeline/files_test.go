@@ -12,6 +12,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/fetch"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // TestResolveFiles: what render needs is downloaded before rendering, once
@@ -49,7 +50,7 @@ func TestResolveFiles(t *testing.T) {
 		{Repo: "pydata/xarray", InstanceID: "pydata__xarray-1", Version: "0.12", BaseCommit: "b", EnvironmentSetupCommit: commit, TestPatch: patch},
 	}
 	cache := t.TempDir()
-	client, err := fetch.New(fetch.Options{CacheDir: cache, BaseURL: srv.URL, RetryMax: -1})
+	client, err := fetch.New(fetch.Options{CacheDir: cache, BaseURL: srv.URL, Budget: retry.Budget{Attempts: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // fixture is a set of tiny "built" images in one OCI layout: per platform a
@@ -174,7 +175,7 @@ func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { retur
 
 // testBudget retries like the default but waits less: a faulted request
 // is retried within milliseconds (Retry-After is capped at 2 s).
-var testBudget = registry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+var testBudget = retry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
 
 // testClient returns a registry client with testBudget.
 func testClient(t testing.TB, rps float64) *registry.Client {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/swebuild/swebuild/retry"
 )
 
 // A manifest PUT that names blobs or child manifests the registry says it
@@ -49,31 +52,30 @@ func refsUnknown(err error) bool {
 // putManifest puts t at ref. When the registry answers that a reference is
 // unknown, repair (if not nil) makes sure of the references again and the
 // PUT is repeated after a short wait, at most putRefTries times in all and
-// within the client's budget (MaxElapsed); any other error is returned at
-// once.
+// within the client's budget (MaxElapsed): a retry.Budget of its own, the
+// waits from putRefMinDelay doubling; any other error is returned at once
+// (the client's transport has retried what was worth it).
 func (p *publisher) putManifest(ctx context.Context, ref name.Reference, t remote.Taggable, repair func(context.Context) error) error {
-	deadline := time.Now().Add(p.c.Budget().MaxElapsed)
-	delay := putRefMinDelay
-	for try := 1; ; try++ {
-		err := p.c.Put(ctx, ref, t)
-		if err == nil || !refsUnknown(err) || try >= putRefTries || time.Now().Add(delay).After(deadline) {
-			if err != nil && try > 1 {
-				err = fmt.Errorf("%w (after %d tries: a reference was unknown to the registry each time)", err, try)
+	b := retry.Budget{Attempts: putRefTries, MinBackoff: putRefMinDelay, MaxBackoff: putRefMinDelay << putRefTries, MaxElapsed: p.c.Budget().MaxElapsed}
+	var last error
+	tries, err := b.Do(ctx, func(ctx context.Context, try int) (*http.Response, error) {
+		if try > 1 && repair != nil {
+			if rerr := repair(ctx); rerr != nil {
+				return nil, retry.Stop(fmt.Errorf("%w; making sure of its references again: %w", last, rerr))
 			}
-			return err
 		}
+		err := p.c.Put(ctx, ref, t)
+		if refsUnknown(err) {
+			last = err
+			return nil, retry.Again(err)
+		}
+		return nil, retry.Stop(err)
+	}, func(_ int, _ time.Duration, err error) {
 		p.count(func(s *Summary) { s.RefRetries++ })
 		p.progress("retry   %s: %v", ref, err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
-		if repair != nil {
-			if rerr := repair(ctx); rerr != nil {
-				return fmt.Errorf("%w; making sure of its references again: %w", err, rerr)
-			}
-		}
+	})
+	if err != nil && tries > 1 && refsUnknown(err) {
+		err = fmt.Errorf("%w (after %d tries: a reference was unknown to the registry each time)", err, tries)
 	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/internal/faultproxy"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // A registry that accepts connections and never answers: an attempt waits
@@ -16,7 +17,7 @@ import (
 // was never marked down.)
 func TestSilentRegistryIsMarkedDownWithinTheBudget(t *testing.T) {
 	host := faultproxy.Silent(t)
-	b := Budget{Attempts: 8, MaxElapsed: 3 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, AnswerTimeout: 400 * time.Millisecond}
+	b := retry.Budget{Attempts: 8, MaxElapsed: 3 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, AnswerTimeout: 400 * time.Millisecond}
 	c := newTestClient(t, b)
 	ref, _ := c.ParseReference(host + "/x/y:latest")
 	start := time.Now()

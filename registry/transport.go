@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/swebuild/swebuild/retry"
 )
 
 // The transport under go-containerregistry's auth transport, outermost
@@ -206,7 +208,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // retryTransport is the one retry layer (see Budget).
 type retryTransport struct {
 	next   http.RoundTripper
-	budget Budget
+	budget retry.Budget
 	logf   func(format string, args ...any)
 	now    func() time.Time
 
@@ -214,8 +216,8 @@ type retryTransport struct {
 	down map[string]*UnreachableError // host -> why it is skipped, until when
 }
 
-func newRetryTransport(next http.RoundTripper, b Budget, logf func(string, ...any)) *retryTransport {
-	return &retryTransport{next: next, budget: b.withDefaults(), logf: logf, now: time.Now, down: map[string]*UnreachableError{}}
+func newRetryTransport(next http.RoundTripper, b retry.Budget, logf func(string, ...any)) *retryTransport {
+	return &retryTransport{next: next, budget: b.Or(DefaultBudget), logf: logf, now: time.Now, down: map[string]*UnreachableError{}}
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -296,7 +298,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // retryable reports whether an attempt's outcome is worth another one.
 func (t *retryTransport) retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if err == nil {
-		return retryStatus(resp.StatusCode)
+		return t.budget.RetryStatus(resp.StatusCode)
 	}
 	var bodyErr *rereadError
 	var dm *DigestMismatchError
@@ -312,7 +314,7 @@ func (t *retryTransport) nextWait(attempt int, deadline time.Time, resp *http.Re
 	if attempt >= t.budget.Attempts {
 		return 0, true
 	}
-	wait := t.budget.wait(attempt+1, resp, t.now())
+	wait := t.budget.Wait(attempt, resp, t.now())
 	return wait, t.now().Add(wait).After(deadline)
 }
 
@@ -419,7 +421,7 @@ func (t *retryTransport) landed(req *http.Request, commit bool) (resp *http.Resp
 		closeBody(req)
 		return &http.Response{Status: "201 Created", StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: hdr, Body: http.NoBody, ContentLength: 0, Request: req}, nil, true
-	case retryStatus(hresp.StatusCode):
+	case t.budget.RetryStatus(hresp.StatusCode):
 		hresp.Body = http.NoBody
 		return hresp, nil, true
 	}
@@ -666,17 +668,17 @@ func noAnswer(err error) bool {
 // Writing the body (a long upload) and reading the answer's body (a long
 // download) are not timed here.
 type answerTimer struct {
-	next   http.RoundTripper
-	budget Budget
+	next           http.RoundTripper
+	answer, commit time.Duration // AnswerTimeout, CommitAnswerTimeout
 }
 
 func (a answerTimer) RoundTrip(req *http.Request) (*http.Response, error) {
-	d := a.budget.AnswerTimeout
+	d := a.answer
 	wait := d
 	if (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL) {
 		// The registry answers a blob upload's PATCH once the data is
 		// stored, its commit once the blob is checked.
-		wait = a.budget.CommitAnswerTimeout
+		wait = a.commit
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(req.Context())
