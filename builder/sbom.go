@@ -314,15 +314,7 @@ func (s *bkSolver) setupSBOM(nodes []*graph.Node, given map[string]string, opts 
 	if err := os.MkdirAll(s.sbomDir, 0o755); err != nil {
 		return fmt.Errorf("creating the SBOM directory: %w", err)
 	}
-	if opts.Push == "" {
-		return nil
-	}
-	c, err := s.client()
-	if err != nil {
-		return fmt.Errorf("registry client for SBOM attachments: %w", err)
-	}
-	s.referrers = &attest.Referrers{Client: c}
-	return nil
+	return s.setupReferrers(opts, true)
 }
 
 // SBOMFailed counts the built nodes whose SBOM capture or attachment

@@ -67,6 +67,12 @@ var Statuses = []int{
 	http.StatusGatewayTimeout,      // 504
 }
 
+// IsZero reports whether b sets nothing (a caller's "use my defaults").
+func (b Budget) IsZero() bool {
+	return b.Attempts == 0 && b.MaxElapsed == 0 && b.AnswerTimeout == 0 && b.MinBackoff == 0 &&
+		b.MaxBackoff == 0 && b.MaxRetryAfter == 0 && b.Statuses == nil
+}
+
 // Or fills b's zero fields from d (a client's defaults); a MaxBackoff
 // below MinBackoff becomes MinBackoff.
 func (b Budget) Or(d Budget) Budget {
