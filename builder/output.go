@@ -27,7 +27,7 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/builder/graph"
-	"github.com/swebuild/swebuild/internal/atomicfile"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -405,7 +405,7 @@ func (l *ociLayout) update(f func(*ocispecs.Index)) error {
 	if bytes.Equal(out, b) {
 		return nil
 	}
-	return atomicfile.WriteFile(indexPath, out, 0o644)
+	return core.WriteBytesAtomic(indexPath, out, 0o644)
 }
 
 // close removes the content store's empty ingest directory.

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/swebuild/swebuild/internal/atomicfile"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -109,7 +109,7 @@ func PullLedger(ctx context.Context, c *registry.Client, repo, tag, path string)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("pulling ledger %s: %w", ref, err)
 	}
-	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+	err = core.WriteAtomic(path, 0o644, func(w io.Writer) error {
 		n, err := io.Copy(w, io.LimitReader(rc, maxLedgerBytes+1))
 		if err == nil && n > maxLedgerBytes {
 			err = errors.New("larger than the 1 GiB limit of a ledger")

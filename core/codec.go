@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-
-	"github.com/swebuild/swebuild/internal/atomicfile"
 )
 
 // MaxLine is the longest record line the codec reads (1 MiB); a longer line
@@ -233,7 +231,7 @@ func Encode(w io.Writer, recs []Image) error {
 // WriteFile replaces path with recs, atomically (a temporary file in the
 // same directory, renamed over path), so a reader never sees half a file.
 func WriteFile(path string, recs []Image) error {
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+	return WriteAtomic(path, 0o644, func(w io.Writer) error {
 		if err := Encode(w, recs); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}

@@ -47,8 +47,8 @@ import (
 	"github.com/hashicorp/go-cleanhttp"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/envfile"
-	"github.com/swebuild/swebuild/internal/atomicfile"
 	"github.com/swebuild/swebuild/retry"
 )
 
@@ -453,12 +453,12 @@ func (c *Client) readCached(path string) ([]byte, error) {
 }
 
 // writeAtomic writes data to path (its directory made if missing) through
-// atomicfile, so readers see the whole file or none.
+// core.WriteBytesAtomic, so readers see the whole file or none.
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("fetch cache: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+	if err := core.WriteBytesAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("fetch cache: %w", err)
 	}
 	return nil

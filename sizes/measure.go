@@ -21,7 +21,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/swebuild/swebuild/internal/atomicfile"
+	"github.com/swebuild/swebuild/core"
 )
 
 // Image statuses.
@@ -280,7 +280,7 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(path, data, 0o644)
+	return core.WriteBytesAtomic(path, data, 0o644)
 }
 
 // onceMap runs a function at most once per key, also under concurrency:

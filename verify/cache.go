@@ -17,7 +17,6 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/internal/atomicfile"
 )
 
 // CacheKeyInputs are everything a gold verification of a built image depends
@@ -170,7 +169,7 @@ func (c *Cache) Store(rec *CacheRecord) error {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return fmt.Errorf("writing verification cache: %w", err)
 	}
-	if err := atomicfile.WriteFile(c.path(rec.Key), append(b, '\n'), 0o644); err != nil {
+	if err := core.WriteBytesAtomic(c.path(rec.Key), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("verification cache: %w", err)
 	}
 	return nil

@@ -82,7 +82,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 
-	"github.com/swebuild/swebuild/internal/atomicfile"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/retry"
 )
 
@@ -526,12 +526,12 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 	}
 	var sum string // of the bytes downloaded
 	// Each attempt writes a temporary file that replaces local only once
-	// its size and sha256 are right (atomicfile.Write).
+	// its size and sha256 are right (core.WriteAtomic).
 	_, err := c.get(ctx, u, func(r io.Reader, resp *http.Response) error {
 		if resp.ContentLength > c.maxFile {
 			return fmt.Errorf("%d bytes: %w of %d bytes a file", resp.ContentLength, ErrTooLarge, c.maxFile)
 		}
-		return atomicfile.Write(local, 0o644, func(w io.Writer) error {
+		return core.WriteAtomic(local, 0o644, func(w io.Writer) error {
 			var h hash.Hash = sha256.New()
 			n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(r, c.maxFile+1))
 			switch {
@@ -627,12 +627,12 @@ func escapePath(p string) string {
 }
 
 // writeAtomic writes data to path (its directory made if missing) through
-// atomicfile.
+// core.WriteBytesAtomic.
 func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+	if err := core.WriteBytesAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package atomicfile
+package core
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-func TestWrite(t *testing.T) {
+func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.json")
-	if err := WriteFile(path, []byte("one\n"), 0o644); err != nil {
+	if err := WriteBytesAtomic(path, []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "one\n" {
@@ -24,7 +24,7 @@ func TestWrite(t *testing.T) {
 	// A writer that fails half way leaves the old file and no temporary
 	// file; its error is returned as it is.
 	boom := errors.New("boom")
-	err := Write(path, 0o600, func(w io.Writer) error {
+	err := WriteAtomic(path, 0o600, func(w io.Writer) error {
 		io.WriteString(w, "tw")
 		return boom
 	})
@@ -34,7 +34,7 @@ func TestWrite(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "one\n" {
 		t.Errorf("after a failed write: %q", b)
 	}
-	if err := WriteFile(path, []byte("two\n"), 0o600); err != nil {
+	if err := WriteBytesAtomic(path, []byte("two\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
@@ -46,7 +46,7 @@ func TestWrite(t *testing.T) {
 	}
 	// A missing directory is an error naming the file.
 	missing := filepath.Join(dir, "no", "f.json")
-	if err := WriteFile(missing, nil, 0o644); err == nil || !strings.Contains(err.Error(), missing) {
+	if err := WriteBytesAtomic(missing, nil, 0o644); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing directory: %v", err)
 	}
 }

@@ -1,7 +1,8 @@
-// Package atomicfile replaces files atomically, the one way swebuild does
-// it (caches, the metadata file, an OCI layout's index, verification
-// records): readers see the old file or the whole new one, never a part.
-package atomicfile
+package core
+
+// Files are replaced atomically one way in swebuild (caches, the metadata
+// file, an OCI layout's index, verification records, pulled ledgers):
+// readers see the old file or the whole new one, never a part.
 
 import (
 	"fmt"
@@ -11,12 +12,12 @@ import (
 	"path/filepath"
 )
 
-// Write replaces path with what write writes: into a temporary file in
+// WriteAtomic replaces path with what write writes: into a temporary file in
 // path's directory (which must exist), flushed to disk, given perm, then
 // renamed over path. On any failure the temporary file is removed and
 // path is left as it was. write's own error is returned as it is; the
 // others name path.
-func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
+func WriteAtomic(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -47,9 +48,9 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	return nil
 }
 
-// WriteFile is Write of data.
-func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return Write(path, perm, func(w io.Writer) error {
+// WriteBytesAtomic is WriteAtomic of data.
+func WriteBytesAtomic(path string, data []byte, perm fs.FileMode) error {
+	return WriteAtomic(path, perm, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
