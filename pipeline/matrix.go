@@ -87,7 +87,7 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	}
 	var previous, existing map[ci.Key]core.Image
 	if o.Ledger != "" {
-		recs, err := ci.ReadLedger(o.Ledger, log)
+		recs, err := ci.ReadLedger(ctx, o.Ledger, log)
 		if err != nil {
 			return ci.Matrix{}, "", err
 		}
