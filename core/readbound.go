@@ -113,7 +113,7 @@ func OpenContext(ctx context.Context, path string) (*File, error) {
 
 // ErrTooLarge is wrapped by ReadAllContext's error for an input over its
 // limit.
-var ErrTooLarge = errors.New("over the size limit")
+var ErrTooLarge = errors.New("more than the limit")
 
 // readChunk is how much ReadAllContext reads at a time from an input with
 // no size to check first.
@@ -141,7 +141,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 	var total int64
 	if fi.Mode().IsRegular() {
 		if fi.Size() > max {
-			return nil, fmt.Errorf("%s: %d bytes, %w of %d bytes", path, fi.Size(), ErrTooLarge, max)
+			return nil, fmt.Errorf("%s: %d bytes, %w of %d", path, fi.Size(), ErrTooLarge, max)
 		}
 		// One spare byte shows whether the file grew since Stat.
 		buf := make([]byte, fi.Size()+1)
@@ -159,7 +159,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 			return nil, readErr(ctx, path, err)
 		}
 		if total > max {
-			return nil, fmt.Errorf("%s: more than %d bytes: %w", path, max, ErrTooLarge)
+			return nil, fmt.Errorf("%s: %w of %d bytes", path, ErrTooLarge, max)
 		}
 		buf := make([]byte, min(readChunk, max+1-total))
 		n, err := io.ReadFull(ctxReader{ctx: ctx, r: f}, buf)
@@ -169,7 +169,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			if total > max {
-				return nil, fmt.Errorf("%s: more than %d bytes: %w", path, max, ErrTooLarge)
+				return nil, fmt.Errorf("%s: %w of %d bytes", path, ErrTooLarge, max)
 			}
 			break
 		}

@@ -2,14 +2,17 @@ package pins
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/fifotest"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -235,6 +238,47 @@ func TestFrozenRefusesHostileDocuments(t *testing.T) {
 			}
 			if _, err := Frozen([]*sbom.Document{back}); err == nil || !strings.Contains(err.Error(), ": "+tc.field+" ") {
 				t.Errorf("Frozen: %v; want an error naming the package's %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// --freeze DIR with a document that never ends or never starts (a FIFO
+// named *.json): the endless one is refused at MaxFrozenDocument (bounded
+// by the bytes its writer wrote), the one with no writer or a silent
+// writer is given up when the context is done. Before, each was read
+// with os.ReadFile: without bound, and for ever.
+func TestReadFrozenEndlessAndStalledDocuments(t *testing.T) {
+	t.Run("endless", func(t *testing.T) {
+		dir := t.TempDir()
+		e := fifotest.NewEndless(t, dir, "env.x.linux-amd64.cdx.json", `{"bomFormat":"CycloneDX"}`, MaxFrozenDocument+8<<20)
+		done := make(chan error, 1)
+		go func() { _, err := ReadFrozen(context.Background(), dir); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, core.ErrTooLarge) || !strings.Contains(err.Error(), e.Path) {
+				t.Fatalf("err = %v; want the limit, naming %s", err, e.Path)
+			}
+		case <-e.Exceeded:
+			t.Fatalf("read more than %d MiB of an endless document (limit %d MiB)", e.Bound>>20, MaxFrozenDocument>>20)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, dir string) string
+	}{
+		{"no writer", func(t *testing.T, dir string) string { return fifotest.NoWriter(t, dir, "env.x.linux-amd64.cdx.json") }},
+		{"silent writer", func(t *testing.T, dir string) string { return fifotest.Silent(t, dir, "env.x.linux-amd64.cdx.json") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := tc.make(t, dir)
+			err := fifotest.Within(t, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error {
+				_, err := ReadFrozen(ctx, dir)
+				return err
+			})
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("err = %v; want context.Canceled naming %s", err, p)
 			}
 		})
 	}
