@@ -21,7 +21,9 @@
 #   SWEBUILD_REGISTRY (default 127.0.0.1:5000), BUILDKIT_HOST,
 #   DEMO_REPO (default $SWEBUILD_REGISTRY/swebuild-demo), DEMO_DIR (default runs/demo),
 #   SWEBUILD_AUTH_REGISTRY and DOCKER_CONFIG (scripts/stack.sh env; the login
-#   step is skipped when SWEBUILD_AUTH_REGISTRY is unset)
+#   step is skipped when SWEBUILD_AUTH_REGISTRY is unset),
+#   SWEBUILD_SIGNING_KEY (scripts/stack.sh env: the demo's signing key pair,
+#   cosign.key beside cosign.pub, made here with `swebuild sign keygen` when missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -60,6 +62,13 @@ repos() {
 	fi
 }
 step "git mirrors" repos
+
+# The signing key pair (cosign.key, cosign.pub; empty password unless
+# COSIGN_PASSWORD is set), made once and kept with the stack's state.
+signing_key=${SWEBUILD_SIGNING_KEY:-${SWEBUILD_STATE:-/var/lib/swebuild}/signing/cosign.key}
+if [ ! -f "$signing_key" ]; then
+	step "signing key" "$bin" sign keygen --out "$(dirname "$signing_key")"
+fi
 
 log "plan"
 step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
