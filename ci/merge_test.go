@@ -395,7 +395,7 @@ func TestLegacyLedger(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"), nil)
+	recs, err := ReadLedger(context.Background(), filepath.Join(dir, "ledger.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestLegacyLedger(t *testing.T) {
 	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}
-	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
+	if recs, err := ReadLedger(context.Background(), filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
 		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }

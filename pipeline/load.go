@@ -123,7 +123,7 @@ func Load(ctx context.Context, in Inputs) (*Loaded, error) {
 		return nil, fmt.Errorf("pin set: %w", err)
 	}
 	if in.Freeze != "" {
-		docs, err := pins.ReadFrozen(in.Freeze)
+		docs, err := pins.ReadFrozen(ctx, in.Freeze)
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	// version; an id list gives only ids (see spec.Tables.PlatformsByID).
 	platformsFor := tables.PlatformsByID(insts)
 	want := o.wanted(ids, platformsFor)
-	previous, err := o.previous(log)
+	previous, err := o.previous(ctx, log)
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
@@ -157,11 +157,11 @@ func (o MatrixOptions) wanted(ids []string, platformsFor func(string) []core.Pla
 }
 
 // previous is the ledger's latest record per image (nil without a ledger).
-func (o MatrixOptions) previous(log io.Writer) (map[ci.Key]core.Image, error) {
+func (o MatrixOptions) previous(ctx context.Context, log io.Writer) (map[ci.Key]core.Image, error) {
 	if o.Ledger == "" {
 		return nil, nil
 	}
-	recs, err := ci.ReadLedger(o.Ledger, log)
+	recs, err := ci.ReadLedger(ctx, o.Ledger, log)
 	if err != nil {
 		return nil, err
 	}

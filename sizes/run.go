@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cfg.Policy = platformPolicy(tables, instances)
 		}
 	}
-	if err := cfg.targets(sets, instances); err != nil {
+	if err := cfg.targets(ctx, sets, instances); err != nil {
 		return nil, err
 	}
 	src := cfg.Source
@@ -120,13 +120,13 @@ func (cfg *Config) parse() ([]*set, error) {
 // own (filtered to the dataset's instances and the platforms given); a set
 // named by scheme takes its (instance, platform) pairs from the dataset,
 // or, without one, from the first set read from a file.
-func (cfg *Config) targets(sets []*set, instances []Instance) error {
+func (cfg *Config) targets(ctx context.Context, sets []*set, instances []Instance) error {
 	var fileTargets []Target
 	for _, st := range sets {
 		if st.spec.Scheme != SchemeFile {
 			continue
 		}
-		ts, err := LoadImageFile(st.spec.File)
+		ts, err := LoadImageFile(ctx, st.spec.File)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return f.grade(inst, stdout, stderr)
+	return f.grade(ctx, inst, stdout, stderr)
 }
 
 // gradeFlags are the flags of `swebuild grade`.
@@ -132,14 +132,14 @@ func (f *gradeFlags) patch(inst core.Instance) (*string, error) {
 
 // grade reads the log, grades it for inst and prints the report (or the
 // status map), with what upstream would not have applied on stderr.
-func (f *gradeFlags) grade(inst core.Instance, stdout, stderr io.Writer) error {
+func (f *gradeFlags) grade(ctx context.Context, inst core.Instance, stdout, stderr io.Writer) error {
 	patch, err := f.patch(inst)
 	if err != nil {
 		return err
 	}
 	var log string
 	if patch != nil || f.statusMap {
-		if log, err = grading.ReadLog(f.logPath, f.maxLogSize); err != nil {
+		if log, err = grading.ReadLog(ctx, f.logPath, f.maxLogSize); err != nil {
 			return err
 		}
 	}
