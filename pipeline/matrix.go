@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/swebuild/swebuild/builder"
-	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
@@ -74,9 +73,12 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
-	// The platform decision (builder/spec) needs each record's repo and
-	// version; an id list gives only ids (see spec.Tables.PlatformsByID).
+	// The platform decision needs each record (Loaded.Decide); an id list
+	// gives only ids (see spec.Tables.PlatformsByID).
 	platformsFor := tables.PlatformsByID(insts)
+	if loaded != nil {
+		platformsFor = loaded.PlatformsByID()
+	}
 	var want []ci.Key
 	for _, id := range ids {
 		for _, p := range platformsFor(id) {
@@ -223,10 +225,10 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 			plats = append(plats, p)
 		}
 	}
-	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, plats)
+	p, err := loaded.Plan(ctx, plats)
 	if err == nil {
 		var nodes []*builder.Node
-		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err == nil {
+		if nodes, err = p.Nodes(o.ContextDirs); err == nil {
 			for _, e := range p.Errors {
 				fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sizes"
 )
@@ -32,7 +33,9 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	fs.StringVar(&cfg.Images, "images", "", "image set A: REPO (swebuild naming), swebuild:REPO, upstream[:REPO], epoch[:REPO], a template with {arch} and {id} or {id_1776}, or a metadata file")
 	fs.StringVar(&cfg.Against, "against", "", "image set B to compare with (same syntax as --images)")
-	fs.StringVar(&cfg.Dataset, "dataset", "", "dataset file (JSONL, JSON array, or .txt with one instance id per line) giving the instance ids")
+	var g genInputs
+	g.register(fs)
+	ids := fs.String("ids", "", "file of instance ids, one per line, instead of --dataset or --task-repo (x86-only decided from the id alone)")
 	platformsVar(fs, &cfg.Platforms, "platform", []core.Platform{core.AMD64}, "platforms to measure (linux/amd64, linux/arm64)")
 	fs.StringVar(&format, "format", "md", "output format: "+strings.Join(sizes.Formats, ", "))
 	fs.StringVarP(&out, "out", "o", "", "write the report to this file instead of stdout")
@@ -56,6 +59,12 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !slices.Contains(sizes.Formats, format) {
 		return usageErr(fs, stderr, "--format: unknown format %q (want one of %s)", format, strings.Join(sizes.Formats, ", "))
+	}
+	if err := sizesInstances(ctx, &cfg, &g, *ids, stderr); err != nil {
+		if errors.Is(err, errUsage) {
+			return usageErr(fs, stderr, "%v", err)
+		}
+		return err
 	}
 	cfg.PlatformsGiven = fs.Changed("platform")
 	if fs.Changed("max-growth") {
@@ -88,5 +97,41 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if probs := rep.Problems(); len(probs) > 0 {
 		return errors.New(strings.Join(probs, "; "))
 	}
+	return nil
+}
+
+// sizesInstances gives cfg the instances of sets named by scheme: the
+// input's records with their platform decision, or an id list.
+func sizesInstances(ctx context.Context, cfg *sizes.Config, g *genInputs, ids string, stderr io.Writer) error {
+	switch {
+	case g.given() && ids != "":
+		return usageProblem{errors.New("--ids and --dataset/--task-repo: give one")}
+	case ids != "":
+		in, err := sizes.ReadIDList(ids)
+		if err != nil {
+			return fmt.Errorf("--ids: %w", err)
+		}
+		cfg.Instances = in
+		return nil
+	case !g.given():
+		return nil
+	}
+	in, err := g.inputs(stderr)
+	if err != nil {
+		return usageProblem{err}
+	}
+	in.NotRendered = true // ids and platform decisions only
+	loaded, err := pipeline.Load(ctx, in)
+	if loaded == nil {
+		return err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "swebuild sizes: %v\n", err)
+	}
+	for _, in := range loaded.Instances {
+		cfg.Instances = append(cfg.Instances, sizes.Instance{ID: in.InstanceID, Repo: in.Repo, Version: in.Version})
+	}
+	slices.SortFunc(cfg.Instances, func(a, b sizes.Instance) int { return strings.Compare(a.ID, b.ID) })
+	cfg.Policy = sizes.PlatformPolicy(loaded.PlatformsByID())
 	return nil
 }
