@@ -275,4 +275,3 @@ func writeOut(w io.Writer, b []byte) error {
 	}
 	return nil
 }
-
