@@ -78,7 +78,7 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return drift.TargetsFromRecords(set, recs)
 		}
 		if !g.given() {
-			return nil, usageProblem{fmt.Errorf("%s %s: not a file, so a repository prefix: --dataset or --task-repo is required to enumerate its images", flag, set)}
+			return nil, usageProblem{fmt.Errorf("%s %s: not a file, so a repository prefix: --dataset is required to enumerate its images", flag, set)}
 		}
 		if loaded == nil {
 			l, err := g.load(ctx, stderr)

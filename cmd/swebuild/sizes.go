@@ -41,8 +41,6 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVarP(&out, "out", "o", "", "write the report to this file instead of stdout")
 	fs.Float64Var(&maxGrowth, "max-growth", 0, "exit non-zero when A's unique-layer compressed size grew by more than this percentage against B")
 	fs.BoolVar(&cfg.Uncompressed, "uncompressed", false, "also measure uncompressed sizes (reads every unique layer once; cached by digest)")
-	env := readDatasetEnv()
-	fs.StringVar(&cfg.CacheDir, "cache-dir", filepath.Join(env.cacheRoot, "sizes", "layers"), "directory caching uncompressed layer sizes by digest")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,... for the registries measured; the Docker config and credential helpers are used too")
 	fs.IntVarP(&cfg.Jobs, "jobs", "j", 8, "concurrent registry requests")
 	fs.Usage = func() {
@@ -66,6 +64,7 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return err
 	}
+	cfg.CacheDir = filepath.Join(g.cacheDir, "sizes", "layers") // uncompressed layer sizes by digest
 	cfg.PlatformsGiven = fs.Changed("platform")
 	if fs.Changed("max-growth") {
 		cfg.MaxGrowthPercent = &maxGrowth
