@@ -50,7 +50,7 @@ type gradeRun struct {
 	// none: the 2 logs whose prediction has no patch, graded with a
 	// predictions file saying so.
 	main, second, none runPart
-	predictions       string
+	predictions        string
 	// want is upstream v5's report.json of each log, as json.dumps(indent=4)
 	// writes it, by the path report.json is written to.
 	want map[string][]byte
