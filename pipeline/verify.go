@@ -138,6 +138,17 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if soft != nil {
 		problems = append(problems, soft)
 	}
+	// As upstream's get_dataset_from_preds: a predictions run runs the
+	// predicted instances (of those selected), not the whole dataset.
+	if preds != nil && len(o.Inputs.Instances) == 0 {
+		ids := predictedIDs(loaded.Instances, preds)
+		if len(ids) == 0 {
+			return nil, errors.Join(append(problems, fmt.Errorf("predictions %s: no prediction to run", o.PredictionsFile))...)
+		}
+		if err := loaded.Select(ids); err != nil {
+			return nil, errors.Join(append(problems, err)...)
+		}
+	}
 	imageFn, err := o.images(loaded.Instances, log, &problems)
 	if err != nil {
 		return nil, err
@@ -297,6 +308,18 @@ func (o VerifyOptions) predictions(selected []core.Instance, datasetIDs map[stri
 		soft = fmt.Errorf("predictions %s: %d usable prediction(s); see the errors above", o.PredictionsFile, len(preds))
 	}
 	return preds, soft, nil
+}
+
+// predictedIDs are the ids of insts that preds has a prediction of, in
+// insts' order.
+func predictedIDs(insts []core.Instance, preds map[string]verify.Prediction) []string {
+	ids := make([]string, 0, len(preds))
+	for _, in := range insts {
+		if _, ok := preds[in.InstanceID]; ok {
+			ids = append(ids, in.InstanceID)
+		}
+	}
+	return ids
 }
 
 // scriptNote says which eval scripts the targets run, and how many records
