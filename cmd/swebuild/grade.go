@@ -85,15 +85,42 @@ func (f *gradeFlags) register(fs *pflag.FlagSet) {
 // problem is the error.
 func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOptions, error) {
 	var o pipeline.GradeOptions
-	if len(args) > 0 {
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
-	}
-	if len(f.logs) == 0 && f.runDir == "" {
-		return o, errors.New("--log FILE (or --run-dir DIR) is required")
+	if err := f.check(args); err != nil {
+		return o, err
 	}
 	in, err := f.g.inputs(stderr)
 	if err != nil {
 		return o, err
+	}
+	patch, err := f.patch()
+	if err != nil {
+		return o, err
+	}
+	many := f.many()
+	if !many {
+		in.Instances = nil // the one log's instance: f.gradeLogs
+	}
+	o.Inputs, o.Logs, o.RunDir, o.PredictionsFile, o.Patch = in, f.gradeLogs(), f.runDir, f.predictions, patch
+	o.StatusMap, o.MaxLogSize, o.WriteReports, o.Jobs, o.Log = f.statusMap, f.maxLogSize, many, f.jobs, stderr
+	o.Grade = grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser, Rules: grading.Rules(f.rules)}
+	if f.exitCodeSet {
+		o.Grade.ExitCode = &f.exitCode
+	}
+	return o, nil
+}
+
+// many says whether several logs are graded (their reports written beside
+// them) rather than one (its report printed).
+func (f *gradeFlags) many() bool { return len(f.logs) > 1 || f.runDir != "" }
+
+// check reports the first usage problem: arguments, what to grade, flags
+// that exclude each other, values out of range.
+func (f *gradeFlags) check(args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+	}
+	if len(f.logs) == 0 && f.runDir == "" {
+		return errors.New("--log FILE (or --run-dir DIR) is required")
 	}
 	n := 0
 	for _, set := range []bool{f.patchPath != "", f.gold, f.noPatch, f.predictions != ""} {
@@ -101,51 +128,45 @@ func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOpt
 			n++
 		}
 	}
-	many := len(f.logs) > 1 || f.runDir != ""
 	switch grading.Rules(f.rules) {
 	case "", grading.RulesV5, grading.RulesV41:
 	default:
-		return o, fmt.Errorf("--grading %q: want %s or %s", f.rules, grading.RulesV5, grading.RulesV41)
+		return fmt.Errorf("--grading %q: want %s or %s", f.rules, grading.RulesV5, grading.RulesV41)
 	}
-	switch {
+	switch many := f.many(); {
 	case n > 1:
-		return o, errors.New("--patch, --gold, --no-patch and --predictions exclude each other")
+		return errors.New("--patch, --gold, --no-patch and --predictions exclude each other")
 	case f.maxLogSize <= 0:
-		return o, errors.New("--max-log-size must be a positive number of bytes")
+		return errors.New("--max-log-size must be a positive number of bytes")
 	case f.jobs < 0:
-		return o, fmt.Errorf("--jobs %d: want at least 1 (or 0: one per CPU)", f.jobs)
+		return fmt.Errorf("--jobs %d: want at least 1 (or 0: one per CPU)", f.jobs)
 	case f.exitCodeSet && grading.Rules(f.rules) == grading.RulesV41:
-		return o, errors.New("--exit-code needs v5 rules (v4.1 has no exit-status rule)")
+		return errors.New("--exit-code needs v5 rules (v4.1 has no exit-status rule)")
 	case many && f.exitCodeSet:
-		return o, errors.New("--exit-code is one log's exit status: give one --log")
+		return errors.New("--exit-code is one log's exit status: give one --log")
 	case many && f.statusMap:
-		return o, errors.New("--status-map prints one log's status map: give one --log")
+		return errors.New("--status-map prints one log's status map: give one --log")
 	case !many && len(f.g.instances) > 1:
-		return o, errors.New("one --log is graded against one --instance")
+		return errors.New("one --log is graded against one --instance")
 	}
+	return nil
+}
+
+// gradeLogs are the --log values: ID=FILE names the instance; one log
+// takes the one --instance; otherwise the directory holding the log names
+// it (pipeline.GradeOptions.Logs).
+func (f *gradeFlags) gradeLogs() []pipeline.GradeLog {
+	var out []pipeline.GradeLog
 	for _, l := range f.logs {
 		gl := pipeline.GradeLog{Path: l}
 		if id, path, ok := strings.Cut(l, "="); ok && id != "" && !strings.ContainsRune(id, os.PathSeparator) {
 			gl = pipeline.GradeLog{InstanceID: id, Path: path}
-		} else if !many && len(f.g.instances) == 1 {
+		} else if !f.many() && len(f.g.instances) == 1 {
 			gl.InstanceID = f.g.instances[0]
 		}
-		o.Logs = append(o.Logs, gl)
+		out = append(out, gl)
 	}
-	if !many {
-		in.Instances = nil // the one log's instance, said above
-	}
-	patch, err := f.patch()
-	if err != nil {
-		return o, err
-	}
-	o.Inputs, o.RunDir, o.PredictionsFile, o.Patch = in, f.runDir, f.predictions, patch
-	o.StatusMap, o.MaxLogSize, o.WriteReports, o.Jobs, o.Log = f.statusMap, f.maxLogSize, many, f.jobs, stderr
-	o.Grade = grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser, Rules: grading.Rules(f.rules)}
-	if f.exitCodeSet {
-		o.Grade.ExitCode = &f.exitCode
-	}
-	return o, nil
+	return out
 }
 
 // patch is what was evaluated, as pipeline.GradeOptions.Patch takes it: a
