@@ -83,6 +83,13 @@ func TestLoadMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// knownKeys are the record fields with a core.Instance field of their own.
+var knownKeys = map[string]bool{
+	"repo": true, "instance_id": true, "base_commit": true, "patch": true, "test_patch": true, "problem_statement": true,
+	"hints_text": true, "created_at": true, "version": true, "FAIL_TO_PASS": true, "PASS_TO_PASS": true,
+	"environment_setup_commit": true, "image_assets": true, "eval_script": true, "log_parser": true, "eval_type": true, "image": true,
+}
+
 // stdDecodeJSONL is a straightforward, slow reference decoder.
 func stdDecodeJSONL(t *testing.T, path string) []core.Instance {
 	t.Helper()
@@ -126,8 +133,28 @@ func stdDecodeJSONL(t *testing.T, path string) []core.Instance {
 			}
 			return out
 		}
+		// The other columns, in the order of the line, as written.
+		var extra []core.Column
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		if _, err := dec.Token(); err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, n, err)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				t.Fatalf("%s:%d: %v", path, n, err)
+			}
+			if !knownKeys[k.(string)] {
+				extra = append(extra, core.Column{Name: k.(string), Value: string(raw)})
+			}
+		}
 		out = append(out, core.Instance{
-			Repo: str("repo"), InstanceID: str("instance_id"), BaseCommit: str("base_commit"),
+			Extra: extra,
+			Repo:  str("repo"), InstanceID: str("instance_id"), BaseCommit: str("base_commit"),
 			Patch: str("patch"), TestPatch: str("test_patch"), ProblemStatement: str("problem_statement"),
 			HintsText: str("hints_text"), CreatedAt: str("created_at"), Version: str("version"),
 			FailToPass: list("FAIL_TO_PASS"), PassToPass: list("PASS_TO_PASS"),

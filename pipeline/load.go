@@ -104,6 +104,9 @@ type inputKind interface {
 	keep(insts []core.Instance) error
 }
 
+// Given reports whether an input is named (a dataset or a task repo).
+func (in Inputs) Given() bool { return in.Dataset != "" || in.TaskRepo != "" }
+
 // ErrNoDataset is returned by Load when neither Inputs.Dataset nor
 // Inputs.TaskRepo is set.
 var ErrNoDataset = errors.New("no dataset or task repo given")
@@ -117,7 +120,7 @@ var ErrNoDataset = errors.New("no dataset or task repo given")
 // problems are listed to in.Log, the tasks with none go on, and the error
 // says how many tasks were left out.
 func Load(ctx context.Context, in Inputs) (*Loaded, error) {
-	if in.Dataset == "" && in.TaskRepo == "" {
+	if !in.Given() {
 		return nil, ErrNoDataset
 	}
 	if in.Dataset != "" && in.TaskRepo != "" {
