@@ -221,3 +221,58 @@ func BenchmarkGradeRun(b *testing.B) {
 	}
 	b.ReportMetric(float64(run.main.logs), "logs/op")
 }
+
+// TestGradeTaskRepo: grade takes a task repo as every command does, with no
+// --specs: two logs of fixture__calc-1 (pytest's -rA lines, as the task's
+// eval.sh prints them; one with a F2P test failing) graded against the
+// task's tests.json under v5's rules (its log_parser), each report.json
+// written beside its log.
+func TestGradeTaskRepo(t *testing.T) {
+	repo := filepath.Join("..", "..", "testdata", "fixture", "taskrepo")
+	var tests struct {
+		F2P []string `json:"FAIL_TO_PASS"`
+		P2P []string `json:"PASS_TO_PASS"`
+	}
+	b, err := os.ReadFile(filepath.Join(repo, "tasks", "fixture__calc-1", "tests.json"))
+	if err != nil || json.Unmarshal(b, &tests) != nil {
+		t.Fatalf("tests.json: %v", err)
+	}
+	logOf := func(failing string) string {
+		var l strings.Builder
+		l.WriteString("+ : '>>>>> Start Test Output'\n")
+		for _, name := range append(append([]string{}, tests.F2P...), tests.P2P...) {
+			status := "PASSED"
+			if name == failing {
+				status = "FAILED"
+			}
+			l.WriteString(status + " " + name + "\n")
+		}
+		l.WriteString("+ : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n")
+		return l.String()
+	}
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good", "test_output.txt"), filepath.Join(dir, "bad", "test_output.txt")
+	for path, text := range map[string]string{good: logOf(""), bad: logOf(tests.F2P[0])} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	err = runGrade(context.Background(), []string{"--task-repo", repo, "--cache-dir", t.TempDir(),
+		"--log", "fixture__calc-1=" + good, "--log", "fixture__calc-1=" + bad}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("grade --task-repo: %v\n%s", err, stderr.String())
+	}
+	for path, resolved := range map[string]string{good: `"resolved": true`, bad: `"resolved": false`} {
+		rep, err := os.ReadFile(filepath.Join(filepath.Dir(path), "report.json"))
+		if err != nil || !bytes.Contains(rep, []byte(resolved)) || !bytes.Contains(rep, []byte(`"infra_failure": false`)) {
+			t.Errorf("%s: report.json %s (%v), want %s under v5 rules", path, rep, err, resolved)
+		}
+	}
+	if !strings.Contains(stdout.String(), "graded 2 of 2 logs: 1 resolved, 1 unresolved") {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+}
