@@ -145,16 +145,8 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if soft != nil {
 		problems = append(problems, soft)
 	}
-	// As upstream's get_dataset_from_preds: a predictions run runs the
-	// predicted instances (of those selected), not the whole dataset.
-	if preds != nil && len(o.Inputs.Instances) == 0 {
-		ids := predictedIDs(loaded.Instances, preds)
-		if len(ids) == 0 {
-			return nil, errors.Join(append(problems, fmt.Errorf("predictions %s: no prediction to run", o.PredictionsFile))...)
-		}
-		if err := loaded.Select(ids); err != nil {
-			return nil, errors.Join(append(problems, err)...)
-		}
+	if err := o.selectPredicted(loaded, preds); err != nil {
+		return nil, errors.Join(append(problems, err)...)
 	}
 	targets, err := o.targets(ctx, loaded, log, &problems)
 	if err != nil {
@@ -376,16 +368,23 @@ func (o VerifyOptions) predictions(selected []core.Instance, datasetIDs map[stri
 	return preds, soft, nil
 }
 
-// predictedIDs are the ids of insts that preds has a prediction of, in
-// insts' order.
-func predictedIDs(insts []core.Instance, preds map[string]verify.Prediction) []string {
+// selectPredicted narrows a predictions run without --instance to the
+// predicted instances, as upstream's get_dataset_from_preds does: the run
+// is those, not the whole dataset. No prediction to run is an error.
+func (o VerifyOptions) selectPredicted(loaded *Loaded, preds map[string]verify.Prediction) error {
+	if preds == nil || len(o.Inputs.Instances) > 0 {
+		return nil
+	}
 	ids := make([]string, 0, len(preds))
-	for _, in := range insts {
+	for _, in := range loaded.Instances {
 		if _, ok := preds[in.InstanceID]; ok {
 			ids = append(ids, in.InstanceID)
 		}
 	}
-	return ids
+	if len(ids) == 0 {
+		return fmt.Errorf("predictions %s: no prediction to run", o.PredictionsFile)
+	}
+	return loaded.Select(ids)
 }
 
 // scriptNote says which eval scripts the targets run, and how many records
