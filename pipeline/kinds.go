@@ -85,13 +85,12 @@ type taskKind struct {
 }
 
 // set takes the selected tasks and decides their platforms.
-func (k *taskKind) set(tasks []taskrepo.Task, r *render.Renderer) error {
+func (k *taskKind) set(tasks []taskrepo.Task, r *render.Renderer) {
 	k.tasks, k.language = tasks, r.Tables.Language
 	k.decisions = make(map[string]spec.Decision, len(tasks))
 	for _, pt := range k.planTasks(core.AllPlatforms()).Tasks {
 		k.decisions[pt.Task.Instance.InstanceID] = spec.Decision{Platforms: pt.Platforms, Rule: pt.X86Only}
 	}
-	return nil
 }
 
 func (k *taskKind) planTasks(platforms []core.Platform) taskrepo.Plan {

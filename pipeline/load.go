@@ -229,9 +229,7 @@ func loadTaskRepo(in Inputs, r *render.Renderer, client *fetch.Client, log io.Wr
 		return nil, errors.Join(checkErr, err)
 	}
 	kind := &taskKind{dir: repo.Dir}
-	if kerr := kind.set(tasks, r); kerr != nil {
-		return nil, kerr
-	}
+	kind.set(tasks, r)
 	l := &Loaded{Renderer: r, Instances: taskrepo.Instances(tasks), Source: dataset.Source{Name: repo.Dir}, Fetch: client, kind: kind}
 	var errs []error
 	if checkErr != nil {
