@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/swebuild/swebuild/builder"
@@ -56,10 +55,8 @@ type BuildOptions struct {
 // BuildResult is what Build did. Every field may be nil when Build returned
 // before that stage.
 type BuildResult struct {
-	Plan *plan.Plan
-	// TaskPlan is the plan of a task repo's tasks (Inputs.TaskRepo; Plan
-	// is then nil).
-	TaskPlan  *taskrepo.Plan
+	// Plan is what the input planned: each record's platforms, the nodes.
+	Plan      *Plan
 	Report    *builder.Report
 	Records   []core.Image
 	Gold      *GoldCheck
@@ -85,35 +82,23 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		return nil, err
 	}
 	res := &BuildResult{}
-	var (
-		nodes      []*graph.Node
-		notPlanned []builder.NotPlanned
-	)
-	if loaded.Tasks != nil {
-		tp := loaded.TaskPlan(o.Platforms)
-		res.TaskPlan = &tp
-		nodes = TaskNodes(tp)
-		notPlanned = taskNotPlanned(tp)
-	} else {
-		p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
-		if err != nil {
-			return nil, err
-		}
-		res.Plan = p
-		notPlanned = planNotPlanned(p, o.Platforms)
-		for _, e := range p.Errors {
-			fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-		}
-		if len(p.Errors) > 0 {
-			problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
-		}
-		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err != nil {
-			return nil, err
-		}
-		AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
+	p, err := loaded.Plan(ctx, o.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	res.Plan = p
+	for _, e := range p.Errors {
+		fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+	}
+	if len(p.Errors) > 0 {
+		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
+	}
+	nodes, err := p.Nodes(o.ContextDirs)
+	if err != nil {
+		return nil, err
 	}
 	bopts := o.Builder
-	bopts.NotPlanned = notPlanned
+	bopts.NotPlanned = p.NotPlanned()
 	if o.Verify != nil {
 		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
 		if err != nil {
@@ -125,11 +110,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		bopts.Attest = gc.Attest(o.Verifier)
 		problems = append(problems, gc.Problems()...)
 	}
-	given := ""
-	if len(bopts.Images) > 0 && loaded.Tasks == nil {
-		given = " (less those bound to existing images, and the parents only they needed)"
-	}
-	fmt.Fprintf(log, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, bopts.RunDir)
+	fmt.Fprintf(log, "swebuild build: %d nodes planned; logs in %s\n", len(nodes), bopts.RunDir)
 	report, err := builder.Build(ctx, nodes, bopts)
 	if report != nil {
 		res.Report = report
@@ -174,34 +155,6 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	return res, errors.Join(problems...)
-}
-
-// notPlanned are the instance images of the run the plan has no node for:
-// the x86-only instances on linux/arm64 (with the rule that decided it) and
-// the instances that could not be planned.
-func planNotPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
-	var out []builder.NotPlanned
-	if slices.Contains(platforms, core.ARM64) {
-		for _, id := range p.X86Only {
-			out = append(out, builder.NotPlanned{InstanceID: id, Platform: core.ARM64, Reason: "x86-only (" + p.X86OnlyRule[id] + ")"})
-		}
-	}
-	for _, e := range p.Errors {
-		out = append(out, builder.NotPlanned{InstanceID: e.InstanceID, Platform: e.Platform, Reason: "could not be planned"})
-	}
-	return out
-}
-
-// taskNotPlanned are a task repo's x86-only tasks on linux/arm64, with the
-// arm64 rule's reason.
-func taskNotPlanned(tp taskrepo.Plan) []builder.NotPlanned {
-	var out []builder.NotPlanned
-	for _, t := range tp.Tasks {
-		if t.X86Only != "" {
-			out = append(out, builder.NotPlanned{InstanceID: t.Task.Instance.InstanceID, Platform: core.ARM64, Reason: "x86-only (" + t.X86Only + ")"})
-		}
-	}
-	return out
 }
 
 // writeExports says where the built images went: how many were pushed,

@@ -93,7 +93,7 @@ func (d *drifter) targets(ctx context.Context, set string) ([]drift.Target, erro
 		}
 		return drift.TargetsFromRecords(set, recs)
 	}
-	if d.o.Dataset == "" && d.o.TaskRepo == "" {
+	if !d.o.Inputs.Given() {
 		return nil, ErrNoInstances
 	}
 	if d.loaded == nil {

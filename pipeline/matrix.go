@@ -11,7 +11,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/graph"
-	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
@@ -74,9 +73,12 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
-	// The platform decision (builder/spec) needs each record's repo and
-	// version; an id list gives only ids (see spec.Tables.PlatformsByID).
+	// The platform decision needs each record (Loaded.Decide); an id list
+	// gives only ids (see spec.Tables.PlatformsByID).
 	platformsFor := tables.PlatformsByID(insts)
+	if loaded != nil {
+		platformsFor = loaded.PlatformsByID()
+	}
 	want := o.wanted(ids, platformsFor)
 	previous, err := o.previous(ctx, log)
 	if err != nil {
@@ -285,11 +287,11 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 			plats = append(plats, p)
 		}
 	}
-	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, plats)
+	p, err := loaded.Plan(ctx, plats)
 	if err != nil {
 		return nil, fmt.Errorf("the spec keys of the build cannot be computed: planning: %w", err)
 	}
-	nodes, err := Nodes(p, loaded.Instances, o.ContextDirs)
+	nodes, err := p.Nodes(o.ContextDirs)
 	if err != nil {
 		return nil, fmt.Errorf("the spec keys of the build cannot be computed: %w", err)
 	}

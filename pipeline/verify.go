@@ -145,6 +145,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if soft != nil {
 		problems = append(problems, soft)
 	}
+	if err := o.selectPredicted(loaded, preds); err != nil {
+		return nil, errors.Join(append(problems, err)...)
+	}
 	targets, err := o.targets(ctx, loaded, log, &problems)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
@@ -363,6 +366,25 @@ func (o VerifyOptions) predictions(selected []core.Instance, datasetIDs map[stri
 		soft = fmt.Errorf("predictions %s: %d usable prediction(s); see the errors above", o.PredictionsFile, len(preds))
 	}
 	return preds, soft, nil
+}
+
+// selectPredicted narrows a predictions run without --instance to the
+// predicted instances, as upstream's get_dataset_from_preds does: the run
+// is those, not the whole dataset. No prediction to run is an error.
+func (o VerifyOptions) selectPredicted(loaded *Loaded, preds map[string]verify.Prediction) error {
+	if preds == nil || len(o.Inputs.Instances) > 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(preds))
+	for _, in := range loaded.Instances {
+		if _, ok := preds[in.InstanceID]; ok {
+			ids = append(ids, in.InstanceID)
+		}
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("predictions %s: no prediction to run", o.PredictionsFile)
+	}
+	return loaded.Select(ids)
 }
 
 // scriptNote says which eval scripts the targets run, and how many records

@@ -15,8 +15,12 @@ import (
 type Config struct {
 	// Images (set A) and Against (set B, optional) in ParseSet syntax.
 	Images, Against string
-	// Dataset lists the instance ids for sets given by naming scheme.
-	Dataset string
+	// Dataset lists the instance ids for sets given by naming scheme (a
+	// dataset file, or a .txt id list); Instances, when Dataset is empty,
+	// are those ids as the caller read them (a dataset or task repo loaded
+	// by package pipeline, with Policy its platform decision).
+	Dataset   string
+	Instances []Instance
 	// Platforms to measure ("linux/amd64", "linux/arm64"). For sets read
 	// from a file, the file's images are kept only when PlatformsGiven.
 	Platforms      []core.Platform
@@ -42,7 +46,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var instances []Instance
+	instances := cfg.Instances
 	if cfg.Dataset != "" {
 		if instances, err = LoadInstances(ctx, cfg.Dataset); err != nil {
 			return nil, err

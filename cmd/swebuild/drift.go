@@ -60,7 +60,7 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *maxDrift < -1:
 		return usageErr(fs, stderr, "--max-drift: %d (want N >= 0, or -1 for no limit)", *maxDrift)
 	}
-	if g.dataset != "" || g.taskRepo != "" {
+	if g.given() {
 		in, err := g.inputs(stderr)
 		if err != nil {
 			return usageErr(fs, stderr, "%v", err)
