@@ -18,7 +18,7 @@ export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
 # build: with the flags buildkitd is built with (scripts/go-build.sh says why).
 build:
-	scripts/go-build.sh "$(LDFLAGS)" -o $(BIN) ./cmd/swebuild
+	GO_BUILD_LABEL="build: compiling swebuild" scripts/go-build.sh "$(LDFLAGS)" -o $(BIN) ./cmd/swebuild
 
 vet:
 	$(GO) vet ./...

@@ -31,6 +31,8 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT_DIR=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=lib/progress.sh
+. "$SCRIPT_DIR/lib/progress.sh"
 FIXTURE_DIR=$ROOT_DIR/testdata/fixture
 PROJECTS_DIR=$FIXTURE_DIR/projects
 CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -378,8 +380,12 @@ cmd_rootfs() {
 	local pids=() failed=0 p
 	for a in "${arches[@]}"; do
 		(
+			# Unpacking and configuring print nothing for a minute or more
+			# (arm64's QEMU runs): a line every 30 s says the build goes on.
 			for f in "${flavours[@]}"; do
+				progress_start "fixture: rootfs $f $a: building"
 				build_rootfs "$f" "$a"
+				progress_stop
 			done
 		) &
 		pids+=($!)
