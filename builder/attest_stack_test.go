@@ -14,6 +14,7 @@ import (
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // TestProvenancePushed builds a two-node graph on the stack with a push and
@@ -23,8 +24,8 @@ import (
 // SLSA provenance statement (mode=max) that names the Dockerfile, the
 // context files and the frontend inputs.
 func TestProvenancePushed(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)

@@ -33,8 +33,8 @@ import (
 // definition, the first solve failed with "failed to get frontend inputs:
 // invalid nil input definition to definition op".
 func TestBuildNodesWithoutContext(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := os.Getenv("SWEBUILD_REGISTRY")
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -279,7 +279,7 @@ func buildAll(t *testing.T, ctx context.Context, host string, nodes []*Node) map
 //     FROM a stand-in keyed as the real env: the fixture's Debian rootfs,
 //     whose git is real.
 func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
+	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -359,7 +359,7 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 // pins), for both platforms: each solve must be accepted and fail pulling
 // its image from docker.io.
 func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
+	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -406,8 +406,8 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 // (Options.Images, build --build-context): the bound node is not built and
 // its child builds FROM the image, on both platforms.
 func TestBuildFromGivenImage(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().UTC().Format(time.RFC3339Nano)

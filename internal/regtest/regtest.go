@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // Binary is the registry executable.
@@ -35,16 +37,11 @@ type Registry struct {
 	LogPath string
 }
 
-// Start starts a registry or skips the test when the binary is missing
-// (fails instead when env CI is set).
+// Start starts a registry, or skips the test when the binary is missing
+// (fails instead when env CI is set: stacktest.LookPath).
 func Start(tb testing.TB, opts Options) *Registry {
 	tb.Helper()
-	if _, err := os.Stat(Binary); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("regtest: %s missing (apt-get install -y docker-registry): %v", Binary, err)
-		}
-		tb.Skipf("regtest: %s missing (apt-get install -y docker-registry)", Binary)
-	}
+	stacktest.LookPath(tb, Binary)
 	dir := tb.TempDir()
 	storage := filepath.Join(dir, "storage")
 	if err := os.MkdirAll(storage, 0o755); err != nil {
