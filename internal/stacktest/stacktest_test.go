@@ -27,6 +27,7 @@ type recorder struct {
 func (r *recorder) Helper()                           {}
 func (r *recorder) Skipf(format string, args ...any)  { r.skipped = fmt.Sprintf(format, args...) }
 func (r *recorder) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
+func (r *recorder) Logf(string, ...any)               {}
 
 // fakeBuildKit serves gRPC health (SERVING, as buildkitd does) on a unix
 // socket and returns its address, unix:///PATH.
@@ -275,4 +276,60 @@ func TestRequireBuildFixture(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestSharedBuild: the build function runs once for every Get of one
+// SharedBuild, on the fixture's inputs, and each Get returns the records it
+// wrote; Close removes its directory; a failed build fails every later Get.
+func TestSharedBuild(t *testing.T) {
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rootfs-amd64.tar", "rootfs-arm64.tar", "rootfs-js-amd64.tar", "rootfs-js-arm64.tar"} {
+		if err := os.WriteFile(filepath.Join(cache, "rootfs", f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvCache, cache)
+	t.Setenv(EnvBuildkitHost, fakeBuildKit(t))
+	t.Setenv(EnvRegistry, fakeRegistry(t, "", ""))
+	t.Setenv(EnvCI, "")
+
+	var s SharedBuild
+	calls := 0
+	build := func(ctx context.Context, tb testing.TB, fx BuildFixture, st Stack, repo, md string) error {
+		calls++
+		if _, err := os.Stat(filepath.Join(fx.ContextDirs[1], "mirror", "calc.git", "HEAD")); err != nil {
+			return err
+		}
+		if fx.ContextDirs[0] != filepath.Join(cache, "rootfs") || repo != st.Registry+"/swebuild-test/shared-fixture" {
+			return fmt.Errorf("context dirs %q, repo %q", fx.ContextDirs, repo)
+		}
+		return os.WriteFile(md, []byte(`{"kind":"base","key":"sweb.base.fixture.x86_64","platform":"linux/amd64","digest":"sha256:`+strings.Repeat("a", 64)+`","ref":"`+repo+`@sha256:`+strings.Repeat("a", 64)+`","status":"built"}`+"\n"), 0o644)
+	}
+	a := s.Get(t, build)
+	b := s.Get(t, func(context.Context, testing.TB, BuildFixture, Stack, string, string) error {
+		return fmt.Errorf("a second build ran")
+	})
+	if calls != 1 || len(a.Records) != 1 || len(b.Records) != 1 || a.MetadataFile != b.MetadataFile {
+		t.Fatalf("%d builds; records %v and %v", calls, a.Records, b.Records)
+	}
+	dir := filepath.Dir(a.MetadataFile)
+	s.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("after Close, %s: %v", dir, err)
+	}
+
+	var failed SharedBuild
+	for i := 0; i < 2; i++ {
+		r := &recorder{}
+		failed.Get(r, func(context.Context, testing.TB, BuildFixture, Stack, string, string) error {
+			return fmt.Errorf("no daemon today")
+		})
+		if !strings.Contains(r.failed, "no daemon today") {
+			t.Errorf("Get %d: failed %q, want the build's error", i, r.failed)
+		}
+	}
+	failed.Close()
 }
