@@ -1,8 +1,10 @@
-// Package regtest starts a real distribution registry (Debian's
-// /usr/bin/docker-registry, distribution 2.8) for a test: its own config in a
-// temp dir, 127.0.0.1 on a free port, filesystem storage in t.TempDir(),
-// delete enabled, and optionally htpasswd auth. The process is stopped when the
-// test ends. The packaged service config (which enables auth) is never used.
+// Package regtest starts a registry for a test. Start: a real distribution
+// registry (Debian's /usr/bin/docker-registry, distribution 2.8): its own
+// config in a temp dir, 127.0.0.1 on a free port, filesystem storage in
+// t.TempDir(), delete enabled, and optionally htpasswd auth; the process is
+// stopped when the test ends, and the packaged service config (which enables
+// auth) is never used. InProcess: go-containerregistry's in-memory registry
+// in the test's process, where the registry is not what the test is about.
 package regtest
 
 import (
@@ -33,8 +35,8 @@ type Options struct {
 // Registry is a running test registry.
 type Registry struct {
 	Host    string // 127.0.0.1:port
-	Storage string // filesystem storage root
-	LogPath string
+	Storage string // filesystem storage root (Start only)
+	LogPath string // the registry's log (Start only)
 }
 
 // Start starts a registry, or skips the test when the binary is missing

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -54,7 +55,8 @@ type BuildFunc func(ctx context.Context, t testing.TB, fx BuildFixture, st Stack
 
 // Get returns the fixture built once per test binary with build (the
 // function of the first caller), after the stack's doors (Require, Rootfs:
-// skip, or fail under CI). A failed build fails every test that asks.
+// skip, or fail under CI). A failed build fails every test that asks. Each
+// caller gets its own copy of the records.
 func (s *SharedBuild) Get(t testing.TB, build BuildFunc) Built {
 	t.Helper()
 	st := Require(t)
@@ -70,7 +72,9 @@ func (s *SharedBuild) Get(t testing.TB, build BuildFunc) Built {
 	if s.err != nil {
 		t.Fatalf("the shared fixture build: %v", s.err)
 	}
-	return s.built
+	b := s.built
+	b.Records = slices.Clone(b.Records) // a test may change its copy
+	return b
 }
 
 func (s *SharedBuild) build(t testing.TB, build BuildFunc, st Stack, rootfs string) (Built, error) {
