@@ -36,6 +36,12 @@ type BuildOptions struct {
 	ContextDirs []string
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
+	// Until, when set (builder.KindBase or builder.KindEnv), builds only
+	// the dataset plan's images up to that kind: the base images, or the
+	// base and env images (e.g. the bases a task repo's Dockerfiles start
+	// FROM, pushed before it builds). Not with Verify, Publish or a task
+	// repo, which are about instance images.
+	Until string
 	// Verify, when set, runs each instance's gold patch on its solved
 	// image before it is exported (GoldCheck).
 	Verify *GoldCheckOptions
@@ -71,6 +77,9 @@ type BuildResult struct {
 // publish failures) and the result says what was done.
 func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	out, log := writerOr(o.Out), writerOr(o.Log)
+	if err := o.checkUntil(); err != nil {
+		return nil, err
+	}
 	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
 	if err != nil {
 		return nil, err
@@ -102,6 +111,9 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 			return nil, err
 		}
 		AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
+		if o.Until != "" {
+			nodes, notPlanned = NodesUntil(nodes, o.Until), nil // no instance image is asked for
+		}
 	}
 	bopts := o.Builder
 	bopts.NotPlanned = notPlanned
@@ -166,6 +178,43 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	return res, errors.Join(problems...)
+}
+
+// checkUntil refuses an Until that is not a kind below instance, or one
+// given with what needs instance images.
+func (o BuildOptions) checkUntil() error {
+	switch {
+	case o.Until == "":
+		return nil
+	case o.Until != builder.KindBase && o.Until != builder.KindEnv:
+		return fmt.Errorf("build until %q: want %s or %s", o.Until, builder.KindBase, builder.KindEnv)
+	case o.TaskRepo != "":
+		return fmt.Errorf("build until %s: a task repo has only task images, no base or env images of its own", o.Until)
+	case o.Verify != nil:
+		return fmt.Errorf("build until %s: builds no instance images, so there is no gold patch to verify", o.Until)
+	case o.Publish != nil:
+		return fmt.Errorf("build until %s: builds no instance images, so there is nothing to publish", o.Until)
+	}
+	return nil
+}
+
+// NodesUntil keeps the nodes up to kind until: builder.KindBase the base
+// images, builder.KindEnv the base and env images; "" keeps them all.
+func NodesUntil(nodes []*builder.Node, until string) []*builder.Node {
+	keep := map[string]bool{builder.KindBase: true}
+	switch until {
+	case "":
+		return nodes
+	case builder.KindEnv:
+		keep[builder.KindEnv] = true
+	}
+	var out []*builder.Node
+	for _, n := range nodes {
+		if keep[n.Kind] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // notPlanned are the instance images of the run the plan has no node for:
