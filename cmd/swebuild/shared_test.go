@@ -3,10 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
@@ -39,4 +47,94 @@ func sharedFixture(t *testing.T) (fixtureStack, stacktest.Built) {
 	}
 	return fixtureStack{root: root, dataset: built.Dataset, specs: built.Specs, rootfs: built.ContextDirs[0], ctxDir: built.ContextDirs[1],
 		reg: built.Stack.Registry}, built
+}
+
+// TestBuildFixtureBothPlatforms is make test's build stage: the fixture's
+// plan built once for linux/amd64 and linux/arm64 (the shared build, through
+// `swebuild build --push`) gives a record per image, every one built and
+// pushed by digest: the py and js bases and the two envs (the Python projects
+// share one) per platform, the 7 instances on linux/amd64 and 6 on
+// linux/arm64 (fixture__textutil-2 is x86-only), each on its key's arch.
+func TestBuildFixtureBothPlatforms(t *testing.T) {
+	_, built := sharedFixture(t)
+	count := map[string]int{}
+	for _, r := range built.Records {
+		count[string(r.Kind)+" "+r.Platform.String()]++
+		if r.Status != core.StatusBuilt || !strings.HasPrefix(r.Ref, built.Repo+"@sha256:") || r.Ref != built.Repo+"@"+r.Digest.String() {
+			t.Errorf("%s %s: status %s, digest %s, ref %q; want built and pushed by digest to %s", r.Key, r.Platform, r.Status, r.Digest, r.Ref, built.Repo)
+		}
+		if arch := map[core.Platform]string{core.AMD64: ".x86_64", core.ARM64: ".arm64"}[r.Platform]; !strings.Contains(r.Key, arch+".") && !strings.Contains(r.Key, arch+":") {
+			t.Errorf("%s built for %s", r.Key, r.Platform)
+		}
+		if r.InstanceID == "fixture__textutil-2" && r.Platform == core.ARM64 {
+			t.Errorf("x86-only fixture__textutil-2 built for linux/arm64")
+		}
+	}
+	want := map[string]int{
+		"base linux/amd64": 2, "base linux/arm64": 2, "env linux/amd64": 2, "env linux/arm64": 2,
+		"instance linux/amd64": 7, "instance linux/arm64": 6,
+	}
+	if fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Errorf("records by kind and platform %v, want %v", count, want)
+	}
+}
+
+// TestPublishCheckFixture is make test's publish stage: the shared build's
+// instance images published under a repository of this run, then `swebuild
+// check` finds every name the plan calls for (7 indexes, 7 linux/amd64 and 6
+// linux/arm64 per-arch names, fixture__textutil-2 being x86-only), and the
+// digests it reads back are the ones the build pushed.
+func TestPublishCheckFixture(t *testing.T) {
+	f, built := sharedFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	repo := f.reg + "/swebuild-test/publish-check-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	var stdout, stderr bytes.Buffer
+	if err := runPublish(ctx, []string{"--metadata-file", built.MetadataFile, "--repo", repo, "--ledger", filepath.Join(tmp, "ledger.jsonl")}, &stdout, &stderr); err != nil {
+		t.Fatalf("publish: %v\n%s\n%s", err, stdout.String(), tail(stderr.String(), 3000))
+	}
+	t.Logf("publish:\n%s", stdout.String())
+	stdout.Reset()
+	stderr.Reset()
+	digests := filepath.Join(tmp, "digests.jsonl")
+	if err := runCheck(ctx, []string{"--dataset", f.dataset, "--specs", f.specs, "--repo", repo, "--digests", digests}, &stdout, &stderr); err != nil {
+		t.Fatalf("check: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "20/20 images present (7 instances)") {
+		t.Errorf("check:\n%s", stdout.String())
+	}
+	b, err := os.ReadFile(digests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed := map[string]digest.Digest{} // instance@platform -> digest
+	for _, r := range built.Records {
+		if r.Kind == core.KindInstance {
+			pushed[r.InstanceID+"@"+r.Platform.String()] = r.Digest
+		}
+	}
+	found := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var d struct {
+			InstanceID string            `json:"instance_id"`
+			Index      string            `json:"index"`
+			Platforms  map[string]string `json:"platforms"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("%s: %v", digests, err)
+		}
+		if d.Index == "" {
+			t.Errorf("%s: no index digest", d.InstanceID)
+		}
+		for p, dg := range d.Platforms {
+			found++
+			if want := pushed[d.InstanceID+"@"+p]; dg != want.String() {
+				t.Errorf("%s %s: published %s, built %s", d.InstanceID, p, dg, want)
+			}
+		}
+	}
+	if found != len(pushed) {
+		t.Errorf("%d per-arch digests read back, %d built", found, len(pushed))
+	}
 }

@@ -63,8 +63,8 @@ func newFixtureStack(t testing.TB) fixtureStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(context.Background(), filepath.Join(ctxDir, "mirror")); err != nil {
+	ctxDir, err := stacktest.FixtureContext(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return fixtureStack{

@@ -37,7 +37,7 @@ type SharedBuild struct {
 // Built is what a SharedBuild hands out.
 type Built struct {
 	// BuildFixture is what the build started from (dataset, specs,
-	// context directories); its mirrors live as long as the test binary.
+	// context directories).
 	BuildFixture
 	// Stack is the stack it was built on.
 	Stack Stack
@@ -85,8 +85,8 @@ func (s *SharedBuild) build(t testing.TB, build BuildFunc, st Stack, rootfs stri
 	s.dir = dir
 	ctx, cancel := context.WithTimeout(context.Background(), SharedBuildTimeout)
 	defer cancel()
-	contextDir := filepath.Join(dir, "context")
-	if err := MakeRepos(ctx, filepath.Join(contextDir, "mirror")); err != nil {
+	contextDir, err := FixtureContext(ctx)
+	if err != nil {
 		return Built{}, err
 	}
 	fixture := FixtureDir(t)
@@ -114,8 +114,8 @@ func (s *SharedBuild) build(t testing.TB, build BuildFunc, st Stack, rootfs stri
 	return b, nil
 }
 
-// Close removes what the build left on disk (the mirrors and the metadata
-// file); the images stay in the registry.
+// Close removes what the build left on disk (the metadata file, the run
+// directory); the images stay in the registry, the mirrors in the cache.
 func (s *SharedBuild) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

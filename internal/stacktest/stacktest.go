@@ -21,8 +21,11 @@ package stacktest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -231,21 +234,21 @@ func FixtureDir(t testing.TB) string {
 // build contexts come from.
 type BuildFixture struct {
 	Dataset, Specs string
-	// ContextDirs are the rootfs tarballs' directory (Rootfs) and a
-	// temporary directory holding the fixture's git mirrors under mirror/
-	// (MakeRepos), in that order.
+	// ContextDirs are the rootfs tarballs' directory (Rootfs) and the
+	// directory holding the fixture's git mirrors under mirror/
+	// (FixtureContext), in that order.
 	ContextDirs []string
 }
 
-// RequireBuildFixture makes the fixture's mirrors in a temporary directory
-// and returns the BuildFixture. A missing rootfs tarball skips the test
-// (fails it under CI) as Rootfs does; mirrors that cannot be made fail it.
+// RequireBuildFixture returns the BuildFixture. A missing rootfs tarball
+// skips the test (fails it under CI) as Rootfs does; mirrors that cannot be
+// made fail it.
 func RequireBuildFixture(ctx context.Context, t testing.TB) BuildFixture {
 	t.Helper()
 	rootfs := Rootfs(t)
 	fixture := FixtureDir(t)
-	ctxDir := t.TempDir()
-	if err := MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
+	ctxDir, err := FixtureContext(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return BuildFixture{
@@ -253,6 +256,82 @@ func RequireBuildFixture(ctx context.Context, t testing.TB) BuildFixture {
 		Specs:       filepath.Join(fixture, "specs.json"),
 		ContextDirs: []string{rootfs, ctxDir},
 	}
+}
+
+// FixtureContext returns the directory holding the fixture's git mirrors
+// under mirror/ (scripts/fixture.sh repos), made once per machine and
+// version of the fixture in the cache ($SWEBUILD_CACHE/fixture-context/<the
+// fixture's hash>) and shared by every test and test binary after that.
+// BuildKit keys a build's local context by its directory: mirrors made
+// afresh in each test's temporary directory, identical byte for byte, still
+// missed the daemon's cache, so every test built the fixture's instance
+// images again (TestAuthRegistryE2E's one amd64 instance: 107 s, under
+// load). Builds only read the mirrors (bind mounts); tests that change a
+// repository use FixtureRepos.
+func FixtureContext(ctx context.Context) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	sum, err := fixtureHash(root)
+	if err != nil {
+		return "", err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "fixture-context", sum)
+	if _, err := os.Stat(filepath.Join(dir, "mirror")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("making the fixture's context directory: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-"+sum+"-")
+	if err != nil {
+		return "", fmt.Errorf("making the fixture's context directory: %w", err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed; left over when another binary won
+	if err := MakeRepos(ctx, filepath.Join(tmp, "mirror")); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "mirror")); serr == nil {
+			return dir, nil // another test binary made it first
+		}
+		return "", fmt.Errorf("making the fixture's context directory: %w", err)
+	}
+	return dir, nil
+}
+
+// fixtureHash is a short hash of what the mirrors are made from: the
+// fixture's projects and scripts/fixture.sh.
+func fixtureHash(root string) (string, error) {
+	h := sha256.New()
+	projects := filepath.Join(root, "testdata", "fixture", "projects")
+	err := filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(projects, p)
+		fmt.Fprintf(h, "%s %d %o\n", rel, len(b), d.Type())
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hashing the fixture's projects: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "scripts", "fixture.sh"))
+	if err != nil {
+		return "", fmt.Errorf("hashing the fixture's script: %w", err)
+	}
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // Repos locates the fixture repositories made by scripts/fixture.sh repos.
