@@ -59,14 +59,11 @@ trap print_times EXIT
 mkdir -p "$dir"
 # The fixture profiles bind-mount the projects' git mirrors (never copied into
 # an image) and ADD the rootfs tarballs; both reach the build as context dirs.
-repos() {
-	if [ ! -d "$dir/context/mirror" ]; then
-		rm -rf "$dir/context.tmp"
-		scripts/fixture.sh repos "$dir/context.tmp/mirror" >&2
-		mv "$dir/context.tmp" "$dir/context"
-	fi
-}
-step "git mirrors" repos
+# The mirrors' directory is made once per machine and version of the fixture
+# and shared with the tests (scripts/fixture.sh context): BuildKit keys a
+# local context by its directory, so the same directory shares the cache.
+mirrors() { context=$(scripts/fixture.sh context); }
+step "git mirrors" mirrors
 
 log "plan"
 step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
@@ -77,7 +74,7 @@ step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/a
 log "bases: build --until base --push $repo/build"
 step "bases: build, push" "$bin" build --dataset "$dataset" --specs "$specs" --until base \
 	--platform linux/amd64,linux/arm64 \
-	--context-dir "$cache/rootfs" --context-dir "$dir/context" \
+	--context-dir "$cache/rootfs" --context-dir "$context" \
 	--push "$repo/build" --progress "${DEMO_PROGRESS:-plain}" \
 	--metadata-file "$dir/bases-metadata.jsonl" --run-dir "$dir/bases"
 
@@ -137,7 +134,7 @@ rm -f "$dir"/dataset.rc "$dir"/taskrepo.rc
 t_builds=$EPOCHREALTIME
 alongside dataset "$bin" build --dataset "$dataset" --specs "$specs" \
 	--platform linux/amd64,linux/arm64 \
-	--context-dir "$cache/rootfs" --context-dir "$dir/context" \
+	--context-dir "$cache/rootfs" --context-dir "$context" \
 	--verify --push "$repo/build" \
 	--progress "${DEMO_PROGRESS:-plain}" \
 	--metadata-file "$dir/metadata.jsonl" --run-dir "$dir/dataset-build"
@@ -218,7 +215,7 @@ if [ -n "$auth_registry" ]; then
 	log "build --push and --publish $auth_repo (login from ${DOCKER_CONFIG:-~/.docker}/config.json)"
 	step "login registry: build, publish" env SWEBUILD_REGISTRY_AUTH= "$bin" build --dataset "$dataset" --specs "$specs" \
 		--instance fixture__calc-1 --platform linux/amd64,linux/arm64 \
-		--context-dir "$cache/rootfs" --context-dir "$dir/context" \
+		--context-dir "$cache/rootfs" --context-dir "$context" \
 		--push "$auth_repo/build" --publish "$auth_repo" --ledger "$dir/auth-ledger.jsonl" \
 		--progress quiet --metadata-file "$dir/auth-metadata.jsonl" --run-dir "$dir/auth-build"
 	auth_check() {

@@ -15,6 +15,14 @@
 #       creates DIR/<project> (work trees) and DIR/<project>.git (bare mirrors) from
 #       testdata/fixture/projects/<project>/history with fixed authors and dates,
 #       so commit ids are the same on every machine.
+#   scripts/fixture.sh context
+#       prints the build context directory holding the mirrors under mirror/
+#       (as repos makes them), made once per version of the fixture (a hash of
+#       its projects and of the functions making them) in
+#       $SWEBUILD_CACHE/fixture-context/
+#       and shared by every later build: BuildKit keys a local context by its
+#       directory, so builds from the same directory (the demo's, every test's)
+#       share the daemon's cache, where fresh mirrors elsewhere never hit it.
 #   scripts/fixture.sh dataset [OUT]
 #       regenerates testdata/fixture/dataset.jsonl (or OUT) from the projects.
 #   scripts/fixture.sh commits DIR
@@ -470,6 +478,27 @@ cmd_repos() {
 	done
 }
 
+cmd_context() {
+	local sum dir tmp
+	sum=$(
+		cd "$ROOT_DIR"
+		{
+			find testdata/fixture/projects -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+			declare -f fgit make_repo projects cmd_repos
+		} | sha256sum | cut -c1-16
+	)
+	dir=$CACHE_DIR/fixture-context/$sum
+	if [ ! -d "$dir/mirror" ]; then
+		mkdir -p "$CACHE_DIR/fixture-context"
+		tmp=$(mktemp -d "$CACHE_DIR/fixture-context/.tmp-$sum.XXXXXX")
+		cmd_repos "$tmp/mirror" >&2
+		# Another caller may have made it meanwhile: theirs is kept.
+		mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+		[ -d "$dir/mirror" ] || die "context: $dir/mirror not made"
+	fi
+	printf '%s\n' "$dir"
+}
+
 cmd_commits() {
 	local dir=${1:-} p
 	[ -n "$dir" ] || die "usage: fixture.sh commits DIR"
@@ -807,10 +836,11 @@ case "${1:-}" in
 rootfs) shift; cmd_rootfs "$@" ;;
 taskrepo) shift; cmd_taskrepo "$@" ;;
 repos) shift; cmd_repos "$@" ;;
+context) shift; cmd_context "$@" ;;
 commits) shift; cmd_commits "$@" ;;
 dataset) shift; cmd_dataset "$@" ;;
 *)
-	echo "usage: $0 rootfs [amd64|arm64|all] [py|js|all] | repos DIR | dataset [OUT] | commits DIR | taskrepo [OUT]" >&2
+	echo "usage: $0 rootfs [amd64|arm64|all] [py|js|all] | repos DIR | context | dataset [OUT] | commits DIR | taskrepo [OUT]" >&2
 	exit 2
 	;;
 esac

@@ -21,11 +21,8 @@ package stacktest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -258,80 +255,26 @@ func RequireBuildFixture(ctx context.Context, t testing.TB) BuildFixture {
 	}
 }
 
-// FixtureContext returns the directory holding the fixture's git mirrors
-// under mirror/ (scripts/fixture.sh repos), made once per machine and
-// version of the fixture in the cache ($SWEBUILD_CACHE/fixture-context/<the
-// fixture's hash>) and shared by every test and test binary after that.
-// BuildKit keys a build's local context by its directory: mirrors made
-// afresh in each test's temporary directory, identical byte for byte, still
-// missed the daemon's cache, so every test built the fixture's instance
-// images again (TestAuthRegistryE2E's one amd64 instance: 107 s, under
-// load). Builds only read the mirrors (bind mounts); tests that change a
+// FixtureContext returns the build context directory holding the fixture's
+// git mirrors under mirror/, made once per machine and version of the
+// fixture in the cache and shared by every test, test binary and the demo
+// after that (scripts/fixture.sh context). BuildKit keys a build's local
+// context by its directory: mirrors made afresh in each test's temporary
+// directory, identical byte for byte, still missed the daemon's cache, so
+// every test built the fixture's instance images again (textutil-3 on amd64
+// from two fresh mirror directories: not cached either time, 37 s and 50 s).
+// Builds only read the mirrors (bind mounts); tests that change a
 // repository use FixtureRepos.
 func FixtureContext(ctx context.Context) (string, error) {
-	root, err := ModuleRoot()
+	out, err := RunFixtureScript(ctx, "context")
 	if err != nil {
 		return "", err
 	}
-	sum, err := fixtureHash(root)
-	if err != nil {
-		return "", err
-	}
-	cache, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "fixture-context", sum)
-	if _, err := os.Stat(filepath.Join(dir, "mirror")); err == nil {
-		return dir, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", fmt.Errorf("making the fixture's context directory: %w", err)
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-"+sum+"-")
-	if err != nil {
-		return "", fmt.Errorf("making the fixture's context directory: %w", err)
-	}
-	defer os.RemoveAll(tmp) // gone once renamed; left over when another binary won
-	if err := MakeRepos(ctx, filepath.Join(tmp, "mirror")); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "mirror")); serr == nil {
-			return dir, nil // another test binary made it first
-		}
-		return "", fmt.Errorf("making the fixture's context directory: %w", err)
+	dir := strings.TrimSpace(out)
+	if _, err := os.Stat(filepath.Join(dir, "mirror")); err != nil {
+		return "", fmt.Errorf("scripts/fixture.sh context: %w", err)
 	}
 	return dir, nil
-}
-
-// fixtureHash is a short hash of what the mirrors are made from: the
-// fixture's projects and scripts/fixture.sh.
-func fixtureHash(root string) (string, error) {
-	h := sha256.New()
-	projects := filepath.Join(root, "testdata", "fixture", "projects")
-	err := filepath.WalkDir(projects, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(projects, p)
-		fmt.Fprintf(h, "%s %d %o\n", rel, len(b), d.Type())
-		h.Write(b)
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("hashing the fixture's projects: %w", err)
-	}
-	b, err := os.ReadFile(filepath.Join(root, "scripts", "fixture.sh"))
-	if err != nil {
-		return "", fmt.Errorf("hashing the fixture's script: %w", err)
-	}
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // Repos locates the fixture repositories made by scripts/fixture.sh repos.
