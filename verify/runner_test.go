@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 )
 
@@ -49,9 +49,9 @@ func TestRunDirsStayInside(t *testing.T) {
 			id = "../escape" // an id the dataset would reject; the runner must not trust it either
 			m = "m"
 		}
-		inst := dataset.Instance{Repo: "o/r", InstanceID: id, BaseCommit: "abc", Patch: "diff fix\n",
+		inst := core.Instance{Repo: "o/r", InstanceID: id, BaseCommit: "abc", Patch: "diff fix\n",
 			FailToPass: []string{"tests/test_a.py::test_fix"}}
-		targets = append(targets, Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
+		targets = append(targets, Target{Instance: inst, Platform: core.AMD64, EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
 		broken := "diff broken\n"
 		preds[id] = Prediction{InstanceID: id, Model: m, Patch: &broken}
 	}
