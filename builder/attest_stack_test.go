@@ -24,6 +24,7 @@ import (
 // SLSA provenance statement (mode=max) that names the Dockerfile, the
 // context files and the frontend inputs.
 func TestProvenancePushed(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -70,6 +70,7 @@ func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*Node {
 }
 
 func TestBuildKitGraph(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

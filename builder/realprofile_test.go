@@ -33,6 +33,7 @@ import (
 // definition, the first solve failed with "failed to get frontend inputs:
 // invalid nil input definition to definition op".
 func TestBuildNodesWithoutContext(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -279,6 +280,7 @@ func buildAll(t *testing.T, ctx context.Context, host string, nodes []*Node) map
 //     FROM a stand-in keyed as the real env: the fixture's Debian rootfs,
 //     whose git is real.
 func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
+	stacktest.Thorough(t)
 	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -359,6 +361,7 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 // pins), for both platforms: each solve must be accepted and fail pulling
 // its image from docker.io.
 func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
+	stacktest.Thorough(t)
 	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -406,6 +409,7 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 // (Options.Images, build --build-context): the bound node is not built and
 // its child builds FROM the image, on both platforms.
 func TestBuildFromGivenImage(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -24,6 +24,7 @@ import (
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // writeWheel writes a pure-Python wheel of package name at version into
@@ -106,6 +107,7 @@ func driftSpecs(t *testing.T, fixtureSpecs, out string) {
 // rebuild from A's documents (--freeze, both wheels present) gives an
 // empty drift against A.
 func TestDriftFixture(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()

@@ -288,6 +288,7 @@ func checkFixtureProvenance(t *testing.T, what string, stmt []byte) {
 // ran on the solved image before export, and the statement's subject is the
 // digest the builder then pushed; its tests are the check's report.json.
 func TestProvenanceBuildVerifyPublish(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()

@@ -168,6 +168,7 @@ func brokenDataset(t testing.TB, src string) string {
 // regressions against that baseline, and build --verify --push does not push
 // them.
 func TestVerifyFixture(t *testing.T) {
+	stacktest.Thorough(t)
 	f, built := sharedFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
