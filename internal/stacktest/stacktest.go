@@ -309,6 +309,23 @@ func FixtureRepos(t testing.TB) Repos {
 	return Repos{Dir: dir}
 }
 
+// SharedRepos returns the fixture repositories of FixtureContext (one
+// directory per machine and fixture version), for tests that only read them
+// (clone, log, cat-file); a test that changes a repository uses
+// FixtureRepos. Needs bash and git; without them the test is skipped (fails
+// when CI is set).
+func SharedRepos(t testing.TB) Repos {
+	t.Helper()
+	dir, err := FixtureContext(context.Background())
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			missing(t, "making fixture repos: %v", err)
+		}
+		t.Fatal(err)
+	}
+	return Repos{Dir: filepath.Join(dir, "mirror")}
+}
+
 // MakeRepos runs scripts/fixture.sh repos dir.
 func MakeRepos(ctx context.Context, dir string) error {
 	_, err := RunFixtureScript(ctx, "repos", dir)

@@ -282,7 +282,16 @@ func TestRequireBuildFixture(t *testing.T) {
 // SharedBuild, on the fixture's inputs, and each Get returns the records it
 // wrote; Close removes its directory; a failed build fails every later Get.
 func TestSharedBuild(t *testing.T) {
+	// The machine's fixture mirrors, seen from a cache of fake rootfs
+	// tarballs.
+	mirrors, err := FixtureContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	cache := t.TempDir()
+	if err := os.Symlink(filepath.Dir(mirrors), filepath.Join(cache, "fixture-context")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Join(cache, "rootfs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
