@@ -22,9 +22,9 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/drift"
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
-	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // writeWheel writes a pure-Python wheel of package name at version into

@@ -16,9 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/verify"
-	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // TestOutputOCILayout is the end-to-end check of exports without a

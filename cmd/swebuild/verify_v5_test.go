@@ -16,8 +16,8 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
-	"github.com/swebuild/swebuild/verify"
 	"github.com/swebuild/swebuild/internal/stacktest"
+	"github.com/swebuild/swebuild/verify"
 )
 
 // newFilePatch is a git diff adding path with content.
