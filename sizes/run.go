@@ -7,6 +7,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -28,7 +29,8 @@ type Config struct {
 	// (x86-only instances have no arm64 image).
 	Policy PlatformPolicy
 	// Source answers registry requests; nil means NewRemote over a
-	// registry client with no credentials but the Docker config's.
+	// publication reader whose client has no credentials but the Docker
+	// config's.
 	Source Source
 }
 
@@ -63,7 +65,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		src = NewRemote(c)
+		src = NewRemote(publication.New(c))
 	}
 	measured := make([]*Set, len(sets))
 	for i, st := range sets {

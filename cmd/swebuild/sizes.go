@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,15 +60,11 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.Changed("max-growth") {
 		cfg.MaxGrowthPercent = &maxGrowth
 	}
-	kc, err := registryCredentials(*authEnv, "")
-	if err != nil {
-		return fmt.Errorf("--registry-auth-env: %w", err)
-	}
-	client, err := registry.New(registry.Options{Keychain: kc})
+	reader, err := publicationReader(*authEnv, "", registry.Options{})
 	if err != nil {
 		return err
 	}
-	cfg.Source = sizes.NewRemote(client)
+	cfg.Source = sizes.NewRemote(reader)
 	rep, err := sizes.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -78,12 +73,8 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := sizes.Write(&buf, rep, format); err != nil {
 		return err
 	}
-	if out == "" {
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
-			return fmt.Errorf("writing report: %w", err)
-		}
-	} else if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing report: %w", err)
+	if err := writeReport(stdout, out, buf.Bytes()); err != nil {
+		return err
 	}
 	if probs := rep.Problems(); len(probs) > 0 {
 		return errors.New(strings.Join(probs, "; "))
