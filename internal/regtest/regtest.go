@@ -1,10 +1,11 @@
 // Package regtest starts a registry for a test. Start: a real distribution
 // registry (Debian's /usr/bin/docker-registry, distribution 2.8): its own
 // config in a temp dir, 127.0.0.1 on a free port, filesystem storage in
-// t.TempDir(), delete enabled, and optionally htpasswd or token auth; the process is
-// stopped when the test ends, and the packaged service config (which enables
-// auth) is never used. InProcess: go-containerregistry's in-memory registry
-// in the test's process, where the registry is not what the test is about.
+// t.TempDir(), delete enabled, and optionally htpasswd or token auth; the
+// process is stopped when the test ends, and the packaged service config
+// (which enables auth) is never used. InProcess: go-containerregistry's
+// in-memory registry in the test's process, where the registry is not what
+// the test is about.
 package regtest
 
 import (
