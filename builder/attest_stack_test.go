@@ -15,6 +15,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // TestProvenancePushed builds a two-node graph on the stack with a push and
@@ -24,8 +25,9 @@ import (
 // SLSA provenance statement (mode=max) that names the Dockerfile, the
 // context files and the frontend inputs.
 func TestProvenancePushed(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)

@@ -88,6 +88,7 @@ func steps(rep *builder.Report) (ran, cached int) {
 // registry cache: the venv step never runs there and the first task started
 // (nothing in the daemon's own cache yet) reports steps CACHED.
 func TestPoolFlatRegistryCache(t *testing.T) {
+	stacktest.Thorough(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	nodes := flatNodes(ctx, t)
@@ -153,6 +154,7 @@ func TestPoolFlatRegistryCache(t *testing.T) {
 // runs there (its records), and the steps that ran and were cached are
 // counted.
 func TestPoolKillRerunFromCache(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1", "fixture__semver-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -17,21 +17,8 @@ import (
 
 	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
-
-// stackEnv returns $name, skipping the test when it is unset (failing when
-// CI is set: CI must run these tests).
-func stackEnv(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set and CI is: the local stack (scripts/stack.sh up) is required", name)
-		}
-		t.Skipf("%s not set; run scripts/stack.sh up and eval $(scripts/stack.sh env)", name)
-	}
-	return v
-}
 
 // tinyGraph is a graph that builds offline: FROM scratch images made of
 // COPY'd files. env.bad copies a file its context lacks, so it fails, and so
@@ -84,8 +71,9 @@ func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*graph.No
 }
 
 func TestBuildKitGraph(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := os.Getenv("SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 

@@ -116,6 +116,7 @@ func manifests(t *testing.T, reg *regtest.Registry, repo string) []string {
 // the env's setup step ran once in the pool), every instance step once, the
 // amd64 envs went to different daemons, and every image was pushed once.
 func TestPoolFixtureAcrossDaemons(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, core.AllPlatforms())
 	reg, a1, a2, r1 := threeDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -276,6 +277,7 @@ func busyBoth(rep *builder.Report, a, b string) time.Duration {
 // daemon, then cold on two fresh daemons, with the same two workers, and
 // logs both wall times and how long both daemons were busy at once.
 func TestPoolWallTime(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64})
 	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -313,6 +315,7 @@ func TestPoolWallTime(t *testing.T) {
 // from another CA, is refused; with the right one the fixture instance
 // builds.
 func TestPoolMutualTLS(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1")
 	good, err := bkdaemon.MakeCerts(t.TempDir(), "buildkit-tls-test")
 	if err != nil {
@@ -373,6 +376,7 @@ func TestPoolMutualTLS(t *testing.T) {
 // other one: every amd64 image is built and pushed once. Every arm64 node
 // fails, naming the lost daemon.
 func TestPoolKillDaemons(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, core.AllPlatforms())
 	reg, a1, a2, r1 := threeDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -501,6 +505,7 @@ func onSolve(t *testing.T, runDir string, triggers ...trigger) (stop func() map[
 // machine would. It is marked down after DownAfter, its solve is cancelled
 // and started again on the other daemon, and every image is built.
 func TestPoolFrozenDaemon(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1", "fixture__semver-1")
 	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	a1 := bkdaemon.Start(t, "amd64-1", dopts)
@@ -559,6 +564,7 @@ func TestPoolFrozenDaemon(t *testing.T) {
 // theirs: each group lands on one daemon, so the shared steps run once in
 // the pool (counted from the daemons' cache records).
 func TestPoolFlatPrefix(t *testing.T) {
+	stacktest.Thorough(t)
 	stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

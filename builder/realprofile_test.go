@@ -34,8 +34,9 @@ import (
 // definition, the first solve failed with "failed to get frontend inputs:
 // invalid nil input definition to definition op".
 func TestBuildNodesWithoutContext(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := os.Getenv("SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -277,7 +278,8 @@ func buildAll(t *testing.T, ctx context.Context, host string, nodes []*graph.Nod
 //     FROM a stand-in keyed as the real env: the fixture's Debian rootfs,
 //     whose git is real.
 func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
+	stacktest.Thorough(t)
+	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -357,7 +359,8 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 // pins), for both platforms: each solve must be accepted and fail pulling
 // its image from docker.io.
 func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
+	stacktest.Thorough(t)
+	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -404,8 +407,9 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 // (Options.Images, build --build-context): the bound node is not built and
 // its child builds FROM the image, on both platforms.
 func TestBuildFromGivenImage(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().UTC().Format(time.RFC3339Nano)

@@ -21,6 +21,7 @@ import (
 // say which command failed with the tail of its output, are listed in the
 // summary, and make Build return an error; the good one's SBOM is attached.
 func TestSBOMCaptureFailures(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

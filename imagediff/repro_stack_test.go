@@ -142,6 +142,7 @@ func compare(ctx context.Context, t *testing.T, refA, refB string) *imagediff.Re
 // mode's time cost, and imagediff between a plain and a reproducible
 // instance image must find file differences and name their causes.
 func TestReproducibleFixture(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()

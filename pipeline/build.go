@@ -34,6 +34,12 @@ type BuildOptions struct {
 	ContextDirs []string
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
+	// Until, when set (builder.KindBase or builder.KindEnv), builds only
+	// the dataset plan's images up to that kind: the base images, or the
+	// base and env images (e.g. the bases a task repo's Dockerfiles start
+	// FROM, pushed before it builds). Not with Verify, Publish or a task
+	// repo, which are about instance images.
+	Until string
 	// Verify, when set, runs each instance's gold patch on its solved
 	// image before it is exported (GoldCheck), and attaches what it found
 	// to the exported image as a verification statement by Verifier (the
@@ -70,6 +76,9 @@ type BuildResult struct {
 // publish failures) and the result says what was done.
 func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	out, log := writerOr(o.Out), writerOr(o.Log)
+	if err := o.checkUntil(); err != nil {
+		return nil, err
+	}
 	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
 	if err != nil {
 		return nil, err
@@ -97,8 +106,12 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	notPlanned := p.NotPlanned()
+	if o.Until != "" {
+		nodes, notPlanned = NodesUntil(nodes, graph.Kind(o.Until)), nil // no instance image is asked for
+	}
 	bopts := o.Builder
-	bopts.NotPlanned = p.NotPlanned()
+	bopts.NotPlanned = notPlanned
 	if o.Verify != nil {
 		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
 		if err != nil {
@@ -155,6 +168,43 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	return res, errors.Join(problems...)
+}
+
+// checkUntil refuses an Until that is not a kind below instance, or one
+// given with what needs instance images.
+func (o BuildOptions) checkUntil() error {
+	switch {
+	case o.Until == "":
+		return nil
+	case graph.Kind(o.Until) != graph.KindBase && graph.Kind(o.Until) != graph.KindEnv:
+		return fmt.Errorf("build until %q: want %s or %s", o.Until, graph.KindBase, graph.KindEnv)
+	case o.TaskRepo != "":
+		return fmt.Errorf("build until %s: a task repo has only task images, no base or env images of its own", o.Until)
+	case o.Verify != nil:
+		return fmt.Errorf("build until %s: builds no instance images, so there is no gold patch to verify", o.Until)
+	case o.Publish != nil:
+		return fmt.Errorf("build until %s: builds no instance images, so there is nothing to publish", o.Until)
+	}
+	return nil
+}
+
+// NodesUntil keeps the nodes up to kind until: graph.KindBase the base
+// images, graph.KindEnv the base and env images; "" keeps them all.
+func NodesUntil(nodes []*graph.Node, until graph.Kind) []*graph.Node {
+	keep := map[graph.Kind]bool{graph.KindBase: true}
+	switch until {
+	case "":
+		return nodes
+	case graph.KindEnv:
+		keep[graph.KindEnv] = true
+	}
+	var out []*graph.Node
+	for _, n := range nodes {
+		if keep[n.Kind] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // writeExports says where the built images went: how many were pushed,

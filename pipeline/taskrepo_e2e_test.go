@@ -25,6 +25,7 @@ import (
 // which must fail before the solve naming the task and the file. No node may
 // build: nothing in this repo builds offline.
 func TestBuildMultimodalTaskRepoOffline(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	repo := filepath.Join(spectest.SharedDir(t), "upstream-v5", "task-repo-multimodal")
 	absent := map[string]bool{}

@@ -77,6 +77,7 @@ func fixtureTaskRepoInputs(t *testing.T) Inputs {
 // patch inside the build with the task's own eval.sh and log parser, and
 // pushes by digest: 7 tasks x 2 platforms, all built, verified and pushed.
 func TestBuildFixtureTaskRepo(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()

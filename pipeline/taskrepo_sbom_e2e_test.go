@@ -27,6 +27,7 @@ import (
 // pip packages (pytest, and the task's own package installed editable);
 // the js images list no pip and no conda package and do not fail.
 func TestTaskRepoInventory(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -115,6 +116,7 @@ func TestTaskRepoInventory(t *testing.T) {
 // named, which shows that the listing activates testbed and reads
 // conda's output).
 func TestTaskInventoryBranches(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -28,6 +27,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/retry"
@@ -190,14 +190,7 @@ func testClient(t testing.TB, rps float64) *registry.Client {
 // needSkopeo returns the skopeo path or skips (fails under CI).
 func needSkopeo(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("skopeo")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("skopeo missing (apt-get install -y skopeo)")
-		}
-		t.Skip("skopeo missing (apt-get install -y skopeo)")
-	}
-	return p
+	return stacktest.LookPath(t, "skopeo")
 }
 
 // skopeoRaw fetches a manifest's raw bytes independently of our code.

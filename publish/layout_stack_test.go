@@ -35,6 +35,7 @@ import (
 // repository and the index repository, where attest.Referrers finds them
 // as referrers of the published image; the layout's bytes arrive unchanged.
 func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -109,6 +109,7 @@ func testJob(t *testing.T, image, eval string) Job {
 // its tracing socket (covered), no socket mounted anywhere, no secrets, none
 // of its tracing variables, not the runner's nonce.
 func TestRunNoBuildKitInside(t *testing.T) {
+	stacktest.Thorough(t)
 	c, image := testImage(t)
 	eval := `#!/bin/bash
 python3 - <<'EOF'
@@ -155,6 +156,7 @@ EOF
 // TestRunLargeInputs: a patch and an eval.sh far above BuildKit's 16 MiB
 // message limit get into the container whole.
 func TestRunLargeInputs(t *testing.T) {
+	stacktest.Thorough(t)
 	c, image := testImage(t)
 	// A 20 MiB patch adding big.txt, a 17 MiB eval.sh (mostly a comment).
 	var patch strings.Builder
@@ -183,6 +185,7 @@ func TestRunLargeInputs(t *testing.T) {
 
 // TestRunLargeOutput: a 20 MiB test output comes back whole.
 func TestRunLargeOutput(t *testing.T) {
+	stacktest.Thorough(t)
 	c, image := testImage(t)
 	out, err := (&BuildKitEngine{Client: c}).Run(context.Background(), testJob(t, image, `#!/bin/bash
 echo '`+grading.StartTestOutput+`'
@@ -211,6 +214,7 @@ echo '`+grading.EndTestOutput+`'
 // with the count of what was left out, and leaves no big file in BuildKit's
 // cache, natively and under QEMU.
 func TestRunLongOutput(t *testing.T) {
+	stacktest.Thorough(t)
 	for _, p := range core.AllPlatforms() {
 		t.Run(p.Arch(), func(t *testing.T) {
 			c, image := testImageFor(t, p)
@@ -265,6 +269,7 @@ func TestRunLongOutput(t *testing.T) {
 // head and tail when the labelled results are in them, and said to be
 // ungradable when one is in the part left out.
 func TestRunnerGradesTruncatedOutput(t *testing.T) {
+	stacktest.Thorough(t)
 	c, image := testImage(t)
 	fill := `python3 -c 'import sys
 for i in range(3 * 16384): sys.stdout.write("%063d\n" % i)'

@@ -270,6 +270,7 @@ func TestDockerEngineStack(t *testing.T) {
 // TestDockerEngineWrongPlatform: an image asked for a platform it does not
 // have is an error naming the platform, not a run of another architecture.
 func TestDockerEngineWrongPlatform(t *testing.T) {
+	stacktest.Thorough(t)
 	_, image := testImageFor(t, core.AMD64)
 	e := dockerEngine(t)
 	job := testJob(t, image, "#!/bin/bash\nuname -m\n")

@@ -174,6 +174,7 @@ func honestDifference(path string) string {
 // owners, link targets and contents. Needs the stack (BUILDKIT_HOST,
 // SWEBUILD_REGISTRY) and the fixture rootfs tarballs.
 func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

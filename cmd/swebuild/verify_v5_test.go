@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -154,6 +155,7 @@ func writePredictions(t *testing.T, preds ...map[string]any) string {
 //     imported: pytest exits 4 with no test run) is not graded, with v5's
 //     reason (no results and no sign the suite ran).
 func TestVerifyV5Records(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
