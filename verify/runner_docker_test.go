@@ -76,10 +76,10 @@ func TestInputTar(t *testing.T) {
 }
 
 // TestExtractOutputs: the output directory's tar as the daemon sends it
-// (entries out/NAME) is read as the BuildKit engine reads its output mount:
-// the wrapper's files only (not links, not subdirectories, not what the
-// code under test left there), a cut output joined from its head and tail
-// with the count left out.
+// (entries out/NAME) is read as the BuildKit engine reads its output
+// directory: the prepare script's files only (not links, not
+// subdirectories, not other files), a cut output joined from its head and
+// tail with the count left out.
 func TestExtractOutputs(t *testing.T) {
 	head := strings.Repeat("h\n", 8)             // 16 bytes kept from the start
 	tailText := "x\n" + strings.Repeat("t\n", 7) // last 16 bytes, starting mid-line
@@ -93,17 +93,14 @@ func TestExtractOutputs(t *testing.T) {
 		{name: "out/wrap_end", body: "110.5\n"},
 		{name: "out/apply.1.out", body: "Checking patch a.txt...\n"},
 		{name: "out/apply.1.rc", body: "0\n"},
-		{name: "out/diff_before", body: "diff --git a/a.txt b/a.txt\n"},
-		{name: "out/test_start", body: "101\n"},
-		{name: "out/test_end", body: "109\n"},
+		{name: "out/diff_before", body: head},
+		{name: "out/diff_before.tail", body: tailText},
+		{name: "out/diff_before.size", body: "1000\n"},
+		{name: "out/prepared", body: "ok\n"},
+		{name: "out/junk.txt", body: "left there\n"},
 		{name: "out/test_rc", body: "0\n"},
-		{name: "out/test_output.txt", body: head},
-		{name: "out/test_output.txt.tail", body: tailText},
-		{name: "out/test_output.txt.size", body: "1000\n"},
-		{name: "out/diff_after", body: "diff --git a/a.txt b/a.txt\n"},
-		{name: "out/junk.txt", body: "left by the tests\n"},
 		{name: "out/sub/", typ: tar.TypeDir},
-		{name: "out/sub/test_rc", body: "7\n"},
+		{name: "out/sub/apply.1.rc", body: "7\n"},
 		{name: "out/leak_x", typ: tar.TypeSymlink, link: "/etc/shadow"},
 	}
 	var buf bytes.Buffer
@@ -133,34 +130,34 @@ func TestExtractOutputs(t *testing.T) {
 	if err := extractOutputs(&buf, dir); err != nil {
 		t.Fatal(err)
 	}
-	files, cut, err := readOutputs(context.Background(), dirRef{dir: dir}, 32)
+	files, cut, err := readOutputs(context.Background(), dirRef{dir: dir}, "/", 32)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"junk.txt", "sub", "leak_x", "test_output.txt.tail", "test_output.txt.size"} {
+	for _, bad := range []string{"junk.txt", "test_rc", "sub", "leak_x", "diff_before.tail", "diff_before.size"} {
 		if _, ok := files[bad]; ok {
 			t.Errorf("%s was read", bad)
 		}
 	}
-	out, err := parseOutputs(Job{Timeout: time.Minute}, files)
+	out, ready, err := parseOutputs(Job{Timeout: time.Minute}, files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out.Applied || !out.TestRan || out.TestExit != 0 || len(out.Attempts) != 1 || out.Attempts[0].Output != "Checking patch a.txt...\n" {
-		t.Errorf("parsed %+v", out)
+	if !ready || !out.Applied || out.TestRan || len(out.Attempts) != 1 || out.Attempts[0].Output != "Checking patch a.txt...\n" {
+		t.Errorf("parsed %+v (ready %v)", out, ready)
 	}
-	if out.TestSeconds != 8 || out.InContainerSeconds != 10 {
-		t.Errorf("clock: tests %v s, wrapper %v s; want 8 and 10", out.TestSeconds, out.InContainerSeconds)
+	if out.InContainerSeconds != 10 {
+		t.Errorf("clock: prepare %v s; want 10", out.InContainerSeconds)
 	}
-	c, ok := cut["test_output.txt"]
+	c, ok := cut["diff_before"]
 	// 1000 bytes written; kept: 16 of the head and the 14 of the tail after
 	// its first newline.
 	if !ok || c.size != 1000 || c.omitted != 1000-16-14 {
 		t.Errorf("cut %+v, want size 1000, %d omitted", c, 1000-16-14)
 	}
 	want := head + "[swebuild verify: 970 bytes of output left out here: it was 1000 bytes; the first 16 and the last 14 are kept]\n" + strings.Repeat("t\n", 7)
-	if out.TestOutput != want {
-		t.Errorf("test output %q, want %q", out.TestOutput, want)
+	if out.DiffBefore != want {
+		t.Errorf("diff %q, want %q", out.DiffBefore, want)
 	}
 }
 
@@ -213,7 +210,7 @@ func TestDockerEngineStack(t *testing.T) {
 		if dk.InfraError != "" || !dk.Applied || !dk.TestRan || dk.TestExit != 0 || dk.TimedOut {
 			t.Fatalf("docker run: %+v", dk)
 		}
-		if dk.TestOutput != bk.TestOutput || dk.DiffBefore != bk.DiffBefore || dk.DiffAfter != bk.DiffAfter ||
+		if dk.TestOutput != bk.TestOutput || dk.TestOutputSHA256 != bk.TestOutputSHA256 || dk.DiffBefore != bk.DiffBefore || dk.TestExit != bk.TestExit ||
 			fmt.Sprint(dk.Attempts) != fmt.Sprint(bk.Attempts) || dk.Leak.Commits != bk.Leak.Commits || dk.Leak.Refs != bk.Leak.Refs {
 			t.Errorf("engines differ:\nbuildkit %+v\ndocker   %+v", bk, dk)
 		}
