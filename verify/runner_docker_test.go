@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
@@ -173,27 +177,37 @@ func dockerEngine(t *testing.T) *DockerEngine {
 	return e
 }
 
-// verifyContainers counts the daemon's containers the engine made (its
-// label), running or not.
-func verifyContainers(t *testing.T, e *DockerEngine) int {
+// verifyLeftovers counts the daemon's containers (running or not), volumes
+// and images that carry the engine's label: what runs leave behind.
+func verifyLeftovers(t *testing.T, e *DockerEngine) string {
 	t.Helper()
-	res, err := e.Client.ContainerList(context.Background(), dockerclient.ContainerListOptions{All: true, Filters: dockerclient.Filters{}.Add("label", "swebuild.verify")})
+	ctx := context.Background()
+	f := dockerclient.Filters{}.Add("label", "swebuild.verify")
+	cs, err := e.Client.ContainerList(ctx, dockerclient.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(res.Items)
+	vs, err := e.Client.VolumeList(ctx, dockerclient.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := e.Client.ImageList(ctx, dockerclient.ImageListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d containers, %d volumes, %d images", len(cs.Items), len(vs.Items), len(is.Items))
 }
 
 // TestDockerEngineStack runs jobs on the stack's Docker daemon with an
 // image the BuildKit tests push: both engines give the same run for the
 // same job; the container has no network but loopback; a run over its
 // timeout is cut and says so; a long output comes back as head and tail;
-// no container is left behind.
+// no container, volume or image is left behind.
 func TestDockerEngineStack(t *testing.T) {
 	c, image := testImage(t)
 	e := dockerEngine(t)
 	ctx := context.Background()
-	before := verifyContainers(t, e)
+	before := verifyLeftovers(t, e)
 
 	t.Run("same as buildkit", func(t *testing.T) {
 		eval := "#!/bin/bash\necho '" + grading.StartTestOutput + "'\ncat /testbed/a.txt\npwd\nid -u\necho \"PATH=$PATH\"\necho '" + grading.EndTestOutput + "'\n"
@@ -259,8 +273,8 @@ func TestDockerEngineStack(t *testing.T) {
 		}
 	})
 
-	if after := verifyContainers(t, e); after != before {
-		t.Errorf("%d verify containers on the daemon after the runs, %d before", after, before)
+	if after := verifyLeftovers(t, e); after != before {
+		t.Errorf("the engine's label on the daemon: %s after the runs, %s before", after, before)
 	}
 }
 
@@ -293,5 +307,60 @@ func TestNewDockerEngineNoDaemon(t *testing.T) {
 		if !strings.Contains(err.Error(), host) {
 			t.Errorf("%s: error %q does not name the address", host, err)
 		}
+	}
+}
+
+// TestNewDockerEngineSilentDaemon: an address that accepts connections and
+// never answers (a unix socket and a TCP port) is an error naming it within
+// DockerPingTimeout, not a wait for ever (issue 28, row "Low").
+func TestNewDockerEngineSilentDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				_, _ = io.Copy(io.Discard, c) // read, never answer
+			}()
+		}
+	}()
+	hosts := []string{"unix://" + sock, "tcp://" + faultproxy.Silent(t)}
+	errs := make([]error, len(hosts))
+	took := make([]time.Duration, len(hosts))
+	var wg sync.WaitGroup
+	for i, host := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			begin := time.Now()
+			e, err := NewDockerEngine(context.Background(), host)
+			if e != nil {
+				e.Close()
+			}
+			errs[i], took[i] = err, time.Since(begin)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(DockerPingTimeout + 2*time.Minute):
+		t.Fatalf("NewDockerEngine still waiting %s after its %s limit", 2*time.Minute, DockerPingTimeout)
+	}
+	for i, host := range hosts {
+		if errs[i] == nil || !strings.Contains(errs[i].Error(), host) || !strings.Contains(errs[i].Error(), "no answer within") {
+			t.Errorf("%s: error %v after %s, want one naming the address and the limit", host, errs[i], took[i])
+		}
+		t.Logf("%s: %v (after %s)", host, errs[i], took[i].Round(time.Millisecond))
 	}
 }
