@@ -63,6 +63,17 @@ func TestHostileTestProcess(t *testing.T) {
 			},
 		},
 		{
+			// BuildKit's gateway reports 255 as "unknown" unless the
+			// error carries the exit message: still a status.
+			name: "exit status 255",
+			eval: "#!/bin/bash\nexit 255\n",
+			want: func(t *testing.T, out *RunOutput, _ time.Duration) {
+				if out.TestExit != 255 || out.TimedOut {
+					t.Errorf("exit %d, timed out %v", out.TestExit, out.TimedOut)
+				}
+			},
+		},
+		{
 			// A process that outlives eval.sh and writes afterwards: pid 1
 			// exits, the kernel kills it; nothing it would print arrives.
 			name: "detached writer",
