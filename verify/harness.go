@@ -122,18 +122,10 @@ func scanPatch(patch string) []patchFile {
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimSuffix(lines[i], "\r")
 		if oldLeft > 0 || newLeft > 0 {
-			switch {
-			case strings.HasPrefix(line, "+"):
-				newLeft--
-			case strings.HasPrefix(line, "-"):
-				oldLeft--
-			case strings.HasPrefix(line, "\\"):
-				continue
-			default: // context (" x" or an empty line)
-				oldLeft--
-				newLeft--
+			if !strings.HasPrefix(line, "\\") {
+				oldLeft, newLeft = countHunkLine(line, oldLeft, newLeft)
+				files[cur].lines = append(files[cur].lines, line)
 			}
-			files[cur].lines = append(files[cur].lines, line)
 			continue
 		}
 		next := ""
@@ -183,14 +175,8 @@ func scanPatch(patch string) []patchFile {
 				files[cur].lines = append(files[cur].lines, "@"+line)
 			}
 		case inContext && cur >= 0:
-			// Context diffs mark changes with "+ ", "- " and "! ".
-			switch {
-			case strings.HasPrefix(line, "! "), strings.HasPrefix(line, "+ "):
-				files[cur].lines = append(files[cur].lines, "+"+line[2:])
-			case strings.HasPrefix(line, "- "):
-				files[cur].lines = append(files[cur].lines, "-"+line[2:])
-			case strings.HasPrefix(line, "  "):
-				files[cur].lines = append(files[cur].lines, " "+line[2:])
+			if l, ok := contextLine(line); ok {
+				files[cur].lines = append(files[cur].lines, l)
 			}
 		}
 	}
@@ -201,6 +187,33 @@ var (
 	unifiedRange = regexp.MustCompile(`^@@ -\d+(,\d+)? \+\d+(,\d+)? @@`)
 	contextRange = regexp.MustCompile(`^(\*\*\*|---) \d+(,\d+)? (\*\*\*\*|----)\s*$`)
 )
+
+// countHunkLine counts line of a unified hunk against the old and new
+// lines left in it.
+func countHunkLine(line string, oldLeft, newLeft int) (int, int) {
+	switch {
+	case strings.HasPrefix(line, "+"):
+		return oldLeft, newLeft - 1
+	case strings.HasPrefix(line, "-"):
+		return oldLeft - 1, newLeft
+	default: // context (" x" or an empty line)
+		return oldLeft - 1, newLeft - 1
+	}
+}
+
+// contextLine is a context diff's hunk line as a unified one: changes are
+// marked "+ ", "- " and "! " there, context "  ".
+func contextLine(line string) (string, bool) {
+	switch {
+	case strings.HasPrefix(line, "! "), strings.HasPrefix(line, "+ "):
+		return "+" + line[2:], true
+	case strings.HasPrefix(line, "- "):
+		return "-" + line[2:], true
+	case strings.HasPrefix(line, "  "):
+		return " " + line[2:], true
+	}
+	return "", false
+}
 
 // rangeLen is a unified hunk range's line count (",N"; absent: 1).
 func rangeLen(s string) int {

@@ -181,76 +181,18 @@ func (e *DockerEngine) progress(format string, args ...any) {
 // starts, whose one process is testArgs. Every container, the commit and the
 // volume are removed, also when the run fails or is cancelled.
 func (e *DockerEngine) runContainer(ctx context.Context, id string, job Job) (out *RunOutput, err error) {
-	var cleanup []func(context.Context) error
+	r := &dockerRun{e: e, job: job, labels: map[string]string{"swebuild.verify": job.Nonce}}
 	defer func() {
-		// Removed even when ctx is done, newest first.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			if cerr := cleanup[i](rctx); cerr != nil && err == nil {
-				err = cerr
-			}
+		if cerr := r.removeAll(ctx); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	labels := map[string]string{"swebuild.verify": job.Nonce}
-	vol, err := e.Client.VolumeCreate(ctx, dockerclient.VolumeCreateOptions{Labels: labels})
-	if err != nil {
-		return nil, fmt.Errorf("creating the inputs volume: %w", err)
-	}
-	cleanup = append(cleanup, func(ctx context.Context) error {
-		if _, err := e.Client.VolumeRemove(ctx, vol.Volume.Name, dockerclient.VolumeRemoveOptions{Force: true}); err != nil {
-			return fmt.Errorf("removing volume %s: %w", shortID(vol.Volume.Name), err)
-		}
-		return nil
-	})
-	inputs := func(readOnly bool) []mount.Mount {
-		return []mount.Mount{{Type: mount.TypeVolume, Source: vol.Volume.Name, Target: inDir, ReadOnly: readOnly}}
-	}
-	create := func(image string, cmd []string, mounts []mount.Mount) (string, error) {
-		plat := job.Platform.OCI()
-		created, err := e.Client.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
-			Config: &container.Config{
-				Image: image,
-				// The image's ENV, WORKDIR and USER stay, as BuildKit
-				// keeps them; its ENTRYPOINT and CMD give way.
-				Entrypoint:      cmd[:1],
-				Cmd:             cmd[1:],
-				NetworkDisabled: true,
-				Labels:          labels,
-				AttachStdout:    true,
-				AttachStderr:    true,
-			},
-			HostConfig: &container.HostConfig{NetworkMode: "none", Mounts: mounts},
-			Platform:   &plat,
-		})
-		if err != nil {
-			return "", fmt.Errorf("creating a container: %w", err)
-		}
-		cid := created.ID
-		cleanup = append(cleanup, func(ctx context.Context) error {
-			if _, err := e.Client.ContainerRemove(ctx, cid, dockerclient.ContainerRemoveOptions{Force: true}); err != nil {
-				return fmt.Errorf("removing container %s: %w", shortID(cid), err)
-			}
-			return nil
-		})
-		return cid, nil
-	}
-
-	// The inputs, into the volume through a container that never runs.
-	loader, err := create(id, []string{"/bin/true"}, inputs(false))
-	if err != nil {
+	if err := r.loadInputs(ctx, id); err != nil {
 		return nil, err
-	}
-	in, err := inputTar(inputFiles(job))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := e.Client.CopyToContainer(ctx, loader, dockerclient.CopyToContainerOptions{DestinationPath: "/", Content: in}); err != nil {
-		return nil, fmt.Errorf("copying the inputs into volume %s: %w", shortID(vol.Volume.Name), err)
 	}
 
 	// Prepare.
-	prep, err := create(id, []string{"/bin/bash", inDir + "/" + fileRun}, inputs(true))
+	prep, err := r.create(ctx, id, []string{"/bin/bash", inDir + "/" + fileRun})
 	if err != nil {
 		return nil, err
 	}
@@ -277,13 +219,13 @@ func (e *DockerEngine) runContainer(ctx context.Context, id string, job Job) (ou
 	if err != nil {
 		return nil, fmt.Errorf("committing the prepared container %s: %w", shortID(prep), err)
 	}
-	cleanup = append(cleanup, func(ctx context.Context) error {
+	r.cleanup = append(r.cleanup, func(ctx context.Context) error {
 		if _, err := e.Client.ImageRemove(ctx, commit.ID, dockerclient.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
 			return fmt.Errorf("removing image %s: %w", shortID(commit.ID), err)
 		}
 		return nil
 	})
-	tc, err := create(commit.ID, testArgs(job), inputs(true))
+	tc, err := r.create(ctx, commit.ID, testArgs(job))
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +235,93 @@ func (e *DockerEngine) runContainer(ctx context.Context, id string, job Job) (ou
 	}
 	out.addTests(t)
 	return out, nil
+}
+
+// dockerRun is what one run made on the daemon: the inputs volume, its
+// containers and commit, each with a clean-up.
+type dockerRun struct {
+	e       *DockerEngine
+	job     Job
+	labels  map[string]string
+	volume  string
+	cleanup []func(context.Context) error
+}
+
+// removeAll removes what the run made, newest first, even when ctx is done.
+func (r *dockerRun) removeAll(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var first error
+	for i := len(r.cleanup) - 1; i >= 0; i-- {
+		if err := r.cleanup[i](rctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// loadInputs makes the inputs volume and copies the run's inputs into it
+// through a container of image that never runs.
+func (r *dockerRun) loadInputs(ctx context.Context, image string) error {
+	vol, err := r.e.Client.VolumeCreate(ctx, dockerclient.VolumeCreateOptions{Labels: r.labels})
+	if err != nil {
+		return fmt.Errorf("creating the inputs volume: %w", err)
+	}
+	r.volume = vol.Volume.Name
+	r.cleanup = append(r.cleanup, func(ctx context.Context) error {
+		if _, err := r.e.Client.VolumeRemove(ctx, vol.Volume.Name, dockerclient.VolumeRemoveOptions{Force: true}); err != nil {
+			return fmt.Errorf("removing volume %s: %w", shortID(vol.Volume.Name), err)
+		}
+		return nil
+	})
+	loader, err := r.createWith(ctx, image, []string{"/bin/true"}, false)
+	if err != nil {
+		return err
+	}
+	in, err := inputTar(inputFiles(r.job))
+	if err != nil {
+		return err
+	}
+	if _, err := r.e.Client.CopyToContainer(ctx, loader, dockerclient.CopyToContainerOptions{DestinationPath: "/", Content: in}); err != nil {
+		return fmt.Errorf("copying the inputs into volume %s: %w", shortID(vol.Volume.Name), err)
+	}
+	return nil
+}
+
+// create makes a container of image running cmd with no network and the
+// inputs volume mounted read-only at inDir.
+func (r *dockerRun) create(ctx context.Context, image string, cmd []string) (string, error) {
+	return r.createWith(ctx, image, cmd, true)
+}
+
+func (r *dockerRun) createWith(ctx context.Context, image string, cmd []string, readOnly bool) (string, error) {
+	plat := r.job.Platform.OCI()
+	created, err := r.e.Client.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
+		Config: &container.Config{
+			Image: image,
+			// The image's ENV, WORKDIR and USER stay, as BuildKit keeps
+			// them; its ENTRYPOINT and CMD give way.
+			Entrypoint:      cmd[:1],
+			Cmd:             cmd[1:],
+			NetworkDisabled: true,
+			Labels:          r.labels,
+			AttachStdout:    true,
+			AttachStderr:    true,
+		},
+		HostConfig: &container.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: r.volume, Target: inDir, ReadOnly: readOnly}}},
+		Platform:   &plat,
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating a container: %w", err)
+	}
+	cid := created.ID
+	r.cleanup = append(r.cleanup, func(ctx context.Context) error {
+		if _, err := r.e.Client.ContainerRemove(ctx, cid, dockerclient.ContainerRemoveOptions{Force: true}); err != nil {
+			return fmt.Errorf("removing container %s: %w", shortID(cid), err)
+		}
+		return nil
+	})
+	return cid, nil
 }
 
 // runToEnd starts container cid and waits for it to exit, for at most
