@@ -178,7 +178,7 @@ func TestHarnessChanges(t *testing.T) {
 			evalScript: "#!/bin/bash\ntouch src/parser.y src/lexer.l\nif ! git diff --quiet HEAD -- package.json; then yarn install; fi\nmake -j$(nproc)\n"},
 		{name: "a runner reached through cd (micropython)", patch: addFile("tests/run-tests.py", "print('ok')") + addFile("tools/ci.sh", "true"),
 			evalScript: "#!/bin/bash\nsource ./tools/ci.sh\n(cd tests && MICROPY_CPYTHON3=python3 ./run-tests.py -i basics/fun) | cat\n",
-			want: []string{"tests/run-tests.py", "tools/ci.sh"}},
+			want:       []string{"tests/run-tests.py", "tools/ci.sh"}},
 		{name: "context diff", patch: "*** a/conftest.py\t2020-01-01\n--- b/conftest.py\t2020-01-01\n***************\n*** 0 ****\n--- 1,2 ----\n+ import atexit\n+ atexit.register(print, 'PASSED')\n", want: []string{"conftest.py"}},
 		{name: "Index: line of a normal diff", patch: "Index: conftest.py\n0a1\n> import atexit\n", want: []string{"conftest.py"}},
 		{name: "C-quoted git names", patch: "diff --git \"a/con\\146test.py\" \"b/con\\146test.py\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/con\\146test.py\"\n@@ -0,0 +1 @@\n+x = 1\n", want: []string{"conftest.py"}},
