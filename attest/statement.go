@@ -11,6 +11,7 @@ import (
 
 	trpb "github.com/in-toto/attestation/go/predicates/test_result/v0"
 	intoto "github.com/in-toto/attestation/go/v1"
+	"github.com/swebuild/swebuild/core"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -37,7 +38,7 @@ type Verification struct {
 	// ImageDigest the image manifest digest the runs used (sha256:...).
 	ImageName, ImageDigest string
 	InstanceID             string
-	Platform               string
+	Platform               core.Platform
 	// Report is the gold run's report.json, upstream's format.
 	Report []byte
 	// GoldResolved: every gold run resolved. ControlUnresolved: the
@@ -118,7 +119,7 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	sum := sha256.Sum256(v.EvalScript)
 	ext := map[string]any{
 		"instanceId":     v.InstanceID,
-		"platform":       v.Platform,
+		"platform":       v.Platform.String(),
 		"goldResolved":   v.GoldResolved,
 		"grading":        v.Grading,
 		"gradingVersion": v.GradingVersion,

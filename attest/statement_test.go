@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 func TestVerificationStatement(t *testing.T) {
@@ -38,7 +40,7 @@ func TestVerificationStatement(t *testing.T) {
 	yes, no := true, false
 	base := Verification{
 		ImageName: "127.0.0.1:5000/r/sweb.eval.x86_64.pytest-dev_1776_pytest-7220", ImageDigest: img,
-		InstanceID: "pytest-dev__pytest-7220", Platform: "linux/amd64", Report: rep, GoldResolved: true, ControlUnresolved: &yes,
+		InstanceID: "pytest-dev__pytest-7220", Platform: core.AMD64, Report: rep, GoldResolved: true, ControlUnresolved: &yes,
 		Grading: "v5", GradingVersion: "5.0.2", EvalScript: eval, Repeat: 2,
 		Container: map[string]string{"network": "none", "timeout": "1800s"}, Verifier: "swebuild test",
 	}

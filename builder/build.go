@@ -163,7 +163,7 @@ type Options struct {
 	// an Inventory and Push is set.
 	Registry *registry.Client
 	// Auth, when set, makes the registry login of one solve's session
-	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// (bkauth.New over registry.Credentials): BuildKit asks it for the
 	// credential of every registry the solve pushes to, pulls from (bound
 	// images, FROM) or caches with. nil: BuildKit reaches registries
 	// anonymously.
@@ -171,7 +171,7 @@ type Options struct {
 }
 
 // SessionAuth answers BuildKit's registry credential requests in one
-// session; registry.SessionAuth is one.
+// session; bkauth.SessionAuth (package registry/bkauth) is one.
 type SessionAuth interface {
 	session.Attachable
 	// Explain adds to a failed solve's error which credential each
@@ -182,7 +182,7 @@ type SessionAuth interface {
 // VerifyFunc checks a solved instance image before it is exported: image is
 // the image's root file system with its config (ENV, WORKDIR) applied, to be
 // run in the build session gc. package verify's Runner.BuilderHook is one.
-type VerifyFunc func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error
+type VerifyFunc func(ctx context.Context, gc gateway.Client, instanceID string, platform core.Platform, image llb.State) error
 
 // Report is the result of Build: one Result per node, in the order given.
 type Report struct {
@@ -389,7 +389,7 @@ func (r *Report) sorted() []Result {
 		if a.Key != b.Key {
 			return a.Key < b.Key
 		}
-		return a.Platform < b.Platform
+		return a.Platform.Compare(b.Platform) < 0
 	})
 	return out
 }

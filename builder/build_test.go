@@ -25,8 +25,8 @@ func TestParseBuilder(t *testing.T) {
 		wantErr string
 	}{
 		{in: "unix:///run/swebuild/buildkitd.sock", want: BuilderSpec{Addr: "unix:///run/swebuild/buildkitd.sock"}},
-		{in: "linux/arm64=tcp://10.0.0.2:1234", want: BuilderSpec{Platform: "linux/arm64", Addr: "tcp://10.0.0.2:1234"}},
-		{in: "linux/arm64/v8=unix:///a.sock", want: BuilderSpec{Platform: "linux/arm64", Addr: "unix:///a.sock"}},
+		{in: "linux/arm64=tcp://10.0.0.2:1234", want: BuilderSpec{Platform: core.ARM64, Addr: "tcp://10.0.0.2:1234"}},
+		{in: "linux/arm64/v8=unix:///a.sock", want: BuilderSpec{Platform: core.ARM64, Addr: "unix:///a.sock"}},
 		{in: "linux/amd64=", wantErr: "empty address"},
 		{in: "", wantErr: "empty address"},
 		{in: "linux/notanarch/x/y=unix:///a", wantErr: "platform"},
@@ -144,7 +144,7 @@ func TestContextStateHoldsOnlyNamedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n := &Node{Key: "base", Kind: KindBase, Platform: "linux/amd64", Dockerfile: []byte("FROM scratch"),
+	n := &Node{Key: "base", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch"),
 		Context:      map[string][]byte{"setup_env.sh": []byte("echo env\n"), "sub/x.txt": []byte("x")},
 		ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(dir, "rootfs-amd64.tar")}}
 	locals, files, mounts := contextOps(t, n)
@@ -182,7 +182,7 @@ func TestContextStateRenamesAndRejectsMissing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.tar"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Key: "b", Kind: KindBase, Platform: "linux/amd64", Dockerfile: []byte("FROM scratch"),
+	n := &Node{Key: "b", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch"),
 		ContextFiles: map[string]string{"rootfs.tar": filepath.Join(dir, "a.tar")}}
 	locals, _, _ := contextOps(t, n)
 	for _, inc := range locals {
@@ -198,7 +198,7 @@ func TestContextStateRenamesAndRejectsMissing(t *testing.T) {
 
 func TestValidateNode(t *testing.T) {
 	ok := func() *Node {
-		return &Node{Key: "sweb.env.py.arm64.abc:latest", Kind: KindEnv, Platform: "linux/arm64", Dockerfile: []byte("FROM x"), Parents: []string{"sweb.base.py.arm64:latest"}}
+		return &Node{Key: "sweb.env.py.arm64.abc:latest", Kind: KindEnv, Platform: core.ARM64, Dockerfile: []byte("FROM x"), Parents: []string{"sweb.base.py.arm64:latest"}}
 	}
 	tests := []struct {
 		name    string
@@ -207,7 +207,7 @@ func TestValidateNode(t *testing.T) {
 	}{
 		{"valid", func(n *Node) {}, ""},
 		{"x86-only on arm64", func(n *Node) { n.X86Only = true }, "x86-only"},
-		{"x86-only on amd64", func(n *Node) { n.X86Only = true; n.Platform = "linux/amd64" }, ""},
+		{"x86-only on amd64", func(n *Node) { n.X86Only = true; n.Platform = core.AMD64 }, ""},
 		{"empty dockerfile", func(n *Node) { n.Dockerfile = nil }, "dockerfile: empty"},
 		{"bad parent", func(n *Node) { n.Parents = []string{"UPPER:latest"} }, "parents"},
 		{"absolute context name", func(n *Node) { n.Context = map[string][]byte{"/etc/x": nil} }, "clean relative path"},
@@ -286,10 +286,10 @@ func TestRelabelKeepsGraphApart(t *testing.T) {
 // against the one record codec every reader uses (core.ReadFile).
 func TestReportRecordsReadBack(t *testing.T) {
 	dg := "sha256:" + strings.Repeat("ab", 32)
-	base := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: "linux/amd64", Dockerfile: []byte("FROM scratch")}
-	inst := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: "linux/amd64", InstanceID: "a__b-1", BaseCommit: "c0ffee",
+	base := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch")}
+	inst := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", BaseCommit: "c0ffee",
 		Parents: []string{base.Key}, Dockerfile: []byte("FROM sweb.base.py.x86_64:latest")}
-	instArm := &Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: KindInstance, Platform: "linux/arm64", InstanceID: "a__b-1", Dockerfile: []byte("FROM x")}
+	instArm := &Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: KindInstance, Platform: core.ARM64, InstanceID: "a__b-1", Dockerfile: []byte("FROM x")}
 	r := &Report{Results: []Result{
 		{Node: inst, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg, Verified: core.Bool(true)}},
 		{Node: base, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg}},
@@ -345,8 +345,8 @@ func TestReportRecordsReadBack(t *testing.T) {
 func TestInputKeysFollowParents(t *testing.T) {
 	mk := func(df string) []*Node {
 		return []*Node{
-			{Key: "base", Kind: KindBase, Platform: "linux/amd64", Dockerfile: []byte(df)},
-			{Key: "env", Kind: KindEnv, Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base"), Context: map[string][]byte{"s.sh": []byte("x")}},
+			{Key: "base", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte(df)},
+			{Key: "env", Kind: KindEnv, Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base"), Context: map[string][]byte{"s.sh": []byte("x")}},
 		}
 	}
 	k1, k2 := inputKeys(mk("FROM scratch"), nil), inputKeys(mk("FROM scratch\nENV A=1"), nil)
@@ -359,8 +359,8 @@ func TestInputKeysFollowParents(t *testing.T) {
 }
 
 func TestCachePerNode(t *testing.T) {
-	base := &Node{Key: "base", Kind: KindBase, Platform: "linux/amd64"}
-	inst := &Node{Key: "env", Kind: KindEnv, Platform: "linux/amd64"}
+	base := &Node{Key: "base", Kind: KindBase, Platform: core.AMD64}
+	inst := &Node{Key: "env", Kind: KindEnv, Platform: core.AMD64}
 	reg := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "127.0.0.1:5000/cache:main", "mode": "max"}}
 	bare := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "127.0.0.1:5000/cache"}}
 	local := bkclient.CacheOptionsEntry{Type: "local", Attrs: map[string]string{"dest": "/c"}}
@@ -397,7 +397,7 @@ func TestContextStateDirectory(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "mirror"), link); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Key: "inst", Kind: KindInstance, Platform: "linux/amd64", Dockerfile: []byte("FROM x"),
+	n := &Node{Key: "inst", Kind: KindInstance, Platform: core.AMD64, Dockerfile: []byte("FROM x"),
 		ContextFiles: map[string]string{"mirror": link}}
 	_, _, mounts := contextOps(t, n)
 	if len(mounts) != 1 {

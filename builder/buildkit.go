@@ -498,7 +498,7 @@ func (cb *chainBuild) verify(ctx context.Context, gc gateway.Client) error {
 	}
 	st = st.WithValue(contextFilesKey{}, fp)
 	fmt.Fprintf(cb.job.Log, "verifying %s on %s\n", n.InstanceID, n.Platform)
-	if err := cb.s.verify(ctx, gc, n.InstanceID, n.Platform.String(), st); err != nil {
+	if err := cb.s.verify(ctx, gc, n.InstanceID, n.Platform, st); err != nil {
 		return fmt.Errorf("not exported: %w", err)
 	}
 	return nil

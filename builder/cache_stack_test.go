@@ -92,7 +92,7 @@ func TestPoolFlatRegistryCache(t *testing.T) {
 	nodes := flatNodes(ctx, t)
 	reg := regtest.Start(t, regtest.Options{})
 	cache := regCache(t, reg.Host+"/cache/flat")
-	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, Registries: []string{reg.Host}, MaxParallelism: 2}
+	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, Registries: []string{reg.Host}, MaxParallelism: 2}
 	a1, a2 := bkdaemon.Start(t, "amd64-1", dopts), bkdaemon.Start(t, "amd64-2", dopts)
 	rep, err := builder.Build(ctx, nodes, builder.Options{
 		Builders: []builder.BuilderSpec{{Platform: core.AMD64, Addr: a1.Addr}, {Platform: core.AMD64, Addr: a2.Addr}},
@@ -157,7 +157,7 @@ func TestPoolKillRerunFromCache(t *testing.T) {
 	defer cancel()
 	reg := regtest.Start(t, regtest.Options{})
 	cache := regCache(t, reg.Host+"/cache/loss")
-	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, Registries: []string{reg.Host}, MaxParallelism: 2}
+	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, Registries: []string{reg.Host}, MaxParallelism: 2}
 	a1, a2 := bkdaemon.Start(t, "amd64-1", dopts), bkdaemon.Start(t, "amd64-2", dopts)
 	runDir := t.TempDir()
 	stop := onSolve(t, runDir, trigger{a1, "sweb.eval.", "killed", a1.Kill})

@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	bkclient "github.com/moby/buildkit/client"
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestCacheSharedOnly: registry cache exports are made by base and env
 // nodes and by the lead of a flat prefix group only; imports name the
 // chain's base and env tags and the group's tag, never an instance's.
 func TestCacheSharedOnly(t *testing.T) {
-	base := &Node{Key: "base", Kind: KindBase, Platform: "linux/amd64"}
-	env := &Node{Key: "env", Kind: KindEnv, Platform: "linux/amd64", Parents: []string{"base"}}
-	inst := &Node{Key: "inst", Kind: KindInstance, InstanceID: "i", Platform: "linux/amd64", Parents: []string{"env"}}
-	flat := &Node{Key: "flat", Kind: KindInstance, InstanceID: "f", Platform: "linux/amd64"}
+	base := &Node{Key: "base", Kind: KindBase, Platform: core.AMD64}
+	env := &Node{Key: "env", Kind: KindEnv, Platform: core.AMD64, Parents: []string{"base"}}
+	inst := &Node{Key: "inst", Kind: KindInstance, InstanceID: "i", Platform: core.AMD64, Parents: []string{"env"}}
+	flat := &Node{Key: "flat", Kind: KindInstance, InstanceID: "f", Platform: core.AMD64}
 	reg := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "r:5000/cache", "mode": "max"}}
 	local := bkclient.CacheOptionsEntry{Type: "local", Attrs: map[string]string{"dest": "/c"}}
 	const group = "prefix:linux/amd64:abc"
@@ -95,7 +96,7 @@ func (g *groupSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 // exactly one lead; a task sharing nothing gets no group.
 func TestSchedulerCacheLead(t *testing.T) {
 	mk := func(key, df string) *Node {
-		return &Node{Key: key, Kind: KindInstance, InstanceID: key, Platform: "linux/amd64", Dockerfile: []byte(df)}
+		return &Node{Key: key, Kind: KindInstance, InstanceID: key, Platform: core.AMD64, Dockerfile: []byte(df)}
 	}
 	nodes := []*Node{
 		mk("a", "FROM scratch\nRUN install\nRUN task-a\n"),

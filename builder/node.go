@@ -172,8 +172,8 @@ func validateNode(n *Node) error {
 	default:
 		return fmt.Errorf("node %s: kind: %q is not base, env or instance", n.ID(), n.Kind)
 	}
-	if !n.Platform.Valid() {
-		return fmt.Errorf("node %s: platform: %q is not linux/amd64 or linux/arm64", n.ID(), n.Platform)
+	if n.Platform.IsZero() {
+		return fmt.Errorf("node %s: platform: required (linux/amd64 or linux/arm64)", n.ID())
 	}
 	if n.X86Only && n.Platform != core.AMD64 {
 		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, n.Platform.Arch())

@@ -314,7 +314,7 @@ func newPoolOf(daemons []*daemon, opts PoolOptions) *pool {
 	// Daemons given for a platform serve it; the others serve every
 	// platform their workers run that no daemon was given for.
 	for _, d := range daemons {
-		if d.platform != "" {
+		if !d.platform.IsZero() {
 			p.byPlat[d.platform] = append(p.byPlat[d.platform], d)
 		}
 	}
@@ -323,7 +323,7 @@ func newPoolOf(daemons []*daemon, opts PoolOptions) *pool {
 			continue
 		}
 		for _, d := range daemons {
-			if d.platform == "" && (d.remote == nil || slices.Contains(d.platforms, pl)) {
+			if d.platform.IsZero() && (d.remote == nil || slices.Contains(d.platforms, pl)) {
 				p.byPlat[pl] = append(p.byPlat[pl], d)
 			}
 		}
@@ -364,14 +364,14 @@ func connectPool(ctx context.Context, specs []BuilderSpec, opts PoolOptions) (*p
 	var errs []error
 	up := 0
 	for _, sp := range specs {
-		key := string(sp.Platform) + "=" + sp.Addr
+		key := sp.Platform.String() + "=" + sp.Addr
 		if seen[key] {
 			closeAll()
 			return nil, fmt.Errorf("builder %s given twice", key)
 		}
 		seen[key] = true
 		prefix := "builder"
-		if sp.Platform != "" {
+		if !sp.Platform.IsZero() {
 			prefix = sp.Platform.Arch()
 			if sp.Platform == core.AMD64 {
 				prefix = "amd64"
@@ -393,7 +393,7 @@ func connectPool(ctx context.Context, specs []BuilderSpec, opts PoolOptions) (*p
 		} else {
 			d.remote = r
 			up++
-			if sp.Platform != "" && !slices.Contains(r.platforms, sp.Platform) {
+			if !sp.Platform.IsZero() && !slices.Contains(r.platforms, sp.Platform) {
 				daemons = append(daemons, d)
 				closeAll()
 				return nil, fmt.Errorf("builder %s=%s cannot build %s (its workers run %s; is binfmt/QEMU set up?)", sp.Platform, sp.Addr, sp.Platform, strings.Join(r.workers, ","))

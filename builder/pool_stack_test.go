@@ -157,7 +157,7 @@ func TestPoolFixtureAcrossDaemons(t *testing.T) {
 	}
 }
 
-func withPlatforms(o bkdaemon.Options, p ...string) bkdaemon.Options {
+func withPlatforms(o bkdaemon.Options, p ...core.Platform) bkdaemon.Options {
 	o.Platforms = p
 	return o
 }
@@ -169,9 +169,9 @@ func threeDaemons(t *testing.T) (reg *regtest.Registry, a1, a2, r1 *bkdaemon.Dae
 	t.Helper()
 	reg = regtest.Start(t, regtest.Options{})
 	dopts := bkdaemon.Options{Registries: []string{reg.Host}, MaxParallelism: 2}
-	a1 = bkdaemon.Start(t, "amd64-1", withPlatforms(dopts, "linux/amd64"))
-	a2 = bkdaemon.Start(t, "amd64-2", withPlatforms(dopts, "linux/amd64"))
-	r1 = bkdaemon.Start(t, "arm64-1", withPlatforms(dopts, "linux/arm64"))
+	a1 = bkdaemon.Start(t, "amd64-1", withPlatforms(dopts, core.AMD64))
+	a2 = bkdaemon.Start(t, "amd64-2", withPlatforms(dopts, core.AMD64))
+	r1 = bkdaemon.Start(t, "arm64-1", withPlatforms(dopts, core.ARM64))
 	return reg, a1, a2, r1
 }
 
@@ -276,7 +276,7 @@ func busyBoth(rep *builder.Report, a, b string) time.Duration {
 // logs both wall times and how long both daemons were busy at once.
 func TestPoolWallTime(t *testing.T) {
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64})
-	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 2}
+	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	run := func(ds ...*bkdaemon.Daemon) (*builder.Report, time.Duration) {
@@ -321,7 +321,7 @@ func TestPoolMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := bkdaemon.Start(t, "tls", bkdaemon.Options{Platforms: []string{"linux/amd64"}, TLS: good.Server(), MaxParallelism: 2})
+	d := bkdaemon.Start(t, "tls", bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, TLS: good.Server(), MaxParallelism: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	addr := func(c *bkdaemon.Certs, withClient bool) string {
@@ -501,7 +501,7 @@ func onSolve(t *testing.T, runDir string, triggers ...trigger) (stop func() map[
 // and started again on the other daemon, and every image is built.
 func TestPoolFrozenDaemon(t *testing.T) {
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1", "fixture__semver-1")
-	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 2}
+	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	a1 := bkdaemon.Start(t, "amd64-1", dopts)
 	a2 := bkdaemon.Start(t, "amd64-2", dopts)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -569,7 +569,7 @@ func TestPoolFlatPrefix(t *testing.T) {
 			lang[n.ID()] = "js"
 		}
 	}
-	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 2}
+	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	a1, a2 := bkdaemon.Start(t, "amd64-1", dopts), bkdaemon.Start(t, "amd64-2", dopts)
 	rep, err := builder.Build(ctx, nodes, builder.Options{
 		Builders: []builder.BuilderSpec{{Platform: core.AMD64, Addr: a1.Addr}, {Platform: core.AMD64, Addr: a2.Addr}},

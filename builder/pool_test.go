@@ -75,7 +75,10 @@ func fakePool(f *poolSolver, opts PoolOptions, specs ...string) *pool {
 	var ds []*daemon
 	for _, s := range specs {
 		pl, name, _ := strings.Cut(s, "=")
-		p := core.Platform(pl)
+		var p core.Platform // "=NAME": a daemon given for no platform
+		if pl != "" {
+			p = map[string]core.Platform{"linux/amd64": core.AMD64, "linux/arm64": core.ARM64}[pl]
+		}
 		ds = append(ds, &daemon{name: name, platform: p, state: NodeUp,
 			remote: &remote{addr: "fake://" + name, native: p, platforms: []core.Platform{p}}})
 	}

@@ -70,8 +70,8 @@ func fixtureGraph() []*Node {
 		nodes = append(nodes, node("env.a", KindEnv, p, "base"))
 		nodes = append(nodes, node("inst.a1", KindInstance, p, "env.a"), node("inst.a2", KindInstance, p, "env.a"))
 	}
-	nodes = append(nodes, node("env.b", KindEnv, "linux/amd64", "base"))
-	nodes = append(nodes, node("inst.b1", KindInstance, "linux/amd64", "env.b"), node("inst.b2", KindInstance, "linux/amd64", "env.b"))
+	nodes = append(nodes, node("env.b", KindEnv, core.AMD64, "base"))
+	nodes = append(nodes, node("inst.b1", KindInstance, core.AMD64, "env.b"), node("inst.b2", KindInstance, core.AMD64, "env.b"))
 	return nodes
 }
 
@@ -124,10 +124,10 @@ func TestSchedulerStatuses(t *testing.T) {
 		{
 			name: "missing parent and x86-only arm64 node fail without building",
 			nodes: []*Node{
-				node("base", KindBase, "linux/amd64"),
-				node("env", KindEnv, "linux/amd64", "nobase"),
-				node("inst", KindInstance, "linux/amd64", "env"),
-				{Key: "x86inst", Kind: KindInstance, InstanceID: "x86inst", Platform: "linux/arm64", X86Only: true, Dockerfile: []byte("FROM scratch")},
+				node("base", KindBase, core.AMD64),
+				node("env", KindEnv, core.AMD64, "nobase"),
+				node("inst", KindInstance, core.AMD64, "env"),
+				{Key: "x86inst", Kind: KindInstance, InstanceID: "x86inst", Platform: core.ARM64, X86Only: true, Dockerfile: []byte("FROM scratch")},
 			},
 			workers: 4,
 			want: map[string]string{
@@ -146,16 +146,16 @@ func TestSchedulerStatuses(t *testing.T) {
 			// published name: neither is built either.
 			name: "instances claiming one image name",
 			nodes: []*Node{
-				node("base", KindBase, "linux/amd64"),
-				node("env", KindEnv, "linux/amd64", "base"),
-				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "k.C-1", Kind: KindInstance, InstanceID: "C-1", Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: "linux/arm64", Dockerfile: []byte("FROM scratch")},
-				node("inst", KindInstance, "linux/amd64", "env"),
-				{Key: "noid", Kind: KindInstance, Platform: "linux/amd64", Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "envwithid", Kind: KindEnv, InstanceID: "x", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+				node("base", KindBase, core.AMD64),
+				node("env", KindEnv, core.AMD64, "base"),
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.C-1", Kind: KindInstance, InstanceID: "C-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: core.ARM64, Dockerfile: []byte("FROM scratch")},
+				node("inst", KindInstance, core.AMD64, "env"),
+				{Key: "noid", Kind: KindInstance, Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "envwithid", Kind: KindEnv, InstanceID: "x", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
 			},
 			workers: 2,
 			want: map[string]string{
@@ -173,17 +173,17 @@ func TestSchedulerStatuses(t *testing.T) {
 		},
 		{
 			name:    "cycle",
-			nodes:   []*Node{node("a", KindEnv, "linux/amd64", "b"), node("b", KindEnv, "linux/amd64", "a"), node("c", KindBase, "linux/amd64")},
+			nodes:   []*Node{node("a", KindEnv, core.AMD64, "b"), node("b", KindEnv, core.AMD64, "a"), node("c", KindBase, core.AMD64)},
 			workers: 2,
 			want:    map[string]string{"a@linux/amd64": "skipped", "b@linux/amd64": "skipped", "c@linux/amd64": "done"},
 			wantErr: map[string]string{"a@linux/amd64": "dependency cycle"},
 		},
 		{
-			name:    "bad kind and platform",
-			nodes:   []*Node{node("a", "weird", "linux/amd64"), node("b", KindBase, "not a platform!")},
+			name:    "bad kind and no platform",
+			nodes:   []*Node{node("a", "weird", core.AMD64), node("b", KindBase, core.Platform{})},
 			workers: 1,
-			want:    map[string]string{"a@linux/amd64": "failed", "b@not a platform!": "failed"},
-			wantErr: map[string]string{"a@linux/amd64": "kind", "b@not a platform!": "platform"},
+			want:    map[string]string{"a@linux/amd64": "failed", "b@": "failed"},
+			wantErr: map[string]string{"a@linux/amd64": "kind", "b@": "platform"},
 		},
 	}
 	for _, tt := range tests {
@@ -239,7 +239,7 @@ func TestSchedulerRunsInParallel(t *testing.T) {
 	// at once (a scheduler running them one by one would peak at 1).
 	var nodes []*Node
 	for i := range 8 {
-		nodes = append(nodes, node(fmt.Sprintf("b%d", i), KindBase, "linux/amd64"))
+		nodes = append(nodes, node(fmt.Sprintf("b%d", i), KindBase, core.AMD64))
 	}
 	f := &fakeSolver{done: map[string]bool{}, delay: 50 * time.Millisecond}
 	s := &scheduler{nodes: nodes, solver: f, workers: 4}
@@ -324,9 +324,9 @@ func (nopCloser) Close() error { return nil }
 // the error names both ids.
 func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
 	nodes := []*Node{
-		node("base", KindBase, "linux/amd64"),
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+		node("base", KindBase, core.AMD64),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
 	}
 	f := &fakeSolver{fail: map[string]bool{}, done: map[string]bool{}}
 	results := (&scheduler{nodes: nodes, solver: f, workers: 2}).run(context.Background())
@@ -345,10 +345,10 @@ func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
 // empty instance id, and no two built records share an image name.
 func TestClaimsLeaveNoBadRecords(t *testing.T) {
 	nodes := []*Node{
-		node("sweb.base.py.x86_64:latest", KindBase, "linux/amd64"),
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
-		{Key: "sweb.eval.x86_64.noid:latest", Kind: KindInstance, Platform: "linux/amd64", Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		node("sweb.base.py.x86_64:latest", KindBase, core.AMD64),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.noid:latest", Kind: KindInstance, Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
 	}
 	// The fake solver's digests are not real ones: the base fails too.
 	f := &fakeSolver{fail: map[string]bool{"sweb.base.py.x86_64:latest": true}, done: map[string]bool{}}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/moby/buildkit/client/llb"
+	"github.com/swebuild/swebuild/core"
 )
 
 func TestContextFingerprint(t *testing.T) {
@@ -24,8 +25,8 @@ func TestContextFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	chain := []*Node{
-		{Key: "base", Platform: "linux/amd64", ContextFiles: map[string]string{"rootfs.tar": tar}},
-		{Key: "inst", Platform: "linux/amd64", ContextFiles: map[string]string{"mirror": mirror}},
+		{Key: "base", Platform: core.AMD64, ContextFiles: map[string]string{"rootfs.tar": tar}},
+		{Key: "inst", Platform: core.AMD64, ContextFiles: map[string]string{"mirror": mirror}},
 	}
 	fp := func() string {
 		t.Helper()

@@ -4,7 +4,7 @@
 // passed in as Options.Platforms), and the multi-arch index
 // REPO/sweb.eval.<id> listing exactly those platforms at the per-arch
 // digests. Optionally it also checks each record's own image name
-// (dataset.Instance.Image), re-rooted at another registry.
+// (core.Instance.Image), re-rooted at another registry.
 //
 // Every reference costs at most one request: a HEAD for a per-arch name or
 // a record's image, a GET for an index (its children are read from the
@@ -27,7 +27,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -47,7 +46,7 @@ type Options struct {
 	Tag string
 	// Platforms returns the platforms an instance is built for, amd64
 	// first: the same decision plan uses (spec.Tables.Platforms). Required.
-	Platforms func(*dataset.Instance) []core.Platform
+	Platforms func(*core.Instance) []core.Platform
 	// RecordRoot, when set, also checks each record's Image name with its
 	// registry replaced by RecordRoot (a host, optionally with a path
 	// prefix): "swebench/sweb.eval.x86_64.x:latest" at root
@@ -70,7 +69,7 @@ const (
 type Ref struct {
 	Kind       string        `json:"kind"`
 	InstanceID string        `json:"instance_id"`
-	Platform   core.Platform `json:"platform,omitempty"` // arch refs
+	Platform   core.Platform `json:"platform,omitzero"` // arch refs
 	Name       string        `json:"name"`
 	Present    bool          `json:"present"`
 	Digest     string        `json:"digest,omitempty"`
@@ -204,7 +203,7 @@ func Reroot(image, root string) (string, error) {
 // for bad options, a name that cannot be parsed, or a registry that could
 // not be asked (after the client's retries): never for a missing image,
 // which the report holds.
-func Run(ctx context.Context, insts []dataset.Instance, o Options) (*Report, error) {
+func Run(ctx context.Context, insts []core.Instance, o Options) (*Report, error) {
 	if o.Repo == "" || o.Client == nil || o.Platforms == nil {
 		return nil, errors.New("check: repository prefix, registry client and platform decision are required")
 	}

@@ -28,7 +28,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/pipeline"
@@ -113,7 +112,7 @@ func testDataset(t *testing.T) (path string, ids []string) {
 // buildRecords makes one small random image per instance and platform in
 // an OCI layout and returns the build records publish takes, and the
 // per-arch digests by "id platform".
-func buildRecords(t *testing.T, insts []dataset.Instance, platforms func(*dataset.Instance) []core.Platform) ([]core.Image, map[string]string) {
+func buildRecords(t *testing.T, insts []core.Instance, platforms func(*core.Instance) []core.Platform) ([]core.Image, map[string]string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "oci")
 	var adds []mutate.IndexAddendum
@@ -262,7 +261,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	// The records' own image names (v5 datasets carry them), re-rooted at
 	// the registry: they are the per-arch amd64 names here, so they are
 	// listed but not asked again.
-	withImages := append([]dataset.Instance(nil), loaded.Instances...)
+	withImages := append([]core.Instance(nil), loaded.Instances...)
 	for i := range withImages {
 		withImages[i].Image = "swebench/sweb.eval.x86_64." + manifests.Namer{}.NameID(withImages[i].InstanceID) + ":latest"
 	}
@@ -387,8 +386,8 @@ func TestCheckRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	insts := []dataset.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
-	both := func(*dataset.Instance) []core.Platform { return core.AllPlatforms() }
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
 	rep, err := Run(context.Background(), insts, Options{Repo: reg.Host + "/x", Platforms: both, Client: client})
 	if err != nil {
 		t.Fatal(err)

@@ -24,14 +24,14 @@ import (
 // EnvKey names one env image: its image key on a platform.
 type EnvKey struct {
 	Key      string
-	Platform string
+	Platform core.Platform
 }
 
 // EnvNeed is an env image the instances to build need, with the base it is
 // built FROM and the spec key of its inputs now.
 type EnvNeed struct {
 	Key      string
-	Platform string
+	Platform core.Platform
 	Base     string
 	SpecKey  string
 }
@@ -39,10 +39,10 @@ type EnvNeed struct {
 // EnvTarget is one env image of the plan: built tonight by an env job, or
 // reused from an earlier night.
 type EnvTarget struct {
-	Key      string `json:"key"`
-	Platform string `json:"platform"`
-	Base     string `json:"base,omitempty"`
-	Action   string `json:"action"`
+	Key      string        `json:"key"`
+	Platform core.Platform `json:"platform"`
+	Base     string        `json:"base,omitempty"`
+	Action   string        `json:"action"`
 	// Shard is the env job that builds it (ActionBuild).
 	Shard string `json:"shard,omitempty"`
 	// Ref is the digest-pinned image reused (ActionExisting).
@@ -53,11 +53,11 @@ type EnvTarget struct {
 // EnvJob is one job of the env stage's matrix: the env images of whole base
 // groups of one platform.
 type EnvJob struct {
-	Name     string `json:"name"`
-	Platform string `json:"platform"`
-	Runner   string `json:"runner"`
-	QEMU     bool   `json:"qemu"`
-	Shard    int    `json:"shard"`
+	Name     string        `json:"name"`
+	Platform core.Platform `json:"platform"`
+	Runner   string        `json:"runner"`
+	QEMU     bool          `json:"qemu"`
+	Shard    int           `json:"shard"`
 	// Count is the number of env images the job builds.
 	Count int `json:"count"`
 	// Keys are the env image keys, comma-separated.
@@ -94,7 +94,7 @@ func (m EnvMatrix) Encode() ([]byte, error) {
 // over at most shards jobs (largest group first, to the job with the fewest
 // envs), so every base is built by one job only. A platform with nothing to
 // build gets no job.
-func BuildEnvMatrix(needs []EnvNeed, platforms []string, shards int, runners map[string]Runner) (EnvMatrix, error) {
+func BuildEnvMatrix(needs []EnvNeed, platforms []core.Platform, shards int, runners map[core.Platform]Runner) (EnvMatrix, error) {
 	if shards < 1 {
 		return EnvMatrix{}, fmt.Errorf("env shards %d: must be at least 1", shards)
 	}
@@ -178,7 +178,7 @@ func LatestEnvs(recs []core.Image) map[EnvKey]core.Image {
 	out := map[EnvKey]core.Image{}
 	for _, r := range recs {
 		if r.Kind == core.KindEnv {
-			out[EnvKey{r.Key, r.Platform.String()}] = r
+			out[EnvKey{r.Key, r.Platform}] = r
 		}
 	}
 	return out
@@ -221,7 +221,7 @@ func FindExistingEnvs(ctx context.Context, ledger map[EnvKey]core.Image, want []
 	out := map[EnvKey]core.Image{}
 	for i, r := range cands {
 		if found[i] {
-			out[EnvKey{r.Key, r.Platform.String()}] = r
+			out[EnvKey{r.Key, r.Platform}] = r
 		}
 	}
 	return out, nil
@@ -229,19 +229,19 @@ func FindExistingEnvs(ctx context.Context, ledger map[EnvKey]core.Image, want []
 
 // EnvJobKeys returns the env keys the plan gives to env job name, with
 // their platform; an unknown job is an error.
-func (p Plan) EnvJobKeys(name string) (platform string, keys []string, err error) {
+func (p Plan) EnvJobKeys(name string) (platform core.Platform, keys []string, err error) {
 	for _, e := range p.Envs {
 		if e.Action != ActionBuild || e.Shard != name {
 			continue
 		}
-		if platform != "" && platform != e.Platform {
-			return "", nil, fmt.Errorf("plan: env job %s holds envs of %s and %s", name, platform, e.Platform)
+		if !platform.IsZero() && platform != e.Platform {
+			return core.Platform{}, nil, fmt.Errorf("plan: env job %s holds envs of %s and %s", name, platform, e.Platform)
 		}
 		platform = e.Platform
 		keys = append(keys, e.Key)
 	}
 	if len(keys) == 0 {
-		return "", nil, fmt.Errorf("plan: no env job named %q", name)
+		return core.Platform{}, nil, fmt.Errorf("plan: no env job named %q", name)
 	}
 	return platform, keys, nil
 }
@@ -252,7 +252,7 @@ func (p Plan) EnvJobKeys(name string) (platform string, keys []string, err error
 // Empty key and ref, no error: the plan names no env for that image (an id
 // list, a flat Dockerfile, an image not built tonight). An error names the
 // env and what became of it (failed in its job, no result from its job).
-func (p Plan) EnvBinding(envRecs []core.Image, instanceID, platform string) (key, ref string, err error) {
+func (p Plan) EnvBinding(envRecs []core.Image, instanceID string, platform core.Platform) (key, ref string, err error) {
 	for _, in := range p.Instances {
 		if in.InstanceID != instanceID {
 			continue

@@ -13,12 +13,14 @@ import (
 )
 
 func TestBuildEnvMatrix(t *testing.T) {
-	amd, arm := PlatformAMD64, PlatformARM64
-	need := func(key, plat, base string) EnvNeed { return EnvNeed{Key: key, Platform: plat, Base: base} }
+	amd, arm := core.AMD64, core.ARM64
+	need := func(key string, plat core.Platform, base string) EnvNeed {
+		return EnvNeed{Key: key, Platform: plat, Base: base}
+	}
 	tests := []struct {
 		name      string
 		needs     []EnvNeed
-		platforms []string
+		platforms []core.Platform
 		shards    int
 		// want: job name -> its keys, comma-separated
 		want    map[string]string
@@ -28,7 +30,7 @@ func TestBuildEnvMatrix(t *testing.T) {
 		{
 			name:      "one job per platform",
 			needs:     []EnvNeed{need("e2", amd, "b"), need("e1", amd, "b"), need("a1", arm, "ba")},
-			platforms: []string{amd, arm}, shards: 1,
+			platforms: []core.Platform{amd, arm}, shards: 1,
 			want:  map[string]string{"envs-amd64-0": "e1,e2", "envs-arm64-0": "a1"},
 			order: []string{"envs-amd64-0", "envs-arm64-0"},
 		},
@@ -36,22 +38,22 @@ func TestBuildEnvMatrix(t *testing.T) {
 			name: "a base group is never split, the largest goes first",
 			needs: []EnvNeed{need("py1", amd, "py"), need("py2", amd, "py"), need("py3", amd, "py"),
 				need("go1", amd, "go"), need("rs1", amd, "rs"), need("rs2", amd, "rs")},
-			platforms: []string{amd}, shards: 2,
+			platforms: []core.Platform{amd}, shards: 2,
 			want:  map[string]string{"envs-amd64-0": "py1,py2,py3", "envs-amd64-1": "go1,rs1,rs2"},
 			order: []string{"envs-amd64-0", "envs-amd64-1"},
 		},
 		{
 			name:      "no more jobs than base groups",
 			needs:     []EnvNeed{need("py1", amd, "py"), need("py2", amd, "py")},
-			platforms: []string{amd, arm}, shards: 8,
+			platforms: []core.Platform{amd, arm}, shards: 8,
 			want:  map[string]string{"envs-amd64-0": "py1,py2"},
 			order: []string{"envs-amd64-0"},
 		},
-		{name: "nothing to build", platforms: []string{amd}, shards: 1, want: map[string]string{}},
-		{name: "listed twice", needs: []EnvNeed{need("e", amd, "b"), need("e", amd, "b")}, platforms: []string{amd}, shards: 1, wantErr: "listed twice"},
-		{name: "platform not requested", needs: []EnvNeed{need("e", arm, "b")}, platforms: []string{amd}, shards: 1, wantErr: "was not requested"},
-		{name: "zero shards", platforms: []string{amd}, shards: 0, wantErr: "at least 1"},
-		{name: "over the job limit", platforms: []string{amd, arm}, shards: 129, wantErr: "over the limit"},
+		{name: "nothing to build", platforms: []core.Platform{amd}, shards: 1, want: map[string]string{}},
+		{name: "listed twice", needs: []EnvNeed{need("e", amd, "b"), need("e", amd, "b")}, platforms: []core.Platform{amd}, shards: 1, wantErr: "listed twice"},
+		{name: "platform not requested", needs: []EnvNeed{need("e", arm, "b")}, platforms: []core.Platform{amd}, shards: 1, wantErr: "was not requested"},
+		{name: "zero shards", platforms: []core.Platform{amd}, shards: 0, wantErr: "at least 1"},
+		{name: "over the job limit", platforms: []core.Platform{amd, arm}, shards: 129, wantErr: "over the limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +96,7 @@ func TestBuildEnvMatrix(t *testing.T) {
 }
 
 func TestEnvBinding(t *testing.T) {
-	amd := PlatformAMD64
+	amd := core.AMD64
 	d := digest.FromString("env")
 	built := "reg/r/build-cache@" + d.String()
 	p := Plan{
@@ -117,15 +119,16 @@ func TestEnvBinding(t *testing.T) {
 		{Kind: core.KindEnv, Key: "env-failed", Platform: core.AMD64, Status: core.StatusFailed, Error: "failed: RUN conda: exit 1"},
 	}
 	tests := []struct {
-		id, platform string
-		recs         []core.Image
-		key, ref     string
-		wantErr      string
+		id       string
+		platform core.Platform
+		recs     []core.Image
+		key, ref string
+		wantErr  string
 	}{
 		{id: "a", platform: amd, recs: ok, key: "env-built", ref: built},
 		{id: "b", platform: amd, recs: nil, key: "env-reused", ref: p.Envs[2].Ref},
-		{id: "c", platform: amd, recs: ok},           // no env in the plan: the shard builds as before
-		{id: "a", platform: PlatformARM64, recs: ok}, // not a build target on arm64
+		{id: "c", platform: amd, recs: ok},        // no env in the plan: the shard builds as before
+		{id: "a", platform: core.ARM64, recs: ok}, // not a build target on arm64
 		{id: "a", platform: amd, recs: nil, wantErr: "no result from env job envs-amd64-0"},
 		{id: "e", platform: amd, recs: ok, wantErr: "failed in env job envs-amd64-0: failed: RUN conda"},
 		{id: "d", platform: amd, recs: ok, wantErr: "does not list"},
@@ -151,7 +154,7 @@ func TestEnvBinding(t *testing.T) {
 }
 
 func TestFindExistingEnvs(t *testing.T) {
-	amd := PlatformAMD64
+	amd := core.AMD64
 	const repo = "reg/r"
 	rec := func(key, spec, ref string, st core.Status) core.Image {
 		d := digest.FromString(key)
@@ -213,7 +216,7 @@ func TestReadPlanEnvs(t *testing.T) {
 // listed; instance records and failed parents are not.
 func TestMergeBuiltInShards(t *testing.T) {
 	d := digest.FromString("x")
-	plan := Plan{Platforms: []string{PlatformAMD64}, Instances: []PlanInstance{{InstanceID: "a", Targets: []Target{{Platform: PlatformAMD64, Action: ActionBuild, Shard: "amd64-0"}}}}}
+	plan := Plan{Platforms: []core.Platform{core.AMD64}, Instances: []PlanInstance{{InstanceID: "a", Targets: []Target{{Platform: core.AMD64, Action: ActionBuild, Shard: "amd64-0"}}}}}
 	results := []core.Image{
 		{Kind: core.KindEnv, Key: "sweb.env.py.x86_64.e:latest", Platform: core.AMD64, Status: core.StatusBuilt, Digest: d, Ref: "r@" + d.String()},
 		{Kind: core.KindBase, Key: "sweb.base.py.x86_64:latest", Platform: core.AMD64, Status: core.StatusFailed, Error: "x"},

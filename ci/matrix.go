@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // GitHub Actions limits the matrix code respects.
@@ -21,48 +24,42 @@ const (
 	MaxJobOutputBytes = 1 << 20
 )
 
-// OCI platforms swebuild builds.
-const (
-	PlatformAMD64 = "linux/amd64"
-	PlatformARM64 = "linux/arm64"
-)
-
 // Runner says which runner label builds a platform and whether that runner
 // runs the platform natively or under QEMU emulation.
 type Runner struct {
 	Label string `json:"label"`
 	// Arch is the runner's own OCI platform ("linux/amd64", "linux/arm64").
-	Arch string `json:"arch"`
+	Arch core.Platform `json:"arch"`
 }
 
 // DefaultRunners are GitHub's hosted runners: each platform builds natively.
-func DefaultRunners() map[string]Runner {
-	return map[string]Runner{
-		PlatformAMD64: {Label: "ubuntu-24.04", Arch: PlatformAMD64},
-		PlatformARM64: {Label: "ubuntu-24.04-arm", Arch: PlatformARM64},
+func DefaultRunners() map[core.Platform]Runner {
+	return map[core.Platform]Runner{
+		core.AMD64: {Label: "ubuntu-24.04", Arch: core.AMD64},
+		core.ARM64: {Label: "ubuntu-24.04-arm", Arch: core.ARM64},
 	}
 }
 
 // KnownRunnerArch returns the architecture of a GitHub-hosted runner label,
 // for labels given on the command line without an explicit arch.
-func KnownRunnerArch(label string) (string, bool) {
+func KnownRunnerArch(label string) (core.Platform, bool) {
 	switch label {
 	case "ubuntu-24.04", "ubuntu-22.04", "ubuntu-latest":
-		return PlatformAMD64, true
+		return core.AMD64, true
 	case "ubuntu-24.04-arm", "ubuntu-22.04-arm":
-		return PlatformARM64, true
+		return core.ARM64, true
 	}
-	return "", false
+	return core.Platform{}, false
 }
 
 // PlatformsFunc answers which platforms an instance gets images for (the
 // USE_X86 decision). It is builder/spec's job; ci only consumes it.
-type PlatformsFunc func(instanceID string) []string
+type PlatformsFunc func(instanceID string) []core.Platform
 
 // MatrixOptions configures BuildMatrix.
 type MatrixOptions struct {
 	// Platforms requested for this run, e.g. linux/amd64 and linux/arm64.
-	Platforms []string
+	Platforms []core.Platform
 	// Shards is the requested number of shards per platform. The matrix
 	// never has more than MaxJobs jobs in total and never an empty shard.
 	Shards int
@@ -74,18 +71,18 @@ type MatrixOptions struct {
 	PlatformsFor PlatformsFunc
 	// Skip reports (instance, platform) pairs the registry already has;
 	// nil skips nothing.
-	Skip func(instanceID, platform string) bool
+	Skip func(instanceID string, platform core.Platform) bool
 	// Runners maps each requested platform to its runner; nil means
 	// DefaultRunners.
-	Runners map[string]Runner
+	Runners map[core.Platform]Runner
 }
 
 // Job is one entry of the matrix "include" list: one shard of one platform.
 type Job struct {
 	// Name is unique in the matrix and safe for artifact names: "arm64-3".
-	Name     string `json:"name"`
-	Platform string `json:"platform"`
-	Runner   string `json:"runner"`
+	Name     string        `json:"name"`
+	Platform core.Platform `json:"platform"`
+	Runner   string        `json:"runner"`
 	// QEMU is true when the runner's arch differs from Platform.
 	QEMU  bool `json:"qemu"`
 	Shard int  `json:"shard"`
@@ -106,11 +103,11 @@ func (j Job) InstanceIDs() []string { return append([]string(nil), j.ids...) }
 
 // PlatformCount summarises one platform of the matrix.
 type PlatformCount struct {
-	Platform string `json:"platform"`
-	Wanted   int    `json:"wanted"`
-	Skipped  int    `json:"skipped"`
-	ToBuild  int    `json:"to_build"`
-	Shards   int    `json:"shards"`
+	Platform core.Platform `json:"platform"`
+	Wanted   int           `json:"wanted"`
+	Skipped  int           `json:"skipped"`
+	ToBuild  int           `json:"to_build"`
+	Shards   int           `json:"shards"`
 }
 
 // Matrix is the GitHub matrix value: {"include":[...]}. Counts is kept out
@@ -149,7 +146,7 @@ func BuildMatrix(ids []string, opts MatrixOptions) (Matrix, error) {
 	if runners == nil {
 		runners = DefaultRunners()
 	}
-	seenPlatform := map[string]bool{}
+	seenPlatform := map[core.Platform]bool{}
 	for _, p := range opts.Platforms {
 		if seenPlatform[p] {
 			return Matrix{}, fmt.Errorf("platform %q requested twice", p)
@@ -179,7 +176,7 @@ func BuildMatrix(ids []string, opts MatrixOptions) (Matrix, error) {
 			allowed = opts.PlatformsFor(id)
 		}
 		for pi, p := range opts.Platforms {
-			if !contains(allowed, p) {
+			if !slices.Contains(allowed, p) {
 				continue
 			}
 			counts[pi].Wanted++
@@ -271,19 +268,8 @@ func split(list []string, k int) [][]string {
 	return out
 }
 
-func platformSlug(p string) string {
-	s := strings.TrimPrefix(p, "linux/")
-	return strings.NewReplacer("/", "-", ".", "-").Replace(s)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+// platformSlug is the platform in job names: "amd64", "arm64".
+func platformSlug(p core.Platform) string { return p.GOARCH() }
 
 // EncodeForOutput returns the matrix JSON for a job output. When the JSON
 // would exceed limit bytes (0 means MaxJobOutputBytes minus room for the

@@ -6,21 +6,23 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 )
 
-var bothPlatforms = []string{PlatformAMD64, PlatformARM64}
+var bothPlatforms = []core.Platform{core.AMD64, core.ARM64}
 
 // x86OnlyFunc is the test's stand-in for builder/spec's platform decision:
 // ids in x86 get linux/amd64 only, others both.
 func x86OnlyFunc(x86 map[string]bool) PlatformsFunc {
-	return func(id string) []string {
+	return func(id string) []core.Platform {
 		if x86[id] {
-			return []string{PlatformAMD64}
+			return []core.Platform{core.AMD64}
 		}
 		return bothPlatforms
 	}
@@ -53,14 +55,14 @@ func loadReference(t *testing.T) (all []string, x86 map[string]bool, arm64Native
 }
 
 // checkMatrix asserts the invariants every matrix must hold.
-func checkMatrix(t *testing.T, m Matrix, ids []string, platformsFor PlatformsFunc, skip func(string, string) bool, platforms []string, maxJobs int) {
+func checkMatrix(t *testing.T, m Matrix, ids []string, platformsFor PlatformsFunc, skip func(string, core.Platform) bool, platforms []core.Platform, maxJobs int) {
 	t.Helper()
 	if len(m.Include) > maxJobs {
 		t.Errorf("%d jobs, over the limit of %d", len(m.Include), maxJobs)
 	}
 	names := map[string]bool{}
 	seen := map[Key]int{}
-	sizes := map[string][]int{}
+	sizes := map[core.Platform][]int{}
 	for _, j := range m.Include {
 		if names[j.Name] {
 			t.Errorf("job name %q used twice", j.Name)
@@ -75,7 +77,7 @@ func checkMatrix(t *testing.T, m Matrix, ids []string, platformsFor PlatformsFun
 		}
 		for _, id := range got {
 			seen[Key{id, j.Platform}]++
-			if !contains(platformsFor(id), j.Platform) {
+			if !slices.Contains(platformsFor(id), j.Platform) {
 				t.Errorf("job %s (%s) holds %s, which does not build for that platform", j.Name, j.Platform, id)
 			}
 		}
@@ -90,7 +92,7 @@ func checkMatrix(t *testing.T, m Matrix, ids []string, platformsFor PlatformsFun
 	for _, id := range ids {
 		for _, p := range platforms {
 			want := 0
-			if contains(platformsFor(id), p) && (skip == nil || !skip(id, p)) {
+			if slices.Contains(platformsFor(id), p) && (skip == nil || !skip(id, p)) {
 				want = 1
 			}
 			if got := seen[Key{id, p}]; got != want {
@@ -118,7 +120,7 @@ func TestBuildMatrixFullTestSplit(t *testing.T) {
 			checkMatrix(t, m, all, pf, nil, bothPlatforms, MaxMatrixJobs)
 			var arm []string
 			for _, j := range m.Include {
-				if j.Platform == PlatformARM64 {
+				if j.Platform == core.ARM64 {
 					arm = append(arm, j.InstanceIDs()...)
 				}
 			}
@@ -150,28 +152,28 @@ func TestBuildMatrixShardCap(t *testing.T) {
 		ids[i] = fmt.Sprintf("o__r-%04d", i)
 	}
 	few := ids[:10]
-	pfFew := func(id string) []string {
+	pfFew := func(id string) []core.Platform {
 		// only the first 10 ids build for arm64
 		if id < "o__r-0010" {
 			return bothPlatforms
 		}
-		return []string{PlatformAMD64}
+		return []core.Platform{core.AMD64}
 	}
 	tests := []struct {
 		name      string
 		ids       []string
 		pf        PlatformsFunc
-		platforms []string
+		platforms []core.Platform
 		shards    int
 		maxJobs   int
-		want      map[string]int // shards per platform
+		want      map[core.Platform]int // shards per platform
 	}{
-		{"one platform gets all 256", ids, nil, []string{PlatformAMD64}, 300, 0, map[string]int{PlatformAMD64: 256}},
-		{"two platforms split the cap", ids, nil, bothPlatforms, 300, 0, map[string]int{PlatformAMD64: 128, PlatformARM64: 128}},
-		{"small platform leaves room to the big one", ids, pfFew, bothPlatforms, 300, 0, map[string]int{PlatformAMD64: 246, PlatformARM64: 10}},
-		{"fewer ids than shards", few, nil, bothPlatforms, 50, 0, map[string]int{PlatformAMD64: 10, PlatformARM64: 10}},
-		{"lower max jobs", ids, nil, bothPlatforms, 50, 21, map[string]int{PlatformAMD64: 10, PlatformARM64: 10}},
-		{"exactly at the cap", ids, nil, bothPlatforms, 128, 0, map[string]int{PlatformAMD64: 128, PlatformARM64: 128}},
+		{"one platform gets all 256", ids, nil, []core.Platform{core.AMD64}, 300, 0, map[core.Platform]int{core.AMD64: 256}},
+		{"two platforms split the cap", ids, nil, bothPlatforms, 300, 0, map[core.Platform]int{core.AMD64: 128, core.ARM64: 128}},
+		{"small platform leaves room to the big one", ids, pfFew, bothPlatforms, 300, 0, map[core.Platform]int{core.AMD64: 246, core.ARM64: 10}},
+		{"fewer ids than shards", few, nil, bothPlatforms, 50, 0, map[core.Platform]int{core.AMD64: 10, core.ARM64: 10}},
+		{"lower max jobs", ids, nil, bothPlatforms, 50, 21, map[core.Platform]int{core.AMD64: 10, core.ARM64: 10}},
+		{"exactly at the cap", ids, nil, bothPlatforms, 128, 0, map[core.Platform]int{core.AMD64: 128, core.ARM64: 128}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,14 +183,14 @@ func TestBuildMatrixShardCap(t *testing.T) {
 			}
 			pf := tc.pf
 			if pf == nil {
-				pf = func(string) []string { return tc.platforms }
+				pf = func(string) []core.Platform { return tc.platforms }
 			}
 			maxJobs := tc.maxJobs
 			if maxJobs == 0 {
 				maxJobs = MaxMatrixJobs
 			}
 			checkMatrix(t, m, tc.ids, pf, nil, tc.platforms, maxJobs)
-			got := map[string]int{}
+			got := map[core.Platform]int{}
 			for _, c := range m.Counts {
 				got[c.Platform] = c.Shards
 			}
@@ -201,24 +203,24 @@ func TestBuildMatrixShardCap(t *testing.T) {
 
 func TestBuildMatrixSkip(t *testing.T) {
 	ids := []string{"a__a-1", "a__a-2", "b__b-1", "b__b-2", "c__c-1"}
-	skip := func(id, p string) bool {
-		return (id == "a__a-1") || (id == "b__b-2" && p == PlatformARM64)
+	skip := func(id string, p core.Platform) bool {
+		return (id == "a__a-1") || (id == "b__b-2" && p == core.ARM64)
 	}
 	m, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: skip})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := func(string) []string { return bothPlatforms }
+	all := func(string) []core.Platform { return bothPlatforms }
 	checkMatrix(t, m, ids, all, skip, bothPlatforms, MaxMatrixJobs)
 	want := []PlatformCount{
-		{Platform: PlatformAMD64, Wanted: 5, Skipped: 1, ToBuild: 4, Shards: 2},
-		{Platform: PlatformARM64, Wanted: 5, Skipped: 2, ToBuild: 3, Shards: 2},
+		{Platform: core.AMD64, Wanted: 5, Skipped: 1, ToBuild: 4, Shards: 2},
+		{Platform: core.ARM64, Wanted: 5, Skipped: 2, ToBuild: 3, Shards: 2},
 	}
 	if !reflect.DeepEqual(m.Counts, want) {
 		t.Errorf("counts %+v, want %+v", m.Counts, want)
 	}
 	// everything skipped: an empty include list, which the workflow guards on.
-	m, err = BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: func(string, string) bool { return true }})
+	m, err = BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: func(string, core.Platform) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +232,7 @@ func TestBuildMatrixSkip(t *testing.T) {
 
 func TestBuildMatrixJSONShape(t *testing.T) {
 	runners := DefaultRunners()
-	runners[PlatformARM64] = Runner{Label: "ubuntu-24.04", Arch: PlatformAMD64} // arm64 under QEMU
+	runners[core.ARM64] = Runner{Label: "ubuntu-24.04", Arch: core.AMD64} // arm64 under QEMU
 	m, err := BuildMatrix([]string{"c__c-1", "a__a-1", "b__b-1"}, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Runners: runners})
 	if err != nil {
 		t.Fatal(err)
@@ -258,8 +260,8 @@ func TestBuildMatrixErrors(t *testing.T) {
 	}{
 		{"zero shards", []string{"a"}, MatrixOptions{Platforms: bothPlatforms}, "shards 0"},
 		{"no platforms", []string{"a"}, MatrixOptions{Shards: 1}, "no platforms"},
-		{"unknown platform", []string{"a"}, MatrixOptions{Platforms: []string{"linux/s390x"}, Shards: 1}, `"linux/s390x": no runner`},
-		{"duplicate platform", []string{"a"}, MatrixOptions{Platforms: []string{PlatformAMD64, PlatformAMD64}, Shards: 1}, "requested twice"},
+		{"platform without a runner", []string{"a"}, MatrixOptions{Platforms: []core.Platform{core.ARM64}, Shards: 1, Runners: map[core.Platform]Runner{core.AMD64: {Label: "x", Arch: core.AMD64}}}, `"linux/arm64": no runner`},
+		{"duplicate platform", []string{"a"}, MatrixOptions{Platforms: []core.Platform{core.AMD64, core.AMD64}, Shards: 1}, "requested twice"},
 		{"duplicate id", []string{"a", "b", "a"}, MatrixOptions{Platforms: bothPlatforms, Shards: 1}, `"a" listed twice`},
 		{"max jobs over GitHub's", []string{"a"}, MatrixOptions{Platforms: bothPlatforms, Shards: 1, MaxJobs: 257}, "max jobs 257"},
 		{"too many platforms for max jobs", []string{"a"}, MatrixOptions{Platforms: bothPlatforms, Shards: 1, MaxJobs: 1}, "over the limit of 1"},
@@ -363,14 +365,7 @@ func TestBuildMatrixSpecPlatforms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, shards := range []int{1, 3, 64, 128, 300} {
-		byID := tables.PlatformsByID(nil)
-		platformsFor := func(id string) []string {
-			var out []string
-			for _, p := range byID(id) {
-				out = append(out, p.String())
-			}
-			return out
-		}
+		platformsFor := tables.PlatformsByID(nil)
 		m, err := BuildMatrix(all, MatrixOptions{Platforms: bothPlatforms, Shards: shards, PlatformsFor: platformsFor})
 		if err != nil {
 			t.Fatal(err)

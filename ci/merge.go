@@ -56,7 +56,7 @@ type MergeCounts struct {
 
 // MergeReport is what `swebuild ci merge` writes and `ci summary` reads.
 type MergeReport struct {
-	Platforms []string        `json:"platforms"`
+	Platforms []core.Platform `json:"platforms"`
 	Counts    MergeCounts     `json:"counts"`
 	Shards    []PlatformCount `json:"shards,omitempty"`
 	Outcomes  []Outcome       `json:"outcomes"`
@@ -89,7 +89,7 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 			planned[k] = true
 			if t.Action == ActionExisting {
 				o.Images = append(o.Images, Image{Source: "existing", Image: core.Image{
-					Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: core.Platform(t.Platform),
+					Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: t.Platform,
 					Digest: digest.Digest(t.Digest), Ref: t.Repository + "@" + t.Digest, SpecKey: t.SpecKey,
 					Verified: core.Bool(true), Status: core.StatusPublished,
 				}})
@@ -99,7 +99,7 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 			r, ok := latest[k]
 			switch {
 			case !ok:
-				img.Image = core.Image{Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: core.Platform(t.Platform),
+				img.Image = core.Image{Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: t.Platform,
 					Status: core.StatusFailed, Error: fmt.Sprintf("no result from shard %s", t.Shard)}
 			default:
 				img.Image = r

@@ -63,16 +63,16 @@ func TestReadIDList(t *testing.T) {
 
 // rec is an instance record: built and verified when digest is set, with a
 // ref in repository reg/r.
-func rec(id, platform, dg string, verified bool) core.Image {
-	im := core.Image{Kind: core.KindInstance, InstanceID: id, Platform: core.Platform(platform), SpecKey: "k-" + id, Status: core.StatusBuilt}
+func rec(id string, platform core.Platform, dg string, verified bool) core.Image {
+	im := core.Image{Kind: core.KindInstance, InstanceID: id, Platform: platform, SpecKey: "k-" + id, Status: core.StatusBuilt}
 	if dg != "" {
 		im.Digest, im.Ref, im.Verified = digest.Digest(dg), "reg/r@"+dg, core.Bool(verified)
 	}
 	return im
 }
 
-func failed(id, platform, msg string) core.Image {
-	return core.Image{Kind: core.KindInstance, InstanceID: id, Platform: core.Platform(platform), Status: core.StatusFailed, Error: msg}
+func failed(id string, platform core.Platform, msg string) core.Image {
+	return core.Image{Kind: core.KindInstance, InstanceID: id, Platform: platform, Status: core.StatusFailed, Error: msg}
 }
 
 // TestReadRecords reads a shard directory the way shards lay it out
@@ -82,10 +82,10 @@ func TestReadRecords(t *testing.T) {
 	dir := t.TempDir()
 	var a, b bytes.Buffer
 	base := core.Image{Kind: core.KindBase, Key: "sweb.base.py.x86_64:latest", Platform: core.AMD64, Digest: dA, Ref: "r/c@" + dA, Status: core.StatusBuilt}
-	if err := core.Encode(&a, []core.Image{base, rec("x__x-1", PlatformAMD64, dB, true)}); err != nil {
+	if err := core.Encode(&a, []core.Image{base, rec("x__x-1", core.AMD64, dB, true)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := core.Encode(&b, []core.Image{failed("y__y-1", PlatformARM64, "verify: gold patch failed")}); err != nil {
+	if err := core.Encode(&b, []core.Image{failed("y__y-1", core.ARM64, "verify: gold patch failed")}); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "amd64-0/meta/x__x-1.jsonl", a.String())
@@ -99,10 +99,10 @@ func TestReadRecords(t *testing.T) {
 	if len(got) != 3 || len(latest) != 2 {
 		t.Fatalf("got %d records, %d instance images: %+v", len(got), len(latest), got)
 	}
-	if x := latest[Key{"x__x-1", PlatformAMD64}]; !Usable(x) || Repository(x) != "reg/r" {
+	if x := latest[Key{"x__x-1", core.AMD64}]; !Usable(x) || Repository(x) != "reg/r" {
 		t.Errorf("x: %+v", x)
 	}
-	if y := latest[Key{"y__y-1", PlatformARM64}]; Usable(y) || y.Error != "verify: gold patch failed" {
+	if y := latest[Key{"y__y-1", core.ARM64}]; Usable(y) || y.Error != "verify: gold patch failed" {
 		t.Errorf("y: %+v", y)
 	}
 
@@ -119,31 +119,31 @@ func TestReadRecords(t *testing.T) {
 }
 
 func TestFindExisting(t *testing.T) {
-	other := rec("c", PlatformAMD64, dC, true)
+	other := rec("c", core.AMD64, dC, true)
 	other.Ref = "other/repo@" + dC
 	ledger := Latest([]core.Image{
-		rec("a", PlatformAMD64, dA, true),
-		rec("a", PlatformARM64, dB, true),
-		rec("b", PlatformAMD64, dC, true),
-		failed("b", PlatformAMD64, "gold patch did not verify"), // latest: failed
+		rec("a", core.AMD64, dA, true),
+		rec("a", core.ARM64, dB, true),
+		rec("b", core.AMD64, dC, true),
+		failed("b", core.AMD64, "gold patch did not verify"), // latest: failed
 		other,
-		rec("d", PlatformAMD64, dB, true), // digest gone from the registry
+		rec("d", core.AMD64, dB, true), // digest gone from the registry
 	})
 	chk := NewMapChecker("reg/r@"+dA, "reg/r@"+dB, "other/repo@"+dC)
-	want := []Key{{"a", PlatformAMD64}, {"a", PlatformARM64}, {"b", PlatformAMD64}, {"c", PlatformAMD64}, {"e", PlatformAMD64}}
+	want := []Key{{"a", core.AMD64}, {"a", core.ARM64}, {"b", core.AMD64}, {"c", core.AMD64}, {"e", core.AMD64}}
 	got, err := FindExisting(context.Background(), ledger, want, nil, "reg/r", chk, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// c's record names another repository: not trusted, not asked.
-	wantKeys := []Key{{"a", PlatformAMD64}, {"a", PlatformARM64}}
+	wantKeys := []Key{{"a", core.AMD64}, {"a", core.ARM64}}
 	if !reflect.DeepEqual(sortedKeys(got), wantKeys) {
 		t.Errorf("existing %v, want %v", sortedKeys(got), wantKeys)
 	}
 	if chk.Calls() != 2 {
 		t.Errorf("%d registry lookups, want 2 (only verified ledger records in reg/r are checked)", chk.Calls())
 	}
-	noRepo := rec("a", PlatformAMD64, dA, true)
+	noRepo := rec("a", core.AMD64, dA, true)
 	noRepo.Ref = ""
 	noRepo.OCILayout = "oci"
 	if _, err := FindExisting(context.Background(), Latest([]core.Image{noRepo}), want, nil, "", chk, 1); err == nil {
@@ -157,7 +157,7 @@ func TestFindExisting(t *testing.T) {
 func TestFindExistingSpecKeyAndRegistry(t *testing.T) {
 	const repo = "ghcr.io/org/swebench"
 	mk := func(id, ref, specKey string) core.Image {
-		r := rec(id, PlatformAMD64, dA, true)
+		r := rec(id, core.AMD64, dA, true)
 		r.Ref, r.SpecKey = ref+"@"+dA, specKey
 		return r
 	}
@@ -168,10 +168,10 @@ func TestFindExistingSpecKeyAndRegistry(t *testing.T) {
 		specKeys map[Key]string // nil: not compared
 		reused   bool
 	}{
-		{"same key, same repository", mk("x", under, "k1"), map[Key]string{{"x", PlatformAMD64}: "k1"}, true},
-		{"spec key changed", mk("x", under, "k1"), map[Key]string{{"x", PlatformAMD64}: "k2"}, false},
+		{"same key, same repository", mk("x", under, "k1"), map[Key]string{{"x", core.AMD64}: "k1"}, true},
+		{"spec key changed", mk("x", under, "k1"), map[Key]string{{"x", core.AMD64}: "k2"}, false},
 		{"key unknown now", mk("x", under, "k1"), map[Key]string{}, false},
-		{"no record key", mk("x", under, ""), map[Key]string{{"x", PlatformAMD64}: "k1"}, false},
+		{"no record key", mk("x", under, ""), map[Key]string{{"x", core.AMD64}: "k1"}, false},
 		{"keys not compared (id list)", mk("x", under, "k1"), nil, true},
 		{"the repository itself", mk("x", repo, "k1"), nil, true},
 		{"another registry", mk("x", "docker.io/org/swebench/sweb.eval.x86_64.x", "k1"), nil, false},
@@ -180,11 +180,11 @@ func TestFindExistingSpecKeyAndRegistry(t *testing.T) {
 	} {
 		// The registry holds the digest everywhere: only the filter decides.
 		chk := NewMapChecker(tc.rec.Ref)
-		got, err := FindExisting(context.Background(), Latest([]core.Image{tc.rec}), []Key{{"x", PlatformAMD64}}, tc.specKeys, repo, chk, 1)
+		got, err := FindExisting(context.Background(), Latest([]core.Image{tc.rec}), []Key{{"x", core.AMD64}}, tc.specKeys, repo, chk, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := got[Key{"x", PlatformAMD64}]; ok != tc.reused {
+		if _, ok := got[Key{"x", core.AMD64}]; ok != tc.reused {
 			t.Errorf("%s: reused %v, want %v", tc.name, ok, tc.reused)
 		}
 		if !tc.reused && chk.Calls() != 0 {
@@ -207,12 +207,12 @@ func published(recs []core.Image) []core.Image {
 func TestMerge(t *testing.T) {
 	ids := []string{"a__a-1", "b__b-1", "c__c-1", "d__d-1", "e__e-1"}
 	existing := Latest([]core.Image{
-		rec("a__a-1", PlatformAMD64, dA, true),
-		rec("a__a-1", PlatformARM64, dB, true),
-		rec("b__b-1", PlatformARM64, dB, true),
+		rec("a__a-1", core.AMD64, dA, true),
+		rec("a__a-1", core.ARM64, dB, true),
+		rec("b__b-1", core.ARM64, dB, true),
 	})
-	previous := Latest([]core.Image{rec("c__c-1", PlatformAMD64, dC, true)})
-	skip := func(id, p string) bool { _, ok := existing[Key{id, p}]; return ok }
+	previous := Latest([]core.Image{rec("c__c-1", core.AMD64, dC, true)})
+	skip := func(id string, p core.Platform) bool { _, ok := existing[Key{id, p}]; return ok }
 	m, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: skip})
 	if err != nil {
 		t.Fatal(err)
@@ -226,21 +226,21 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notPushed := rec("e__e-1", PlatformAMD64, dC, true)
+	notPushed := rec("e__e-1", core.AMD64, dC, true)
 	notPushed.Ref = ""
 	// b's amd64 build carries its SBOM artifact (the capture's record).
-	withSBOM := rec("b__b-1", PlatformAMD64, dA, true)
+	withSBOM := rec("b__b-1", core.AMD64, dA, true)
 	withSBOM.SBOM, withSBOM.SBOMSize = digest.Digest(dC), 658
 	withSBOM.Attestation, withSBOM.AttestationSize = digest.Digest(dB), 838
 	results := []core.Image{
 		withSBOM,
-		rec("c__c-1", PlatformAMD64, dA, false),
-		rec("c__c-1", PlatformARM64, dB, true),
-		rec("d__d-1", PlatformAMD64, dA, true),
-		failed("d__d-1", PlatformARM64, "build: exit code 1"),
+		rec("c__c-1", core.AMD64, dA, false),
+		rec("c__c-1", core.ARM64, dB, true),
+		rec("d__d-1", core.AMD64, dA, true),
+		failed("d__d-1", core.ARM64, "build: exit code 1"),
 		notPushed,
 		// e on arm64 never reported (shard died)
-		rec("zzz", PlatformAMD64, dA, true),
+		rec("zzz", core.AMD64, dA, true),
 	}
 	rep := Merge(plan, results)
 	status := map[string]string{}
@@ -298,7 +298,7 @@ func TestMerge(t *testing.T) {
 
 	// The second run: the ledger holds what was there and what publish
 	// published (b); everything else is built again.
-	ledger := Latest(append(published(pub), existing[Key{"a__a-1", PlatformAMD64}], existing[Key{"a__a-1", PlatformARM64}]))
+	ledger := Latest(append(published(pub), existing[Key{"a__a-1", core.AMD64}], existing[Key{"a__a-1", core.ARM64}]))
 	var want []Key
 	for _, id := range ids {
 		for _, p := range bothPlatforms {
@@ -310,14 +310,14 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: func(id, p string) bool { _, ok := ex[Key{id, p}]; return ok }})
+	m2, err := BuildMatrix(ids, MatrixOptions{Platforms: bothPlatforms, Shards: 2, Skip: func(id string, p core.Platform) bool { _, ok := ex[Key{id, p}]; return ok }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rebuilt []string
 	for _, j := range m2.Include {
 		for _, id := range j.InstanceIDs() {
-			rebuilt = append(rebuilt, id+" "+j.Platform)
+			rebuilt = append(rebuilt, id+" "+j.Platform.String())
 		}
 	}
 	sort.Strings(rebuilt)
@@ -331,11 +331,11 @@ func TestSummary(t *testing.T) {
 	rep := MergeReport{
 		Platforms: bothPlatforms,
 		Counts:    MergeCounts{Instances: 3, Indexed: 1, Regressed: 1, Failed: 1},
-		Shards:    []PlatformCount{{Platform: PlatformAMD64, Wanted: 3, ToBuild: 3, Shards: 1}},
+		Shards:    []PlatformCount{{Platform: core.AMD64, Wanted: 3, ToBuild: 3, Shards: 1}},
 		Outcomes: []Outcome{
-			{InstanceID: "a__a-1", Status: StatusIndexed, Images: []Image{{Source: "built", Image: rec("a__a-1", PlatformAMD64, dA, true)}}},
-			{InstanceID: "b__b-1", Status: StatusFailed, Images: []Image{{Source: "built", Shard: "amd64-0", Image: failed("b__b-1", PlatformAMD64, "build failed | exit 1\nsee log")}}},
-			{InstanceID: "c__c-1", Status: StatusRegressed, Images: []Image{{Source: "built", Shard: "amd64-0", Image: failed("c__c-1", PlatformAMD64, "gold patch did not verify")}}},
+			{InstanceID: "a__a-1", Status: StatusIndexed, Images: []Image{{Source: "built", Image: rec("a__a-1", core.AMD64, dA, true)}}},
+			{InstanceID: "b__b-1", Status: StatusFailed, Images: []Image{{Source: "built", Shard: "amd64-0", Image: failed("b__b-1", core.AMD64, "build failed | exit 1\nsee log")}}},
+			{InstanceID: "c__c-1", Status: StatusRegressed, Images: []Image{{Source: "built", Shard: "amd64-0", Image: failed("c__c-1", core.AMD64, "gold patch did not verify")}}},
 		},
 	}
 	var buf bytes.Buffer
@@ -398,7 +398,7 @@ func TestLegacyLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	ledger := Latest(recs)
-	c, d := ledger[Key{"c__c-1", PlatformARM64}], ledger[Key{"d__d-1", PlatformAMD64}]
+	c, d := ledger[Key{"c__c-1", core.ARM64}], ledger[Key{"d__d-1", core.AMD64}]
 	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}

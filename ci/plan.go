@@ -20,7 +20,7 @@ const (
 // reads it back to know what each instance's index must hold.
 type Plan struct {
 	Repository string          `json:"repository,omitempty"`
-	Platforms  []string        `json:"platforms"`
+	Platforms  []core.Platform `json:"platforms"`
 	Counts     []PlatformCount `json:"counts"`
 	Instances  []PlanInstance  `json:"instances"`
 	// Envs are the env images the instances to build start from (the env
@@ -36,8 +36,8 @@ type PlanInstance struct {
 
 // Target is one image of an instance.
 type Target struct {
-	Platform string `json:"platform"`
-	Action   string `json:"action"`
+	Platform core.Platform `json:"platform"`
+	Action   string        `json:"action"`
 	// Shard is the matrix job name that builds it (ActionBuild).
 	Shard string `json:"shard,omitempty"`
 	// Repository and Digest of the image reused (ActionExisting).
@@ -55,7 +55,7 @@ type Target struct {
 // NewPlan records the matrix's build targets and the existing images.
 // previous is the ledger (latest entry per image), used to tell regressions
 // from new failures.
-func NewPlan(m Matrix, existing, previous map[Key]core.Image, repository string, platforms []string) Plan {
+func NewPlan(m Matrix, existing, previous map[Key]core.Image, repository string, platforms []core.Platform) Plan {
 	byID := map[string][]Target{}
 	for _, j := range m.Include {
 		for _, id := range j.ids {
@@ -78,7 +78,7 @@ func NewPlan(m Matrix, existing, previous map[Key]core.Image, repository string,
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	order := map[string]int{}
+	order := map[core.Platform]int{}
 	for i, p := range platforms {
 		order[p] = i
 	}
@@ -140,7 +140,7 @@ func ReadPlan(path string) (Plan, error) {
 	}
 	for i, e := range p.Envs {
 		switch {
-		case e.Key == "" || e.Platform == "":
+		case e.Key == "" || e.Platform.IsZero():
 			return p, fmt.Errorf("reading plan %s: envs[%d]: key and platform are required", path, i)
 		case e.Action == ActionBuild && e.Shard == "":
 			return p, fmt.Errorf("reading plan %s: envs[%d].shard: missing for an env to build", path, i)

@@ -11,17 +11,16 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/publish"
 )
 
 // Key names one image: an instance on a platform.
 type Key struct {
 	InstanceID string
-	Platform   string
+	Platform   core.Platform
 }
 
 // KeyOf is the key of an instance record.
-func KeyOf(r core.Image) Key { return Key{r.InstanceID, r.Platform.String()} }
+func KeyOf(r core.Image) Key { return Key{r.InstanceID, r.Platform} }
 
 // Usable reports whether an instance record can go into an index: built or
 // published without error, with a digest, and verified.
@@ -106,7 +105,7 @@ func Latest(recs []core.Image) map[Key]core.Image {
 // missing file is an empty ledger.
 //
 // A ledger written before publish wrote core records is converted by
-// publish's own converter (a nightly reads the ledger before publish opens,
+// core's converter (a nightly reads the ledger before publish opens,
 // and so migrates, it).
 func ReadLedger(path string, warn io.Writer) ([]core.Image, error) {
 	data, err := os.ReadFile(path)
@@ -116,8 +115,8 @@ func ReadLedger(path string, warn io.Writer) ([]core.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading ledger: %w", err)
 	}
-	if publish.IsLegacyLedger(data) {
-		return publish.ConvertLegacyLedger(data, path)
+	if core.IsLegacyLedger(data) {
+		return core.ConvertLegacyLedger(data, path)
 	}
 	return core.DecodeRecords(bytes.NewReader(data), path, warn)
 }

@@ -58,9 +58,9 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rec := range []core.Image{
-		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: PlatformAMD64, Ref: ref.Context().Digest(dig.String()).String(), Digest: digest.Digest(dig.String()), SpecKey: "k", Verified: &yes, Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "a__a-1", Platform: core.AMD64, Ref: ref.Context().Digest(dig.String()).String(), Digest: digest.Digest(dig.String()), SpecKey: "k", Verified: &yes, Status: core.StatusPublished},
 		// recorded but deleted from the registry since: must be rebuilt
-		{Kind: core.KindInstance, InstanceID: "b__b-1", Platform: PlatformAMD64, Ref: reg.Host + "/swebench/sweb.eval.x86_64.b_1776_b-1@" + dB, Digest: dB, SpecKey: "k", Verified: &yes, Status: core.StatusPublished},
+		{Kind: core.KindInstance, InstanceID: "b__b-1", Platform: core.AMD64, Ref: reg.Host + "/swebench/sweb.eval.x86_64.b_1776_b-1@" + dB, Digest: dB, SpecKey: "k", Verified: &yes, Status: core.StatusPublished},
 	} {
 		if err := l.Append(rec); err != nil {
 			t.Fatal(err)
@@ -73,14 +73,14 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Key{{"a__a-1", PlatformAMD64}, {"b__b-1", PlatformAMD64}}
+	want := []Key{{"a__a-1", core.AMD64}, {"b__b-1", core.AMD64}}
 	existing, err := FindExisting(ctx, Latest(recs), want, nil, reg.Host+"/swebench", chk, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, err := BuildMatrix([]string{"a__a-1", "b__b-1"}, MatrixOptions{
-		Platforms: []string{PlatformAMD64}, Shards: 2,
-		Skip: func(id, p string) bool { _, ok := existing[Key{id, p}]; return ok },
+		Platforms: []core.Platform{core.AMD64}, Shards: 2,
+		Skip: func(id string, p core.Platform) bool { _, ok := existing[Key{id, p}]; return ok },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func sortedKeys(m map[Key]core.Image) []Key {
 		if out[i].InstanceID != out[j].InstanceID {
 			return out[i].InstanceID < out[j].InstanceID
 		}
-		return out[i].Platform < out[j].Platform
+		return out[i].Platform.Compare(out[j].Platform) < 0
 	})
 	return out
 }

@@ -145,6 +145,10 @@ func decodeLine(b []byte) (Image, *LineError) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&im); err != nil {
+		var pe *PlatformError
+		if errors.As(err, &pe) {
+			return Image{}, &LineError{Field: "platform", Msg: pe.Error()}
+		}
 		return Image{}, &LineError{Msg: "not a record: " + err.Error()}
 	}
 	if dec.More() {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,12 +27,12 @@ func TestParsePlatform(t *testing.T) {
 		{"arm64", ARM64, ""},
 		{"aarch64", ARM64, ""},
 		{" linux/arm64 ", ARM64, ""},
-		{"", "", "empty platform"},
-		{"linux/arm/v7", "", "not supported"},
-		{"windows/amd64", "", "not supported"},
-		{"linux/s390x", "", "not supported"},
-		{"linux/arm64/v9", "", "not supported"},
-		{"not a platform!", "", "platform"},
+		{"", Platform{}, "empty platform"},
+		{"linux/arm/v7", Platform{}, "not supported"},
+		{"windows/amd64", Platform{}, "not supported"},
+		{"linux/s390x", Platform{}, "not supported"},
+		{"linux/arm64/v9", Platform{}, "not supported"},
+		{"not a platform!", Platform{}, "platform"},
 	} {
 		got, err := ParsePlatform(tc.in)
 		if tc.err != "" {
@@ -74,8 +75,9 @@ func TestPlatformNames(t *testing.T) {
 			t.Errorf("ParsePlatform(%q) = %q, %v; want %q", tc.arch, back, err, tc.p)
 		}
 	}
-	if Platform("linux/arm64/v8").Valid() || Platform("").Arch() != "" {
-		t.Errorf("non-canonical platforms must not be valid")
+	var zero Platform
+	if !zero.IsZero() || AMD64.IsZero() || ARM64.IsZero() || zero.Arch() != "" || zero.String() != "" || zero.Dockerfile() != "" {
+		t.Errorf("the zero platform must be no platform")
 	}
 }
 
@@ -111,8 +113,7 @@ func TestValidate(t *testing.T) {
 		{"no status", func(im *Image) { im.Status = "" }, "status"},
 		{"bad status", func(im *Image) { im.Status = "ok" }, "status"},
 		{"no instance id", func(im *Image) { im.InstanceID = "" }, "instance_id"},
-		{"alias platform", func(im *Image) { im.Platform = "linux/arm64/v8" }, "platform"},
-		{"arch as platform", func(im *Image) { im.Platform = "x86_64" }, "platform"},
+		{"no platform", func(im *Image) { im.Platform = Platform{} }, "platform"},
 		{"bad digest", func(im *Image) { im.Digest = "sha256:12"; im.Ref = "r/x@sha256:12" }, "digest"},
 		{"md5 digest", func(im *Image) { im.Digest = "md5:00"; im.Ref = "r/x@md5:00" }, "digest"},
 		{"ref not pinned", func(im *Image) { im.Ref = "r/x:latest" }, "ref"},
@@ -129,24 +130,24 @@ func TestValidate(t *testing.T) {
 		{"env without key", func(im *Image) { im.Kind = KindEnv; im.InstanceID = "" }, "key"},
 		{"env", func(im *Image) { im.Kind = KindEnv; im.InstanceID = ""; im.Key = "sweb.env.py.x86_64.abc:latest" }, ""},
 		{"index with platform", func(im *Image) { im.Kind = KindIndex; im.Status = StatusPublished }, "platform"},
-		{"index", func(im *Image) { im.Kind = KindIndex; im.Platform = ""; im.Status = StatusPublished }, ""},
+		{"index", func(im *Image) { im.Kind = KindIndex; im.Platform = Platform{}; im.Status = StatusPublished }, ""},
 		{"blob with platform", func(im *Image) { im.Kind = KindBlob; im.InstanceID = ""; im.Status = StatusPublished }, "platform"},
 		{"blob without ref", func(im *Image) {
 			im.Kind = KindBlob
 			im.InstanceID = ""
-			im.Platform = ""
+			im.Platform = Platform{}
 			im.Ref = ""
 			im.Status = StatusPublished
 		}, "ref"},
 		{"blob upload started", func(im *Image) {
 			im.Kind = KindBlob
-			im.InstanceID, im.Platform, im.SpecKey = "", "", ""
+			im.InstanceID, im.Platform, im.SpecKey = "", Platform{}, ""
 			im.Status, im.Error = StatusFailed, "upload started, not confirmed"
 		}, ""},
 		{"blob", func(im *Image) {
 			im.Kind = KindBlob
 			im.InstanceID = ""
-			im.Platform = ""
+			im.Platform = Platform{}
 			im.SpecKey = ""
 			im.Status = StatusPublished
 		}, ""},
@@ -358,6 +359,38 @@ func TestReadRecordsTornTail(t *testing.T) {
 		again, _ := ReadRecords(path, &warn)
 		if len(again) != len(recs) || warn.Len() > 0 {
 			t.Errorf("%s: after OpenLog: %d records, warning %q", tc.name, len(again), warn.String())
+		}
+	}
+}
+
+// TestPlatformText: a Platform is written as the canonical string and read
+// back only from it; anything else is refused, naming the value.
+func TestPlatformText(t *testing.T) {
+	type doc struct {
+		P    Platform            `json:"p"`
+		Opt  Platform            `json:"opt,omitzero"`
+		List []Platform          `json:"list"`
+		ByP  map[Platform]string `json:"by_p"`
+	}
+	in := doc{P: ARM64, List: []Platform{AMD64, ARM64}, ByP: map[Platform]string{ARM64: "b", AMD64: "a"}}
+	const want = `{"p":"linux/arm64","list":["linux/amd64","linux/arm64"],"by_p":{"linux/amd64":"a","linux/arm64":"b"}}`
+	b, err := json.Marshal(in)
+	if err != nil || string(b) != want {
+		t.Fatalf("Marshal = %s, %v; want %s", b, err, want)
+	}
+	var out doc
+	if err := json.Unmarshal(b, &out); err != nil || out.P != ARM64 || !out.Opt.IsZero() || fmt.Sprint(out.List) != "[linux/amd64 linux/arm64]" || out.ByP[AMD64] != "a" {
+		t.Fatalf("Unmarshal(%s) = %+v, %v", b, out, err)
+	}
+	if b, err := json.Marshal(doc{}); err != nil || string(b) != `{"p":"","list":null,"by_p":null}` {
+		t.Fatalf("zero: Marshal = %s, %v", b, err)
+	}
+	for _, bad := range []string{"linux/s390x", "amd64", "x86_64", "linux/arm64/v8", " linux/amd64"} {
+		var p Platform
+		err := json.Unmarshal([]byte(`"`+bad+`"`), &p)
+		var pe *PlatformError
+		if !errors.As(err, &pe) || pe.Value != bad || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
+			t.Errorf("Unmarshal(%q) = %v, %v; want a PlatformError naming it", bad, p, err)
 		}
 	}
 }

@@ -55,7 +55,7 @@ type Image struct {
 	// "sweb.env.py.x86_64.0123abcd:latest" (base, env and instance records).
 	Key string `json:"key,omitempty"`
 	// Platform is the image's platform; empty for an index.
-	Platform Platform `json:"platform,omitempty"`
+	Platform Platform `json:"platform,omitzero"`
 	// Digest is the manifest (or index) digest.
 	Digest digest.Digest `json:"digest,omitempty"`
 	// MediaType and Size describe the manifest, so an index can be
@@ -111,13 +111,13 @@ type Image struct {
 func (im Image) ID() string {
 	switch im.Kind {
 	case KindInstance:
-		return string(im.Kind) + " " + im.InstanceID + " " + string(im.Platform)
+		return string(im.Kind) + " " + im.InstanceID + " " + im.Platform.String()
 	case KindIndex:
 		return string(im.Kind) + " " + im.InstanceID
 	case KindBlob:
 		return string(im.Kind) + " " + im.Ref
 	default:
-		return string(im.Kind) + " " + im.Key + " " + string(im.Platform)
+		return string(im.Kind) + " " + im.Key + " " + im.Platform.String()
 	}
 }
 
@@ -189,12 +189,12 @@ func (im Image) checkIdentity() *FieldError {
 		return bad("key", "required for %s records", im.Kind)
 	}
 	if im.Kind != KindIndex && im.Kind != KindBlob {
-		if !im.Platform.Valid() {
-			return bad("platform", "%q is not linux/amd64 or linux/arm64", im.Platform)
+		if im.Platform.IsZero() {
+			return bad("platform", "required for %s records (linux/amd64 or linux/arm64)", im.Kind)
 		}
 		return nil
 	}
-	if im.Platform != "" {
+	if !im.Platform.IsZero() {
 		return bad("platform", "%s records have no platform (got %q)", im.Kind, im.Platform)
 	}
 	if im.Kind == KindBlob && (im.Digest == "" || im.Ref == "") {

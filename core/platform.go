@@ -1,6 +1,8 @@
-// Package core holds the two types every swebuild stage speaks: Platform (the
+// Package core holds the types every swebuild stage speaks: Platform (the
 // only place an upstream arch name such as "x86_64" is mapped to an OCI
-// platform such as "linux/amd64") and Image (one built, verified or published
+// platform such as "linux/amd64"), Instance (one SWE-bench task record, what
+// the dataset loaders and the task-repo reader return and what rendering,
+// grading and verification take) and Image (one built, verified or published
 // image), with the one codec that reads and writes Image records: the build
 // metadata file and the publish ledger are both JSON lines of Image.
 //
@@ -17,14 +19,30 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// Platform is an OCI platform swebuild builds for, in canonical form:
-// "linux/amd64" or "linux/arm64". The zero value is not a valid platform.
-type Platform string
+// Platform is an OCI platform swebuild builds for: linux/amd64 or
+// linux/arm64, and nothing else. It is valid by construction: its only values
+// are AMD64, ARM64 and the zero value, which means "no platform" (IsZero; an
+// index record has none). Strings become a Platform only through
+// ParsePlatform (any spelling) or UnmarshalText (the canonical form, what
+// every file swebuild writes holds), at the doors: flags, files, JSON.
+//
+// A Platform is comparable, so it can be a map key; MarshalText writes the
+// canonical form, so JSON, YAML and the record codec read and write the same
+// bytes as the string they replace.
+type Platform struct{ arch arch }
+
+type arch uint8
+
+const (
+	noArch arch = iota
+	archAMD64
+	archARM64
+)
 
 // The platforms swebuild builds for.
-const (
-	AMD64 Platform = "linux/amd64"
-	ARM64 Platform = "linux/arm64"
+var (
+	AMD64 = Platform{archAMD64}
+	ARM64 = Platform{archARM64}
 )
 
 // Upstream arch names, as SWE-bench writes them in image keys.
@@ -43,11 +61,11 @@ func AllPlatforms() []Platform { return []Platform{AMD64, ARM64} }
 func ParsePlatform(s string) (Platform, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", fmt.Errorf("empty platform (want linux/amd64 or linux/arm64)")
+		return Platform{}, fmt.Errorf("empty platform (want linux/amd64 or linux/arm64)")
 	}
 	p, err := platforms.Parse(s)
 	if err != nil {
-		return "", fmt.Errorf("platform %q: %w", s, err)
+		return Platform{}, fmt.Errorf("platform %q: %w", s, err)
 	}
 	p = platforms.Normalize(p)
 	if p.OS == "linux" {
@@ -58,14 +76,14 @@ func ParsePlatform(s string) (Platform, error) {
 			return ARM64, nil
 		}
 	}
-	return "", fmt.Errorf("platform %q is not supported (want linux/amd64 or linux/arm64)", s)
+	return Platform{}, fmt.Errorf("platform %q is not supported (want linux/amd64 or linux/arm64)", s)
 }
 
 // ParsePlatforms reads a list of platforms, each element possibly a
 // comma-separated list (as --platform takes them); duplicates are dropped and
 // the result is in AllPlatforms order.
 func ParsePlatforms(vals []string) ([]Platform, error) {
-	seen := map[Platform]bool{}
+	var list []Platform
 	for _, v := range vals {
 		for _, s := range strings.Split(v, ",") {
 			if strings.TrimSpace(s) == "" {
@@ -75,13 +93,22 @@ func ParsePlatforms(vals []string) ([]Platform, error) {
 			if err != nil {
 				return nil, err
 			}
-			seen[p] = true
+			list = append(list, p)
 		}
 	}
+	return PlatformSet(list)
+}
+
+// PlatformSet returns the platforms of list once each, in AllPlatforms
+// order; an empty list (or one of zero values only) is an error.
+func PlatformSet(list []Platform) ([]Platform, error) {
 	var out []Platform
 	for _, p := range AllPlatforms() {
-		if seen[p] {
-			out = append(out, p)
+		for _, q := range list {
+			if q == p {
+				out = append(out, p)
+				break
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -90,19 +117,69 @@ func ParsePlatforms(vals []string) ([]Platform, error) {
 	return out, nil
 }
 
-// String returns the canonical form, "linux/amd64" or "linux/arm64".
-func (p Platform) String() string { return string(p) }
+// String returns the canonical form, "linux/amd64" or "linux/arm64"; "" for
+// the zero value.
+func (p Platform) String() string {
+	switch p.arch {
+	case archAMD64:
+		return "linux/amd64"
+	case archARM64:
+		return "linux/arm64"
+	}
+	return ""
+}
 
-// Valid reports whether p is one of the canonical platforms.
-func (p Platform) Valid() bool { return p == AMD64 || p == ARM64 }
+// IsZero reports whether p is the zero value, "no platform".
+func (p Platform) IsZero() bool { return p.arch == noArch }
+
+// Compare orders platforms as AllPlatforms does (the zero value first): -1,
+// 0 or +1.
+func (p Platform) Compare(q Platform) int {
+	switch {
+	case p.arch < q.arch:
+		return -1
+	case p.arch > q.arch:
+		return 1
+	}
+	return 0
+}
+
+// MarshalText writes the canonical form ("" for the zero value), so a
+// Platform is written exactly as the string it stands for.
+func (p Platform) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads the canonical form only ("linux/amd64" or
+// "linux/arm64"; "" is the zero value). Anything else is a *PlatformError
+// naming the value: files hold the canonical form, and a file that does not
+// is damaged, not an alias to guess at.
+func (p *Platform) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "":
+		*p = Platform{}
+	case "linux/amd64":
+		*p = AMD64
+	case "linux/arm64":
+		*p = ARM64
+	default:
+		return &PlatformError{Value: string(b)}
+	}
+	return nil
+}
+
+// PlatformError is a platform value that is not linux/amd64 or linux/arm64.
+type PlatformError struct{ Value string }
+
+func (e *PlatformError) Error() string {
+	return fmt.Sprintf("%q is not linux/amd64 or linux/arm64", e.Value)
+}
 
 // Arch is the upstream arch name used in image keys and names: "x86_64" or
 // "arm64".
 func (p Platform) Arch() string {
-	switch p {
-	case AMD64:
+	switch p.arch {
+	case archAMD64:
 		return ArchX86_64
-	case ARM64:
+	case archARM64:
 		return ArchARM64
 	}
 	return ""
@@ -110,15 +187,15 @@ func (p Platform) Arch() string {
 
 // GOARCH is the OCI/Go architecture name ("amd64", "arm64"): BuildKit's
 // TARGETARCH, Debian's architecture.
-func (p Platform) GOARCH() string { return strings.TrimPrefix(string(p), "linux/") }
+func (p Platform) GOARCH() string { return strings.TrimPrefix(p.String(), "linux/") }
 
 // Dockerfile is how upstream SWE-bench v4.1.0 writes the platform in
 // `FROM --platform=...` lines: "linux/x86_64" or "linux/arm64/v8".
 func (p Platform) Dockerfile() string {
-	switch p {
-	case AMD64:
+	switch p.arch {
+	case archAMD64:
 		return "linux/x86_64"
-	case ARM64:
+	case archARM64:
 		return "linux/arm64/v8"
 	}
 	return ""
@@ -130,4 +207,4 @@ func (p Platform) OCI() ocispecs.Platform {
 }
 
 // Slug is a file- and job-name friendly form: "linux-amd64".
-func (p Platform) Slug() string { return strings.ReplaceAll(string(p), "/", "-") }
+func (p Platform) Slug() string { return strings.ReplaceAll(p.String(), "/", "-") }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestChunkedJSONLMatchesOnePass loads a large JSONL file with problems
@@ -49,7 +51,7 @@ func TestChunkedJSONLMatchesOnePass(t *testing.T) {
 		t.Fatalf("only %d bytes: too small for 5 chunks", len(src))
 	}
 	known := specsKnown(t)
-	load := func(parts int) ([]Instance, []Problem) {
+	load := func(parts int) ([]core.Instance, []Problem) {
 		buf := bytes.Clone(src) // decoding is in place
 		ins, err := loadJSONLParts(context.Background(), "big.jsonl", buf, 3, LoadOptions{Known: known}, parts)
 		var verr *ValidationError

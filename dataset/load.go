@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests/naming"
 )
 
@@ -103,20 +104,20 @@ var hubName = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Z
 // file) has problems, a *ValidationError listing all of them; the valid
 // records are returned even then. Other errors (unreadable file, cancelled
 // context) return no records.
-func Load(ctx context.Context, path string, opts LoadOptions) ([]Instance, error) {
+func Load(ctx context.Context, path string, opts LoadOptions) ([]core.Instance, error) {
 	return loadFile(ctx, path, path, opts)
 }
 
 // loadFile is Load of the file at path, naming it display in messages and
 // record sources.
-func loadFile(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
+func loadFile(ctx context.Context, path, display string, opts LoadOptions) ([]core.Instance, error) {
 	insts, err := loadOne(ctx, path, display, opts)
 	return checkNames(display, insts, err)
 }
 
 // loadOne is loadFile without the image-name collision check (Open checks
 // the records of all a split's files together).
-func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]Instance, error) {
+func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]core.Instance, error) {
 	opts.Limits = opts.Limits.withDefaults()
 	data, err := readFile(ctx, path, opts.Limits.MaxFileBytes)
 	if err != nil {
@@ -136,7 +137,7 @@ func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]Ins
 // is: ids differing only in case, or in "__" against "_1776_"; also one id in
 // two files), reporting it with both ids and where they are. err is the
 // loader's error so far.
-func checkNames(file string, insts []Instance, err error) ([]Instance, error) {
+func checkNames(file string, insts []core.Instance, err error) ([]core.Instance, error) {
 	var verr *ValidationError
 	if err != nil && !errors.As(err, &verr) {
 		return insts, err
@@ -174,7 +175,7 @@ func checkNames(file string, insts []Instance, err error) ([]Instance, error) {
 
 // decode parses data read from the file named name. It decodes in place:
 // data belongs to decode, and the instances' strings share its memory.
-func decode(ctx context.Context, name string, data []byte, opts LoadOptions) ([]Instance, error) {
+func decode(ctx context.Context, name string, data []byte, opts LoadOptions) ([]core.Instance, error) {
 	opts.Limits = opts.Limits.withDefaults()
 	display := name
 	if bytes.HasPrefix(data, []byte("PAR1")) {
@@ -232,12 +233,12 @@ func syntaxProblem(v *validator, file string, line, lineStart int, err error) {
 // at line ends into one chunk per CPU, decoded concurrently; the records and
 // problems are then validated in file order, so the result is the same as
 // one sequential pass.
-func loadJSONL(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]Instance, error) {
+func loadJSONL(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]core.Instance, error) {
 	return loadJSONLParts(ctx, file, data, start, opts, runtime.GOMAXPROCS(0))
 }
 
 // loadJSONLParts is loadJSONL with at most parts chunks.
-func loadJSONLParts(ctx context.Context, file string, data []byte, start int, opts LoadOptions, parts int) ([]Instance, error) {
+func loadJSONLParts(ctx context.Context, file string, data []byte, start int, opts LoadOptions, parts int) ([]core.Instance, error) {
 	opts.Limits = opts.Limits.withDefaults()
 	bounds := jsonlChunks(data, start, parts)
 	// Lines before each chunk, counted before decoding: decoding in place
@@ -374,10 +375,10 @@ func decodeJSONLChunk(ctx context.Context, buf []byte, start int, maxRecord int6
 // loadArray reads a JSON array of records. A syntax error ends the read
 // (the array's structure is lost); records before it are kept. data is
 // decoded in place.
-func loadArray(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]Instance, error) {
+func loadArray(ctx context.Context, file string, data []byte, start int, opts LoadOptions) ([]core.Instance, error) {
 	v := newValidator(file, opts.Known, 0)
 	d := newDecoder(data, start)
-	fail := func(err error) ([]Instance, error) {
+	fail := func(err error) ([]core.Instance, error) {
 		// Newlines only occur in whitespace, which the decoder counts.
 		syntaxProblem(v, file, 1+d.nl, d.lastNL+1, err)
 		return v.result()

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // pythonSplits are the datasets whose repos are all in upstream's Python
@@ -80,7 +82,7 @@ func TestLoadMatchesEncodingJSON(t *testing.T) {
 }
 
 // stdDecodeJSONL is a straightforward, slow reference decoder.
-func stdDecodeJSONL(t *testing.T, path string) []Instance {
+func stdDecodeJSONL(t *testing.T, path string) []core.Instance {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -89,7 +91,7 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
-	var out []Instance
+	var out []core.Instance
 	for n := 1; sc.Scan(); n++ {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -122,7 +124,7 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 			}
 			return out
 		}
-		out = append(out, Instance{
+		out = append(out, core.Instance{
 			Repo: str("repo"), InstanceID: str("instance_id"), BaseCommit: str("base_commit"),
 			Patch: str("patch"), TestPatch: str("test_patch"), ProblemStatement: str("problem_statement"),
 			HintsText: str("hints_text"), CreatedAt: str("created_at"), Version: str("version"),
@@ -140,12 +142,12 @@ func stdDecodeJSONL(t *testing.T, path string) []Instance {
 	return out
 }
 
-func brief(in Instance) string {
+func brief(in core.Instance) string {
 	return fmt.Sprintf("%s %s %s v=%q f2p=%d p2p=%d patch=%d", in.Source, in.InstanceID, in.Repo, in.Version, len(in.FailToPass), len(in.PassToPass), len(in.Patch))
 }
 
-func withoutSource(ins []Instance) []Instance {
-	out := make([]Instance, len(ins))
+func withoutSource(ins []core.Instance) []core.Instance {
+	out := make([]core.Instance, len(ins))
 	for i, in := range ins {
 		in.Source = ""
 		out[i] = in
@@ -684,7 +686,7 @@ func TestLoadCancelled(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
-	ins := []Instance{{InstanceID: "a"}, {InstanceID: "b"}, {InstanceID: "c"}}
+	ins := []core.Instance{{InstanceID: "a"}, {InstanceID: "b"}, {InstanceID: "c"}}
 	got, err := Select(ins, []string{"c", "a", "c"})
 	if err != nil || len(got) != 2 || got[0].InstanceID != "a" || got[1].InstanceID != "c" {
 		t.Errorf("Select = %v, %v", got, err)
@@ -733,13 +735,13 @@ func BenchmarkLoadVerifiedEncodingJSON(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var out []Instance
+		var out []core.Instance
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			if len(line) == 0 {
 				continue
 			}
 			var r struct {
-				Instance
+				core.Instance
 				F2P string `json:"FAIL_TO_PASS"`
 				P2P string `json:"PASS_TO_PASS"`
 			}

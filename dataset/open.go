@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset/hub"
 )
 
@@ -55,7 +56,7 @@ type OpenOptions struct {
 // Records, problems and errors are as Load's, over all the split's files:
 // each record's Source names its file (hf://datasets/NAME@COMMIT/PATH:line),
 // and an id is checked for image-name collisions across the files too.
-func Open(ctx context.Context, arg string, opts OpenOptions) ([]Instance, Source, error) {
+func Open(ctx context.Context, arg string, opts OpenOptions) ([]core.Instance, Source, error) {
 	src := Source{Name: arg, Files: []string{arg}}
 	if _, err := os.Stat(arg); err == nil || !errors.Is(err, fs.ErrNotExist) || isFileName(arg) {
 		insts, err := Load(ctx, arg, opts.LoadOptions)
@@ -77,7 +78,7 @@ func Open(ctx context.Context, arg string, opts OpenOptions) ([]Instance, Source
 		return nil, src, err
 	}
 	src = Source{Name: snap.Name, Revision: snap.Revision, Split: snap.Split}
-	var all []Instance
+	var all []core.Instance
 	var problems []Problem
 	for _, f := range snap.Files {
 		display := snap.URI(f)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset/hub"
 	"github.com/swebuild/swebuild/dataset/hub/hubtest"
 )
@@ -93,7 +94,7 @@ func TestOpenHubCollisionsAcrossFiles(t *testing.T) {
 	}
 }
 
-func equalInstances(a, b []Instance) bool {
+func equalInstances(a, b []core.Instance) bool {
 	if len(a) != len(b) {
 		return false
 	}

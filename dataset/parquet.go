@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/swebuild/swebuild/core"
 )
 
 // parquetColumn says how one leaf column feeds a record field.
@@ -24,7 +25,7 @@ type parquetColumn struct {
 // (top-level columns named like the JSON fields, strings as BYTE_ARRAY;
 // FAIL_TO_PASS / PASS_TO_PASS either strings holding JSON arrays or LIST of
 // strings; version a string or a number). Rows are numbered from 0.
-func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions) ([]Instance, error) {
+func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions) ([]core.Instance, error) {
 	v := newValidator(file, opts.Known, 0)
 	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -77,7 +78,7 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 		v.fileProblem(file, "", fmt.Sprintf("the rows are %d bytes uncompressed, over the limit of %s a file", claimed, sizeString(lim.MaxFileBytes)))
 		return v.result()
 	}
-	v.out = make([]Instance, 0, pf.NumRows())
+	v.out = make([]core.Instance, 0, pf.NumRows())
 	var decoded int64 // bytes of values read so far, against lim.MaxFileBytes
 	var r record
 	rowNo := 0

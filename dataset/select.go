@@ -3,12 +3,14 @@ package dataset
 import (
 	"fmt"
 	"strings"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Select returns the instances whose ids are in ids, in dataset order. It
 // fails, naming them, when some ids are not in the dataset. An empty ids
 // selects every instance.
-func Select(instances []Instance, ids []string) ([]Instance, error) {
+func Select(instances []core.Instance, ids []string) ([]core.Instance, error) {
 	if len(ids) == 0 {
 		return instances, nil
 	}
@@ -16,7 +18,7 @@ func Select(instances []Instance, ids []string) ([]Instance, error) {
 	for _, id := range ids {
 		want[id] = false
 	}
-	out := make([]Instance, 0, len(want))
+	out := make([]core.Instance, 0, len(want))
 	for i := range instances {
 		if _, ok := want[instances[i].InstanceID]; ok {
 			want[instances[i].InstanceID] = true

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests/naming"
 )
 
@@ -153,7 +154,7 @@ func fieldIndex(key []byte) int {
 
 // record is one decoded record before validation.
 type record struct {
-	inst     Instance
+	inst     core.Instance
 	present  [nFields]bool // field present with a non-null value of an accepted type
 	seen     [nFields]bool // field present at all (possibly null or of a wrong type)
 	problems []Problem     // type problems found while decoding
@@ -177,7 +178,7 @@ type validator struct {
 	known    Known
 	firstAt  map[string]string // instance_id -> "line N" / "row N" of its first record
 	problems []Problem
-	out      []Instance
+	out      []core.Instance
 }
 
 func newValidator(file string, known Known, sizeHint int) *validator {
@@ -185,7 +186,7 @@ func newValidator(file string, known Known, sizeHint int) *validator {
 		file:    file,
 		known:   known,
 		firstAt: make(map[string]string, sizeHint),
-		out:     make([]Instance, 0, sizeHint),
+		out:     make([]core.Instance, 0, sizeHint),
 	}
 }
 
@@ -286,7 +287,7 @@ func (v *validator) add(r *record, source, where string) {
 	v.out = append(v.out, *in)
 }
 
-func (v *validator) result() ([]Instance, error) {
+func (v *validator) result() ([]core.Instance, error) {
 	if len(v.problems) == 0 {
 		return v.out, nil
 	}

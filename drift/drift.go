@@ -45,9 +45,9 @@ type Image struct {
 }
 
 // Label names an image in reports: "env NAME linux/amd64".
-func (im Image) Label() string { return im.Kind + " " + im.Name + " " + string(im.Platform) }
+func (im Image) Label() string { return im.Kind + " " + im.Name + " " + im.Platform.String() }
 
-func (im Image) id() string { return im.Kind + "\x00" + im.Name + "\x00" + string(im.Platform) }
+func (im Image) id() string { return im.Kind + "\x00" + im.Name + "\x00" + im.Platform.String() }
 
 // Change kinds.
 const (
@@ -111,7 +111,7 @@ type ImageResult struct {
 }
 
 // Label names the image in reports: "env NAME linux/amd64".
-func (r ImageResult) Label() string { return r.Kind + " " + r.Name + " " + string(r.Platform) }
+func (r ImageResult) Label() string { return r.Kind + " " + r.Name + " " + r.Platform.String() }
 
 // Group is one change and every image showing it (labels, sorted).
 type Group struct {
@@ -186,7 +186,7 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 		if im.Kind != KindEnv || im.Doc == nil || im.Doc.Repo == "" {
 			return ""
 		}
-		return im.Doc.Repo + "\x00" + im.Doc.Version + "\x00" + string(im.Platform)
+		return im.Doc.Repo + "\x00" + im.Doc.Version + "\x00" + im.Platform.String()
 	}
 	byKey := func(m map[string]*Image) map[string][]string {
 		out := map[string][]string{}
@@ -223,7 +223,7 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 	}
 	slices.SortFunc(rep.Images, func(x, y ImageResult) int {
 		return cmp.Or(cmp.Compare(kindOrder(x.Kind), kindOrder(y.Kind)), cmp.Compare(x.Name, y.Name),
-			cmp.Compare(x.Platform, y.Platform), cmp.Compare(x.NameB, y.NameB))
+			x.Platform.Compare(y.Platform), cmp.Compare(x.NameB, y.NameB))
 	})
 	for c, imgs := range groups {
 		slices.Sort(imgs)

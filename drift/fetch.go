@@ -59,7 +59,7 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 		if t.Ref == "" || !strings.Contains(t.Ref, "@") {
 			return nil, fmt.Errorf("%s: %s %s %s: no registry reference pinned by digest (ref %q): was it pushed?", where, r.Kind, t.Name, r.Platform, r.Ref)
 		}
-		id := t.Kind + " " + t.Name + " " + string(t.Platform)
+		id := t.Kind + " " + t.Name + " " + t.Platform.String()
 		if i, dup := seen[id]; dup {
 			out[i] = t // the later record wins
 			continue

@@ -7,11 +7,13 @@ import (
 )
 
 // TestNoDaemonLinked asserts that grading, a pure function of a log, links
-// neither BuildKit nor go-containerregistry (issue 13): `swebuild grade`
-// must not need the runner's dependencies. The runner package, which does
+// neither BuildKit nor go-containerregistry (issue 13), nor the dataset
+// loaders, parquet or an HTTP client (issue 27: grading takes core.Instance):
+// `swebuild grade` must not need the runner's or the loaders' dependencies. The runner package, which does
 // link BuildKit, is the control that shows the check can fail.
 func TestNoDaemonLinked(t *testing.T) {
-	banned := []string{"github.com/moby/buildkit", "github.com/google/go-containerregistry"}
+	banned := []string{"github.com/moby/buildkit", "github.com/google/go-containerregistry",
+		"github.com/swebuild/swebuild/dataset", "github.com/parquet-go/parquet-go", "net/http"}
 	for _, c := range []struct {
 		pkg        string
 		wantBanned bool

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // Log markers and bad codes, upstream's constants.
@@ -123,7 +123,7 @@ func (o GradeOptions) parser(repo string) (parserDef, error) {
 //
 // Under RulesV5 (opts.Rules, or "" for a record with LogParser) it is
 // upstream v5.0.2's get_logs_eval instead: see evalLogV5.
-func EvalLog(inst dataset.Instance, log string, opts GradeOptions) (LogResult, error) {
+func EvalLog(inst core.Instance, log string, opts GradeOptions) (LogResult, error) {
 	rules, err := opts.rules(inst)
 	if err != nil {
 		return LogResult{}, fmt.Errorf("grading log: %w", err)
@@ -291,7 +291,7 @@ func ResolutionStatus(ts TestsStatus) Resolution {
 // infra_failure.py (InfraFailure, InfraFailureReason), and v5's test rules
 // (EvalTestsReportV5). With opts.ExitCode the observed status replaces the
 // log's exit-code line, and ExitCodeDisagrees says when they differ.
-func Grade(inst dataset.Instance, log string, patch *string, opts GradeOptions) (Report, error) {
+func Grade(inst core.Instance, log string, patch *string, opts GradeOptions) (Report, error) {
 	r := Report{InstanceID: inst.InstanceID}
 	rules, err := opts.rules(inst)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // BenchmarkGradeMultilingualLogs grades every log of the multilingual
@@ -26,7 +26,7 @@ func BenchmarkGradeMultilingualLogs(b *testing.B) {
 	cpu := startCPU()
 	for i := 0; i < b.N; i++ {
 		for _, l := range logs {
-			inst := dataset.Instance{InstanceID: l.ref.InstanceID, Repo: *l.ref.Repo, FailToPass: l.ref.FailToPass, PassToPass: l.ref.PassToPass}
+			inst := core.Instance{InstanceID: l.ref.InstanceID, Repo: *l.ref.Repo, FailToPass: l.ref.FailToPass, PassToPass: l.ref.PassToPass}
 			r, err := Grade(inst, l.log, &patch, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				b.Fatal(err)
@@ -55,12 +55,12 @@ func BenchmarkGradeHugeLog(b *testing.B) {
 	if strings.Contains(big.log, StartTestOutput) {
 		b.Fatalf("%s has markers: repeating it would grade only its first section", big.inst.InstanceID)
 	}
-	distinct := dataset.Instance{InstanceID: "pytest-dev__pytest-5262", Repo: "pytest-dev/pytest",
+	distinct := core.Instance{InstanceID: "pytest-dev__pytest-5262", Repo: "pytest-dev/pytest",
 		FailToPass: []string{"tests/test_basic.py::test_options_work_7"},
 		PassToPass: []string{"testing/test_capture.py::TestCaptureManager::test_capturing_basic_api_7[no]"}}
 	for _, c := range []struct {
 		name  string
-		inst  dataset.Instance
+		inst  core.Instance
 		write func(w *strings.Builder, i int)
 		check func(r Report) bool
 	}{

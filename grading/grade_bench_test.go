@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // gradeJob is one reference pair prepared for grading in a benchmark.
 type gradeJob struct {
-	inst  dataset.Instance
+	inst  core.Instance
 	log   string
 	whole bool
 }
@@ -41,7 +41,7 @@ func referenceJobs(b *testing.B, shared string) []gradeJob {
 		if err := json.Unmarshal(rep, &stored); err != nil {
 			b.Fatal(err)
 		}
-		inst := dataset.Instance{InstanceID: row["instance_id"], Repo: row["repo"]}
+		inst := core.Instance{InstanceID: row["instance_id"], Repo: row["repo"]}
 		if ts := stored[row["instance_id"]].TestsStatus; ts != nil {
 			inst.FailToPass = append(append([]string{}, ts.FailToPass.Success...), ts.FailToPass.Failure...)
 			inst.PassToPass = append(append([]string{}, ts.PassToPass.Success...), ts.PassToPass.Failure...)

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // storedLabelInstances are graded with the labels of their stored
@@ -42,17 +42,17 @@ func TestReferencePairs(t *testing.T) {
 	liteTest := readRecords(t, filepath.Join(ds, "SWE-bench_Lite", "test.jsonl"))
 	liteDev := readRecords(t, filepath.Join(ds, "SWE-bench_Lite", "dev.jsonl"))
 	dev := readRecords(t, filepath.Join(ds, "SWE-bench", "dev.jsonl"))
-	record := func(source, id string) (dataset.Instance, bool) {
-		order := []map[string]dataset.Instance{verified, liteTest, liteDev, dev}
+	record := func(source, id string) (core.Instance, bool) {
+		order := []map[string]core.Instance{verified, liteTest, liteDev, dev}
 		if source == "SohamRajpure__utboost" { // the Lite-validation run
-			order = []map[string]dataset.Instance{liteTest}
+			order = []map[string]core.Instance{liteTest}
 		}
 		for _, m := range order {
 			if inst, ok := m[id]; ok {
 				return inst, true
 			}
 		}
-		return dataset.Instance{}, false
+		return core.Instance{}, false
 	}
 
 	var counts struct{ marker, preMarker, noParser, storedLabels, exactBytes int }
@@ -130,7 +130,7 @@ func TestReferencePairs(t *testing.T) {
 				}
 			}
 			// 3. get_logs_eval.
-			res, err := EvalLog(dataset.Instance{InstanceID: row["instance_id"], Repo: repo}, log, GradeOptions{Rules: RulesV41})
+			res, err := EvalLog(core.Instance{InstanceID: row["instance_id"], Repo: repo}, log, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatalf("EvalLog: %v", err)
 			}
@@ -178,7 +178,7 @@ func TestReferencePairs(t *testing.T) {
 				// Grade with the stored report's own labels (see
 				// storedLabelInstances; without a record, e.g.
 				// astropy-12057 of the full test split, the same).
-				inst = dataset.Instance{
+				inst = core.Instance{
 					InstanceID: row["instance_id"],
 					Repo:       repo,
 					FailToPass: append(append([]string{}, want.TestsStatus.FailToPass.Success...), want.TestsStatus.FailToPass.Failure...),

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
-func instanceFor(repo string, f2p, p2p []string) dataset.Instance {
-	return dataset.Instance{InstanceID: "x__y-1", Repo: repo, FailToPass: f2p, PassToPass: p2p}
+func instanceFor(repo string, f2p, p2p []string) core.Instance {
+	return core.Instance{InstanceID: "x__y-1", Repo: repo, FailToPass: f2p, PassToPass: p2p}
 }
 
 func TestEvalLogMarkersAndBadCodes(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // multilingualRef is upstream-v4.1.0-multilingual/logs/parsed/<log>.json:
@@ -130,7 +130,7 @@ func TestReferenceMultilingual(t *testing.T) {
 				t.Errorf("markers present but no status_map_between_markers")
 			}
 
-			inst := dataset.Instance{InstanceID: ref.InstanceID, Repo: repo, FailToPass: ref.FailToPass, PassToPass: ref.PassToPass}
+			inst := core.Instance{InstanceID: ref.InstanceID, Repo: repo, FailToPass: ref.FailToPass, PassToPass: ref.PassToPass}
 			res, err := EvalLog(inst, l.log, GradeOptions{Rules: RulesV41})
 			if err != nil {
 				t.Fatalf("EvalLog: %v", err)

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // indexRow is one row of eval-logs/INDEX.csv, by column name.
@@ -134,7 +134,7 @@ type storedBucket struct {
 // readRecords reads a dataset JSONL file the way HuggingFace stores it
 // (FAIL_TO_PASS / PASS_TO_PASS as strings holding JSON arrays, or arrays),
 // independent of package dataset's loader.
-func readRecords(tb testing.TB, path string) map[string]dataset.Instance {
+func readRecords(tb testing.TB, path string) map[string]core.Instance {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -143,12 +143,12 @@ func readRecords(tb testing.TB, path string) map[string]dataset.Instance {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	out := map[string]dataset.Instance{}
+	out := map[string]core.Instance{}
 	n := 0
 	for sc.Scan() {
 		n++
 		var rec struct {
-			dataset.Instance
+			core.Instance
 			F2P json.RawMessage `json:"FAIL_TO_PASS"`
 			P2P json.RawMessage `json:"PASS_TO_PASS"`
 		}

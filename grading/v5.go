@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // This file holds upstream SWE-bench v5.0.2's grading rules
@@ -50,7 +50,7 @@ var ErrParserNotImplemented = errors.New("upstream v5 log parser not implemented
 
 // rules returns the rules grading inst: o.Rules, or for "" RulesV5 when the
 // record names its log_parser and RulesV41 otherwise.
-func (o GradeOptions) rules(inst dataset.Instance) (Rules, error) {
+func (o GradeOptions) rules(inst core.Instance) (Rules, error) {
 	switch o.Rules {
 	case RulesV5, RulesV41:
 		return o.Rules, nil
@@ -134,7 +134,7 @@ func v5Parse(base string) (parseFunc, bool) {
 // followed. It returns the registry name, the __name__ of the function it
 // names (v4.1.0's, for an alias), the name of the function that parses (a
 // dispatcher's choice) and that function.
-func (o GradeOptions) v5Parser(inst dataset.Instance) (string, string, string, parseFunc, error) {
+func (o GradeOptions) v5Parser(inst core.Instance) (string, string, string, parseFunc, error) {
 	name := o.Parser
 	if name == "" {
 		name = inst.LogParser
@@ -169,7 +169,7 @@ func (o GradeOptions) v5Parser(inst dataset.Instance) (string, string, string, p
 // failOnly returns whether inst is graded with EvalType.FAIL_ONLY under v5:
 // its eval_type, or for a record without one, upstream v4.1.0's
 // FAIL_ONLY_REPOS. Any other value raises ValueError in upstream.
-func v5FailOnly(inst dataset.Instance) (bool, error) {
+func v5FailOnly(inst core.Instance) (bool, error) {
 	switch inst.EvalType {
 	case EvalTypeFailOnly:
 		return true, nil
@@ -286,7 +286,7 @@ func ClassifyInfra(text string) (reason, tier string, ok bool) {
 // graded, then a non-zero exit status (opts.ExitCode, else the log's first
 // exit-code line) with a non-empty map holding no FAILED or ERROR entry is
 // not graded (#620).
-func evalLogV5(inst dataset.Instance, log string, opts GradeOptions) (LogResult, error) {
+func evalLogV5(inst core.Instance, log string, opts GradeOptions) (LogResult, error) {
 	name, base, sub, parse, err := opts.v5Parser(inst)
 	if err != nil {
 		return LogResult{}, fmt.Errorf("grading log: %w", err)
@@ -404,7 +404,7 @@ func EvalTestsReportV5(sm *StatusMap, failToPass, passToPass []string, failOnly 
 }
 
 // gradeV5 is v5's get_eval_report for a prediction with a patch.
-func gradeV5(inst dataset.Instance, log string, opts GradeOptions, r Report) (Report, error) {
+func gradeV5(inst core.Instance, log string, opts GradeOptions, r Report) (Report, error) {
 	failOnly, err := v5FailOnly(inst)
 	if err != nil {
 		return Report{}, fmt.Errorf("grading %s: %w", inst.InstanceID, err)

@@ -12,7 +12,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // v5Parsed is upstream-v5/grading/parsed/<name>.json: what upstream
@@ -89,7 +89,7 @@ func TestReferenceV5(t *testing.T) {
 				n.keptOut++
 			}
 			log := readText(t, logPath)
-			inst := dataset.Instance{
+			inst := core.Instance{
 				InstanceID: ref.InstanceID, Repo: ref.Repo, LogParser: ref.LogParser, EvalType: ref.EvalType,
 				FailToPass: ref.FailToPass, PassToPass: ref.PassToPass,
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestExitCodeReplacesForgedLine: the crafted log whose patch prints its own
@@ -45,7 +45,7 @@ func TestExitCodeReplacesForgedLine(t *testing.T) {
 			}
 			observed := cs.RunnerOutputs[0].Exit
 			log := readText(t, filepath.Join(dir, c.name, "test_output.txt"))
-			inst := dataset.Instance{InstanceID: ref.InstanceID, Repo: ref.Repo, LogParser: ref.LogParser,
+			inst := core.Instance{InstanceID: ref.InstanceID, Repo: ref.Repo, LogParser: ref.LogParser,
 				EvalType: ref.EvalType, FailToPass: ref.FailToPass, PassToPass: ref.PassToPass}
 			patch := ""
 			r, err := Grade(inst, log, &patch, GradeOptions{ExitCode: &observed})
@@ -214,20 +214,20 @@ func TestSuiteRan(t *testing.T) {
 }
 
 func TestV5Errors(t *testing.T) {
-	base := dataset.Instance{InstanceID: "o__r-1", Repo: "pytest-dev/pytest", LogParser: "parse_log_pytest"}
+	base := core.Instance{InstanceID: "o__r-1", Repo: "pytest-dev/pytest", LogParser: "parse_log_pytest"}
 	log := ">>>>> Start Test Output\nPASSED a\n>>>>> End Test Output\n"
 	patch := ""
 	for _, c := range []struct {
 		name   string
-		inst   func(dataset.Instance) dataset.Instance
+		inst   func(core.Instance) core.Instance
 		opts   GradeOptions
 		is     error
 		inText string
 	}{
-		{"unknown parser", func(i dataset.Instance) dataset.Instance { i.LogParser = "parse_log_nope"; return i }, GradeOptions{}, ErrUnknownParser, "parse_log_nope"},
-		{"bad eval_type", func(i dataset.Instance) dataset.Instance { i.EvalType = "fail_and_pass"; return i }, GradeOptions{}, nil, "eval_type"},
-		{"bad rules", func(i dataset.Instance) dataset.Instance { return i }, GradeOptions{Rules: "v6"}, nil, `"v6"`},
-		{"v5 without log_parser", func(i dataset.Instance) dataset.Instance { i.LogParser = ""; return i }, GradeOptions{Rules: RulesV5}, nil, "--parser"},
+		{"unknown parser", func(i core.Instance) core.Instance { i.LogParser = "parse_log_nope"; return i }, GradeOptions{}, ErrUnknownParser, "parse_log_nope"},
+		{"bad eval_type", func(i core.Instance) core.Instance { i.EvalType = "fail_and_pass"; return i }, GradeOptions{}, nil, "eval_type"},
+		{"bad rules", func(i core.Instance) core.Instance { return i }, GradeOptions{Rules: "v6"}, nil, `"v6"`},
+		{"v5 without log_parser", func(i core.Instance) core.Instance { i.LogParser = ""; return i }, GradeOptions{Rules: RulesV5}, nil, "--parser"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Grade(c.inst(base), log, &patch, c.opts)
@@ -344,7 +344,7 @@ func FuzzGradeV5(f *testing.F) {
 		"parse_log_carbon", "parse_log_openlayers", "parse_log_eslint", "parse_log_next", "parse_log_prismjs", "parse_log_quarto_cli", "parse_log_highlightjs"}
 	f.Fuzz(func(t *testing.T, log string, which uint8) {
 		p := parsers[int(which)%len(parsers)]
-		inst := dataset.Instance{InstanceID: "o__r-1", Repo: "o/r", LogParser: p, FailToPass: []string{"a[x", "a"}, PassToPass: []string{"A"}}
+		inst := core.Instance{InstanceID: "o__r-1", Repo: "o/r", LogParser: p, FailToPass: []string{"a[x", "a"}, PassToPass: []string{"A"}}
 		if p == "parse_log_marked" {
 			inst.EvalType = EvalTypeFailOnly
 		}
@@ -394,7 +394,7 @@ func TestReferenceUpstreamCasesV5(t *testing.T) {
 		parsers[c.Parser] = true
 		total++
 		name := fmt.Sprintf("%s:%d %s %s", path, i+1, c.Parser, c.Why)
-		_, _, sub, parse, err := GradeOptions{Parser: c.Parser}.v5Parser(dataset.Instance{InstanceID: c.InstanceID, Version: c.Version})
+		_, _, sub, parse, err := GradeOptions{Parser: c.Parser}.v5Parser(core.Instance{InstanceID: c.InstanceID, Version: c.Version})
 		sm := NewStatusMap()
 		if err == nil {
 			err = parse(NormalizeNewlines(c.Log), sm)
@@ -463,7 +463,7 @@ func TestReferenceGradeV5Random(t *testing.T) {
 			t.Fatalf("%s:%d: %v", path, i+1, err)
 		}
 		n++
-		inst := dataset.Instance{InstanceID: c.InstanceID, LogParser: c.LogParser, EvalType: c.EvalType, Version: c.Version,
+		inst := core.Instance{InstanceID: c.InstanceID, LogParser: c.LogParser, EvalType: c.EvalType, Version: c.Version,
 			FailToPass: c.FailToPass, PassToPass: c.PassToPass}
 		var patch *string
 		if !c.PatchIsNone {

@@ -30,9 +30,10 @@ type Source struct {
 	// (the manifest its index.json names NAME, as swebuild build --output
 	// names each image by its key).
 	Ref string
-	// Platform picks the image of an index (ignored for a manifest); ""
-	// takes the index's only image (attestation manifests do not count).
-	Platform string
+	// Platform picks the image of an index (ignored for a manifest); the
+	// zero value takes the index's only image (attestation manifests do
+	// not count).
+	Platform core.Platform
 	// Keychain authenticates registry reads; nil: the Docker config.
 	Keychain authn.Keychain
 	// Insecure allows plain HTTP (always on for loopback registries).
@@ -83,7 +84,7 @@ func loopback(ref string) bool {
 }
 
 // openLayout reads oci:DIR@DIGEST or oci:DIR:NAME.
-func openLayout(spec, platform string) (v1.Image, error) {
+func openLayout(spec string, platform core.Platform) (v1.Image, error) {
 	dir, sel, byDigest := strings.Cut(spec, "@")
 	if !byDigest {
 		// DIR:NAME; NAME may itself hold a ':' (a key's :latest), a
@@ -126,12 +127,8 @@ func openLayout(spec, platform string) (v1.Image, error) {
 		}
 		found = append(found, v1.Descriptor{Digest: h, MediaType: types.OCIManifestSchema1})
 	}
-	if len(found) > 1 && platform != "" {
-		p, err := core.ParsePlatform(platform)
-		if err != nil {
-			return nil, fmt.Errorf("platform %q: %w", platform, err)
-		}
-		op := p.OCI()
+	if len(found) > 1 && !platform.IsZero() {
+		op := platform.OCI()
 		var same []v1.Descriptor
 		for _, d := range found {
 			if d.Platform != nil && d.Platform.OS == op.OS && d.Platform.Architecture == op.Architecture {
@@ -162,20 +159,16 @@ func openLayout(spec, platform string) (v1.Image, error) {
 	return img, nil
 }
 
-// pick returns the image of an index for platform ("": its only image),
-// leaving attestation manifests out.
-func pick(idx v1.ImageIndex, platform string) (v1.Image, error) {
+// pick returns the image of an index for platform (the zero value: its
+// only image), leaving attestation manifests out.
+func pick(idx v1.ImageIndex, platform core.Platform) (v1.Image, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err
 	}
 	var want *v1.Platform
-	if platform != "" {
-		p, err := core.ParsePlatform(platform)
-		if err != nil {
-			return nil, fmt.Errorf("platform %q: %w", platform, err)
-		}
-		op := p.OCI()
+	if !platform.IsZero() {
+		op := platform.OCI()
 		want = &v1.Platform{OS: op.OS, Architecture: op.Architecture}
 	}
 	var found []v1.Descriptor

@@ -60,7 +60,7 @@ type built struct {
 // directory, pushing by digest to repo; bound are Options.Images.
 func buildOnFreshDaemon(ctx context.Context, t *testing.T, st stacktest.Stack, name string, nodes []*builder.Node, bound map[string]string, repo string, repro *builder.Reproducible) built {
 	t.Helper()
-	d := bkdaemon.Start(t, name, bkdaemon.Options{Platforms: []string{"linux/amd64", "linux/arm64"}, Registries: []string{st.Registry}, MaxParallelism: 2})
+	d := bkdaemon.Start(t, name, bkdaemon.Options{Platforms: []core.Platform{core.AMD64, core.ARM64}, Registries: []string{st.Registry}, MaxParallelism: 2})
 	start := time.Now()
 	rep, err := builder.Build(ctx, nodes, builder.Options{
 		Builders: []builder.BuilderSpec{{Addr: d.Addr}}, Workers: 2, Push: repo, Images: bound,

@@ -110,8 +110,8 @@ func BuildIndex(info IndexInfo, children []Child) (*Index, error) {
 	cs := append([]Child(nil), children...)
 	seen := map[core.Platform]bool{}
 	for _, c := range cs {
-		if !c.Platform.Valid() {
-			return nil, fmt.Errorf("building index for %s: unsupported platform %q", info.InstanceID, c.Platform)
+		if c.Platform.IsZero() {
+			return nil, fmt.Errorf("building index for %s: a child (%s) has no platform", info.InstanceID, c.Digest)
 		}
 		if seen[c.Platform] {
 			return nil, fmt.Errorf("building index for %s: platform %s listed twice", info.InstanceID, c.Platform)

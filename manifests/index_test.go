@@ -21,8 +21,8 @@ const (
 )
 
 func TestBuildIndex(t *testing.T) {
-	amd := Child{Platform: "linux/amd64", Digest: dAMD, Size: 100, MediaType: types.OCIManifestSchema1, SpecKey: "s1"}
-	arm := Child{Platform: "linux/arm64", Digest: dARM, Size: 200, MediaType: types.DockerManifestSchema2, SpecKey: "s2"}
+	amd := Child{Platform: core.AMD64, Digest: dAMD, Size: 100, MediaType: types.OCIManifestSchema1, SpecKey: "s1"}
+	arm := Child{Platform: core.ARM64, Digest: dARM, Size: 200, MediaType: types.DockerManifestSchema2, SpecKey: "s2"}
 	info := IndexInfo{InstanceID: "django__django-11099", BaseCommit: "abc123", Version: "v1.2.3"}
 	for _, tc := range []struct {
 		name     string
@@ -34,9 +34,9 @@ func TestBuildIndex(t *testing.T) {
 		{"x86 only", []Child{amd}, "", []string{"amd64"}},
 		{"arm only", []Child{arm}, "no linux/amd64", nil},
 		{"duplicate", []Child{amd, amd}, "listed twice", nil},
-		{"bad platform", []Child{amd, {Platform: "linux/s390x", Digest: dARM, Size: 1}}, "unsupported platform", nil},
-		{"bad digest", []Child{{Platform: "linux/amd64", Digest: "sha256:xyz", Size: 1}}, "digest", nil},
-		{"zero size", []Child{{Platform: "linux/amd64", Digest: dAMD}}, "size", nil},
+		{"no platform", []Child{amd, {Digest: dARM, Size: 1}}, "has no platform", nil},
+		{"bad digest", []Child{{Platform: core.AMD64, Digest: "sha256:xyz", Size: 1}}, "digest", nil},
+		{"zero size", []Child{{Platform: core.AMD64, Digest: dAMD}}, "size", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			idx, err := BuildIndex(info, tc.children)
@@ -94,9 +94,9 @@ func TestBuildIndex(t *testing.T) {
 }
 
 func TestContentTagForChildrenChangesWithAnySpecKey(t *testing.T) {
-	a := []Child{{Platform: "linux/amd64", SpecKey: "x"}, {Platform: "linux/arm64", SpecKey: "y"}}
-	b := []Child{{Platform: "linux/amd64", SpecKey: "x"}, {Platform: "linux/arm64", SpecKey: "y2"}}
-	c := []Child{{Platform: "linux/amd64", SpecKey: "y"}, {Platform: "linux/arm64", SpecKey: "x"}}
+	a := []Child{{Platform: core.AMD64, SpecKey: "x"}, {Platform: core.ARM64, SpecKey: "y"}}
+	b := []Child{{Platform: core.AMD64, SpecKey: "x"}, {Platform: core.ARM64, SpecKey: "y2"}}
+	c := []Child{{Platform: core.AMD64, SpecKey: "y"}, {Platform: core.ARM64, SpecKey: "x"}}
 	ta, tb, tc := ContentTagForChildren(a), ContentTagForChildren(b), ContentTagForChildren(c)
 	if ta == tb || ta == tc {
 		t.Errorf("tags collide: %s %s %s", ta, tb, tc)
@@ -121,8 +121,12 @@ func TestBuildIndexMatchesPublished(t *testing.T) {
 	}
 	var children []Child
 	for _, d := range m.Manifests {
+		p, err := core.ParsePlatform(d.Platform.OS + "/" + d.Platform.Architecture)
+		if err != nil {
+			t.Fatal(err)
+		}
 		children = append(children, Child{
-			Platform:  core.Platform(d.Platform.OS + "/" + d.Platform.Architecture),
+			Platform:  p,
 			Digest:    d.Digest.String(),
 			Size:      d.Size,
 			MediaType: d.MediaType,

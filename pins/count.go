@@ -3,7 +3,6 @@ package pins
 import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // Touched is how many instances of a dataset one rule touches: a pin rule
@@ -19,7 +18,7 @@ type Touched struct {
 // many of insts it touches, each pin rule applied alone to a fresh recipe
 // per platform. Instances whose spec cannot be resolved are counted in
 // unresolved and touch nothing.
-func Count(t *spec.Tables, insts []dataset.Instance) (counts []Touched, unresolved int) {
+func Count(t *spec.Tables, insts []core.Instance) (counts []Touched, unresolved int) {
 	all := All()
 	for _, r := range all {
 		by := map[string]int{}

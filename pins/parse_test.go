@@ -10,7 +10,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 func TestParse(t *testing.T) {
@@ -88,7 +87,7 @@ func TestDefaultMinusRule(t *testing.T) {
 	refs := references(t)
 	// The Verified sphinx envs are bundled files that pin Pygments already;
 	// Lite's spec-built sphinx envs are where sphinx-pygments-2.18 acts.
-	lite := reference{name: "lite-sphinx", recs: map[string]*dataset.Instance{}}
+	lite := reference{name: "lite-sphinx", recs: map[string]*core.Instance{}}
 	for id, r := range spectest.Records(t, spectest.SharedDir(t), "SWE-bench_Lite/test")["SWE-bench_Lite/test"] {
 		if r.Repo == "sphinx-doc/sphinx" {
 			lite.recs[id] = r

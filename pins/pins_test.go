@@ -15,7 +15,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // lineDiff returns the lines only in want (removed) and only in got (added),
@@ -77,7 +76,7 @@ var changesEnvKey = map[string]bool{IDSphinxPygments: true, IDArm64EnvYML: true}
 type reference struct {
 	name string
 	dir  string
-	recs map[string]*dataset.Instance // by instance id
+	recs map[string]*core.Instance // by instance id
 }
 
 // references are the whole shared reference: the 500 Verified instances of
@@ -85,7 +84,7 @@ type reference struct {
 func references(t *testing.T) []reference {
 	shared := spectest.SharedDir(t)
 	verified := spectest.Records(t, shared, "SWE-bench_Verified/test")["SWE-bench_Verified/test"]
-	ml := map[string]*dataset.Instance{}
+	ml := map[string]*core.Instance{}
 	for _, recs := range spectest.Records(t, shared, "SWE-bench_Multilingual/test", "SWE-bench_Multimodal/dev") {
 		for id, r := range recs {
 			ml[id] = r
@@ -96,7 +95,7 @@ func references(t *testing.T) []reference {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inRef := map[string]*dataset.Instance{}
+	inRef := map[string]*core.Instance{}
 	for _, e := range ents {
 		if ml[e.Name()] == nil {
 			t.Fatalf("%s: no record", e.Name())

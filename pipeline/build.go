@@ -14,7 +14,6 @@ import (
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/taskrepo"
 )
@@ -234,7 +233,7 @@ func writerOr(w io.Writer) io.Writer {
 // An instance plan node becomes one builder node per instance: when two
 // instances share one image key (ids differing only in case), the builder
 // sees both and builds neither.
-func Nodes(p *plan.Plan, insts []dataset.Instance, contextDirs []string) ([]*builder.Node, error) {
+func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builder.Node, error) {
 	x86 := map[string]bool{}
 	for _, id := range p.X86Only {
 		x86[id] = true

@@ -46,7 +46,7 @@ func TestBuildNodesX86Only(t *testing.T) {
 		byID := map[string]bool{}
 		for _, n := range nodes {
 			byID[n.ID()] = true
-			if n.Platform == "linux/arm64" && strings.Contains(n.Key, "10097") {
+			if n.Platform == core.ARM64 && strings.Contains(n.Key, "10097") {
 				t.Errorf("--platform %v: arm64 node %s for an x86-only instance", platforms, n.ID())
 			}
 			if n.Kind != "base" && len(n.Parents) != 1 {

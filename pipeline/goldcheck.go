@@ -107,7 +107,7 @@ func (gc *GoldCheck) Finish(out io.Writer) []error {
 		if a.InstanceID != b.InstanceID {
 			return a.InstanceID < b.InstanceID
 		}
-		return a.Platform < b.Platform
+		return a.Platform.Compare(b.Platform) < 0
 	})
 	cached := 0
 	for _, r := range gc.sum.Results {
@@ -138,15 +138,19 @@ func (gc *GoldCheck) Finish(out io.Writer) []error {
 // on the solved image, before export, so its result names no digest: the
 // record of the same instance and platform, built and verified, gives it).
 func (gc *GoldCheck) Attestable(records []core.Image, verifier string) *publish.VerificationSource {
-	refs := map[string]string{}
+	type key struct {
+		id       string
+		platform core.Platform
+	}
+	refs := map[key]string{}
 	for _, r := range records {
 		if r.Kind == core.KindInstance && r.Status == core.StatusBuilt && r.IsVerified() && r.Ref != "" {
-			refs[r.InstanceID+"@"+string(r.Platform)] = r.Ref
+			refs[key{r.InstanceID, r.Platform}] = r.Ref
 		}
 	}
 	sum := &verify.Summary{Settings: gc.sum.Settings}
 	for _, res := range gc.sum.Results {
-		if ref, ok := refs[res.InstanceID+"@"+string(res.Platform)]; ok && res.Mode == verify.ModeGold {
+		if ref, ok := refs[key{res.InstanceID, res.Platform}]; ok && res.Mode == verify.ModeGold {
 			res.Image = ref
 			sum.Results = append(sum.Results, res)
 		}

@@ -67,7 +67,7 @@ type HubOptions struct {
 // they came from.
 type Loaded struct {
 	Renderer  *render.Renderer
-	Instances []dataset.Instance
+	Instances []core.Instance
 	// Tasks are the selected tasks of a task repo (Inputs.TaskRepo), in
 	// the order of Instances (one per instance); nil for a dataset.
 	Tasks []taskrepo.Task
@@ -206,7 +206,7 @@ func (l *Loaded) TaskPlan(platforms []core.Platform) taskrepo.Plan {
 // PlatformsOf is the platform decision for the loaded instances: a task
 // repo's plan (TaskPlan) for its tasks, the spec tables' (the one plan
 // uses) for a dataset's records.
-func (l *Loaded) PlatformsOf() func(*dataset.Instance) []core.Platform {
+func (l *Loaded) PlatformsOf() func(*core.Instance) []core.Platform {
 	if l.Tasks == nil {
 		return l.Renderer.Tables.Platforms
 	}
@@ -214,7 +214,7 @@ func (l *Loaded) PlatformsOf() func(*dataset.Instance) []core.Platform {
 	for _, t := range l.TaskPlan(core.AllPlatforms()).Tasks {
 		byID[t.Task.Instance.InstanceID] = t.Platforms
 	}
-	return func(in *dataset.Instance) []core.Platform { return byID[in.InstanceID] }
+	return func(in *core.Instance) []core.Platform { return byID[in.InstanceID] }
 }
 
 // rewriteFlatArm64 is pins.RewriteFlatArm64 as taskrepo takes it.
@@ -244,7 +244,7 @@ func (l *Loaded) Targets(ctx context.Context, platforms []core.Platform, images 
 				continue
 			}
 			if images != nil {
-				ref, err := images(inst.InstanceID, p.String())
+				ref, err := images(inst.InstanceID, p)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 					continue

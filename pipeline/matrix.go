@@ -15,7 +15,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -77,14 +76,7 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	}
 	// The platform decision (builder/spec) needs each record's repo and
 	// version; an id list gives only ids (see spec.Tables.PlatformsByID).
-	byID := tables.PlatformsByID(insts)
-	platformsFor := func(id string) []string {
-		var out []string
-		for _, p := range byID(id) {
-			out = append(out, p.String())
-		}
-		return out
-	}
+	platformsFor := tables.PlatformsByID(insts)
 	var want []ci.Key
 	for _, id := range ids {
 		for _, p := range platformsFor(id) {
@@ -140,7 +132,7 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	}
 	mo := o.Matrix
 	mo.PlatformsFor = platformsFor
-	mo.Skip = func(id, p string) bool {
+	mo.Skip = func(id string, p core.Platform) bool {
 		_, ok := existing[ci.Key{InstanceID: id, Platform: p}]
 		return ok
 	}
@@ -175,13 +167,13 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 		}
 		for _, j := range m.Envs.Include {
 			for _, k := range j.EnvKeys() {
-				n := g.byID[k+"@"+j.Platform]
+				n := g.byID[k+"@"+j.Platform.String()]
 				envTargets = append(envTargets, ci.EnvTarget{Key: k, Platform: j.Platform, Base: firstParent(n), Action: ci.ActionBuild, Shard: j.Name, SpecKey: g.unbound[n.ID()]})
 			}
 		}
 		sort.Slice(envTargets, func(a, b int) bool {
 			if envTargets[a].Platform != envTargets[b].Platform {
-				return envTargets[a].Platform < envTargets[b].Platform
+				return envTargets[a].Platform.Compare(envTargets[b].Platform) < 0
 			}
 			return envTargets[a].Key < envTargets[b].Key
 		})
@@ -227,7 +219,7 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 	}
 	var plats []core.Platform
 	for _, p := range core.AllPlatforms() {
-		if slices.Contains(o.Matrix.Platforms, p.String()) || len(o.Matrix.Platforms) == 0 {
+		if slices.Contains(o.Matrix.Platforms, p) || len(o.Matrix.Platforms) == 0 {
 			plats = append(plats, p)
 		}
 	}
@@ -242,7 +234,7 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 			for _, n := range nodes {
 				g.byID[n.ID()] = n
 				if n.Kind == string(render.KindInstance) {
-					g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform.String()}] = n
+					g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform}] = n
 				}
 			}
 			return g
@@ -277,11 +269,11 @@ func (g *matrixGraph) envNeeds(keys []ci.Key) []ci.EnvNeed {
 			continue
 		}
 		seen[env.ID()] = true
-		out = append(out, ci.EnvNeed{Key: env.Key, Platform: env.Platform.String(), Base: firstParent(env), SpecKey: g.unbound[env.ID()]})
+		out = append(out, ci.EnvNeed{Key: env.Key, Platform: env.Platform, Base: firstParent(env), SpecKey: g.unbound[env.ID()]})
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].Platform != out[b].Platform {
-			return out[a].Platform < out[b].Platform
+			return out[a].Platform.Compare(out[b].Platform) < 0
 		}
 		return out[a].Key < out[b].Key
 	})
@@ -302,7 +294,7 @@ func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]s
 		}
 		images := map[string]string{}
 		for k, r := range bound {
-			if k.Platform == p.String() {
+			if k.Platform == p {
 				images[k.Key] = r.Ref
 			}
 		}
@@ -312,7 +304,7 @@ func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]s
 		}
 		for _, n := range nodes {
 			if n.Kind == string(render.KindInstance) {
-				keys[ci.Key{InstanceID: n.InstanceID, Platform: p.String()}] = byNode[n.ID()]
+				keys[ci.Key{InstanceID: n.InstanceID, Platform: p}] = byNode[n.ID()]
 			}
 		}
 	}
@@ -328,7 +320,7 @@ func firstParent(n *builder.Node) string {
 
 // instances are the loaded dataset (nil for an id list), the spec tables
 // and the ids (with their records when a dataset was given).
-func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*Loaded, *spec.Tables, []string, []dataset.Instance, error) {
+func (o MatrixOptions) instances(ctx context.Context, log io.Writer) (*Loaded, *spec.Tables, []string, []core.Instance, error) {
 	if o.IDsFile != "" {
 		tables, err := spec.Load()
 		if err != nil {

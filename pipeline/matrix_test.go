@@ -29,7 +29,7 @@ func TestMatrixSkipsBySpecKeyAndRegistry(t *testing.T) {
 	opts := func(pins string) MatrixOptions {
 		return MatrixOptions{
 			Inputs:   Inputs{Dataset: ds, Instances: ids, Pins: pins, CacheDir: dir, Offline: true},
-			Matrix:   ci.MatrixOptions{Platforms: []string{core.AMD64.String()}, Shards: 2},
+			Matrix:   ci.MatrixOptions{Platforms: []core.Platform{core.AMD64}, Shards: 2},
 			Ledger:   filepath.Join(dir, "ledger.jsonl"),
 			SkipRepo: repo,
 		}
@@ -57,7 +57,7 @@ func TestMatrixSkipsBySpecKeyAndRegistry(t *testing.T) {
 		}
 		refs = append(refs, ref)
 		ledger = append(ledger, core.Image{Kind: core.KindInstance, InstanceID: id, Platform: core.AMD64, Digest: d, Ref: ref,
-			SpecKey: keys[ci.Key{InstanceID: id, Platform: core.AMD64.String()}], Verified: core.Bool(true), Status: core.StatusPublished})
+			SpecKey: keys[ci.Key{InstanceID: id, Platform: core.AMD64}], Verified: core.Bool(true), Status: core.StatusPublished})
 	}
 	if err := core.WriteFile(o.Ledger, ledger); err != nil {
 		t.Fatal(err)
@@ -98,12 +98,12 @@ func TestMatrixEnvStage(t *testing.T) {
 	ds := filepath.Join(spectest.SharedDir(t), "datasets", "SWE-bench_Verified", "test.jsonl")
 	ids := []string{"astropy__astropy-12907", "django__django-11099", "django__django-11133"}
 	const repo = "127.0.0.1:5000/swebench"
-	amd := core.AMD64.String()
+	amd := core.AMD64
 	dir := t.TempDir()
 	opts := func() MatrixOptions {
 		return MatrixOptions{
 			Inputs:    Inputs{Dataset: ds, Instances: ids, Pins: "default", CacheDir: dir, Offline: true},
-			Matrix:    ci.MatrixOptions{Platforms: []string{amd}, Shards: 2},
+			Matrix:    ci.MatrixOptions{Platforms: []core.Platform{amd}, Shards: 2},
 			Ledger:    filepath.Join(dir, "ledger.jsonl"),
 			SkipRepo:  repo,
 			EnvStage:  true,

@@ -4,7 +4,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -12,14 +12,14 @@ import (
 // its repo's profile (spec.Tables.Inventory) and the identity its SBOM
 // names: the instance, or every instance an env serves (from the plan p), with their repo and version when they
 // share one. Nodes of repos with no listing commands get none.
-func AddInventory(nodes []*builder.Node, p *plan.Plan, insts []dataset.Instance, t *spec.Tables) {
+func AddInventory(nodes []*builder.Node, p *plan.Plan, insts []core.Instance, t *spec.Tables) {
 	servedBy := map[string][]string{} // builder node ID -> instance ids
 	for _, pp := range p.Platforms {
 		for _, pn := range pp.Nodes {
 			servedBy[pn.Key+"@"+pn.Platform.String()] = pn.Instances
 		}
 	}
-	byID := make(map[string]*dataset.Instance, len(insts))
+	byID := make(map[string]*core.Instance, len(insts))
 	for i := range insts {
 		byID[insts[i].InstanceID] = &insts[i]
 	}

@@ -17,7 +17,6 @@ import (
 	bkclient "github.com/moby/buildkit/client"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -236,7 +235,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 // an OCI layout (oci:DIR), as the records' image fields say, or as the
 // metadata file's records name it (a file with some invalid records still
 // names the others; the invalid ones are a problem).
-func (o VerifyOptions) images(insts []dataset.Instance, log io.Writer, problems *[]error) (verify.ImageFunc, error) {
+func (o VerifyOptions) images(insts []core.Instance, log io.Writer, problems *[]error) (verify.ImageFunc, error) {
 	if dir, ok := strings.CutPrefix(o.Images, "oci:"); ok {
 		return verify.ImagesFromLayout(dir)
 	}
@@ -264,7 +263,7 @@ func (o VerifyOptions) images(insts []dataset.Instance, log io.Writer, problems 
 // naming them (nothing runs); selected instances without a prediction are a
 // warning. Unusable entries of the file are listed to log and make soft a
 // problem; the usable ones still run.
-func (o VerifyOptions) predictions(selected []dataset.Instance, datasetIDs map[string]bool, log io.Writer) (preds map[string]verify.Prediction, soft, hard error) {
+func (o VerifyOptions) predictions(selected []core.Instance, datasetIDs map[string]bool, log io.Writer) (preds map[string]verify.Prediction, soft, hard error) {
 	if o.PredictionsFile == "" {
 		return nil, nil, nil
 	}
@@ -327,7 +326,7 @@ func scriptNote(log io.Writer, targets []verify.Target) {
 
 // writeRunReports writes upstream's run report of each model, one per
 // platform run (verify.RunReportName), into the run directory.
-func writeRunReports(runDir, runID string, selected []dataset.Instance, preds map[string]verify.Prediction, sum *verify.Summary, platforms []core.Platform, log io.Writer) error {
+func writeRunReports(runDir, runID string, selected []core.Instance, preds map[string]verify.Prediction, sum *verify.Summary, platforms []core.Platform, log io.Writer) error {
 	ids := make([]string, len(selected))
 	for i, in := range selected {
 		ids[i] = in.InstanceID

@@ -203,7 +203,7 @@ func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
 	}
 	v := attest.Verification{
 		ImageName: p.namer.ArchRepo(im.Platform.Arch(), id), ImageDigest: im.Digest.String(),
-		InstanceID: id, Platform: im.Platform.String(), Report: report,
+		InstanceID: id, Platform: im.Platform, Report: report,
 		GoldResolved: gold.Resolved, Failure: gold.Failure, FlakyTests: gold.FlakyTests,
 		GradingVersion: src.GradingVersion, EvalScript: eval, Repeat: max(len(gold.Runs), 1), Verifier: src.Verifier,
 	}

@@ -55,7 +55,7 @@ func TestLedgerLastRecordWinsAndTornTailIsDropped(t *testing.T) {
 	if !ok || r.Status != core.StatusPublished || r.Time == "" {
 		t.Errorf("last record for image a: %+v", r)
 	}
-	if _, ok := l.Lookup(core.KindIndex, "a", ""); ok {
+	if _, ok := l.Lookup(core.KindIndex, "a", core.Platform{}); ok {
 		t.Error("torn record was read")
 	}
 	if got := strings.Join(l.BlobRepos(dgB), ","); got != "h/r1,h/r2" {
@@ -192,7 +192,7 @@ func TestOlderLedgerIsConverted(t *testing.T) {
 	if b, _ := l.Lookup(core.KindInstance, "b", core.ARM64); b.Status != core.StatusFailed || b.Error != "push: 500" {
 		t.Errorf("image b: %+v", b)
 	}
-	if i, _ := l.Lookup(core.KindIndex, "a", ""); i.Status != core.StatusPublished || i.Digest != dgB {
+	if i, _ := l.Lookup(core.KindIndex, "a", core.Platform{}); i.Status != core.StatusPublished || i.Digest != dgB {
 		t.Errorf("index a: %+v", i)
 	}
 	if got := l.BlobRepos(dgB); len(got) != 1 || got[0] != "h/r1" {

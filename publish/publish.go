@@ -269,7 +269,7 @@ type published struct {
 
 // instance publishes one instance: its per-arch images, then its index.
 func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) {
-	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Platform < imgs[j].Platform })
+	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Platform.Compare(imgs[j].Platform) < 0 })
 	var done []published
 	var failed []string
 	seen := map[core.Platform]bool{}
@@ -293,7 +293,7 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 				rec.Digest = im.Digest
 			}
 			p.fail(what, errors.Join(err, p.record("recording the failure", rec)))
-			failed = append(failed, string(im.Platform))
+			failed = append(failed, im.Platform.String())
 			continue
 		}
 		if skipped {
@@ -339,8 +339,8 @@ func (p *publisher) admit(im core.Image) error {
 		return fmt.Errorf("not built: %s", im.Error)
 	case p.opts.RequireVerified && !im.IsVerified():
 		return errors.New("not verified: only images whose gold patch passed are published")
-	case !im.Platform.Valid():
-		return fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", im.Platform)
+	case im.Platform.IsZero():
+		return errors.New("no platform (want linux/amd64 or linux/arm64)")
 	case im.Ref == "" && im.OCILayout == "":
 		return errNotExported
 	}
@@ -672,7 +672,7 @@ func (p *publisher) index(ctx context.Context, id string, imgs []core.Image, pub
 		return false, dg, err
 	}
 	tag := manifests.ContentTagForChildren(children)
-	rec, ok := p.opts.Ledger.Lookup(core.KindIndex, id, "")
+	rec, ok := p.opts.Ledger.Lookup(core.KindIndex, id, core.Platform{})
 	done := ok && rec.Status == core.StatusPublished && rec.Digest == dg
 	if done && p.opts.TrustLedger {
 		return true, dg, nil

@@ -94,10 +94,10 @@ func NewCredentials(o CredentialOptions) (*Credentials, error) {
 	return c, nil
 }
 
-// hostKey normalizes a registry host as go-containerregistry names it;
+// HostKey normalizes a registry host as go-containerregistry names it;
 // Docker Hub's names (docker.io, registry-1.docker.io, BuildKit's name for
 // it) become index.docker.io.
-func hostKey(host string) string {
+func HostKey(host string) string {
 	h := strings.ToLower(strings.TrimSpace(host))
 	if h == "registry-1.docker.io" || h == "docker.io" {
 		return name.DefaultRegistry
@@ -120,7 +120,7 @@ func dockerConfigKey(key string) string {
 // Empty one, with no error, when nothing holds one for it. An error is a
 // credential helper that failed, naming it and the host.
 func (c *Credentials) Lookup(host string) (Credential, error) {
-	key := hostKey(host)
+	key := HostKey(host)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l, ok := c.cache[key]; ok {
@@ -165,7 +165,7 @@ func (c *Credentials) lookup(key string) (Credential, error) {
 	if !ok {
 		// Keys written as URLs ("https://ghcr.io", legacy configs).
 		for k, v := range auths {
-			if hostKey(dockercreds.ConvertToHostname(k)) == key {
+			if HostKey(dockercreds.ConvertToHostname(k)) == key {
 				a, ok = v, true
 				break
 			}
@@ -199,7 +199,7 @@ func (c *Credentials) Resolve(r authn.Resource) (authn.Authenticator, error) {
 // got: "credential for HOST from SOURCE", or that none was found and where
 // swebuild looked. Never the value.
 func (c *Credentials) Describe(host string) string {
-	key := hostKey(host)
+	key := HostKey(host)
 	cred, err := c.Lookup(host)
 	switch {
 	case err != nil:

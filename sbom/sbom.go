@@ -12,6 +12,7 @@ package sbom
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -110,23 +111,36 @@ func condaChannel(u, subdir string) string {
 }
 
 // field is one of a Document's one-valued fields and the metadata property
-// that holds it.
+// that holds it, as text (encoding.TextMarshaler and TextUnmarshaler).
 type field struct {
 	name  string
-	value *string
+	value interface {
+		encoding.TextMarshaler
+		encoding.TextUnmarshaler
+	}
+}
+
+// text is a string field as a TextMarshaler and TextUnmarshaler.
+type text string
+
+func (t text) MarshalText() ([]byte, error) { return []byte(t), nil }
+
+func (t *text) UnmarshalText(b []byte) error {
+	*t = text(b)
+	return nil
 }
 
 // fields are d's one-valued fields, in the order CycloneDX writes their
 // properties (and Decode reads them back by name).
 func (d *Document) fields() []field {
 	return []field{
-		{propSubject, &d.Subject},
-		{propKind, &d.Kind},
-		{propImage, &d.Image},
-		{propPlatform, (*string)(&d.Platform)},
-		{propRepo, &d.Repo},
-		{propVersion, &d.Version},
-		{propSpecKey, &d.SpecKey},
+		{propSubject, (*text)(&d.Subject)},
+		{propKind, (*text)(&d.Kind)},
+		{propImage, (*text)(&d.Image)},
+		{propPlatform, &d.Platform},
+		{propRepo, (*text)(&d.Repo)},
+		{propVersion, (*text)(&d.Version)},
+		{propSpecKey, (*text)(&d.SpecKey)},
 	}
 }
 
@@ -141,7 +155,11 @@ func (d *Document) CycloneDX() ([]byte, error) {
 	bom := cdx.NewBOM()
 	var props []cdx.Property
 	for _, f := range d.fields() {
-		props = append(props, cdx.Property{Name: f.name, Value: *f.value})
+		v, err := f.value.MarshalText()
+		if err != nil {
+			return nil, fmt.Errorf("encoding a CycloneDX document: %s: %w", f.name, err)
+		}
+		props = append(props, cdx.Property{Name: f.name, Value: string(v)})
 	}
 	for _, id := range d.InstanceIDs {
 		props = append(props, cdx.Property{Name: propInstanceID, Value: id})
@@ -240,7 +258,9 @@ func Decode(raw []byte) (*Document, error) {
 				if p.Name == propInstanceID {
 					d.InstanceIDs = append(d.InstanceIDs, p.Value)
 				} else if i := slices.IndexFunc(fields, func(f field) bool { return f.name == p.Name }); i >= 0 {
-					*fields[i].value = p.Value
+					if err := fields[i].value.UnmarshalText([]byte(p.Value)); err != nil {
+						return nil, fmt.Errorf("decoding a CycloneDX document: property %s: %w", p.Name, err)
+					}
 				}
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // benchSet builds a set shaped like the full SWE-bench test split: 2294
@@ -26,7 +28,7 @@ func benchSet(label string, scale int64) *Set {
 			total += l.Size
 		}
 		s.Images = append(s.Images, Image{InstanceID: fmt.Sprintf("owner%d__repo%d-%05d", i%12, i%12, i), Repo: repo,
-			Platform: "linux/amd64", Status: StatusOK, CompressedBytes: total, Layers: len(layers), layers: layers})
+			Platform: core.AMD64, Status: StatusOK, CompressedBytes: total, Layers: len(layers), layers: layers})
 	}
 	return s
 }

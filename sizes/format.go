@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // Formats lists the output formats Write accepts.
@@ -54,7 +56,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 			if img.UncompressedBytes != nil {
 				unc = strconv.FormatInt(*img.UncompressedBytes, 10)
 			}
-			rows = append(rows, []string{s.name, img.InstanceID, img.Repo, img.Platform, img.Status, img.Ref, img.Digest,
+			rows = append(rows, []string{s.name, img.InstanceID, img.Repo, img.Platform.String(), img.Status, img.Ref, img.Digest,
 				strconv.FormatInt(img.CompressedBytes, 10), unc, strconv.Itoa(img.Layers), strconv.Itoa(img.SharedLayers), img.Error})
 		}
 	}
@@ -282,7 +284,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			continue
 		}
 		bComp, rat := "–", "–"
-		if bi, ok := bIdx[img.InstanceID+" "+img.Platform]; ok {
+		if bi, ok := bIdx[imageKey{img.InstanceID, img.Platform}]; ok {
 			if bi.Status == StatusOK {
 				bComp = HumanBytes(bi.CompressedBytes)
 				if img.Status == StatusOK {
@@ -302,13 +304,19 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	return nil
 }
 
-func imageIndex(s *Set) map[string]Image {
-	m := map[string]Image{}
+// imageKey is an instance's image on a platform.
+type imageKey struct {
+	id       string
+	platform core.Platform
+}
+
+func imageIndex(s *Set) map[imageKey]Image {
+	m := map[imageKey]Image{}
 	if s == nil {
 		return m
 	}
 	for _, img := range s.Images {
-		m[img.InstanceID+" "+img.Platform] = img
+		m[imageKey{img.InstanceID, img.Platform}] = img
 	}
 	return m
 }

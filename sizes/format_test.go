@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // sampleReport measures a hand-made set pair with a fake registry: jobs
@@ -51,8 +53,8 @@ func sampleReport(t *testing.T, jobs int, uncompressed bool) *Report {
 	rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	specA, _ := ParseSet("a/{id}:{arch}")
 	specB, _ := ParseSet("b/{id}:{arch}")
-	tA, _ := specA.Targets(ids, []string{"linux/amd64"}, nil)
-	tB, _ := specB.Targets(ids, []string{"linux/amd64"}, nil)
+	tA, _ := specA.Targets(ids, []core.Platform{core.AMD64}, nil)
+	tB, _ := specB.Targets(ids, []core.Platform{core.AMD64}, nil)
 	opt := Options{Jobs: jobs, Uncompressed: uncompressed}
 	a, err := Measure(context.Background(), src, specA, tA, opt)
 	if err != nil {

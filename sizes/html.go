@@ -107,7 +107,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		p("<h2>Not measured in %s (%d)</h2>\n<table>\n<tr><th>instance</th><th>platform</th><th>status</th><th>detail</th></tr>\n", s.name, len(bad))
 		for _, img := range bad {
 			p("<tr><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td class=\"detail\">%s</td></tr>\n",
-				e(img.InstanceID), e(img.Platform), e(img.Status), e(img.Status), e(firstLine(img.Error, 300)))
+				e(img.InstanceID), e(img.Platform.String()), e(img.Status), e(img.Status), e(firstLine(img.Error, 300)))
 		}
 		p("</table>\n")
 	}
@@ -124,11 +124,11 @@ func WriteHTML(w io.Writer, r *Report) error {
 		if img.Status == StatusOK {
 			comp = HumanBytes(img.CompressedBytes)
 		}
-		p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td>", e(img.InstanceID), e(img.Platform), e(comp),
+		p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td>", e(img.InstanceID), e(img.Platform.String()), e(comp),
 			e(humanPtr(img.UncompressedBytes)), img.Layers, img.SharedLayers)
 		if r.B != nil {
 			bComp, rat := "–", "–"
-			if bi, ok := bIdx[img.InstanceID+" "+img.Platform]; ok {
+			if bi, ok := bIdx[imageKey{img.InstanceID, img.Platform}]; ok {
 				bComp = bi.Status
 				if bi.Status == StatusOK {
 					bComp = HumanBytes(bi.CompressedBytes)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/publish"
 )
 
 // LoadImageFile reads the images of a record file written by the pipeline
@@ -18,14 +17,14 @@ import (
 // are errors. Errors name the file, line and field.
 //
 // A publish ledger in the older format (before publish wrote core records)
-// is converted by publish.ConvertLegacyLedger.
+// is converted by core.ConvertLegacyLedger.
 func LoadImageFile(path string) ([]Target, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading image file: %w", err)
 	}
-	if publish.IsLegacyLedger(data) {
-		recs, err := publish.ConvertLegacyLedger(data, path)
+	if core.IsLegacyLedger(data) {
+		recs, err := core.ConvertLegacyLedger(data, path)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +43,7 @@ func targetsFromRecords(path string, recs []core.Image) ([]Target, error) {
 		if rec.Kind != core.KindInstance {
 			continue
 		}
-		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform.String(), Ref: rec.Ref}
+		t := Target{Instance: rec.InstanceID, Repo: RepoFromID(rec.InstanceID), Platform: rec.Platform, Ref: rec.Ref}
 		switch {
 		case rec.Status == core.StatusFailed:
 			t.Ref = ""

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/opencontainers/go-digest"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -422,14 +423,14 @@ func TestRealRegistry(t *testing.T) {
 	})
 
 	t.Run("arm64", func(t *testing.T) {
-		rep, err := Run(ctx, Config{Images: setA, Dataset: f.dataset, Platforms: []string{"linux/arm64"}, Options: Options{Jobs: 2}})
+		rep, err := Run(ctx, Config{Images: setA, Dataset: f.dataset, Platforms: []core.Platform{core.ARM64}, Options: Options{Jobs: 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ok []string
 		for _, img := range rep.A.Images {
 			if img.Status == StatusOK {
-				ok = append(ok, img.InstanceID+" "+img.Platform)
+				ok = append(ok, img.InstanceID+" "+img.Platform.String())
 			} else if img.Status != StatusMissing {
 				t.Errorf("%s: status %s (%s), want missing", img.InstanceID, img.Status, img.Error)
 			}
@@ -517,14 +518,14 @@ func TestRealRegistry(t *testing.T) {
 		}
 		for _, k := range sortedKeys(amd64Only(f.a)) {
 			_, d := skopeoImageManifest(t, f.a[k], "linux/amd64")
-			rec := core.Image{Kind: core.KindInstance, InstanceID: strings.Fields(k)[0], Platform: "linux/amd64",
+			rec := core.Image{Kind: core.KindInstance, InstanceID: strings.Fields(k)[0], Platform: core.AMD64,
 				Ref: pinRef(strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1), d), Digest: digest.Digest(d), SpecKey: "k", Status: core.StatusPublished}
 			if err := l.Append(rec); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// A failed push is in the set, reported missing.
-		if err := l.Append(core.Image{Kind: core.KindInstance, InstanceID: "matplotlib__matplotlib-23314", Platform: "linux/amd64",
+		if err := l.Append(core.Image{Kind: core.KindInstance, InstanceID: "matplotlib__matplotlib-23314", Platform: core.AMD64,
 			Digest: digest.Digest("sha256:" + strings.Repeat("0", 64)), Status: core.StatusFailed, Error: "push failed"}); err != nil {
 			t.Fatal(err)
 		}
@@ -554,7 +555,11 @@ func TestRealRegistry(t *testing.T) {
 			platform := strings.Fields(k)[1]
 			_, d := skopeoImageManifest(t, f.a[k], platform)
 			ref := strings.Replace(f.a[k], f.reg.Host, f.proxyHost, 1)
-			md = append(md, core.Image{Kind: core.KindInstance, InstanceID: strings.Fields(k)[0], Platform: core.Platform(platform),
+			pl, err := core.ParsePlatform(platform)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md = append(md, core.Image{Kind: core.KindInstance, InstanceID: strings.Fields(k)[0], Platform: pl,
 				Digest: digest.Digest(d), Ref: ref[:strings.LastIndex(ref, ":")] + "@" + d, SpecKey: "k", Status: core.StatusBuilt})
 		}
 		mdPath := filepath.Join(t.TempDir(), "metadata.jsonl")
@@ -567,11 +572,11 @@ func TestRealRegistry(t *testing.T) {
 		}
 		checkAgainstSkopeo(t, rep.A, f.a)
 		// --platform filters a file's images.
-		rep, err = Run(ctx, Config{Images: mdPath, Platforms: []string{"linux/arm64"}, PlatformsGiven: true, Options: Options{Jobs: 4}})
+		rep, err = Run(ctx, Config{Images: mdPath, Platforms: []core.Platform{core.ARM64}, PlatformsGiven: true, Options: Options{Jobs: 4}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.A.Images) != 1 || rep.A.Images[0].Platform != "linux/arm64" || rep.A.Images[0].Status != StatusOK {
+		if len(rep.A.Images) != 1 || rep.A.Images[0].Platform != core.ARM64 || rep.A.Images[0].Status != StatusOK {
 			t.Errorf("arm64-only images = %+v", rep.A.Images)
 		}
 	})
@@ -587,7 +592,7 @@ func pick(m map[string]string, ids ...string) map[string]string {
 
 func findImage(s *Set, key string) *Image {
 	for i := range s.Images {
-		if s.Images[i].InstanceID+" "+s.Images[i].Platform == key {
+		if s.Images[i].InstanceID+" "+s.Images[i].Platform.String() == key {
 			return &s.Images[i]
 		}
 	}
@@ -602,7 +607,7 @@ func checkAgainstSkopeo(t *testing.T, s *Set, refs map[string]string) {
 	ind := computeIndependent(t, refs, fixtureRepo)
 	var measured []string
 	for _, img := range s.Images {
-		key := img.InstanceID + " " + img.Platform
+		key := img.InstanceID + " " + img.Platform.String()
 		if _, exists := refs[key]; !exists {
 			if img.Status != StatusMissing {
 				t.Errorf("%s %s: status %s (%s), want missing", s.Label, key, img.Status, img.Error)

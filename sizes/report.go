@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // SchemaID names the JSON report format; report.schema.json describes it.
@@ -51,17 +53,17 @@ type Set struct {
 
 // Image is one (instance, platform) image of a set.
 type Image struct {
-	InstanceID        string `json:"instance_id"`
-	Repo              string `json:"repo"`
-	Platform          string `json:"platform"`
-	Ref               string `json:"ref"`
-	Status            string `json:"status"`
-	Error             string `json:"error,omitempty"`
-	Digest            string `json:"digest,omitempty"`
-	CompressedBytes   int64  `json:"compressed_bytes"`
-	UncompressedBytes *int64 `json:"uncompressed_bytes"`
-	Layers            int    `json:"layers"`
-	SharedLayers      int    `json:"shared_layers"`
+	InstanceID        string        `json:"instance_id"`
+	Repo              string        `json:"repo"`
+	Platform          core.Platform `json:"platform"`
+	Ref               string        `json:"ref"`
+	Status            string        `json:"status"`
+	Error             string        `json:"error,omitempty"`
+	Digest            string        `json:"digest,omitempty"`
+	CompressedBytes   int64         `json:"compressed_bytes"`
+	UncompressedBytes *int64        `json:"uncompressed_bytes"`
+	Layers            int           `json:"layers"`
+	SharedLayers      int           `json:"shared_layers"`
 
 	layers []Blob
 }
@@ -120,11 +122,11 @@ type RepoComparison struct {
 
 // ImageComparison compares one common image.
 type ImageComparison struct {
-	InstanceID       string   `json:"instance_id"`
-	Platform         string   `json:"platform"`
-	ACompressedBytes int64    `json:"a_compressed_bytes"`
-	BCompressedBytes int64    `json:"b_compressed_bytes"`
-	Ratio            *float64 `json:"ratio"`
+	InstanceID       string        `json:"instance_id"`
+	Platform         core.Platform `json:"platform"`
+	ACompressedBytes int64         `json:"a_compressed_bytes"`
+	BCompressedBytes int64         `json:"b_compressed_bytes"`
+	Ratio            *float64      `json:"ratio"`
 }
 
 // finish sorts the images, counts shared layers and computes the totals.
@@ -134,7 +136,7 @@ func (s *Set) finish() {
 		if a.InstanceID != b.InstanceID {
 			return a.InstanceID < b.InstanceID
 		}
-		return a.Platform < b.Platform
+		return a.Platform.Compare(b.Platform) < 0
 	})
 	users := map[string]int{} // layer digest -> number of ok images using it
 	for _, img := range s.Images {
@@ -229,7 +231,10 @@ func (s *Set) totals(imgs []Image) Totals {
 // Compare builds the comparison of a against b over the images measured in
 // both.
 func Compare(a, b *Set) *Comparison {
-	type key struct{ id, platform string }
+	type key struct {
+		id       string
+		platform core.Platform
+	}
 	bOK := map[key]Image{}
 	for _, img := range b.Images {
 		if img.Status == StatusOK {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -18,7 +18,7 @@ type Config struct {
 	Dataset string
 	// Platforms to measure ("linux/amd64", "linux/arm64"). For sets read
 	// from a file, the file's images are kept only when PlatformsGiven.
-	Platforms      []string
+	Platforms      []core.Platform
 	PlatformsGiven bool
 	Options
 	// MaxGrowthPercent, when set, needs Against; see Report.GrowthExceeded.
@@ -98,12 +98,7 @@ func (cfg *Config) parse() ([]*set, error) {
 		return nil, errors.New("a growth limit needs a set to compare against")
 	}
 	if len(cfg.Platforms) == 0 {
-		cfg.Platforms = []string{"linux/amd64"}
-	}
-	for _, p := range cfg.Platforms {
-		if _, err := ArchName(p); err != nil {
-			return nil, fmt.Errorf("platform: %w", err)
-		}
+		cfg.Platforms = []core.Platform{core.AMD64}
 	}
 	var sets []*set
 	for _, s := range []struct{ arg, role string }{{cfg.Images, "measured set"}, {cfg.Against, "set compared against"}} {
@@ -172,12 +167,12 @@ func (s SetSpec) targetsLike(ts []Target) []Target {
 
 // filterTargets keeps the file's images of the dataset's instances (when a
 // dataset is given) and of the requested platforms (when given).
-func filterTargets(ts []Target, instances []Instance, platforms []string, platformsGiven bool) []Target {
+func filterTargets(ts []Target, instances []Instance, platforms []core.Platform, platformsGiven bool) []Target {
 	ids := map[string]bool{}
 	for _, in := range instances {
 		ids[in.ID] = true
 	}
-	want := map[string]bool{}
+	want := map[core.Platform]bool{}
 	for _, p := range platforms {
 		want[p] = true
 	}
@@ -197,17 +192,9 @@ func filterTargets(ts []Target, instances []Instance, platforms []string, platfo
 // platformPolicy is builder/spec's platform decision over the loaded
 // instances, keyed by id.
 func platformPolicy(tables *spec.Tables, instances []Instance) PlatformPolicy {
-	recs := make([]dataset.Instance, len(instances))
+	recs := make([]core.Instance, len(instances))
 	for i, in := range instances {
-		recs[i] = dataset.Instance{InstanceID: in.ID, Repo: in.Repo, Version: in.Version}
+		recs[i] = core.Instance{InstanceID: in.ID, Repo: in.Repo, Version: in.Version}
 	}
-	byID := tables.PlatformsByID(recs)
-	return func(id string) []string {
-		ps := byID(id)
-		out := make([]string, len(ps))
-		for i, p := range ps {
-			out[i] = p.String()
-		}
-		return out
-	}
+	return tables.PlatformsByID(recs)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // TestRunRefusesBadConfig: Run says what is wrong with its Config in its
@@ -24,7 +26,6 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	}{
 		{"no images", Config{}, "no image set to measure"},
 		{"growth without a second set", Config{Images: file, MaxGrowthPercent: &ten}, "a growth limit needs a set to compare against"},
-		{"bad platform", Config{Images: file, Platforms: []string{"linux/s390x"}}, "platform: "},
 		{"bad image set", Config{Images: "registry.example/img:{arch}"}, "measured set: image set \"registry.example/img:{arch}\": a template needs {id}"},
 		{"bad set compared against", Config{Images: file, Against: "upstream:registry.example/x:{id}"}, "set compared against: image set \"upstream:registry.example/x:{id}\": a named scheme takes a repository"},
 		{"scheme set with nothing to name", Config{Images: "registry.example/swebench/sweb.eval.{arch}.{id}:latest"}, "measured set \"registry.example/swebench/sweb.eval.{arch}.{id}:latest\" names images by a naming scheme"},
@@ -45,7 +46,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 // refuseSource fails the test on any registry request.
 type refuseSource struct{ t *testing.T }
 
-func (s refuseSource) Manifest(_ context.Context, ref, _ string) (Manifest, error) {
+func (s refuseSource) Manifest(_ context.Context, ref string, _ core.Platform) (Manifest, error) {
 	s.t.Errorf("manifest request for %s", ref)
 	return Manifest{}, context.Canceled
 }

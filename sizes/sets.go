@@ -115,23 +115,8 @@ func ParseSet(arg string) (SetSpec, error) {
 	return spec, nil
 }
 
-// ArchName maps an OCI platform to upstream's arch name used in image
-// names (linux/amd64 -> x86_64, linux/arm64[/v8] -> arm64), as core.Platform
-// decides.
-func ArchName(platform string) (string, error) {
-	p, err := core.ParsePlatform(platform)
-	if err != nil {
-		return "", err
-	}
-	return p.Arch(), nil
-}
-
 // ExpandTemplate fills a reference template for one instance and platform.
-func ExpandTemplate(tmpl, instanceID, platform string) (string, error) {
-	p, err := core.ParsePlatform(platform)
-	if err != nil {
-		return "", err
-	}
+func ExpandTemplate(tmpl, instanceID string, p core.Platform) string {
 	arch, goarch := p.Arch(), p.GOARCH()
 	id := strings.ToLower(instanceID)
 	r := strings.NewReplacer(
@@ -140,7 +125,7 @@ func ExpandTemplate(tmpl, instanceID, platform string) (string, error) {
 		"{id_1776}", strings.ReplaceAll(id, "__", "_1776_"),
 		"{id}", id,
 	)
-	return r.Replace(tmpl), nil
+	return r.Replace(tmpl)
 }
 
 // Instance is what sizes needs to know about one dataset instance.
@@ -173,7 +158,7 @@ func RepoFromID(id string) string {
 type Target struct {
 	Instance string
 	Repo     string
-	Platform string
+	Platform core.Platform
 	Ref      string
 	// Err is set when no reference could be made (bad template, platform,
 	// an entry with no registry reference); the image is reported as error.
@@ -186,39 +171,35 @@ type Target struct {
 // Ref names the image of one instance and platform in this set. Our
 // naming goes through the manifests package (the one naming module); the
 // other schemes expand their template.
-func (s SetSpec) Ref(instanceID, platform string) (string, error) {
+func (s SetSpec) Ref(instanceID string, platform core.Platform) (string, error) {
 	if s.Scheme == SchemeSwebuild {
-		arch, err := ArchName(platform)
-		if err != nil {
-			return "", err
-		}
-		return manifests.Namer{Repo: s.Repo}.ArchRepo(arch, instanceID) + ":" + manifests.LatestTag, nil
+		return manifests.Namer{Repo: s.Repo}.ArchRepo(platform.Arch(), instanceID) + ":" + manifests.LatestTag, nil
 	}
 	if s.Template == "" {
 		return "", fmt.Errorf("image set %q has no naming scheme", s.Arg)
 	}
-	return ExpandTemplate(s.Template, instanceID, platform)
+	return ExpandTemplate(s.Template, instanceID, platform), nil
 }
 
 // PlatformPolicy says which platforms an instance has images for; nil
 // means every requested platform.
-type PlatformPolicy func(instanceID string) []string
+type PlatformPolicy func(instanceID string) []core.Platform
 
 // Targets lists the images of a naming-scheme set for the given instances
 // and requested platforms, sorted by instance then platform. With a policy,
 // a platform the instance has no image for (x86-only instances on arm64) is
 // left out and counted in skipped.
-func (s SetSpec) Targets(instances []Instance, platforms []string, policy PlatformPolicy) (out []Target, skipped int) {
+func (s SetSpec) Targets(instances []Instance, platforms []core.Platform, policy PlatformPolicy) (out []Target, skipped int) {
 	for _, in := range instances {
-		var allowed map[string]bool
+		var allowed map[core.Platform]bool
 		if policy != nil {
-			allowed = map[string]bool{}
+			allowed = map[core.Platform]bool{}
 			for _, p := range policy(in.ID) {
 				allowed[p] = true
 			}
 		}
 		for _, p := range platforms {
-			if allowed != nil && !allowed[p] && !allowed[normalizePlatform(p)] {
+			if allowed != nil && !allowed[p] {
 				skipped++
 				continue
 			}
@@ -236,19 +217,12 @@ func (s SetSpec) Targets(instances []Instance, platforms []string, policy Platfo
 	return out, skipped
 }
 
-func normalizePlatform(p string) string {
-	if p == "linux/arm64/v8" {
-		return "linux/arm64"
-	}
-	return p
-}
-
 func sortTargets(ts []Target) {
 	sort.SliceStable(ts, func(i, j int) bool {
 		if ts[i].Instance != ts[j].Instance {
 			return ts[i].Instance < ts[j].Instance
 		}
-		return ts[i].Platform < ts[j].Platform
+		return ts[i].Platform.Compare(ts[j].Platform) < 0
 	})
 }
 

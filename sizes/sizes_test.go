@@ -7,13 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/opencontainers/go-digest"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -87,15 +88,19 @@ func TestExpandTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ExpandTemplate(spec.Template, tc.id, tc.platform)
+			// The platform is read at the door (the --platform flag).
+			p, err := core.ParsePlatform(tc.platform)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error = %v, want %q", err, tc.err)
 				}
 				return
 			}
-			if err != nil || got != tc.want {
-				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ExpandTemplate(spec.Template, tc.id, p); got != tc.want {
+				t.Errorf("got %q; want %q", got, tc.want)
 			}
 		})
 	}
@@ -120,7 +125,7 @@ func TestRefMatchesUpstreamMeta(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reading meta.json of %s: %v", id, err)
 			}
-			platform := map[string]string{"x86_64": "linux/amd64", "arm64": "linux/arm64"}[arch]
+			platform := map[string]core.Platform{"x86_64": core.AMD64, "arm64": core.ARM64}[arch]
 			for _, set := range []SetSpec{ours, up} {
 				got, err := set.Ref(id, platform)
 				if err != nil {
@@ -321,11 +326,11 @@ func TestLoadImageFile(t *testing.T) {
 			for _, g := range got {
 				switch {
 				case g.Err != "":
-					lines = append(lines, g.Instance+" "+g.Platform+" err="+g.Err)
+					lines = append(lines, g.Instance+" "+g.Platform.String()+" err="+g.Err)
 				case g.Missing != "":
-					lines = append(lines, g.Instance+" "+g.Platform+" missing="+g.Missing)
+					lines = append(lines, g.Instance+" "+g.Platform.String()+" missing="+g.Missing)
 				default:
-					lines = append(lines, g.Instance+" "+g.Platform+" ref="+g.Ref)
+					lines = append(lines, g.Instance+" "+g.Platform.String()+" ref="+g.Ref)
 				}
 			}
 			if strings.Join(lines, "\n") != strings.Join(tc.want, "\n") {
@@ -434,7 +439,7 @@ type fakeSource struct {
 	calls     map[string]int
 }
 
-func (f *fakeSource) Manifest(ctx context.Context, ref, platform string) (Manifest, error) {
+func (f *fakeSource) Manifest(ctx context.Context, ref string, platform core.Platform) (Manifest, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["manifest "+ref]++
@@ -499,8 +504,8 @@ func TestTotalsAndComparison(t *testing.T) {
 	specB, _ := ParseSet("r/b.{arch}.{id}")
 	ctx := context.Background()
 	opt := Options{Jobs: 4, Uncompressed: true, CacheDir: t.TempDir()}
-	tA, _ := specA.Targets(ids, []string{"linux/amd64"}, nil)
-	tB, _ := specB.Targets(ids, []string{"linux/amd64"}, nil)
+	tA, _ := specA.Targets(ids, []core.Platform{core.AMD64}, nil)
+	tB, _ := specB.Targets(ids, []core.Platform{core.AMD64}, nil)
 	a, err := Measure(ctx, src, specA, tA, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -585,7 +590,7 @@ func TestGrowthLimit(t *testing.T) {
 	mk := func(sizes ...int64) *Set {
 		s := &Set{Label: "x"}
 		for i, n := range sizes {
-			s.Images = append(s.Images, Image{InstanceID: fmt.Sprintf("a__b-%d", i), Repo: "a/b", Platform: "linux/amd64", Status: StatusOK,
+			s.Images = append(s.Images, Image{InstanceID: fmt.Sprintf("a__b-%d", i), Repo: "a/b", Platform: core.AMD64, Status: StatusOK,
 				CompressedBytes: n, Layers: 1, layers: []Blob{{Digest: fmt.Sprintf("sha256:%d-%d", i, n), Size: n}}})
 		}
 		s.finish()
@@ -620,11 +625,11 @@ func TestGrowthLimit(t *testing.T) {
 // was not checked (the nightly's first run must not fail on it).
 func TestGrowthLimitNothingToCompare(t *testing.T) {
 	a := &Set{Label: "A"}
-	a.Images = append(a.Images, Image{InstanceID: "a__b-1", Repo: "a/b", Platform: "linux/amd64", Status: StatusOK,
+	a.Images = append(a.Images, Image{InstanceID: "a__b-1", Repo: "a/b", Platform: core.AMD64, Status: StatusOK,
 		CompressedBytes: 100, Layers: 1, layers: []Blob{{Digest: "sha256:1", Size: 100}}})
 	a.finish()
 	b := &Set{Label: "B"}
-	b.Images = append(b.Images, Image{InstanceID: "a__b-1", Repo: "a/b", Platform: "linux/amd64", Status: StatusMissing})
+	b.Images = append(b.Images, Image{InstanceID: "a__b-1", Repo: "a/b", Platform: core.AMD64, Status: StatusMissing})
 	b.finish()
 	limit := 10.0
 	r := NewReport(a, b, false, &limit)

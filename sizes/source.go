@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -43,7 +44,7 @@ type Source interface {
 	// Manifest fetches the image manifest that ref names. When ref names an
 	// image index, the child for platform ("linux/amd64") is resolved, which
 	// costs one more manifest request.
-	Manifest(ctx context.Context, ref, platform string) (Manifest, error)
+	Manifest(ctx context.Context, ref string, platform core.Platform) (Manifest, error)
 	// Blob opens the blob with the given digest in the repository of ref.
 	Blob(ctx context.Context, ref, digest string) (io.ReadCloser, error)
 }
@@ -59,7 +60,7 @@ type Remote struct {
 func NewRemote(c *registry.Client) *Remote { return &Remote{c: c} }
 
 // Manifest implements Source.
-func (r *Remote) Manifest(ctx context.Context, ref, platform string) (Manifest, error) {
+func (r *Remote) Manifest(ctx context.Context, ref string, platform core.Platform) (Manifest, error) {
 	nref, err := r.c.ParseReference(ref)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("parsing image reference %q: %w", ref, err)
@@ -69,10 +70,7 @@ func (r *Remote) Manifest(ctx context.Context, ref, platform string) (Manifest, 
 		return Manifest{}, mapNotFound(err)
 	}
 	if desc.MediaType.IsIndex() {
-		want, err := v1.ParsePlatform(platform)
-		if err != nil {
-			return Manifest{}, fmt.Errorf("parsing platform %q: %w", platform, err)
-		}
+		want := ociPlatform(platform)
 		idx, err := v1.ParseIndexManifest(bytesReader(desc.Manifest))
 		if err != nil {
 			return Manifest{}, fmt.Errorf("parsing index manifest of %s: %w", ref, err)
@@ -175,13 +173,16 @@ func (c imageConfig) platform() string {
 
 // platformMatches reports whether a config's platform satisfies want
 // ("linux/arm64" accepts "linux/arm64/v8").
-func platformMatches(c imageConfig, want string) bool {
-	w, err := v1.ParsePlatform(want)
-	if err != nil {
-		return false
-	}
+func platformMatches(c imageConfig, want core.Platform) bool {
 	got := v1.Platform{OS: c.OS, Architecture: c.Architecture, Variant: c.Variant}
-	return got.Satisfies(*w)
+	return got.Satisfies(*ociPlatform(want))
+}
+
+// ociPlatform is p as go-containerregistry's platform (no variant: any
+// variant satisfies it).
+func ociPlatform(p core.Platform) *v1.Platform {
+	o := p.OCI()
+	return &v1.Platform{OS: o.OS, Architecture: o.Architecture}
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 func TestPlanTasks(t *testing.T) {
@@ -81,7 +80,7 @@ x86-only (no linux/arm64):
 	}
 }
 
-func instance(id, repo string) (in dataset.Instance) {
+func instance(id, repo string) (in core.Instance) {
 	in.InstanceID, in.Repo = id, repo
 	return in
 }

@@ -11,7 +11,7 @@
 // Open checks the tree as upstream's `swebench dataset check` does
 // (swebench/task/checks.py, v5.0.2): every problem names the task and the
 // file, a task with an error is left out and the others go on. Each valid
-// task yields a dataset.Instance (the record upstream's load_task builds)
+// task yields a core.Instance (the record upstream's load_task builds)
 // plus its Dockerfile and its directory. Select picks the tasks a command
 // acts on: named ids from any split, else the tasks of the published splits.
 package taskrepo
@@ -31,6 +31,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests/naming"
 )
@@ -83,7 +84,7 @@ type Repo struct {
 // Task is one valid task.
 type Task struct {
 	// Instance is the record (Source is the task.yaml path).
-	Instance dataset.Instance
+	Instance core.Instance
 	// Split and Datasets are task.yaml's routing keys.
 	Split    string
 	Datasets []string
@@ -489,8 +490,8 @@ func (r *Repo) Select(ids []string) ([]Task, error) {
 }
 
 // Instances returns the records of tasks.
-func Instances(tasks []Task) []dataset.Instance {
-	out := make([]dataset.Instance, len(tasks))
+func Instances(tasks []Task) []core.Instance {
+	out := make([]core.Instance, len(tasks))
 	for i := range tasks {
 		out[i] = tasks[i].Instance
 	}

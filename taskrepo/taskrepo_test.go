@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -73,7 +74,7 @@ func TestLoadTask(t *testing.T) {
 	}
 	a := r.Tasks[0]
 	in := a.Instance
-	want := dataset.Instance{
+	want := core.Instance{
 		Repo: "x/y", InstanceID: "a__a-1", BaseCommit: "abc", Patch: "diff --git a/y b/y\n", TestPatch: crlfPatch,
 		ProblemStatement: "the issue for a__a-1", HintsText: "a hint\r\n", CreatedAt: "2020-01-01T00:00:00Z", Version: "1.0",
 		FailToPass: []string{"test_a"}, PassToPass: []string{}, EvalScript: "#!/bin/bash\n: '>>>>> Start Test Output'\npytest\n: '>>>>> End Test Output'\n",

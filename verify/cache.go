@@ -45,7 +45,7 @@ type CacheKeyInputs struct {
 func (in CacheKeyInputs) Key() string {
 	h := sha256.New()
 	h.Write([]byte("swebuild verify cache v2\n"))
-	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, string(in.Platform), in.Patch, in.EvalScript, in.Parser, in.Rules, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
+	for _, f := range []string{in.Definition, in.ContextFiles, in.InstanceID, in.Platform.String(), in.Patch, in.EvalScript, in.Parser, in.Rules, strconv.FormatInt(int64(in.Timeout), 10), in.Mode} {
 		fmt.Fprintf(h, "%d:", len(f))
 		h.Write([]byte(f))
 	}
@@ -67,8 +67,8 @@ func DefinitionDigest(ctx context.Context, image llb.State, platform core.Platfo
 // definitionDigest is DefinitionDigest and whether the definition has a
 // local source (whose content its LLB does not name).
 func definitionDigest(ctx context.Context, image llb.State, platform core.Platform) (string, bool, error) {
-	if !platform.Valid() {
-		return "", false, fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", platform)
+	if platform.IsZero() {
+		return "", false, errors.New("no platform (want linux/amd64 or linux/arm64)")
 	}
 	def, err := image.Marshal(ctx, llb.Platform(platform.OCI()))
 	if err != nil {

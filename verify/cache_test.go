@@ -14,13 +14,13 @@ import (
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 )
 
 func TestCacheKeyInputs(t *testing.T) {
 	base := CacheKeyInputs{
-		Definition: "sha256:aa", ContextFiles: "ff", InstanceID: "o__r-1", Platform: "linux/arm64",
+		Definition: "sha256:aa", ContextFiles: "ff", InstanceID: "o__r-1", Platform: core.ARM64,
 		Patch: "diff --git a/x b/x\n", EvalScript: "#!/bin/bash\npytest\n", Parser: "parse_log_pytest",
 		Timeout: 30 * time.Minute, Mode: ModeGold,
 	}
@@ -38,7 +38,7 @@ func TestCacheKeyInputs(t *testing.T) {
 		{"definition", func(in *CacheKeyInputs) { in.Definition = "sha256:ab" }},
 		{"context files", func(in *CacheKeyInputs) { in.ContextFiles = "" }},
 		{"instance", func(in *CacheKeyInputs) { in.InstanceID = "o__r-2" }},
-		{"platform", func(in *CacheKeyInputs) { in.Platform = "linux/amd64" }},
+		{"platform", func(in *CacheKeyInputs) { in.Platform = core.AMD64 }},
 		{"patch", func(in *CacheKeyInputs) { in.Patch += " " }},
 		{"eval.sh", func(in *CacheKeyInputs) { in.EvalScript = "#!/bin/bash\npytest -x\n" }},
 		{"parser", func(in *CacheKeyInputs) { in.Parser = "parse_log_django" }},
@@ -69,11 +69,11 @@ func TestDefinitionDigest(t *testing.T) {
 		return llb.Image("docker.io/library/debian@sha256:0000000000000000000000000000000000000000000000000000000000000001").
 			File(llb.Mkfile("/f", 0o644, []byte(content)))
 	}
-	a1, l1, err := definitionDigest(ctx, img("a"), "linux/amd64")
+	a1, l1, err := definitionDigest(ctx, img("a"), core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _, err := definitionDigest(ctx, img("a"), "linux/amd64")
+	a2, _, err := definitionDigest(ctx, img("a"), core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,22 +81,22 @@ func TestDefinitionDigest(t *testing.T) {
 		t.Errorf("same state: digests %s, %s (local %t)", a1, a2, l1)
 	}
 	// A custom name is progress metadata, not a build step.
-	named, _, err := definitionDigest(ctx, img("a").File(llb.Mkdir("/d", 0o755), llb.WithCustomName("x")), "linux/amd64")
+	named, _, err := definitionDigest(ctx, img("a").File(llb.Mkdir("/d", 0o755), llb.WithCustomName("x")), core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	named2, _, err := definitionDigest(ctx, img("a").File(llb.Mkdir("/d", 0o755), llb.WithCustomName("y")), "linux/amd64")
+	named2, _, err := definitionDigest(ctx, img("a").File(llb.Mkdir("/d", 0o755), llb.WithCustomName("y")), core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if named != named2 {
 		t.Errorf("custom name changed the digest")
 	}
-	b, _, err := definitionDigest(ctx, img("b"), "linux/amd64")
+	b, _, err := definitionDigest(ctx, img("b"), core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	arm, _, err := definitionDigest(ctx, img("a"), "linux/arm64")
+	arm, _, err := definitionDigest(ctx, img("a"), core.ARM64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestDefinitionDigest(t *testing.T) {
 			t.Errorf("%s: same digest %s", name, d)
 		}
 	}
-	_, local, err := definitionDigest(ctx, img("a").File(llb.Copy(llb.Local("ctx"), "/x", "/x")), "linux/amd64")
+	_, local, err := definitionDigest(ctx, img("a").File(llb.Copy(llb.Local("ctx"), "/x", "/x")), core.AMD64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestDefinitionDigest(t *testing.T) {
 	withLocal := func(unique string, patterns ...string) string {
 		t.Helper()
 		src := llb.Local("ctx", llb.LocalUniqueID(unique), llb.IncludePatterns(patterns))
-		d, _, err := definitionDigest(ctx, img("a").File(llb.Copy(src, "/x", "/x")).File(llb.Mkdir("/y", 0o755)), "linux/amd64")
+		d, _, err := definitionDigest(ctx, img("a").File(llb.Copy(src, "/x", "/x")).File(llb.Mkdir("/y", 0o755)), core.AMD64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,8 +129,8 @@ func TestDefinitionDigest(t *testing.T) {
 	if withLocal("u1", "x") == withLocal("u1", "x", "z") {
 		t.Error("other include patterns, same digest")
 	}
-	if _, _, err := definitionDigest(ctx, img("a"), "not a platform//"); err == nil {
-		t.Error("bad platform: no error")
+	if _, _, err := definitionDigest(ctx, img("a"), core.Platform{}); err == nil {
+		t.Error("no platform: no error")
 	}
 }
 
@@ -140,7 +140,7 @@ func TestCacheStoreLoad(t *testing.T) {
 	if rec, err := c.Load(key); rec != nil || err != nil {
 		t.Fatalf("empty cache: %v, %v", rec, err)
 	}
-	want := &CacheRecord{Key: key, InstanceID: "o__r-1", Platform: "linux/amd64", Mode: ModeGold, Resolved: true,
+	want := &CacheRecord{Key: key, InstanceID: "o__r-1", Platform: core.AMD64, Mode: ModeGold, Resolved: true,
 		F2P: Counts{1, 1}, P2P: Counts{3, 3}, Dir: "/runs/x", Report: json.RawMessage(`{"o__r-1":{"resolved":true}}`),
 		Verified: time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)}
 	if err := c.Store(want); err != nil {
@@ -211,9 +211,9 @@ func (f *fakeEngine) count() int {
 
 func TestBuilderHookCache(t *testing.T) {
 	ctx := context.Background()
-	inst := dataset.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: "diff --git a/x b/x\n",
+	inst := core.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: "diff --git a/x b/x\n",
 		FailToPass: []string{"tests/test_a.py::test_fix"}, PassToPass: []string{"tests/test_a.py::test_old"}}
-	target := Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\npytest\n", Parser: "parse_log_pytest"}
+	target := Target{Instance: inst, Platform: core.AMD64, EvalScript: "#!/bin/bash\npytest\n", Parser: "parse_log_pytest"}
 	img := func(content string) llb.State {
 		return llb.Image("docker.io/library/debian@sha256:0000000000000000000000000000000000000000000000000000000000000001").
 			File(llb.Mkfile("/f", 0o644, []byte(content)))
@@ -229,7 +229,7 @@ func TestBuilderHookCache(t *testing.T) {
 		h := r.BuilderHook([]Target{target}, sum)
 		var errs []error
 		for _, im := range images {
-			errs = append(errs, h(ctx, nil, inst.InstanceID, string(target.Platform), im))
+			errs = append(errs, h(ctx, nil, inst.InstanceID, target.Platform, im))
 		}
 		return sum, eng.count(), errs
 	}

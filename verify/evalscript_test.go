@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 )
 
@@ -18,8 +19,8 @@ import (
 // byte for byte, from the records' own eval_script.
 func TestEvalScriptV5MatchesUpstream(t *testing.T) {
 	ref := spectest.SharedDir(t)
-	records := map[string]map[string]dataset.Instance{} // split -> id -> record
-	load := func(split string) map[string]dataset.Instance {
+	records := map[string]map[string]core.Instance{} // split -> id -> record
+	load := func(split string) map[string]core.Instance {
 		if m, ok := records[split]; ok {
 			return m
 		}
@@ -27,7 +28,7 @@ func TestEvalScriptV5MatchesUpstream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := map[string]dataset.Instance{}
+		m := map[string]core.Instance{}
 		for _, in := range insts {
 			m[in.InstanceID] = in
 		}

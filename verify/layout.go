@@ -114,7 +114,7 @@ func ImagesFromLayout(dir string) (ImageFunc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading OCI layout %s: %w", dir, err)
 	}
-	byKey := map[string]string{}
+	byKey := map[imageKey]string{}
 	for _, d := range im.Manifests {
 		id := d.Annotations[manifests.AnnotationInstanceID]
 		if id == "" || d.Platform == nil || !d.MediaType.IsImage() {
@@ -124,10 +124,10 @@ func ImagesFromLayout(dir string) (ImageFunc, error) {
 		if err != nil {
 			continue
 		}
-		byKey[id+"@"+p.String()] = LayoutRef(dir, d.Digest.String())
+		byKey[imageKey{id, p}] = LayoutRef(dir, d.Digest.String())
 	}
-	return func(id, platform string) (string, error) {
-		ref, ok := byKey[id+"@"+platform]
+	return func(id string, platform core.Platform) (string, error) {
+		ref, ok := byKey[imageKey{id, platform}]
 		if !ok {
 			return "", fmt.Errorf("OCI layout %s: no instance image of %s for %s (index.json entries with %s)", dir, id, platform, manifests.AnnotationInstanceID)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -49,13 +49,13 @@ func TestLayoutImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	imgs := map[string]v1.Image{}
-	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+	imgs := map[core.Platform]v1.Image{}
+	for _, p := range core.AllPlatforms() {
 		img, err := random.Image(64, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl, err := v1.ParsePlatform(p)
+		pl, err := v1.ParsePlatform(p.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestLayoutImages(t *testing.T) {
 			t.Errorf("%s: solve options %v, store %q, config %d bytes; want the layout's store and the image config", p, so.OCIStores, src.storeID, len(src.config))
 		}
 	}
-	if _, err := images("c__d-1", "linux/amd64"); err == nil || !strings.Contains(err.Error(), "no instance image of c__d-1") {
+	if _, err := images("c__d-1", core.AMD64); err == nil || !strings.Contains(err.Error(), "no instance image of c__d-1") {
 		t.Errorf("missing instance: %v", err)
 	}
 	var so bkclient.SolveOpt
@@ -104,16 +104,16 @@ func TestLayoutImages(t *testing.T) {
 		t.Error("an image the layout does not hold was opened")
 	}
 
-	dg, _ := imgs["linux/arm64"].Digest()
+	dg, _ := imgs[core.ARM64].Digest()
 	recs := []core.Image{
 		{Kind: core.KindInstance, InstanceID: "a__b-1", Platform: core.ARM64, Digest: digest.Digest(dg.String()), OCILayout: dir, Status: core.StatusBuilt, SpecKey: "k"},
 		{Kind: core.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Digest: digest.Digest(dg.String()), Status: core.StatusBuilt, SpecKey: "k"},
 	}
 	fromRecs := ImagesFromRecords(recs, "md.jsonl")
-	if ref, err := fromRecs("a__b-1", "linux/arm64"); err != nil || ref != LayoutRef(dir, dg.String()) {
+	if ref, err := fromRecs("a__b-1", core.ARM64); err != nil || ref != LayoutRef(dir, dg.String()) {
 		t.Errorf("record with a layout: %q, %v", ref, err)
 	}
-	if _, err := fromRecs("a__b-1", "linux/amd64"); err == nil || !strings.Contains(err.Error(), "was not exported") || !strings.Contains(err.Error(), "--output type=oci,dest=DIR") {
+	if _, err := fromRecs("a__b-1", core.AMD64); err == nil || !strings.Contains(err.Error(), "was not exported") || !strings.Contains(err.Error(), "--output type=oci,dest=DIR") {
 		t.Errorf("record with neither ref nor layout: %v", err)
 	}
 }

@@ -1,12 +1,13 @@
 package verify
 
 import (
-	"github.com/swebuild/swebuild/internal/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swebuild/swebuild/internal/gittest"
 )
 
 // checkoutRepo makes a repository with two commits, old and base, each with

@@ -37,7 +37,7 @@ func TestTracingSocketCoveredWhileDaemonsComeAndGo(t *testing.T) {
 	st := stacktest.Require(t)
 	_, amdImage := testImage(t)
 	_, armImage := testImageFor(t, core.ARM64)
-	dopts := bkdaemon.Options{Platforms: []string{"linux/amd64", "linux/arm64"}, Registries: []string{st.Registry}, MaxParallelism: 2}
+	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64, core.ARM64}, Registries: []string{st.Registry}, MaxParallelism: 2}
 	d := bkdaemon.Start(t, "verify-otel", dopts)
 	ctx := context.Background()
 	c, err := bkclient.New(ctx, d.Addr)
@@ -75,7 +75,7 @@ func TestTracingSocketCoveredWhileDaemonsComeAndGo(t *testing.T) {
 	cycles := 0
 	var got []result
 	for done := false; !done; {
-		o := bkdaemon.Start(t, fmt.Sprintf("otel-churn-%d", cycles), bkdaemon.Options{Platforms: []string{"linux/amd64"}, MaxParallelism: 1})
+		o := bkdaemon.Start(t, fmt.Sprintf("otel-churn-%d", cycles), bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 1})
 		time.Sleep(300 * time.Millisecond)
 		o.Stop()
 		cycles++

@@ -21,7 +21,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 )
 
@@ -38,7 +37,7 @@ const (
 
 // Target is one instance image to verify on one platform.
 type Target struct {
-	Instance dataset.Instance
+	Instance core.Instance
 	// Platform is linux/amd64 or linux/arm64.
 	Platform core.Platform
 	// Image is a pullable reference of the instance image for Platform.
@@ -227,17 +226,13 @@ func (r *Runner) RunSettings(repeat int) *Settings {
 // not push it). targets are looked up by instance id and platform; an
 // instance image without a target fails. Each call's result is added to sum
 // (safe for concurrent calls).
-func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
-	byKey := map[string]Target{}
+func (r *Runner) BuilderHook(targets []Target, sum *Summary) func(ctx context.Context, gc gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
+	byKey := map[imageKey]Target{}
 	for _, t := range targets {
-		byKey[t.Instance.InstanceID+"@"+string(t.Platform)] = t
+		byKey[imageKey{t.Instance.InstanceID, t.Platform}] = t
 	}
-	return func(ctx context.Context, gc gateway.Client, instanceID, platform string, image llb.State) error {
-		pl, err := core.ParsePlatform(platform)
-		if err != nil {
-			return fmt.Errorf("verify: %s: %w", instanceID, err)
-		}
-		t, ok := byKey[instanceID+"@"+string(pl)]
+	return func(ctx context.Context, gc gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
+		t, ok := byKey[imageKey{instanceID, platform}]
 		if !ok {
 			return fmt.Errorf("verify: no dataset record or eval.sh for %s on %s", instanceID, platform)
 		}
@@ -381,8 +376,8 @@ func (g gatewayEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 // runDir is where one attempt's files go: always inside RunDir, whatever the
 // instance id and model name hold.
 func (r *Runner) runDir(t Target, mode, model string, k, repeat int) (string, error) {
-	if !t.Platform.Valid() {
-		return "", fmt.Errorf("platform %q is not linux/amd64 or linux/arm64", t.Platform)
+	if t.Platform.IsZero() {
+		return "", errors.New("no platform (want linux/amd64 or linux/arm64)")
 	}
 	arch := t.Platform.Arch()
 	var parts []string
@@ -783,7 +778,7 @@ func testOutput(out *RunOutput, timeout time.Duration) string {
 
 // count records the report's verdict, the FAIL_TO_PASS and PASS_TO_PASS
 // counts and each labelled test's result.
-func (a *Attempt) count(inst dataset.Instance, rep grading.Report) {
+func (a *Attempt) count(inst core.Instance, rep grading.Report) {
 	a.Resolved = rep.Resolved
 	a.Labels = map[string]string{}
 	a.F2P = Counts{Total: len(inst.FailToPass)}
@@ -827,7 +822,7 @@ func (a *Attempt) classify(out *RunOutput, rep grading.Report, missing []string,
 
 // unlabelled lists the FAIL_TO_PASS and PASS_TO_PASS tests of inst that
 // grading log finds no result for.
-func unlabelled(inst dataset.Instance, log string, opts grading.GradeOptions) ([]string, error) {
+func unlabelled(inst core.Instance, log string, opts grading.GradeOptions) ([]string, error) {
 	lr, err := grading.EvalLog(inst, log, opts)
 	if err != nil {
 		return nil, err

@@ -33,13 +33,13 @@ import (
 type BuildKitEngine struct {
 	Client *bkclient.Client
 	// Auth, when set, makes each run's registry login
-	// (registry.Credentials.SessionAuth): BuildKit asks it for the
+	// (bkauth.New over registry.Credentials): BuildKit asks it for the
 	// credential of the registry the image is pulled from. nil: anonymous.
 	Auth func() SessionAuth
 }
 
 // SessionAuth answers BuildKit's registry credential requests in one
-// session; registry.SessionAuth is one.
+// session; bkauth.SessionAuth (package registry/bkauth) is one.
 type SessionAuth interface {
 	session.Attachable
 	// Explain adds to a failed run's error which credential each registry
@@ -54,8 +54,8 @@ func (e *BuildKitEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 		return nil, errors.New("running verification: no image reference")
 	}
 	p := job.Platform
-	if !p.Valid() {
-		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
+	if p.IsZero() {
+		return nil, errors.New("running verification: no platform (want linux/amd64 or linux/arm64)")
 	}
 	inputs := NewInputFS()
 	var out *RunOutput
@@ -117,8 +117,8 @@ var runIDs atomic.Uint64
 func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job Job, inputs *InputFS) (*RunOutput, error) {
 	start := time.Now()
 	p := job.Platform
-	if !p.Valid() {
-		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
+	if p.IsZero() {
+		return nil, errors.New("running verification: no platform (want linux/amd64 or linux/arm64)")
 	}
 	if inputs == nil {
 		return nil, errors.New("running verification: no input file system for the session")

@@ -20,7 +20,6 @@ import (
 	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
@@ -100,7 +99,7 @@ GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z git
 // given.
 func testJob(t *testing.T, image, eval string) Job {
 	return Job{
-		Image: image, Platform: "linux/amd64", BaseCommit: "HEAD", Timeout: 5 * time.Minute,
+		Image: image, Platform: core.AMD64, BaseCommit: "HEAD", Timeout: 5 * time.Minute,
 		Patch:      "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n",
 		EvalScript: eval, Nonce: t.Name() + time.Now().String(),
 	}
@@ -274,16 +273,16 @@ for i in range(3 * 16384): sys.stdout.write("%063d\n" % i)'
 	eval := func(middle, end string) string {
 		return "#!/bin/bash\necho '" + grading.StartTestOutput + "'\n" + fill + middle + fill + end + "echo '" + grading.EndTestOutput + "'\n"
 	}
-	inst := dataset.Instance{Repo: "fixture/calc", InstanceID: "fixture__trunc-1", BaseCommit: "HEAD",
+	inst := core.Instance{Repo: "fixture/calc", InstanceID: "fixture__trunc-1", BaseCommit: "HEAD",
 		Patch:      "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n",
 		FailToPass: []string{"tests/test_a.py::test_fix"}, PassToPass: []string{"tests/test_a.py::test_old"}}
 	targets := []Target{
-		{Instance: inst, Platform: "linux/amd64", Image: image, Parser: "parse_log_pytest",
+		{Instance: inst, Platform: core.AMD64, Image: image, Parser: "parse_log_pytest",
 			EvalScript: eval("", "echo 'PASSED tests/test_a.py::test_fix'\necho 'PASSED tests/test_a.py::test_old'\n")},
 	}
 	inst2 := inst
 	inst2.InstanceID = "fixture__trunc-2"
-	targets = append(targets, Target{Instance: inst2, Platform: "linux/amd64", Image: image, Parser: "parse_log_pytest",
+	targets = append(targets, Target{Instance: inst2, Platform: core.AMD64, Image: image, Parser: "parse_log_pytest",
 		EvalScript: eval("echo 'PASSED tests/test_a.py::test_old'\n", "echo 'PASSED tests/test_a.py::test_fix'\n")})
 	r := &Runner{Engine: &BuildKitEngine{Client: c}, RunDir: t.TempDir(), MaxOutput: 2 << 20, Timeout: 5 * time.Minute}
 	sum, err := r.Verify(context.Background(), targets, true, false, nil)

@@ -48,7 +48,7 @@ type DockerEngine struct {
 	Progress io.Writer
 
 	mu     sync.Mutex
-	pulled map[string]string // ref@platform -> image id
+	pulled map[pullKey]string // image id
 	locks  map[string]*sync.Mutex
 }
 
@@ -99,8 +99,8 @@ func (e *DockerEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 		return nil, errors.New("running verification: no image reference")
 	}
 	p := job.Platform
-	if !p.Valid() {
-		return nil, fmt.Errorf("running verification: platform %q is not linux/amd64 or linux/arm64", p)
+	if p.IsZero() {
+		return nil, errors.New("running verification: no platform (want linux/amd64 or linux/arm64)")
 	}
 	id, err := e.pull(ctx, job.Image, p)
 	if err != nil {
@@ -114,15 +114,21 @@ func (e *DockerEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 	return out, nil
 }
 
+// pullKey is a reference pulled for a platform.
+type pullKey struct {
+	ref      string
+	platform core.Platform
+}
+
 // pull pulls ref for p, once per engine, and returns the id of the image
 // pulled. Pulls of one reference are serialized: a tag naming an index is
 // one local name for every platform, so the id is read right after the pull
 // that set it. The image's own platform must be p.
 func (e *DockerEngine) pull(ctx context.Context, ref string, p core.Platform) (string, error) {
-	key := ref + "@" + p.String()
+	key := pullKey{ref, p}
 	e.mu.Lock()
 	if e.pulled == nil {
-		e.pulled = map[string]string{}
+		e.pulled = map[pullKey]string{}
 		e.locks = map[string]*sync.Mutex{}
 	}
 	if id, ok := e.pulled[key]; ok {

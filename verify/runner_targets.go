@@ -10,24 +10,28 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/manifests"
 )
 
 // ImageFunc returns the image reference of an instance on a platform.
-type ImageFunc func(instanceID, platform string) (string, error)
+type ImageFunc func(instanceID string, platform core.Platform) (string, error)
+
+// imageKey is an instance on a platform, the key of the image lookups.
+type imageKey struct {
+	id       string
+	platform core.Platform
+}
 
 // ImagesFromRepo names images as published under repo: the per-arch
 // repository manifests.Namer.ArchRepo at tag "latest".
 func ImagesFromRepo(repo string) ImageFunc {
 	n := manifests.Namer{Repo: repo}
-	return func(id, platform string) (string, error) {
-		p, err := core.ParsePlatform(platform)
-		if err != nil {
-			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
+	return func(id string, platform core.Platform) (string, error) {
+		if platform.IsZero() {
+			return "", fmt.Errorf("%s: no platform", id)
 		}
-		return n.ArchRepo(p.Arch(), id) + ":" + manifests.LatestTag, nil
+		return n.ArchRepo(platform.Arch(), id) + ":" + manifests.LatestTag, nil
 	}
 }
 
@@ -35,14 +39,14 @@ func ImagesFromRepo(repo string) ImageFunc {
 // built instance images with a pushed Ref, else in their OCI layout
 // (LayoutRef).
 func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
-	byKey := map[string]core.Image{}
+	byKey := map[imageKey]core.Image{}
 	for _, im := range recs {
 		if im.Kind == core.KindInstance {
-			byKey[im.InstanceID+"@"+im.Platform.String()] = im
+			byKey[imageKey{im.InstanceID, im.Platform}] = im
 		}
 	}
-	return func(id, platform string) (string, error) {
-		im, ok := byKey[id+"@"+platform]
+	return func(id string, platform core.Platform) (string, error) {
+		im, ok := byKey[imageKey{id, platform}]
 		switch {
 		case !ok:
 			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
@@ -76,7 +80,7 @@ type TargetOptions struct {
 // eval script chosen by o.Script (rendering eval.sh where needed), the
 // parser and rules to grade with, and the image o.Images names. Bad
 // instances are returned as errors, the others as targets.
-func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, o TargetOptions) ([]Target, []error) {
+func Targets(ctx context.Context, r *render.Renderer, insts []core.Instance, o TargetOptions) ([]Target, []error) {
 	var out []Target
 	var errs []error
 	switch o.Script {
@@ -90,12 +94,11 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 	}
 	for i := range insts {
 		inst := insts[i]
-		for _, cp := range r.Tables.Platforms(&inst) {
-			p := cp.String()
-			if len(wanted) > 0 && !wanted[cp] {
+		for _, p := range r.Tables.Platforms(&inst) {
+			if len(wanted) > 0 && !wanted[p] {
 				continue
 			}
-			t := Target{Instance: inst, Platform: cp}
+			t := Target{Instance: inst, Platform: p}
 			if err := t.chooseScript(ctx, r, o.Script); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))
 				continue
@@ -117,7 +120,7 @@ func Targets(ctx context.Context, r *render.Renderer, insts []dataset.Instance, 
 // NewTarget is the target of inst on platform p whose platforms were
 // decided elsewhere (a task repo's plan): the eval script chosen by source
 // as Targets chooses it, the parser and rules to grade with; no image.
-func NewTarget(ctx context.Context, r *render.Renderer, inst dataset.Instance, p core.Platform, source string) (Target, error) {
+func NewTarget(ctx context.Context, r *render.Renderer, inst core.Instance, p core.Platform, source string) (Target, error) {
 	t := Target{Instance: inst, Platform: p}
 	if err := t.chooseScript(ctx, r, source); err != nil {
 		return Target{}, err
@@ -169,12 +172,12 @@ func (t *Target) chooseScript(ctx context.Context, r *render.Renderer, source st
 // sweb.eval.arm64.<id> (upstream's arm64 name of the same instance image);
 // any other name is used for both platforms. A record without an image is
 // an error naming it.
-func ImagesFromDataset(insts []dataset.Instance, registry string) ImageFunc {
-	byID := map[string]*dataset.Instance{}
+func ImagesFromDataset(insts []core.Instance, registry string) ImageFunc {
+	byID := map[string]*core.Instance{}
 	for i := range insts {
 		byID[insts[i].InstanceID] = &insts[i]
 	}
-	return func(id, platform string) (string, error) {
+	return func(id string, platform core.Platform) (string, error) {
 		in, ok := byID[id]
 		switch {
 		case !ok:
@@ -182,11 +185,7 @@ func ImagesFromDataset(insts []dataset.Instance, registry string) ImageFunc {
 		case in.Image == "":
 			return "", fmt.Errorf("%s: the record has no image field", in.Source)
 		}
-		p, err := core.ParsePlatform(platform)
-		if err != nil {
-			return "", fmt.Errorf("platform %q has no upstream arch name", platform)
-		}
-		ref, err := DatasetImage(in.Image, registry, p)
+		ref, err := DatasetImage(in.Image, registry, platform)
 		if err != nil {
 			return "", fmt.Errorf("%s: field \"image\": %w", in.Source, err)
 		}

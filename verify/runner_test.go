@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 )
 
@@ -50,9 +50,9 @@ func TestRunDirsStayInside(t *testing.T) {
 			id = "../escape" // an id the dataset would reject; the runner must not trust it either
 			m = "m"
 		}
-		inst := dataset.Instance{Repo: "o/r", InstanceID: id, BaseCommit: "abc", Patch: "diff fix\n",
+		inst := core.Instance{Repo: "o/r", InstanceID: id, BaseCommit: "abc", Patch: "diff fix\n",
 			FailToPass: []string{"tests/test_a.py::test_fix"}}
-		targets = append(targets, Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
+		targets = append(targets, Target{Instance: inst, Platform: core.AMD64, EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"})
 		broken := "diff broken\n"
 		preds[id] = Prediction{InstanceID: id, Model: m, Patch: &broken}
 	}
@@ -185,9 +185,9 @@ func (c *countingEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
 // runs.
 func TestHarnessChangesRefusedOrReported(t *testing.T) {
 	conftest := "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+# fix\n"
-	inst := dataset.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: conftest,
+	inst := core.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: conftest,
 		FailToPass: []string{"tests/test_a.py::test_fix"}}
-	target := Target{Instance: inst, Platform: "linux/amd64", EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"}
+	target := Target{Instance: inst, Platform: core.AMD64, EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"}
 	model := conftest + "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
 	for _, tc := range []struct {
 		name   string
@@ -230,7 +230,7 @@ func TestHarnessChangesRefusedOrReported(t *testing.T) {
 				t.Errorf("verify.json: %v\n%s", err, rec)
 			}
 			_, err = os.Stat(filepath.Join(pred.Dir, "report.json"))
-			rep := MakeRunReport([]string{inst.InstanceID}, map[string]Prediction{inst.InstanceID: {InstanceID: inst.InstanceID, Model: "m", Patch: &p}}, sum.Results, "linux/amd64")
+			rep := MakeRunReport([]string{inst.InstanceID}, map[string]Prediction{inst.InstanceID: {InstanceID: inst.InstanceID, Model: "m", Patch: &p}}, sum.Results, core.AMD64)
 			if tc.failed != "" {
 				if pred.Resolved || !os.IsNotExist(err) || len(rep.ErrorIDs) != 1 || rep.ResolvedInstances != 0 {
 					t.Errorf("refused: resolved %v, report.json %v, run report errors %v resolved %d", pred.Resolved, err, rep.ErrorIDs, rep.ResolvedInstances)

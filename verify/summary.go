@@ -146,7 +146,7 @@ type Result struct {
 
 // Key identifies a result across summaries.
 func (r Result) Key() string {
-	k := r.InstanceID + "@" + string(r.Platform) + "#" + r.Mode
+	k := r.InstanceID + "@" + r.Platform.String() + "#" + r.Mode
 	if r.Mode == ModePredictions {
 		k += "#" + r.Model
 	}
@@ -286,11 +286,11 @@ func (s *Summary) link() {
 	control := map[string]Result{}
 	for _, r := range s.Results {
 		if r.Mode == ModeControl {
-			control[r.InstanceID+"@"+string(r.Platform)] = r
+			control[r.InstanceID+"@"+r.Platform.String()] = r
 		}
 	}
 	for i, r := range s.Results {
-		c, ok := control[r.InstanceID+"@"+string(r.Platform)]
+		c, ok := control[r.InstanceID+"@"+r.Platform.String()]
 		if r.Mode == ModeControl || !ok || c.Failure == FailureInfra {
 			continue
 		}
@@ -402,14 +402,9 @@ func ReadSummary(path string) (*Summary, error) {
 		return nil, fmt.Errorf("reading summary %s: %w", path, err)
 	}
 	for i, r := range s.Results {
-		if r.InstanceID == "" || r.Platform == "" || r.Mode == "" {
+		if r.InstanceID == "" || r.Platform.IsZero() || r.Mode == "" {
 			return nil, fmt.Errorf("reading summary %s: results[%d]: instance_id, platform and mode are required", path, i)
 		}
-		p, err := core.ParsePlatform(string(r.Platform))
-		if err != nil {
-			return nil, fmt.Errorf("reading summary %s: results[%d]: platform: %w", path, i, err)
-		}
-		s.Results[i].Platform = p
 		switch r.Mode {
 		case ModeGold, ModeControl:
 		case ModePredictions:

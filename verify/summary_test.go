@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
-func target(id, platform string) Target {
-	return Target{Instance: dataset.Instance{InstanceID: id}, Platform: core.Platform(platform)}
+func target(id string, platform core.Platform) Target {
+	return Target{Instance: core.Instance{InstanceID: id}, Platform: platform}
 }
 
 func attempt(resolved bool, failure string, labels map[string]string) Attempt {
@@ -46,7 +45,7 @@ func TestAggregate(t *testing.T) {
 		{"model infra", ModePredictions, []Attempt{attempt(false, FailureInfra, nil)}, false, FailureInfra, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := aggregate(target("x__y-1", "linux/amd64"), tc.mode, "my-model", tc.runs)
+			r := aggregate(target("x__y-1", core.AMD64), tc.mode, "my-model", tc.runs)
 			if r.Resolved != tc.wantResolved || r.Failure != tc.wantFailure || !reflect.DeepEqual(r.FlakyTests, tc.wantFlaky) || r.OK() != tc.wantOK {
 				t.Errorf("got resolved=%v failure=%q flaky=%v ok=%v, want %v %q %v %v", r.Resolved, r.Failure, r.FlakyTests, r.OK(), tc.wantResolved, tc.wantFailure, tc.wantFlaky, tc.wantOK)
 			}
@@ -60,7 +59,7 @@ func TestAggregate(t *testing.T) {
 func TestAggregateLeak(t *testing.T) {
 	a := attempt(true, "", nil)
 	a.Leak = &LeakReport{Commits: []string{"abc"}}
-	r := aggregate(target("x__y-1", "linux/amd64"), ModeGold, "", []Attempt{a})
+	r := aggregate(target("x__y-1", core.AMD64), ModeGold, "", []Attempt{a})
 	if r.OK() || r.Failure != FailureLeak || !strings.Contains(r.Why(), "newer commit") {
 		t.Fatalf("resolved with a leak: ok=%v failure=%q why=%q", r.OK(), r.Failure, r.Why())
 	}
@@ -68,11 +67,11 @@ func TestAggregateLeak(t *testing.T) {
 
 func TestLinkControl(t *testing.T) {
 	s := &Summary{Results: []Result{
-		aggregate(target("a", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
-		aggregate(target("a", "linux/amd64"), ModeControl, "", []Attempt{attempt(false, FailureTests, nil)}),
-		aggregate(target("b", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
-		aggregate(target("b", "linux/amd64"), ModeControl, "", []Attempt{attempt(true, "", nil)}),
-		aggregate(target("c", "linux/amd64"), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", core.AMD64), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("a", core.AMD64), ModeControl, "", []Attempt{attempt(false, FailureTests, nil)}),
+		aggregate(target("b", core.AMD64), ModeGold, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("b", core.AMD64), ModeControl, "", []Attempt{attempt(true, "", nil)}),
+		aggregate(target("c", core.AMD64), ModeGold, "", []Attempt{attempt(true, "", nil)}),
 	}}
 	s.link()
 	if d := s.Results[0].Discriminates; d == nil || !*d || !s.Results[0].OK() {
@@ -90,7 +89,7 @@ func TestLinkControl(t *testing.T) {
 }
 
 func TestRegressionsAndRoundTrip(t *testing.T) {
-	res := func(id, platform, mode string, resolved bool) Result {
+	res := func(id string, platform core.Platform, mode string, resolved bool) Result {
 		f := ""
 		if !resolved {
 			f = FailureTests
@@ -98,11 +97,11 @@ func TestRegressionsAndRoundTrip(t *testing.T) {
 		return aggregate(target(id, platform), mode, "", []Attempt{attempt(resolved, f, nil)})
 	}
 	base := &Summary{Results: []Result{
-		res("a", "linux/amd64", ModeGold, true),
-		res("a", "linux/arm64", ModeGold, true),
-		res("b", "linux/amd64", ModeGold, false),
-		res("c", "linux/amd64", ModeControl, false),
-		res("d", "linux/amd64", ModeGold, true),
+		res("a", core.AMD64, ModeGold, true),
+		res("a", core.ARM64, ModeGold, true),
+		res("b", core.AMD64, ModeGold, false),
+		res("c", core.AMD64, ModeControl, false),
+		res("d", core.AMD64, ModeGold, true),
 	}}
 	path := filepath.Join(t.TempDir(), "summary.json")
 	if err := base.WriteFile(path); err != nil {
@@ -113,14 +112,14 @@ func TestRegressionsAndRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := &Summary{Results: []Result{
-		res("a", "linux/amd64", ModeGold, true),
-		res("a", "linux/arm64", ModeGold, false), // regression
-		res("b", "linux/amd64", ModeGold, false), // was unresolved already
-		res("c", "linux/amd64", ModeControl, true),
-		res("e", "linux/amd64", ModeGold, false), // not in the baseline
+		res("a", core.AMD64, ModeGold, true),
+		res("a", core.ARM64, ModeGold, false), // regression
+		res("b", core.AMD64, ModeGold, false), // was unresolved already
+		res("c", core.AMD64, ModeControl, true),
+		res("e", core.AMD64, ModeGold, false), // not in the baseline
 	}}
 	got := now.Regressions(base2)
-	if len(got) != 1 || got[0].InstanceID != "a" || got[0].Platform != "linux/arm64" || got[0].Mode != ModeGold {
+	if len(got) != 1 || got[0].InstanceID != "a" || got[0].Platform != core.ARM64 || got[0].Mode != ModeGold {
 		t.Fatalf("regressions %+v, want a on linux/arm64 only", got)
 	}
 	var b bytes.Buffer
@@ -252,37 +251,39 @@ func TestReadPredictions(t *testing.T) {
 
 // TestReadSummaryModes: a summary written before the predictions mode (the
 // model's name as the mode) reads as a predictions result of that model;
-// platforms are read in any spelling core accepts and checked.
+// platforms are read in the canonical form only (core.Platform's
+// UnmarshalText), and anything else is an error naming the file and value.
 func TestReadSummaryModes(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old.json")
-	if err := os.WriteFile(old, []byte(`{"results":[{"instance_id":"a","platform":"linux/arm64/v8","mode":"my/model","resolved":true},{"instance_id":"a","platform":"linux/amd64","mode":"gold","resolved":true}]}`), 0o644); err != nil {
+	if err := os.WriteFile(old, []byte(`{"results":[{"instance_id":"a","platform":"linux/arm64","mode":"my/model","resolved":true},{"instance_id":"a","platform":"linux/amd64","mode":"gold","resolved":true}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err := ReadSummary(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Results[0]; r.Mode != ModePredictions || r.Model != "my/model" || r.Platform != "linux/arm64" || r.Key() != "a@linux/arm64#predictions#my/model" {
+	if r := s.Results[0]; r.Mode != ModePredictions || r.Model != "my/model" || r.Platform != core.ARM64 || r.Key() != "a@linux/arm64#predictions#my/model" {
 		t.Errorf("old predictions result read as %+v", r)
 	}
 	if r := s.Results[1]; r.Mode != ModeGold || r.Model != "" {
 		t.Errorf("gold result read as %+v", r)
 	}
-	now := &Summary{Results: []Result{aggregate(target("a", "linux/arm64"), ModePredictions, "my/model", []Attempt{attempt(false, FailureTests, nil)})}}
+	now := &Summary{Results: []Result{aggregate(target("a", core.ARM64), ModePredictions, "my/model", []Attempt{attempt(false, FailureTests, nil)})}}
 	if reg := now.Regressions(s); len(reg) != 1 || reg[0].Model != "my/model" {
 		t.Errorf("regressions against the old summary: %+v", reg)
 	}
-	for name, content := range map[string]string{
-		"s390x.json":   `{"results":[{"instance_id":"a","platform":"linux/s390x","mode":"gold"}]}`,
-		"nomodel.json": `{"results":[{"instance_id":"a","platform":"linux/amd64","mode":"predictions"}]}`,
+	for name, c := range map[string]struct{ content, want string }{
+		"s390x.json":   {`{"results":[{"instance_id":"a","platform":"linux/s390x","mode":"gold"}]}`, `: "linux/s390x" is not linux/amd64 or linux/arm64`},
+		"alias.json":   {`{"results":[{"instance_id":"a","platform":"linux/arm64/v8","mode":"gold"}]}`, `: "linux/arm64/v8" is not linux/amd64 or linux/arm64`},
+		"nomodel.json": {`{"results":[{"instance_id":"a","platform":"linux/amd64","mode":"predictions"}]}`, ": results[0]"},
 	} {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p+": results[0]") {
-			t.Errorf("%s: error %v, want one naming the file and entry", name, err)
+		if _, err := ReadSummary(p); err == nil || !strings.Contains(err.Error(), p+c.want) {
+			t.Errorf("%s: error %v, want one naming the file and %q", name, err, c.want)
 		}
 	}
 }

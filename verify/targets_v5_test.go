@@ -132,14 +132,14 @@ func TestDatasetScriptForgedExitLine(t *testing.T) {
 	// says so.
 	bare := insts[0]
 	bare.EvalScript = ""
-	targets, _ = Targets(context.Background(), r, []dataset.Instance{bare}, TargetOptions{Platforms: []core.Platform{core.AMD64}})
+	targets, _ = Targets(context.Background(), r, []core.Instance{bare}, TargetOptions{Platforms: []core.Platform{core.AMD64}})
 	if len(targets) != 1 || targets[0].Script.Source != ScriptGenerated || targets[0].Script.Fallback == "" || targets[0].EvalScript != g.EvalScript {
 		t.Errorf("fallback target: %+v", targets[0].Script)
 	}
 	// An unknown log_parser is an error naming the record.
 	bad := insts[0]
 	bad.LogParser = "parse_log_nope"
-	if _, errs := Targets(context.Background(), r, []dataset.Instance{bad}, TargetOptions{Platforms: []core.Platform{core.AMD64}}); len(errs) != 1 || !strings.Contains(errs[0].Error(), "test.jsonl:") || !strings.Contains(errs[0].Error(), "parse_log_nope") {
+	if _, errs := Targets(context.Background(), r, []core.Instance{bad}, TargetOptions{Platforms: []core.Platform{core.AMD64}}); len(errs) != 1 || !strings.Contains(errs[0].Error(), "test.jsonl:") || !strings.Contains(errs[0].Error(), "parse_log_nope") {
 		t.Errorf("unknown log_parser: %v", errs)
 	}
 }

@@ -6,6 +6,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // Node is one image of the graph.
@@ -86,7 +86,7 @@ type Plan struct {
 // Build renders every instance for every requested platform it is built for
 // and returns the graph. Instances that fail are listed in Plan.Errors; the
 // rest are planned.
-func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform) (*Plan, error) {
+func Build(ctx context.Context, r *render.Renderer, insts []core.Instance, platforms []core.Platform) (*Plan, error) {
 	p := &Plan{X86Only: []string{}, X86OnlyRule: map[string]string{}}
 	langs := map[string]*Language{}
 	for i := range insts {
@@ -117,8 +117,8 @@ func Build(ctx context.Context, r *render.Renderer, insts []dataset.Instance, pl
 		p.Languages = append(p.Languages, *langs[name])
 	}
 	for _, platform := range platforms {
-		if !platform.Valid() {
-			return nil, fmt.Errorf("unknown platform %q (want %s or %s)", platform, core.AMD64, core.ARM64)
+		if platform.IsZero() {
+			return nil, errors.New("no platform (want linux/amd64 or linux/arm64)")
 		}
 		pp := PlatformPlan{Platform: platform}
 		byKey := map[string]*Node{}

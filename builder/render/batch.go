@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // InstanceError is a failed render of one instance (and arch, when only
@@ -82,13 +81,13 @@ func (r *Result) FlatFiles(imageAssets string) ([]File, error) {
 // most of the time is spent in file system calls). It keeps going after
 // failures and returns how many (instance, arch) renders were written and the
 // failures in input order.
-func (r *Renderer) WriteAll(ctx context.Context, insts []dataset.Instance, platforms []core.Platform, out string, jobs int) (int, []*InstanceError) {
+func (r *Renderer) WriteAll(ctx context.Context, insts []core.Instance, platforms []core.Platform, out string, jobs int) (int, []*InstanceError) {
 	return r.WriteAllLayout(ctx, insts, platforms, out, jobs, LayoutLayered)
 }
 
 // WriteAllLayout is WriteAll in the given layout (out/<instance_id>/<arch>/
 // holds the layout's files).
-func (r *Renderer) WriteAllLayout(ctx context.Context, insts []dataset.Instance, platforms []core.Platform, out string, jobs int, layout Layout) (int, []*InstanceError) {
+func (r *Renderer) WriteAllLayout(ctx context.Context, insts []core.Instance, platforms []core.Platform, out string, jobs int, layout Layout) (int, []*InstanceError) {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0) * 4
 	}
@@ -131,7 +130,7 @@ func (r *Renderer) WriteAllLayout(ctx context.Context, insts []dataset.Instance,
 	return written, failed
 }
 
-func (r *Renderer) writeInstance(ctx context.Context, inst *dataset.Instance, platforms []core.Platform, out string, layout Layout) (int, error) {
+func (r *Renderer) writeInstance(ctx context.Context, inst *core.Instance, platforms []core.Platform, out string, layout Layout) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

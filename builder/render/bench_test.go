@@ -10,10 +10,9 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
-func benchVerified(b *testing.B) (*Renderer, []dataset.Instance) {
+func benchVerified(b *testing.B) (*Renderer, []core.Instance) {
 	shared := spectest.SharedDir(b)
 	insts, err := spectest.ReadJSONL(filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"))
 	if err != nil {
@@ -47,7 +46,7 @@ func BenchmarkRenderVerified(b *testing.B) {
 // memory, with no pins.
 func BenchmarkRenderMultilingual(b *testing.B) {
 	shared := spectest.SharedDir(b)
-	var insts []dataset.Instance
+	var insts []core.Instance
 	for _, split := range multilingualSplits {
 		got, err := spectest.ReadJSONL(filepath.Join(shared, "datasets", split+".jsonl"))
 		if err != nil {

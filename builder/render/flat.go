@@ -18,7 +18,7 @@ const FileFlatDockerfile = "Dockerfile"
 // tools/make_v5_dockerfiles.py (2514c86) build_flat writes, one
 // self-contained file with setup_env.sh and setup_repo.sh inlined as
 // heredocs and the image-assets downloads. imageAssets is the record's
-// image_assets (dataset.Instance.ImageAssets).
+// image_assets (core.Instance.ImageAssets).
 //
 // One deliberate difference: when Dockerfile.env is the base template again
 // (every language but Python and the JavaScript env template: C, Go, Java,

@@ -14,7 +14,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -107,7 +106,7 @@ func TestFrozenCondaVerified(t *testing.T) {
 	}
 	plainR := &render.Renderer{Tables: tables, Pins: def}
 	// one instance per (repo, version)
-	byEnv := map[[2]string]*dataset.Instance{}
+	byEnv := map[[2]string]*core.Instance{}
 	for _, recs := range spectest.Records(t, shared, "SWE-bench_Verified/test") {
 		for _, inst := range recs {
 			k := [2]string{inst.Repo, inst.Version}

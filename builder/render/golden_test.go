@@ -15,7 +15,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 type refMeta struct {
@@ -212,7 +211,7 @@ func TestGoldenPartial(t *testing.T) {
 	}
 }
 
-func renderBaseOnly(t *testing.T, r *Renderer, rec *spec.Recipe, inst *dataset.Instance) *Result {
+func renderBaseOnly(t *testing.T, r *Renderer, rec *spec.Recipe, inst *core.Instance) *Result {
 	t.Helper()
 	// Pretend the env is cached to get past the network step; only the base
 	// Dockerfile (independent of the env) is compared.

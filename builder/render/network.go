@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/fetch"
 )
 
@@ -24,7 +24,7 @@ var ErrNeedsNetwork = errors.New("needs network")
 // CandidateURLs returns the URLs upstream tries, in order, for an instance
 // whose spec installs from requirements.txt or environment.yml (nil
 // otherwise or when the bundled environment.yml is used).
-func (r *Renderer) CandidateURLs(inst *dataset.Instance, packages string) []string {
+func (r *Renderer) CandidateURLs(inst *core.Instance, packages string) []string {
 	var paths []string
 	switch packages {
 	case "requirements.txt":
@@ -58,7 +58,7 @@ func (r *Renderer) replacements() []fetch.Replacement {
 }
 
 // requirements is upstream's get_requirements for inst.
-func (r *Renderer) requirements(ctx context.Context, inst *dataset.Instance) (string, error) {
+func (r *Renderer) requirements(ctx context.Context, inst *core.Instance) (string, error) {
 	if err := r.needsNetwork(r.CandidateURLs(inst, "requirements.txt"), "requirements.txt"); err != nil {
 		return "", err
 	}
@@ -66,7 +66,7 @@ func (r *Renderer) requirements(ctx context.Context, inst *dataset.Instance) (st
 }
 
 // environmentYML is upstream's get_environment_yml for inst.
-func (r *Renderer) environmentYML(ctx context.Context, inst *dataset.Instance) (string, error) {
+func (r *Renderer) environmentYML(ctx context.Context, inst *core.Instance) (string, error) {
 	if err := r.needsNetwork(r.CandidateURLs(inst, "environment.yml"), "environment.yml"); err != nil {
 		return "", err
 	}

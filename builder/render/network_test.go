@@ -9,7 +9,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/fetch"
 )
 
@@ -41,7 +40,7 @@ func TestNetworkSpecs(t *testing.T) {
 		raw + "pydata/xarray/" + commit + "/environment.yml": "name: xarray-tests\nchannels:\n  - conda-forge\ndependencies:\n  - numpy\n  - pip:\n    - types-pkg_resources>=1\n    - six\n",
 	}
 	r := &Renderer{Tables: tables, Fetcher: f}
-	dj := &dataset.Instance{Repo: "django/django", InstanceID: "django__django-1", Version: "3.0", BaseCommit: "b", EnvironmentSetupCommit: commit,
+	dj := &core.Instance{Repo: "django/django", InstanceID: "django__django-1", Version: "3.0", BaseCommit: "b", EnvironmentSetupCommit: commit,
 		TestPatch: "diff --git a/tests/x/tests.py b/tests/x/tests.py\n--- a/tests/x/tests.py\n+++ b/tests/x/tests.py\n@@ -1 +1 @@\n-a\n+b\n"}
 	res, err := r.Render(context.Background(), dj, core.AMD64)
 	if err != nil {
@@ -67,7 +66,7 @@ func TestNetworkSpecs(t *testing.T) {
 		t.Errorf("django test directive: %s", res.Eval)
 	}
 
-	xr := &dataset.Instance{Repo: "pydata/xarray", InstanceID: "pydata__xarray-1", Version: "0.12", BaseCommit: "b", EnvironmentSetupCommit: commit, TestPatch: dj.TestPatch}
+	xr := &core.Instance{Repo: "pydata/xarray", InstanceID: "pydata__xarray-1", Version: "0.12", BaseCommit: "b", EnvironmentSetupCommit: commit, TestPatch: dj.TestPatch}
 	res, err = r.Render(context.Background(), xr, core.AMD64)
 	if err != nil {
 		t.Fatal(err)

@@ -31,19 +31,20 @@ const (
 
 // Meta is the meta.json written beside the rendered files.
 type Meta struct {
-	InstanceID   string   `json:"instance_id"`
-	Repo         string   `json:"repo"`
-	Version      string   `json:"version"`
-	Language     string   `json:"language"`
-	Arch         string   `json:"arch"`
-	Platform     string   `json:"platform"`
-	OCIPlatform  string   `json:"oci_platform"`
-	BaseKey      string   `json:"base_image_key"`
-	EnvKey       string   `json:"env_image_key"`
-	InstanceKey  string   `json:"instance_image_key"`
-	EnvYMLCached bool     `json:"env_yml_from_cache"`
-	Pins         []string `json:"pins"`
-	X86Only      bool     `json:"x86_only"`
+	InstanceID string `json:"instance_id"`
+	Repo       string `json:"repo"`
+	Version    string `json:"version"`
+	Language   string `json:"language"`
+	Arch       string `json:"arch"`
+	// Platform is how upstream's Dockerfiles write it ("linux/x86_64").
+	Platform     string        `json:"platform"`
+	OCIPlatform  core.Platform `json:"oci_platform"`
+	BaseKey      string        `json:"base_image_key"`
+	EnvKey       string        `json:"env_image_key"`
+	InstanceKey  string        `json:"instance_image_key"`
+	EnvYMLCached bool          `json:"env_yml_from_cache"`
+	Pins         []string      `json:"pins"`
+	X86Only      bool          `json:"x86_only"`
 	// X86OnlyRule is what makes the instance x86-only (USE_X86, override
 	// or a rule id of `swebuild pins list`).
 	X86OnlyRule string `json:"x86_only_rule,omitempty"`
@@ -58,7 +59,7 @@ func (r *Result) Meta() Meta {
 	}
 	return Meta{
 		InstanceID: r.InstanceID, Repo: r.Repo, Version: r.Version, Language: r.Language, Arch: r.Arch(),
-		Platform: r.Platform.Dockerfile(), OCIPlatform: r.Platform.String(),
+		Platform: r.Platform.Dockerfile(), OCIPlatform: r.Platform,
 		BaseKey: r.BaseKey, EnvKey: r.EnvKey, InstanceKey: r.InstanceKey,
 		EnvYMLCached: r.EnvYMLCached, Pins: pins, X86Only: r.X86Only, X86OnlyRule: r.X86OnlyRule, Profile: r.Profile,
 	}

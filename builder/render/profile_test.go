@@ -11,7 +11,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 func fixtureRenderer(t *testing.T) *Renderer {
@@ -26,8 +25,8 @@ func fixtureRenderer(t *testing.T) *Renderer {
 	return &Renderer{Tables: tables}
 }
 
-func fixtureInstance() *dataset.Instance {
-	return &dataset.Instance{
+func fixtureInstance() *core.Instance {
+	return &core.Instance{
 		Repo: "fixture/calc", InstanceID: "fixture__calc-1", Version: "1.0",
 		BaseCommit: "46e1a4dc54738ea141374dfaa7b86e4a5872974d",
 		TestPatch:  "diff --git a/tests/test_ops.py b/tests/test_ops.py\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 2\n",
@@ -143,7 +142,7 @@ func TestLoadExtraX86OnlyAndParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]bool{"fixture__textutil-2": true, "fixture__textutil-1": false, "fixture__calc-1": false} {
-		if got := tables.X86Only(&dataset.Instance{InstanceID: id, Repo: spec.RepoFromID(id), Version: "1.0"}); got != want {
+		if got := tables.X86Only(&core.Instance{InstanceID: id, Repo: spec.RepoFromID(id), Version: "1.0"}); got != want {
 			t.Errorf("X86Only(%s) = %v, want %v", id, got, want)
 		}
 	}
@@ -186,7 +185,7 @@ func TestLoadExtraProfiles(t *testing.T) {
 		if got := tables.LogParser(tc.repo); got != tc.parser {
 			t.Errorf("LogParser(%s) = %q, want %q", tc.repo, got, tc.parser)
 		}
-		inst := &dataset.Instance{Repo: tc.repo, InstanceID: "x__y-1", Version: "1.0", BaseCommit: "0123456789abcdef0123456789abcdef01234567",
+		inst := &core.Instance{Repo: tc.repo, InstanceID: "x__y-1", Version: "1.0", BaseCommit: "0123456789abcdef0123456789abcdef01234567",
 			TestPatch: "diff --git a/t/test_x.js b/t/test_x.js\n--- a/t/test_x.js\n+++ b/t/test_x.js\n@@ -1 +1 @@\n-a\n+b\n"}
 		res, err := r.Render(context.Background(), inst, core.ARM64)
 		if err != nil {

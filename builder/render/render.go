@@ -16,7 +16,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/pyrepr"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // Pinner edits a recipe before rendering (implemented by package pins).
@@ -82,7 +81,7 @@ type Result struct {
 func (r *Result) Arch() string { return r.Platform.Arch() }
 
 // Render renders one instance for one platform.
-func (r *Renderer) Render(ctx context.Context, inst *dataset.Instance, p core.Platform) (*Result, error) {
+func (r *Renderer) Render(ctx context.Context, inst *core.Instance, p core.Platform) (*Result, error) {
 	rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
 	if err != nil {
 		return nil, err
@@ -94,14 +93,14 @@ func (r *Renderer) Render(ctx context.Context, inst *dataset.Instance, p core.Pl
 }
 
 // RenderRecipe renders an already prepared (and possibly pinned) recipe.
-func (r *Renderer) RenderRecipe(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance) (*Result, error) {
+func (r *Renderer) RenderRecipe(ctx context.Context, rec *spec.Recipe, inst *core.Instance) (*Result, error) {
 	return r.renderRecipe(ctx, rec, inst, nil, nil)
 }
 
 // RenderArches renders one instance for several platforms. Scripts that do
 // not depend on the platform (all of them unless a pin rule changed one
 // platform's recipe) are built once and shared between the results.
-func (r *Renderer) RenderArches(ctx context.Context, inst *dataset.Instance, platforms []core.Platform) ([]*Result, error) {
+func (r *Renderer) RenderArches(ctx context.Context, inst *core.Instance, platforms []core.Platform) ([]*Result, error) {
 	out := make([]*Result, 0, len(platforms))
 	var prevRec *spec.Recipe
 	var prev *Result
@@ -154,7 +153,7 @@ func sameScripts(a, b *spec.Recipe) (same, sameEnv bool) {
 	return same, sameEnv
 }
 
-func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance, prevRec *spec.Recipe, prev *Result) (*Result, error) {
+func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *core.Instance, prevRec *spec.Recipe, prev *Result) (*Result, error) {
 	common := rec.Language != spec.LangPython && rec.Profile == nil
 	if common && len(rec.Spec.TestCmds) == 0 || !common && rec.Spec.TestCmd == "" {
 		return nil, fmt.Errorf("spec %s %s has no test_cmd", rec.Repo, rec.Version)

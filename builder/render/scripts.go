@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 const (
@@ -23,7 +23,7 @@ func (r *Renderer) activate(rec *spec.Recipe) []string {
 }
 
 // repoScriptList ports make_repo_script_list_py.
-func (r *Renderer) repoScriptList(rec *spec.Recipe, inst *dataset.Instance) []string {
+func (r *Renderer) repoScriptList(rec *spec.Recipe, inst *core.Instance) []string {
 	t := r.Tables
 	branch := t.Branch(inst.Repo, inst.BaseCommit)
 	if branch != "" {
@@ -70,7 +70,7 @@ func (r *Renderer) repoScriptList(rec *spec.Recipe, inst *dataset.Instance) []st
 
 // envScriptList ports make_env_script_list_py (and _from_conda for the
 // bundled environment.yml files).
-func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *dataset.Instance) ([]string, error) {
+func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *core.Instance) ([]string, error) {
 	t := r.Tables
 	s := &rec.Spec
 	if rec.Profile != nil {
@@ -153,7 +153,7 @@ func frozenEnvScriptList(rec *spec.Recipe, heredoc string) []string {
 }
 
 // evalScriptList ports make_eval_script_list_py.
-func (r *Renderer) evalScriptList(rec *spec.Recipe, inst *dataset.Instance) ([]string, error) {
+func (r *Renderer) evalScriptList(rec *spec.Recipe, inst *core.Instance) ([]string, error) {
 	t := r.Tables
 	s := &rec.Spec
 	files, err := modifiedFiles(inst.TestPatch)

@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // repoScriptListCommon ports make_repo_script_list_common (every language
 // but Python): clone, reset, then the spec's pre_install, install and build.
-func repoScriptListCommon(rec *spec.Recipe, inst *dataset.Instance) []string {
+func repoScriptListCommon(rec *spec.Recipe, inst *core.Instance) []string {
 	s := &rec.Spec
 	cmds := make([]string, 0, 5+len(s.PreInstall)+len(s.InstallCmds)+len(s.Build))
 	cmds = append(cmds,
@@ -39,7 +39,7 @@ func envScriptListCommon(rec *spec.Recipe) []string {
 // evalScriptListCommon ports make_eval_script_list_common and, for
 // JavaScript, make_eval_script_list_js (image-asset downloads after the
 // reset line; per-repo test command functions).
-func (r *Renderer) evalScriptListCommon(rec *spec.Recipe, inst *dataset.Instance) ([]string, error) {
+func (r *Renderer) evalScriptListCommon(rec *spec.Recipe, inst *core.Instance) ([]string, error) {
 	t := r.Tables
 	s := &rec.Spec
 	files, err := modifiedFiles(inst.TestPatch)
@@ -137,7 +137,7 @@ func purePosixParent(p string) string {
 
 // repoTestCmds runs the test command function upstream's
 // MAP_REPO_TO_TEST_CMDS names for the repo.
-func repoTestCmds(fn string, inst *dataset.Instance) ([]string, error) {
+func repoTestCmds(fn string, inst *core.Instance) ([]string, error) {
 	switch fn {
 	case "get_test_cmds_calypso":
 		return testCmdsCalypso(inst)
@@ -150,7 +150,7 @@ var calypsoSnapshot = regexp.MustCompile(`__snapshots__/(.*).js.snap$`)
 // testCmdsCalypso ports get_test_cmds_calypso: one command (or three for
 // test/e2e) per file of the test patch, by the file's top folder and the
 // instance's version.
-func testCmdsCalypso(inst *dataset.Instance) ([]string, error) {
+func testCmdsCalypso(inst *core.Instance) ([]string, error) {
 	files, err := parsePatchSet(inst.TestPatch)
 	if err != nil {
 		return nil, err

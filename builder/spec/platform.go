@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 // Reasons an instance is x86-only besides the X86Rules.
@@ -171,7 +170,7 @@ var (
 // With no version (an id-only caller) a rule matching any version of the
 // repo makes the instance x86-only: never plan an arm64 image that cannot
 // be built.
-func (t *Tables) Decide(inst *dataset.Instance) Decision {
+func (t *Tables) Decide(inst *core.Instance) Decision {
 	if o, ok := t.platforms.overrides[inst.InstanceID]; ok {
 		return Decision{Platforms: append([]core.Platform(nil), o...), Rule: t.X86OnlyRule(inst)}
 	}
@@ -183,7 +182,7 @@ func (t *Tables) Decide(inst *dataset.Instance) Decision {
 
 // X86OnlyRule is Decide(inst).Rule: what makes inst x86-only, "" when it
 // gets linux/arm64 too.
-func (t *Tables) X86OnlyRule(inst *dataset.Instance) string {
+func (t *Tables) X86OnlyRule(inst *core.Instance) string {
 	if o, ok := t.platforms.overrides[inst.InstanceID]; ok {
 		for _, p := range o {
 			if p == core.ARM64 {
@@ -198,7 +197,7 @@ func (t *Tables) X86OnlyRule(inst *dataset.Instance) string {
 	return t.x86Rule(inst)
 }
 
-func (t *Tables) x86Rule(inst *dataset.Instance) string {
+func (t *Tables) x86Rule(inst *core.Instance) string {
 	if t.Profiles[inst.Repo] != nil {
 		return ""
 	}
@@ -213,19 +212,19 @@ func (t *Tables) x86Rule(inst *dataset.Instance) string {
 }
 
 // Platforms returns the platforms inst is built for, amd64 first (Decide).
-func (t *Tables) Platforms(inst *dataset.Instance) []core.Platform {
+func (t *Tables) Platforms(inst *core.Instance) []core.Platform {
 	return t.Decide(inst).Platforms
 }
 
 // X86Only reports whether inst gets no arm64 image.
-func (t *Tables) X86Only(inst *dataset.Instance) bool { return t.X86OnlyRule(inst) != "" }
+func (t *Tables) X86Only(inst *core.Instance) bool { return t.X86OnlyRule(inst) != "" }
 
 // PlatformsByID returns Platforms as a function of the instance id, for
 // callers keyed by id (ci, sizes): ids of insts are decided from their
 // records; any other id from the id alone (its repo from the id, version
 // unknown, see Decide).
-func (t *Tables) PlatformsByID(insts []dataset.Instance) func(id string) []core.Platform {
-	byID := make(map[string]*dataset.Instance, len(insts))
+func (t *Tables) PlatformsByID(insts []core.Instance) func(id string) []core.Platform {
+	byID := make(map[string]*core.Instance, len(insts))
 	for i := range insts {
 		byID[insts[i].InstanceID] = &insts[i]
 	}
@@ -233,7 +232,7 @@ func (t *Tables) PlatformsByID(insts []dataset.Instance) func(id string) []core.
 		if inst := byID[id]; inst != nil {
 			return t.Platforms(inst)
 		}
-		return t.Platforms(&dataset.Instance{InstanceID: id, Repo: RepoFromID(id)})
+		return t.Platforms(&core.Instance{InstanceID: id, Repo: RepoFromID(id)})
 	}
 }
 

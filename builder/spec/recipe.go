@@ -50,8 +50,8 @@ type Recipe struct {
 // platform, with upstream's templates for its language and docker_specs
 // variant (get_dockerfile_base / _env / _instance).
 func (t *Tables) NewRecipe(instanceID, repo, version string, p core.Platform) (*Recipe, error) {
-	if !p.Valid() {
-		return nil, fmt.Errorf("invalid platform %q (want %s or %s)", p, core.AMD64, core.ARM64)
+	if p.IsZero() {
+		return nil, fmt.Errorf("no platform given (want %s or %s)", core.AMD64, core.ARM64)
 	}
 	s, err := t.Lookup(repo, version)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 )
 
 func readIDs(t *testing.T, path string) []string {
@@ -80,7 +79,7 @@ func TestPlatformOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := tables.UseX86[0]
-	inst := &dataset.Instance{InstanceID: id, Repo: spec.RepoFromID(id)}
+	inst := &core.Instance{InstanceID: id, Repo: spec.RepoFromID(id)}
 	if d := tables.Decide(inst); len(d.Platforms) != 1 || d.Rule != spec.RuleUseX86 {
 		t.Fatalf("%s in USE_X86 but decided %+v", id, d)
 	}
@@ -88,7 +87,7 @@ func TestPlatformOverride(t *testing.T) {
 	if d := tables.Decide(inst); !reflect.DeepEqual(d.Platforms, core.AllPlatforms()) || d.Rule != "" {
 		t.Errorf("override ignored for %s: %+v", id, d)
 	}
-	calc := &dataset.Instance{InstanceID: "fixture__calc-1"}
+	calc := &core.Instance{InstanceID: "fixture__calc-1"}
 	tables.OverridePlatforms(calc.InstanceID, []core.Platform{core.AMD64})
 	if d := tables.Decide(calc); !tables.X86Only(calc) || d.Rule != spec.RuleOverride {
 		t.Errorf("x86-only override ignored: %+v", d)
@@ -237,7 +236,7 @@ func TestX86RulesOverTables(t *testing.T) {
 					want = spec.RulePuppeteerChromium
 				}
 			}
-			d := tables.Decide(&dataset.Instance{InstanceID: "x__y-1", Repo: repo, Version: v})
+			d := tables.Decide(&core.Instance{InstanceID: "x__y-1", Repo: repo, Version: v})
 			if d.Rule != want || len(d.Platforms) != map[bool]int{true: 2, false: 1}[want == ""] {
 				t.Errorf("%s %s: decided %+v, want rule %q", repo, v, d, want)
 			}

@@ -50,7 +50,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // buildFlags are the flags of `swebuild build`.
 type buildFlags struct {
 	g            genInputs
-	platforms    []string
+	platforms    []core.Platform
 	builders     []string
 	poolFile     string
 	downAfter    time.Duration
@@ -73,7 +73,7 @@ type buildFlags struct {
 
 func (f *buildFlags) register(fs *pflag.FlagSet) {
 	f.g.register(fs)
-	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to build (x86-only instances never get linux/arm64)")
+	platformsVar(fs, &f.platforms, "platform", core.AllPlatforms(), "platforms to build (x86-only instances never get linux/arm64)")
 	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform; repeat for a pool of several per platform; tcp:// takes ?tlscacert=F&tlscert=F&tlskey=F&tlsservername=N; ssh://, docker-container://, kube-pod:// work (default $BUILDKIT_HOST)")
 	fs.StringVar(&f.poolFile, "pool", "", "file of builders, one [PLATFORM=]ADDR per line (# comments), added to --builder")
 	fs.DurationVar(&f.downAfter, "node-down-after", builder.DefaultDownAfter, "a BuildKit node that does not answer for this long is marked down; its solves move to the other nodes of its platform")
@@ -101,7 +101,7 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 	if f.workers < 1 {
 		return bo, fmt.Errorf("--workers %d: want at least 1", f.workers)
 	}
-	plats, err := core.ParsePlatforms(f.platforms)
+	plats, err := core.PlatformSet(f.platforms)
 	if err != nil {
 		return bo, fmt.Errorf("--platform: %w", err)
 	}

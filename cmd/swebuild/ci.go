@@ -126,7 +126,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	idsPath := fs.String("ids", "", "file of instance ids, one per line")
 	pinsSel := fs.String("pins", "default", "pin rules the build uses (as for build): the spec keys compared with the ledger's depend on them")
 	contextDirs := fs.StringArray("context-dir", nil, "directory holding profile context files, as for build (default $SWEBUILD_CACHE/rootfs)")
-	platforms := fs.StringSlice("platform", []string{ci.PlatformAMD64, ci.PlatformARM64}, "platforms to build")
+	var platforms []core.Platform
+	platformsVar(fs, &platforms, "platform", core.AllPlatforms(), "platforms to build")
 	shards := fs.Int("shards", 32, "shards per platform (lowered to fit 256 jobs and the instance count)")
 	maxJobs := fs.Int("max-jobs", ci.MaxMatrixJobs, "most matrix jobs in total")
 	runnerFlags := fs.StringArray("runner", nil, "runner for a platform: PLATFORM=LABEL[@RUNNER_PLATFORM] (QEMU when they differ); default linux/amd64=ubuntu-24.04, linux/arm64=ubuntu-24.04-arm")
@@ -165,7 +166,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			Hub:      pipeline.HubOptions{Endpoint: ds.env.hfEndpoint, Token: ds.env.hfToken},
 		},
 		IDsFile:  *idsPath,
-		Matrix:   ci.MatrixOptions{Platforms: *platforms, Shards: *shards, MaxJobs: *maxJobs, Runners: runners},
+		Matrix:   ci.MatrixOptions{Platforms: platforms, Shards: *shards, MaxJobs: *maxJobs, Runners: runners},
 		Ledger:   *ledgerPath,
 		SkipRepo: *skipRepo,
 		Force:    *force,
@@ -230,18 +231,27 @@ func appendGitHubOutput(path, lines string) error {
 	return nil
 }
 
-func parseRunners(flags []string) (map[string]ci.Runner, error) {
+func parseRunners(flags []string) (map[core.Platform]ci.Runner, error) {
 	runners := ci.DefaultRunners()
 	for _, f := range flags {
-		platform, rest, ok := strings.Cut(f, "=")
-		if !ok || platform == "" || rest == "" {
+		plat, rest, ok := strings.Cut(f, "=")
+		if !ok || plat == "" || rest == "" {
 			return nil, fmt.Errorf("--runner %q: want PLATFORM=LABEL[@RUNNER_PLATFORM]", f)
 		}
-		label, arch, hasArch := strings.Cut(rest, "@")
-		if !hasArch {
+		platform, err := core.ParsePlatform(plat)
+		if err != nil {
+			return nil, fmt.Errorf("--runner %q: %w", f, err)
+		}
+		label, archName, hasArch := strings.Cut(rest, "@")
+		var arch core.Platform
+		if hasArch {
+			if arch, err = core.ParsePlatform(archName); err != nil {
+				return nil, fmt.Errorf("--runner %q: runner platform: %w", f, err)
+			}
+		} else {
 			var known bool
 			if arch, known = ci.KnownRunnerArch(label); !known {
-				return nil, fmt.Errorf("--runner %q: unknown runner label %q; say its platform: %s=%s@linux/amd64", f, label, platform, label)
+				return nil, fmt.Errorf("--runner %q: unknown runner label %q; say its platform: %s=%s@linux/amd64", f, label, plat, label)
 			}
 		}
 		runners[platform] = ci.Runner{Label: label, Arch: arch}
@@ -285,7 +295,7 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	f.platforms = []string{platform}
+	f.platforms = []core.Platform{platform}
 	bo, err := f.options(stdout, stderr)
 	if err != nil {
 		return usageErr(fs, stderr, "%v", err)
@@ -325,7 +335,7 @@ func runCIContexts(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	key, ref, err := plan.EnvBinding(recs, *instance, pl.String())
+	key, ref, err := plan.EnvBinding(recs, *instance, pl)
 	if err != nil && *failureRecord != "" {
 		rec := core.Image{Kind: core.KindInstance, InstanceID: *instance, Platform: pl, Status: core.StatusFailed,
 			Error: "not built: its env image is not available: " + err.Error()}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/registry/bkauth"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -37,10 +38,10 @@ func insecureFunc(hosts []string) func(string) bool {
 
 // builderAuth makes one BuildKit session login per solve from creds.
 func builderAuth(creds *registry.Credentials, insecure []string) func() builder.SessionAuth {
-	return func() builder.SessionAuth { return creds.SessionAuth(insecureFunc(insecure)) }
+	return func() builder.SessionAuth { return bkauth.New(creds, insecureFunc(insecure)) }
 }
 
 // verifyAuth makes one BuildKit session login per verification run.
 func verifyAuth(creds *registry.Credentials) func() verify.SessionAuth {
-	return func() verify.SessionAuth { return creds.SessionAuth(nil) }
+	return func() verify.SessionAuth { return bkauth.New(creds, nil) }
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/dataset/hub"
 	"github.com/swebuild/swebuild/fetch"
@@ -85,7 +86,7 @@ func (d *datasetFlags) fetchClient() (*fetch.Client, error) {
 // open reads the dataset: the valid records and, when some records are
 // bad, a *dataset.ValidationError listing them. Downloads are logged to
 // stderr.
-func (d *datasetFlags) open(ctx context.Context, known dataset.Known, stderr io.Writer) ([]dataset.Instance, error) {
+func (d *datasetFlags) open(ctx context.Context, known dataset.Known, stderr io.Writer) ([]core.Instance, error) {
 	if d.dataset == "" {
 		return nil, fmt.Errorf("--dataset is required: %w", errUsage)
 	}

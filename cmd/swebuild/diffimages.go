@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/imagediff"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -32,13 +33,21 @@ func runDiffImages(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *format != "text" && *format != "json" {
 		return usageErr(fs, stderr, "--format: unknown format %q (want text or json)", *format)
 	}
+	var plat core.Platform
+	if *platform != "" {
+		p, err := core.ParsePlatform(*platform)
+		if err != nil {
+			return usageErr(fs, stderr, "--platform: %v", err)
+		}
+		plat = p
+	}
 	kc, err := registryCredentials(*authEnv, "")
 	if err != nil {
 		return fmt.Errorf("--registry-auth-env: %w", err)
 	}
 	var imgs [2]imagediff.Source
 	for i, ref := range fs.Args() {
-		imgs[i] = imagediff.Source{Ref: ref, Platform: *platform, Keychain: kc, Insecure: *insecure}
+		imgs[i] = imagediff.Source{Ref: ref, Platform: plat, Keychain: kc, Insecure: *insecure}
 	}
 	a, err := imagediff.Open(ctx, imgs[0])
 	if err != nil {

@@ -148,14 +148,14 @@ func TestDriftFixture(t *testing.T) {
 		switch r.Kind {
 		case core.KindEnv:
 			images++
-			if l := "env " + strings.TrimSuffix(r.Key, ":latest") + " " + string(r.Platform); calc[l] {
+			if l := "env " + strings.TrimSuffix(r.Key, ":latest") + " " + r.Platform.String(); calc[l] {
 				wantImages = append(wantImages, l)
 			}
 		case core.KindInstance:
 			images++
 			insts++
 			if strings.HasPrefix(r.InstanceID, "fixture__calc-") {
-				wantImages = append(wantImages, "instance "+r.InstanceID+" "+string(r.Platform))
+				wantImages = append(wantImages, "instance "+r.InstanceID+" "+r.Platform.String())
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 )
@@ -110,7 +111,7 @@ func (f *gradeFlags) check(args []string) error {
 // patch is the evaluated patch as grading takes it: nil for --no-patch, ""
 // for --patch (grading only needs it to exist, upstream's patch_exists; its
 // content is never read), the gold patch otherwise.
-func (f *gradeFlags) patch(inst dataset.Instance) (*string, error) {
+func (f *gradeFlags) patch(inst core.Instance) (*string, error) {
 	switch {
 	case f.noPatch:
 		return nil, nil
@@ -131,7 +132,7 @@ func (f *gradeFlags) patch(inst dataset.Instance) (*string, error) {
 
 // grade reads the log, grades it for inst and prints the report (or the
 // status map), with what upstream would not have applied on stderr.
-func (f *gradeFlags) grade(inst dataset.Instance, stdout, stderr io.Writer) error {
+func (f *gradeFlags) grade(inst core.Instance, stdout, stderr io.Writer) error {
 	patch, err := f.patch(inst)
 	if err != nil {
 		return err
@@ -219,12 +220,12 @@ func writeOut(w io.Writer, b []byte) error {
 // findInstance loads the dataset and returns the record of id. Problems in
 // other records are printed as warnings; a problem in the record itself is
 // the error.
-func findInstance(ctx context.Context, ds *datasetFlags, id string, stderr io.Writer) (dataset.Instance, error) {
+func findInstance(ctx context.Context, ds *datasetFlags, id string, stderr io.Writer) (core.Instance, error) {
 	insts, err := ds.open(ctx, nil, stderr)
 	path := ds.source.String()
 	var verr *dataset.ValidationError
 	if err != nil && !errors.As(err, &verr) {
-		return dataset.Instance{}, err
+		return core.Instance{}, err
 	}
 	for _, inst := range insts {
 		if inst.InstanceID == id {
@@ -242,9 +243,9 @@ func findInstance(ctx context.Context, ds *datasetFlags, id string, stderr io.Wr
 			}
 		}
 		if len(own) > 0 {
-			return dataset.Instance{}, fmt.Errorf("instance %s: %s", id, strings.Join(own, "; "))
+			return core.Instance{}, fmt.Errorf("instance %s: %s", id, strings.Join(own, "; "))
 		}
-		return dataset.Instance{}, fmt.Errorf("instance %s not found among the valid records of %s: %w", id, path, err)
+		return core.Instance{}, fmt.Errorf("instance %s not found among the valid records of %s: %w", id, path, err)
 	}
-	return dataset.Instance{}, fmt.Errorf("instance %s not found in %s", id, path)
+	return core.Instance{}, fmt.Errorf("instance %s not found in %s", id, path)
 }

@@ -21,11 +21,11 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SortFlags = false
 	var (
 		g         genInputs
-		platforms []string
+		platforms []core.Platform
 		format    string
 	)
 	g.register(fs)
-	fs.StringSliceVar(&platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to plan (linux/amd64, linux/arm64)")
+	platformsVar(fs, &platforms, "platform", core.AllPlatforms(), "platforms to plan (linux/amd64, linux/arm64)")
 	fs.StringVar(&format, "format", "table", "output format: table or json")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: swebuild plan --dataset FILE|--task-repo DIR [--platform linux/amd64,linux/arm64] [--format table|json]\n\nPrint the base/env/instance image graph per platform (a task repo: its tasks per language and platform, and why the rest are x86-only).\n\nOptions:\n%s", fs.FlagUsages())
@@ -36,7 +36,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if format != "table" && format != "json" {
 		return usageErr(fs, stderr, "--format %q: want table or json", format)
 	}
-	plats, err := core.ParsePlatforms(platforms)
+	plats, err := core.PlatformSet(platforms)
 	if err != nil {
 		return usageErr(fs, stderr, "--platform: %v", err)
 	}

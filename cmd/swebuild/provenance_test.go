@@ -149,7 +149,7 @@ func TestProvenanceFixture(t *testing.T) {
 				t.Fatalf("%s %s: %d provenance statements among the per-arch image's referrers (%v)", id, im.Platform, len(prov), err)
 			}
 			attBytes += att.Size + int64(len(prov[0]))
-			checkFixtureProvenance(t, id+" "+string(im.Platform), prov[0])
+			checkFixtureProvenance(t, id+" "+im.Platform.String(), prov[0])
 
 			// Both referrers are in the plain referrers tag schema too.
 			ri, err := ggcrremote.Referrers(archRepo.Digest(im.Digest.String()))

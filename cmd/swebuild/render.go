@@ -15,7 +15,6 @@ import (
 	"github.com/swebuild/swebuild/builder/render/taskwrite"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/pipeline"
 )
@@ -87,24 +86,25 @@ func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loade
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
 // repeated or comma-separated, and returns the platforms in index order.
 func parseArches(vals []string) ([]core.Platform, error) {
-	var list []string
+	var list []core.Platform
 	for _, v := range vals {
 		for _, a := range strings.Split(v, ",") {
 			a = strings.TrimSpace(a)
 			if a == "all" {
-				list = append(list, core.AMD64.String(), core.ARM64.String())
+				list = append(list, core.AllPlatforms()...)
 				continue
 			}
-			if _, err := core.ParsePlatform(a); err != nil {
+			p, err := core.ParsePlatform(a)
+			if err != nil {
 				return nil, fmt.Errorf("--arch %q: want x86_64, arm64 or all", a)
 			}
-			list = append(list, a)
+			list = append(list, p)
 		}
 	}
 	if len(list) == 0 {
 		return nil, errors.New("--arch is required (x86_64, arm64 or all)")
 	}
-	return core.ParsePlatforms(list)
+	return core.PlatformSet(list)
 }
 
 // writeAllLowGC runs r.WriteAll with the GC target lowered from the default
@@ -118,7 +118,7 @@ func parseArches(vals []string) ([]core.Platform, error) {
 // 0.206 s with the default GOGC -> 0.199 s (x1.07; CPU 0.333 -> 0.301 s,
 // peak RSS 47.5 -> 39.4 MiB); over Multilingual+Multimodal 0.182 -> 0.180 s
 // (x1.03; CPU x1.06, RSS 43.2 -> 38.5 MiB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []dataset.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
+func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []core.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {

@@ -202,7 +202,7 @@ func TestSBOMFixture(t *testing.T) {
 			pip = "cd /testbed && /opt/testbed/bin/python -m pip freeze --all"
 		}
 		compareIndependent(t, ctx, buildctl, host, archRepo+"@"+im.Digest.String(), im.Platform, pip, doc)
-		checked[im.InstanceID+" "+string(im.Platform)] = true
+		checked[im.InstanceID+" "+im.Platform.String()] = true
 	}
 	for _, env := range envs {
 		if !strings.Contains(env.Key, "fixture") || env.Platform != core.AMD64 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sizes"
 )
@@ -32,7 +33,7 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Images, "images", "", "image set A: REPO (swebuild naming), swebuild:REPO, upstream[:REPO], epoch[:REPO], a template with {arch} and {id} or {id_1776}, or a metadata file")
 	fs.StringVar(&cfg.Against, "against", "", "image set B to compare with (same syntax as --images)")
 	fs.StringVar(&cfg.Dataset, "dataset", "", "dataset file (JSONL, JSON array, or .txt with one instance id per line) giving the instance ids")
-	fs.StringSliceVar(&cfg.Platforms, "platform", []string{"linux/amd64"}, "platforms to measure (linux/amd64, linux/arm64)")
+	platformsVar(fs, &cfg.Platforms, "platform", []core.Platform{core.AMD64}, "platforms to measure (linux/amd64, linux/arm64)")
 	fs.StringVar(&format, "format", "md", "output format: "+strings.Join(sizes.Formats, ", "))
 	fs.StringVarP(&out, "out", "o", "", "write the report to this file instead of stdout")
 	fs.Float64Var(&maxGrowth, "max-growth", 0, "exit non-zero when A's unique-layer compressed size grew by more than this percentage against B")

@@ -53,7 +53,7 @@ type verifyFlags struct {
 	images       string
 	runID        string
 	metadataFile string
-	platforms    []string
+	platforms    []core.Platform
 	builderAddr  string
 	engine       string
 	dockerHost   string
@@ -78,7 +78,7 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.runID, "run-id", "", "run id in the run reports' names (default: the run directory's name)")
 	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), oci:DIR (an OCI layout written by swebuild build --output type=oci,dest=DIR), or dataset[=REGISTRY]: each record's image field (sweb.eval.arm64.<id> on linux/arm64), re-rooted at REGISTRY when given")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the instance image of each platform (its pushed ref, else its OCI layout)")
-	fs.StringSliceVar(&f.platforms, "platform", []string{core.AMD64.String(), core.ARM64.String()}, "platforms to verify (x86-only instances are never run on linux/arm64)")
+	platformsVar(fs, &f.platforms, "platform", core.AllPlatforms(), "platforms to verify (x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&f.engine, "engine", pipeline.EngineBuildKit, "what runs the containers: buildkit (a BuildKit daemon, --builder) or docker (a Docker daemon, --docker-host)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
 	fs.StringVar(&f.dockerHost, "docker-host", os.Getenv("DOCKER_HOST"), "with --engine docker: the Docker daemon's address, unix:///PATH or tcp://HOST:PORT (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
@@ -122,7 +122,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	case f.engine == pipeline.EngineDocker && f.builderAddr != "":
 		return o, errors.New("--builder is for --engine buildkit; with --engine docker give --docker-host")
 	}
-	plats, err := core.ParsePlatforms(f.platforms)
+	plats, err := core.PlatformSet(f.platforms)
 	if err != nil {
 		return o, fmt.Errorf("--platform: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -64,7 +64,7 @@ type attackFixture struct {
 	f       fixtureStack
 	mirror  string
 	dataset string
-	inst    dataset.Instance
+	inst    core.Instance
 	ids     map[string]string // attack name -> instance id
 	tmp     string
 }

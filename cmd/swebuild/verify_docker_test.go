@@ -62,7 +62,7 @@ func TestVerifyEngineDockerStack(t *testing.T) {
 		}
 		results[engine] = map[key]verify.Result{}
 		for _, r := range sum.Results {
-			results[engine][key{r.Mode, r.InstanceID, string(r.Platform)}] = r
+			results[engine][key{r.Mode, r.InstanceID, r.Platform.String()}] = r
 		}
 	}
 

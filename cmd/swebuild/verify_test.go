@@ -106,13 +106,13 @@ func tail(s string, n int) string {
 	return s
 }
 
-func loadFixture(t testing.TB, path string) map[string]dataset.Instance {
+func loadFixture(t testing.TB, path string) map[string]core.Instance {
 	t.Helper()
 	insts, err := dataset.Load(context.Background(), path, dataset.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]dataset.Instance{}
+	out := map[string]core.Instance{}
 	for _, in := range insts {
 		out[in.InstanceID] = in
 	}
@@ -195,7 +195,7 @@ func TestVerifyFixture(t *testing.T) {
 	insts := loadFixture(t, f.dataset)
 	seen := map[string]bool{}
 	for _, r := range sum.Results {
-		seen[r.Mode+" "+r.InstanceID+" "+string(r.Platform)] = true
+		seen[r.Mode+" "+r.InstanceID+" "+r.Platform.String()] = true
 		switch r.Mode {
 		case verify.ModeGold:
 			if !r.Resolved || !r.OK() || r.Discriminates == nil || !*r.Discriminates || r.Leak.Leaked() {

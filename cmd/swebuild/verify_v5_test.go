@@ -91,7 +91,7 @@ def pytest_sessionfinish(session, exitstatus):
 // is the eval.sh swebuild generates for it (the fixture has no upstream
 // record), log_parser parse_log_pytest, eval_type pass_and_fail and image
 // swebench/sweb.eval.x86_64.fixture_1776_calc-1:latest.
-func v5FixtureDataset(t *testing.T, f fixtureStack) (string, dataset.Instance) {
+func v5FixtureDataset(t *testing.T, f fixtureStack) (string, core.Instance) {
 	t.Helper()
 	inst, ok := loadFixture(t, f.dataset)["fixture__calc-1"]
 	if !ok {

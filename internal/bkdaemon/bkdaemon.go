@@ -32,6 +32,7 @@ import (
 
 	bkclient "github.com/moby/buildkit/client"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
@@ -42,7 +43,7 @@ const Version = "v0.34.2"
 type Options struct {
 	// Platforms are its oci worker's platforms (--oci-worker-platform),
 	// e.g. linux/arm64 alone for a daemon that runs arm64 under QEMU.
-	Platforms []string
+	Platforms []core.Platform
 	// Registries are plain-HTTP registries it may push to (host:port).
 	Registries []string
 	// TLS, when set, makes it listen on tcp://127.0.0.1:PORT with these
@@ -120,7 +121,7 @@ func Start(t testing.TB, name string, o Options) *Daemon {
 	}
 	args := []string{"--config", cfgPath, "--otel-socket-path", d.OTELSocket, "--oci-worker=true", "--containerd-worker=false", "--oci-worker-snapshotter=overlayfs"}
 	for _, p := range o.Platforms {
-		args = append(args, "--oci-worker-platform", p)
+		args = append(args, "--oci-worker-platform", p.String())
 	}
 	if o.TLS != nil {
 		port, err := freePort()

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // checkRepo is upstream's `check` of a task repo (swebench/task/checks.py,
@@ -126,7 +126,7 @@ func TestWrittenReposPassUpstreamChecks(t *testing.T) {
 		{"SWE-bench_Multimodal/dev", multimodal},
 	} {
 		recs := spectest.Records(t, shared, c.split)[c.split]
-		insts := make([]dataset.Instance, 0, len(recs))
+		insts := make([]core.Instance, 0, len(recs))
 		for _, inst := range recs {
 			insts = append(insts, *inst)
 		}

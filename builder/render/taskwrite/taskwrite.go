@@ -23,7 +23,6 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/manifests/naming"
 )
@@ -72,7 +71,7 @@ func ExpectedImage(instanceID string) string {
 // after a failed instance and returns how many tasks were written and the
 // failures in input order; a problem with the repo itself is returned as
 // one failure with instance id "*".
-func Write(ctx context.Context, r *render.Renderer, insts []dataset.Instance, opts Options) (int, []*render.InstanceError) {
+func Write(ctx context.Context, r *render.Renderer, insts []core.Instance, opts Options) (int, []*render.InstanceError) {
 	fail := func(err error) (int, []*render.InstanceError) {
 		return 0, []*render.InstanceError{{InstanceID: "*", Err: err}}
 	}
@@ -82,7 +81,7 @@ func Write(ctx context.Context, r *render.Renderer, insts []dataset.Instance, op
 	if opts.Split == "" {
 		opts.Split = "test"
 	}
-	if opts.Platform == "" {
+	if opts.Platform.IsZero() {
 		opts.Platform = core.AMD64
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, TasksDir), 0o755); err != nil {
@@ -148,8 +147,8 @@ func config(path string, opts Options) ([]byte, error) {
 
 // Files returns one task's files (name → content), rendered for the
 // options' platform.
-func Files(ctx context.Context, r *render.Renderer, inst *dataset.Instance, opts Options) (map[string][]byte, error) {
-	if opts.Platform == "" {
+func Files(ctx context.Context, r *render.Renderer, inst *core.Instance, opts Options) (map[string][]byte, error) {
+	if opts.Platform.IsZero() {
 		opts.Platform = core.AMD64
 	}
 	res, err := r.Render(ctx, inst, opts.Platform)
@@ -192,7 +191,7 @@ func Files(ctx context.Context, r *render.Renderer, inst *dataset.Instance, opts
 	return files, nil
 }
 
-func writeTask(ctx context.Context, r *render.Renderer, inst *dataset.Instance, opts Options) error {
+func writeTask(ctx context.Context, r *render.Renderer, inst *core.Instance, opts Options) error {
 	if err := naming.ValidateID(inst.InstanceID); err != nil {
 		return err
 	}
@@ -225,7 +224,7 @@ func writeTask(ctx context.Context, r *render.Renderer, inst *dataset.Instance, 
 
 // taskMeta is task.yaml: the record's columns that are not files of their
 // own, plus split, datasets, image, log_parser and eval_type.
-func taskMeta(inst *dataset.Instance, opts Options) (map[string]any, error) {
+func taskMeta(inst *core.Instance, opts Options) (map[string]any, error) {
 	m := map[string]any{
 		"instance_id": inst.InstanceID,
 		"repo":        inst.Repo,
@@ -269,7 +268,7 @@ func taskMeta(inst *dataset.Instance, opts Options) (map[string]any, error) {
 
 // dumpTests is repo.py dump_tests: JSON with indent 2, non-ASCII kept, and
 // a final newline.
-func dumpTests(inst *dataset.Instance) ([]byte, error) {
+func dumpTests(inst *core.Instance) ([]byte, error) {
 	f2p, p2p := inst.FailToPass, inst.PassToPass
 	if f2p == nil {
 		f2p = []string{}

@@ -14,7 +14,7 @@ import (
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 const multimodal = "SWE-bench/SWE-bench_Multimodal"
@@ -51,7 +51,7 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 	shared := spectest.SharedDir(t)
 	ref := filepath.Join(shared, "upstream-v5", "task-repo-multimodal")
 	recs := spectest.Records(t, shared, "SWE-bench_Multimodal/dev")["SWE-bench_Multimodal/dev"]
-	var insts []dataset.Instance
+	var insts []core.Instance
 	for id, inst := range recs {
 		m := filepath.Join(ref, "tasks", id, TaskFile)
 		if _, err := os.Stat(m); err == nil && readYAML(t, m)["split"] == "dev" {

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/core"
 )
 
 // SharedDir returns the swebench-reference folder: $SWEBUILD_SHARED, else
@@ -54,7 +54,7 @@ func moduleRoot() (string, error) {
 }
 
 type record struct {
-	dataset.Instance
+	core.Instance
 	F2P json.RawMessage `json:"FAIL_TO_PASS"`
 	P2P json.RawMessage `json:"PASS_TO_PASS"`
 }
@@ -78,7 +78,7 @@ func decodeList(raw json.RawMessage) ([]string, error) {
 // ReadJSONL reads a SWE-bench JSONL file (FAIL_TO_PASS/PASS_TO_PASS as JSON
 // strings or arrays). A minimal reader for tests, independent of package
 // dataset.
-func ReadJSONL(path string) ([]dataset.Instance, error) {
+func ReadJSONL(path string) ([]core.Instance, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func ReadJSONL(path string) ([]dataset.Instance, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var out []dataset.Instance
+	var out []core.Instance
 	line := 0
 	for sc.Scan() {
 		line++
@@ -118,15 +118,15 @@ func PythonSplits() []string {
 
 // Records loads the given splits ("SWE-bench_Verified/test", ...) and indexes
 // them by split then instance id.
-func Records(tb testing.TB, shared string, splits ...string) map[string]map[string]*dataset.Instance {
+func Records(tb testing.TB, shared string, splits ...string) map[string]map[string]*core.Instance {
 	tb.Helper()
-	out := map[string]map[string]*dataset.Instance{}
+	out := map[string]map[string]*core.Instance{}
 	for _, sp := range splits {
 		insts, err := ReadJSONL(filepath.Join(shared, "datasets", sp+".jsonl"))
 		if err != nil {
 			tb.Fatalf("reading split %s: %v", sp, err)
 		}
-		m := make(map[string]*dataset.Instance, len(insts))
+		m := make(map[string]*core.Instance, len(insts))
 		for i := range insts {
 			m[insts[i].InstanceID] = &insts[i]
 		}

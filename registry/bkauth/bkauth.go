@@ -1,4 +1,8 @@
-package registry
+// Package bkauth answers BuildKit's registry credential requests for one
+// session (the session's auth service, a gRPC server) from the project's one
+// credential source, registry.Credentials. It lives apart from package
+// registry so that what only reads a registry links no gRPC and no BuildKit.
+package bkauth
 
 import (
 	"context"
@@ -16,6 +20,7 @@ import (
 	authutil "github.com/containerd/containerd/v2/core/remotes/docker/auth"
 	remoteserrors "github.com/containerd/containerd/v2/core/remotes/errors"
 	"github.com/moby/buildkit/session/auth"
+	"github.com/swebuild/swebuild/registry"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -23,7 +28,7 @@ import (
 
 // SessionAuth answers BuildKit's registry credential requests for one
 // session (attach it to a solve: bkclient.SolveOpt.Session) from a
-// Credentials: a host gets its own credential and nothing else. Bearer
+// registry.Credentials: a host gets its own credential and nothing else. Bearer
 // tokens are fetched here, on the client side (BuildKit asks for a token
 // authority first, then for tokens), so a credential is sent to a token
 // realm only over HTTPS, or over plain HTTP when the realm's host is
@@ -35,7 +40,7 @@ import (
 // go-containerregistry and writes nothing.
 type SessionAuth struct {
 	auth.UnimplementedAuthServer
-	creds     *Credentials
+	creds     *registry.Credentials
 	allowHTTP func(host string) bool
 	key       ed25519.PrivateKey
 	client    *http.Client
@@ -44,24 +49,24 @@ type SessionAuth struct {
 	asked []string // hosts, in the order first asked
 }
 
-// SessionAuth returns a new SessionAuth for one BuildKit session. allowHTTP
-// says whether a host may get a credential over plain HTTP (nil: loopback
-// hosts only; IsLoopback is always allowed).
-func (c *Credentials) SessionAuth(allowHTTP func(host string) bool) *SessionAuth {
+// New returns a new SessionAuth for one BuildKit session over creds.
+// allowHTTP says whether a host may get a credential over plain HTTP (nil:
+// loopback hosts only; registry.IsLoopback is always allowed).
+func New(creds *registry.Credentials, allowHTTP func(host string) bool) *SessionAuth {
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		// crypto/rand does not fail on Linux; a nil key turns client-side
 		// tokens off (GetTokenAuthority answers Unavailable).
 		key = nil
 	}
-	return &SessionAuth{creds: c, allowHTTP: allowHTTP, key: key, client: &http.Client{Timeout: 60 * time.Second}}
+	return &SessionAuth{creds: creds, allowHTTP: allowHTTP, key: key, client: &http.Client{Timeout: 60 * time.Second}}
 }
 
 // Register implements session.Attachable.
 func (a *SessionAuth) Register(server *grpc.Server) { auth.RegisterAuthServer(server, a) }
 
 func (a *SessionAuth) note(host string) {
-	k := hostKey(host)
+	k := registry.HostKey(host)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !slices.Contains(a.asked, k) {
@@ -77,7 +82,7 @@ func (a *SessionAuth) Asked() []string {
 }
 
 func (a *SessionAuth) plainHTTPAllowed(host string) bool {
-	return IsLoopback(host) || (a.allowHTTP != nil && a.allowHTTP(host))
+	return registry.IsLoopback(host) || (a.allowHTTP != nil && a.allowHTTP(host))
 }
 
 // Credentials answers the daemon's request for a host's credential (basic
@@ -133,7 +138,7 @@ func (a *SessionAuth) FetchToken(ctx context.Context, req *auth.FetchTokenReques
 	to := authutil.TokenOptions{Realm: req.Realm, Service: req.Service, Scopes: req.Scopes}
 	if !cred.Empty() {
 		if realm.Scheme != "https" && !a.plainHTTPAllowed(realm.Host) {
-			return nil, status.Errorf(codes.PermissionDenied, "registry %s: not sending the credential from %s to token realm %s over plain HTTP (only loopback or insecure-named hosts get one without TLS)", hostKey(req.Host), cred.Source, realm.Redacted())
+			return nil, status.Errorf(codes.PermissionDenied, "registry %s: not sending the credential from %s to token realm %s over plain HTTP (only loopback or insecure-named hosts get one without TLS)", registry.HostKey(req.Host), cred.Source, realm.Redacted())
 		}
 		to.Username, to.Secret = cred.Username, cred.Password
 		if cred.IdentityToken != "" {
@@ -143,7 +148,7 @@ func (a *SessionAuth) FetchToken(ctx context.Context, req *auth.FetchTokenReques
 	if to.Secret == "" {
 		r, err := authutil.FetchToken(ctx, a.client, nil, to)
 		if err != nil {
-			return nil, fmt.Errorf("registry %s: fetching an anonymous token from %s: %w", hostKey(req.Host), realm.Redacted(), err)
+			return nil, fmt.Errorf("registry %s: fetching an anonymous token from %s: %w", registry.HostKey(req.Host), realm.Redacted(), err)
 		}
 		return tokenResponse(r.Token, r.IssuedAt, r.ExpiresInSeconds), nil
 	}
@@ -161,7 +166,7 @@ func (a *SessionAuth) FetchToken(ctx context.Context, req *auth.FetchTokenReques
 		}
 		err = gerr
 	}
-	return nil, fmt.Errorf("registry %s: fetching a token with the credential from %s: %w", hostKey(req.Host), cred.Source, err)
+	return nil, fmt.Errorf("registry %s: fetching a token with the credential from %s: %w", registry.HostKey(req.Host), cred.Source, err)
 }
 
 func tokenResponse(token string, issued time.Time, expires int) *auth.FetchTokenResponse {
@@ -180,7 +185,7 @@ func tokenResponse(token string, issued time.Time, expires int) *auth.FetchToken
 // about got ("credential for HOST from SOURCE" or "no credential found for
 // HOST (looked in ...)"). Other errors come back unchanged.
 func (a *SessionAuth) Explain(err error) error {
-	if err == nil || !IsAuthFailure(err) {
+	if err == nil || !registry.IsAuthFailure(err) {
 		return err
 	}
 	hosts := a.Asked()
@@ -202,5 +207,5 @@ func (a *SessionAuth) Explain(err error) error {
 	for i, h := range hosts {
 		notes[i] = a.creds.Describe(h)
 	}
-	return &AuthError{Host: strings.Join(hosts, ", "), Credential: strings.Join(notes, "; "), Err: err}
+	return &registry.AuthError{Host: strings.Join(hosts, ", "), Credential: strings.Join(notes, "; "), Err: err}
 }
