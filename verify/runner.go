@@ -714,11 +714,6 @@ type RunRecord struct {
 	TestOutput *OutputDigest `json:"test_output,omitempty"`
 }
 
-// OutputDigest is the size and sha256 of an output stream.
-type OutputDigest struct {
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
 
 // parserName names the parser grading t uses: the one set, else upstream's
 // map's for the repository.

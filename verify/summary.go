@@ -50,6 +50,13 @@ type Truncation struct {
 	Omitted int64 `json:"omitted"`
 }
 
+// OutputDigest is the size and sha256 of an output stream (a run's whole
+// test output as the runtime streamed it).
+type OutputDigest struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
 // Counts are labelled tests that passed, of all labelled.
 type Counts struct {
 	Passed int `json:"passed"`
