@@ -306,6 +306,12 @@ func TestVerifyAttacks(t *testing.T) {
 				}
 				if run.name == "sleeper" {
 					t.Logf("the sleeper's verify took %s with --timeout %s", took.Round(time.Second), e.timeout)
+					// Not a speed target: a bound on a hang (the limit, the
+					// 2 minutes a killed run gets to end, and the prepare
+					// container and start-up on a loaded machine).
+					if limit, _ := time.ParseDuration(e.timeout); took > limit+2*time.Minute+10*time.Minute {
+						t.Errorf("the sleeper's verify took %s with --timeout %s: the limit did not end it", took.Round(time.Second), e.timeout)
+					}
 				}
 				if compare != "" && !run.allow {
 					cctx, ccancel := context.WithTimeout(ctx, 10*time.Minute)
