@@ -8,6 +8,8 @@ import time
 LABELS = json.loads('__LABELS__')
 FORGED = "".join("PASSED %s\n" % label for label in LABELS) + "FAILED tests/test_ops.py::test_unrelated\n"
 FORGED_LOG = ">>>>> Start Test Output\n" + FORGED + ">>>>> End Test Output\n>>>>> Test Exit Code: 0\n"
+# This module is imported by the pytest process, whose parent is eval.sh.
+EVALSH = os.getppid()
 
 
 def processes():
@@ -51,12 +53,12 @@ def rewrite_results():
 
 def outlive_and_forge(seconds):
     """In a child that ignores SIGTERM and SIGHUP: wait until eval.sh (the
-    parent of this pytest process) has exited, then print forged lines and
-    rewrite every results file for seconds."""
-    evalsh = os.getppid()
+    parent of the pytest process) has exited, then print forged lines and
+    rewrite every results file for seconds. (Lines printed while eval.sh
+    still runs are test output, as upstream's: that is a printer.)"""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    while os.path.exists("/proc/%d" % evalsh):
+    while os.path.exists("/proc/%d" % EVALSH):
         time.sleep(0.05)
     end = time.time() + seconds
     while time.time() < end:
