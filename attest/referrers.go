@@ -3,15 +3,12 @@ package attest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -59,19 +57,30 @@ type Referrers struct {
 	// reads (default 12).
 	Settle time.Duration
 	Rounds int
+	// OnRetry is told of each manifest PUT (an attachment or a fallback
+	// index) tried again because the registry answered that a reference
+	// was unknown (registry.PutManifest: another writer rewriting the
+	// same link at that instant); nil: nobody.
+	OnRetry func(ref name.Reference, err error)
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 	api   map[string]bool // registry host -> serves the referrers API
 }
 
-// FallbackTag is the referrers tag schema's tag for subject.
-func FallbackTag(subject v1.Hash) string { return subject.Algorithm + "-" + subject.Hex }
+// FallbackTag is the referrers tag schema's tag for subject
+// (publication.FallbackTag).
+func FallbackTag(subject v1.Hash) string { return publication.FallbackTag(subject) }
 
-// AttachmentTag is the write-once tag of artifact (a referrer of subject).
+// AttachmentTag is the write-once tag of artifact, a referrer of subject
+// (publication.AttachmentTag).
 func AttachmentTag(subject, artifact v1.Hash) string {
-	return FallbackTag(subject) + "." + artifact.Hex[:32] + ".att"
+	return publication.AttachmentTag(subject, artifact)
 }
+
+// reader reads through the writer's client (publication.Reader: every
+// read bounded).
+func (r *Referrers) reader() *publication.Reader { return publication.New(r.Client) }
 
 // rawManifest is a manifest's exact bytes as a remote.Taggable.
 type rawManifest struct {
@@ -98,6 +107,12 @@ type Artifact struct {
 // layerType with annotations), with artifactType, the empty config and
 // subject.
 func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.MediaType, payload []byte, layerAnnotations map[string]string) (*Artifact, error) {
+	return newArtifact(subject, artifactType, layerType, payload, layerAnnotations, nil)
+}
+
+// newArtifact is NewArtifact with annotations on the manifest too (a
+// referrers index lists them with the artifact).
+func newArtifact(subject v1.Descriptor, artifactType string, layerType types.MediaType, payload []byte, layerAnnotations, annotations map[string]string) (*Artifact, error) {
 	ch, cs, _ := v1.SHA256(bytes.NewReader(EmptyConfig))
 	lh, ls, _ := v1.SHA256(bytes.NewReader(payload))
 	sub := v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
@@ -107,6 +122,7 @@ func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.Med
 		Config:        v1.Descriptor{MediaType: "application/vnd.oci.empty.v1+json", Digest: ch, Size: cs},
 		Layers:        []v1.Descriptor{{MediaType: layerType, Digest: lh, Size: ls, Annotations: layerAnnotations}},
 		Subject:       &sub,
+		Annotations:   annotations,
 	}
 	raw, err := json.Marshal(struct {
 		v1.Manifest
@@ -118,16 +134,18 @@ func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.Med
 	h, n, _ := v1.SHA256(bytes.NewReader(raw))
 	return &Artifact{
 		Raw:        raw,
-		Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: n, ArtifactType: artifactType},
+		Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: n, ArtifactType: artifactType, Annotations: annotations},
 		Blob:       payload, BlobType: layerType,
 	}, nil
 }
 
 // StatementArtifact wraps an in-toto statement as an artifact referring to
 // subject: artifactType and layer application/vnd.in-toto+json, the layer
-// annotated with its predicate type.
+// and the manifest annotated with its predicate type (so a referrers index
+// entry says which statement it is: Kind).
 func StatementArtifact(subject v1.Descriptor, predicateType string, statement []byte) (*Artifact, error) {
-	return NewArtifact(subject, StatementMediaType, StatementMediaType, statement, map[string]string{AnnotationPredicateType: predicateType})
+	ann := map[string]string{AnnotationPredicateType: predicateType}
+	return newArtifact(subject, StatementMediaType, StatementMediaType, statement, ann, maps.Clone(ann))
 }
 
 // Attach puts a (its blobs, then its manifest) into repo and records it
@@ -145,20 +163,21 @@ func (r *Referrers) Attach(ctx context.Context, repo name.Repository, a *Artifac
 }
 
 // Attached reports whether artifact is already attached to subject in
-// repo: its write-once attachment tag answers one HEAD.
+// repo: its write-once attachment tag answers one HEAD with its digest (a
+// superseded one answers a tombstone's: Supersede).
 func (r *Referrers) Attached(ctx context.Context, repo name.Repository, subject, artifact v1.Hash) (bool, error) {
 	d, err := r.Client.Head(ctx, repo.Tag(AttachmentTag(subject, artifact)))
 	if err != nil {
 		return false, err
 	}
-	return d != nil, nil
+	return d != nil && d.Digest == artifact, nil
 }
 
 // AttachOnce attaches a in repo unless it is already attached there
 // (Attached): a re-run costs that one HEAD and writes nothing. attached
 // says whether it wrote.
 func (r *Referrers) AttachOnce(ctx context.Context, repo name.Repository, a *Artifact) (attached bool, err error) {
-	_, subject, err := describe(a.Raw)
+	_, subject, err := publication.Describe(a.Raw)
 	if err != nil {
 		return false, fmt.Errorf("attaching %s: %w", a.Descriptor.Digest, err)
 	}
@@ -171,48 +190,16 @@ func (r *Referrers) AttachOnce(ctx context.Context, repo name.Repository, a *Art
 	return true, nil
 }
 
-// referrerInfo is what a referrers index needs from a manifest.
-type referrerInfo struct {
-	MediaType    types.MediaType   `json:"mediaType"`
-	ArtifactType string            `json:"artifactType"`
-	Config       v1.Descriptor     `json:"config"`
-	Subject      *v1.Descriptor    `json:"subject"`
-	Annotations  map[string]string `json:"annotations"`
-}
-
-// describe returns the descriptor a referrers index lists for manifest raw
-// (artifactType: the manifest's, else its config's media type, as the
-// distribution spec says) and its subject.
-func describe(raw []byte) (v1.Descriptor, v1.Hash, error) {
-	var m referrerInfo
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return v1.Descriptor{}, v1.Hash{}, fmt.Errorf("decoding manifest: %w", err)
-	}
-	if m.Subject == nil {
-		return v1.Descriptor{}, v1.Hash{}, fmt.Errorf("the manifest has no subject")
-	}
-	h, n, _ := v1.SHA256(bytes.NewReader(raw))
-	at := m.ArtifactType
-	if at == "" {
-		at = string(m.Config.MediaType)
-	}
-	mt := m.MediaType
-	if mt == "" {
-		mt = types.OCIManifestSchema1
-	}
-	return v1.Descriptor{MediaType: mt, Digest: h, Size: n, ArtifactType: at, Annotations: m.Annotations}, m.Subject.Digest, nil
-}
-
 // Add records manifest raw, whose blobs are in repo, as a referrer of its
 // subject: it is PUT under its attachment tag (which stores it by digest
 // too), and, when the registry does not serve the referrers API, added to
 // the subject's fallback index so that no concurrent writer erases it.
 func (r *Referrers) Add(ctx context.Context, repo name.Repository, raw []byte) error {
-	desc, subject, err := describe(raw)
+	desc, subject, err := publication.Describe(raw)
 	if err != nil {
 		return fmt.Errorf("adding a referrer in %s: %w", repo, err)
 	}
-	if err := r.Client.Put(ctx, repo.Tag(AttachmentTag(subject, desc.Digest)), rawManifest{raw, desc.MediaType}); err != nil {
+	if err := r.put(ctx, repo.Tag(AttachmentTag(subject, desc.Digest)), rawManifest{raw, desc.MediaType}); err != nil {
 		return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
 	}
 	api, err := r.serves(ctx, repo, subject)
@@ -225,6 +212,15 @@ func (r *Referrers) Add(ctx context.Context, repo name.Repository, raw []byte) e
 	unlock := r.lock(repo.String() + "@" + subject.String())
 	defer unlock()
 	return r.addToFallback(ctx, repo, subject, desc)
+}
+
+// put writes a manifest with the client's retry of a PUT refused for an
+// unknown reference: two publishes attaching to the same images upload
+// the same empty config and put the same attachments, and distribution
+// 2.8 rewrites their link files in place while the other's PUT checks
+// them (registry.PutManifest). The same retry index PUTs get.
+func (r *Referrers) put(ctx context.Context, ref name.Reference, m rawManifest) error {
+	return r.Client.PutManifest(ctx, ref, m, registry.PutRetry{OnRetry: r.OnRetry})
 }
 
 func (r *Referrers) lock(key string) func() {
@@ -252,7 +248,7 @@ func (r *Referrers) serves(ctx context.Context, repo name.Repository, subject v1
 	if ok {
 		return v, nil
 	}
-	_, supported, err := r.Client.Referrers(ctx, repo.Digest(subject.String()))
+	_, supported, err := r.Client.Referrers(ctx, repo.Digest(subject.String()), registry.ListLimits{})
 	if err != nil {
 		return false, err
 	}
@@ -263,22 +259,6 @@ func (r *Referrers) serves(ctx context.Context, repo name.Repository, subject v1
 	r.api[host] = supported
 	r.mu.Unlock()
 	return supported, nil
-}
-
-// readFallback reads subject's fallback index in repo (empty when absent).
-func (r *Referrers) readFallback(ctx context.Context, repo name.Repository, subject v1.Hash) ([]v1.Descriptor, error) {
-	d, err := r.Client.Get(ctx, repo.Tag(FallbackTag(subject)))
-	if err != nil {
-		if registry.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	im, err := v1.ParseIndexManifest(bytes.NewReader(d.Manifest))
-	if err != nil {
-		return nil, fmt.Errorf("fallback index %s:%s: %w", repo, FallbackTag(subject), err)
-	}
-	return im.Manifests, nil
 }
 
 func contains(ds []v1.Descriptor, h v1.Hash) bool {
@@ -307,7 +287,7 @@ func (r *Referrers) addToFallback(ctx context.Context, repo name.Repository, sub
 	tag := repo.Tag(FallbackTag(subject))
 	seen := 0
 	for round := 0; round < rounds; round++ {
-		cur, err := r.readFallback(ctx, repo, subject)
+		cur, err := r.reader().ReadFallback(ctx, repo, subject)
 		if err != nil {
 			return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
 		}
@@ -317,7 +297,7 @@ func (r *Referrers) addToFallback(ctx context.Context, repo name.Repository, sub
 			}
 		} else {
 			seen = 0
-			if err := r.Client.Put(ctx, tag, fallbackIndex(append(cur, desc))); err != nil {
+			if err := r.put(ctx, tag, fallbackIndex(append(cur, desc))); err != nil {
 				return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
 			}
 		}
@@ -331,47 +311,11 @@ func (r *Referrers) addToFallback(ctx context.Context, repo name.Repository, sub
 	return fmt.Errorf("adding referrer %s of %s: the fallback index %s kept losing it after %d reads (it stays reachable under %s)", desc.Digest, subject, tag, rounds, AttachmentTag(subject, desc.Digest))
 }
 
-// List returns the referrers of subject in repo: the referrers API's
-// answer when the registry serves it; else the fallback index and every
-// attachment tag of subject (a manifest read for each one the index lacks).
-// Sorted by digest.
+// List returns the referrers of subject in repo (publication.Reader's
+// Referrers: the referrers API, else the fallback index and the attachment
+// tags; bounded). Sorted by digest.
 func (r *Referrers) List(ctx context.Context, repo name.Repository, subject v1.Hash) ([]v1.Descriptor, error) {
-	idx, api, err := r.Client.Referrers(ctx, repo.Digest(subject.String()))
-	if err != nil {
-		return nil, err
-	}
-	if api {
-		return idx.Manifests, nil
-	}
-	out, err := r.readFallback(ctx, repo, subject)
-	if err != nil {
-		return nil, fmt.Errorf("listing referrers of %s: %w", subject, err)
-	}
-	tags, err := r.Client.Tags(ctx, repo)
-	if err != nil {
-		return nil, fmt.Errorf("listing referrers of %s: %w", subject, err)
-	}
-	prefix := FallbackTag(subject) + "."
-	for _, t := range tags {
-		if !strings.HasPrefix(t, prefix) || !strings.HasSuffix(t, ".att") {
-			continue
-		}
-		short := strings.TrimSuffix(strings.TrimPrefix(t, prefix), ".att")
-		if slices.ContainsFunc(out, func(d v1.Descriptor) bool { return strings.HasPrefix(d.Digest.Hex, short) }) {
-			continue
-		}
-		d, err := r.Client.Get(ctx, repo.Tag(t))
-		if err != nil {
-			return nil, fmt.Errorf("listing referrers of %s: %w", subject, err)
-		}
-		desc, sub, err := describe(d.Manifest)
-		if err != nil || sub != subject {
-			continue // not a referrer of subject after all
-		}
-		out = append(out, desc)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Digest.String() < out[j].Digest.String() })
-	return out, nil
+	return r.reader().Referrers(ctx, repo, subject)
 }
 
 // Statements returns the in-toto statements of predicateType attached to
@@ -379,13 +323,14 @@ func (r *Referrers) List(ctx context.Context, repo name.Repository, subject v1.H
 // referrer (swebuild's artifacts and BuildKit's attestation manifests
 // alike).
 func (r *Referrers) Statements(ctx context.Context, repo name.Repository, subject v1.Hash, predicateType string) ([][]byte, error) {
-	refs, err := r.List(ctx, repo, subject)
+	pr := r.reader()
+	refs, err := pr.Referrers(ctx, repo, subject)
 	if err != nil {
 		return nil, err
 	}
 	var out [][]byte
 	for _, d := range refs {
-		b, err := ManifestStatements(ctx, r.Client, repo, d.Digest, predicateType)
+		b, err := manifestStatements(ctx, pr, repo, d.Digest, predicateType)
 		if err != nil {
 			return nil, err
 		}
@@ -394,61 +339,30 @@ func (r *Referrers) Statements(ctx context.Context, repo name.Repository, subjec
 	return out, nil
 }
 
-// ManifestStatements reads the layers of the manifest at repo@dg annotated
+// maxStatement bounds one statement layer.
+const maxStatement = 16 << 20
+
+// manifestStatements reads the layers of the manifest at repo@dg annotated
 // with predicateType.
-func ManifestStatements(ctx context.Context, c *registry.Client, repo name.Repository, dg v1.Hash, predicateType string) ([][]byte, error) {
-	d, err := c.Get(ctx, repo.Digest(dg.String()))
+func manifestStatements(ctx context.Context, pr *publication.Reader, repo name.Repository, dg v1.Hash, predicateType string) ([][]byte, error) {
+	m, err := pr.Manifest(ctx, repo.Digest(dg.String()))
 	if err != nil {
 		return nil, err
 	}
-	m, err := v1.ParseManifest(bytes.NewReader(d.Manifest))
+	man, err := v1.ParseManifest(bytes.NewReader(m.Raw))
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", dg, err)
 	}
 	var out [][]byte
-	for _, l := range m.Layers {
+	for _, l := range man.Layers {
 		if l.Annotations[AnnotationPredicateType] != predicateType {
 			continue
 		}
-		b, err := readBlob(ctx, c, repo, l)
+		b, err := pr.ReadBlob(ctx, repo, l, maxStatement, "statement")
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, b)
 	}
 	return out, nil
-}
-
-const maxStatement = 16 << 20
-
-func readBlob(ctx context.Context, c *registry.Client, repo name.Repository, l v1.Descriptor) ([]byte, error) {
-	return ReadBlob(ctx, c, repo, l, maxStatement, "statement")
-}
-
-// ReadBlob reads the blob l describes from repo into memory: refused above
-// limit bytes (by its descriptor, and again while reading), and checked
-// against its digest. what names the blob in errors ("statement",
-// "document").
-func ReadBlob(ctx context.Context, c *registry.Client, repo name.Repository, l v1.Descriptor, limit int64, what string) ([]byte, error) {
-	if l.Size > limit {
-		return nil, fmt.Errorf("%s %s: %d bytes, more than %d", what, l.Digest, l.Size, limit)
-	}
-	layer, err := c.Layer(ctx, repo.Digest(l.Digest.String()))
-	if err != nil {
-		return nil, err
-	}
-	rc, err := layer.Compressed()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", what, l.Digest, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", what, l.Digest, err)
-	}
-	sum := sha256.Sum256(b)
-	if "sha256:"+hex.EncodeToString(sum[:]) != l.Digest.String() {
-		return nil, fmt.Errorf("%s %s: content digest mismatch", what, l.Digest)
-	}
-	return b, nil
 }

@@ -1,15 +1,17 @@
 // Package check confirms that every image a dataset's records call for is in
 // a registry: per instance, each per-arch name REPO/sweb.eval.<arch>.<id>
 // for the platforms the instance is built for (the decision plan makes,
-// passed in as Options.Platforms), and the multi-arch index
-// REPO/sweb.eval.<id> listing exactly those platforms at the per-arch
-// digests. Optionally it also checks each record's own image name
-// (core.Instance.Image), re-rooted at another registry.
+// passed in as Options.Platforms, narrowed by Options.Only), and the
+// multi-arch index REPO/sweb.eval.<id> listing those platforms at the
+// per-arch digests, each child present in the index's own repository (a
+// pull of the index's platform reads it there). Optionally it also checks
+// each record's own image name (core.Instance.Image), re-rooted at
+// another registry.
 //
-// Every reference costs at most one request: a HEAD for a per-arch name or
-// a record's image, a GET for an index (its children are read from the
-// body). Requests go through the project's registry client (retry budget,
-// credentials, plain HTTP for loopback or named registries only).
+// Every reference costs one request: a HEAD for a per-arch name, an index
+// child or a record's image, a GET for an index. Everything is read
+// through the publication reader (package publication: the registry
+// client's credentials, token realm route and retry budget).
 package check
 
 import (
@@ -18,17 +20,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
-	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/publication"
 )
 
 // DefaultTag is the tag checked when Options.Tag is empty.
@@ -47,15 +46,18 @@ type Options struct {
 	// Platforms returns the platforms an instance is built for, amd64
 	// first: the same decision plan uses (spec.Tables.Platforms). Required.
 	Platforms func(*core.Instance) []core.Platform
+	// Only, when not empty, checks only these of each instance's
+	// platforms (--platform): the per-arch names and index children of
+	// the others are not asked for.
+	Only []core.Platform
 	// RecordRoot, when set, also checks each record's Image name with its
 	// registry replaced by RecordRoot (a host, optionally with a path
 	// prefix): "swebench/sweb.eval.x86_64.x:latest" at root
 	// "127.0.0.1:5000" is "127.0.0.1:5000/swebench/sweb.eval.x86_64.x:latest".
 	RecordRoot string
-	// Client talks to the registry (required).
-	Client *registry.Client
-	// Jobs is how many references are checked at once (default 8).
-	Jobs int
+	// Reader reads the publication (required); its Jobs is how many
+	// references are asked at once.
+	Reader *publication.Reader
 }
 
 // Ref kinds.
@@ -74,8 +76,9 @@ type Ref struct {
 	Present    bool          `json:"present"`
 	Digest     string        `json:"digest,omitempty"`
 	// Problem says what is wrong: "missing", the registry's refusal
-	// ("registry answered 401: ..."), or for a present index what it lacks
-	// or holds at another digest; "" when all is well.
+	// ("login refused by HOST (...)"), another answer ("registry answered
+	// 500: ..."), or for a present index what it lacks, holds at another
+	// digest or lists without having it; "" when all is well.
 	Problem string `json:"problem,omitempty"`
 }
 
@@ -90,6 +93,10 @@ type Report struct {
 	// NoImage lists the instances whose record names no image (only when
 	// RecordRoot is set).
 	NoImage []string `json:"no_image,omitempty"`
+	// Platforms are the platforms checked when Options.Only narrowed them.
+	Platforms []core.Platform `json:"platforms,omitempty"`
+	// Refused lists the registry hosts that refused the login.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // Counts returns how many references are fine, of how many.
@@ -119,13 +126,20 @@ func (r *Report) Err() error {
 	if ok == total {
 		return nil
 	}
+	if len(r.Refused) > 0 {
+		return fmt.Errorf("%d of %d images missing or inconsistent: login refused by %s", total-ok, total, strings.Join(r.Refused, ", "))
+	}
 	return fmt.Errorf("%d of %d images missing or inconsistent", total-ok, total)
 }
 
 // Print writes "N/M images present" and one line per gap.
 func (r *Report) Print(w io.Writer) {
 	ok, total := r.Counts()
-	fmt.Fprintf(w, "%d/%d images present (%d instances)\n", ok, total, r.Instances)
+	only := ""
+	if len(r.Platforms) > 0 {
+		only = ", " + joinPlatforms(r.Platforms)
+	}
+	fmt.Fprintf(w, "%d/%d images present (%d instances%s)\n", ok, total, r.Instances, only)
 	gaps := r.Gaps()
 	if len(gaps) > 0 {
 		fmt.Fprintf(w, "missing or inconsistent (%d):\n", len(gaps))
@@ -201,200 +215,212 @@ func Reroot(image, root string) (string, error) {
 
 // Run checks insts (in order) and returns the report. An error is returned
 // for bad options, a name that cannot be parsed, or a registry that could
-// not be asked (after the client's retries): never for a missing image,
-// which the report holds.
+// not be asked (after the client's retries): never for a missing or
+// refused image, which the report holds.
 func Run(ctx context.Context, insts []core.Instance, o Options) (*Report, error) {
-	if o.Repo == "" || o.Client == nil || o.Platforms == nil {
-		return nil, errors.New("check: repository prefix, registry client and platform decision are required")
+	if o.Repo == "" || o.Reader == nil || o.Platforms == nil {
+		return nil, errors.New("check: repository prefix, publication reader and platform decision are required")
 	}
-	tag := o.Tag
-	if tag == "" {
-		tag = DefaultTag
+	set := publication.Prefix{Repo: o.Repo, Tag: o.Tag, KeepDoubleUnderscore: o.KeepDoubleUnderscore}
+	if set.Tag == "" {
+		set.Tag = DefaultTag
 	}
-	jobs := o.Jobs
-	if jobs <= 0 {
-		jobs = 8
-	}
-	namer := manifests.Namer{Repo: o.Repo, KeepDoubleUnderscore: o.KeepDoubleUnderscore}
-	rep := &Report{Instances: len(insts)}
-	// index i of rep.Refs -> the arch refs an index ref compares against.
-	type indexWant struct {
-		platforms []core.Platform
-		archRefs  []int
-	}
-	wants := map[int]indexWant{}
-	seen := map[string]int{} // name -> index in rep.Refs
-	aliases := map[int]int{} // record ref -> the ref with its name
-	add := func(r Ref) {
-		seen[r.Name] = len(rep.Refs)
-		rep.Refs = append(rep.Refs, r)
-	}
-	for i := range insts {
-		inst := &insts[i]
-		plats := o.Platforms(inst)
-		var archIdx []int
-		for _, p := range plats {
-			n := namer.ArchRepo(p.Arch(), inst.InstanceID) + ":" + tag
-			archIdx = append(archIdx, len(rep.Refs))
-			add(Ref{Kind: KindArch, InstanceID: inst.InstanceID, Platform: p, Name: n})
-		}
-		wants[len(rep.Refs)] = indexWant{platforms: plats, archRefs: archIdx}
-		add(Ref{Kind: KindIndex, InstanceID: inst.InstanceID, Name: namer.IndexRepo(inst.InstanceID) + ":" + tag})
-		if o.RecordRoot != "" {
-			if inst.Image == "" {
-				rep.NoImage = append(rep.NoImage, inst.InstanceID)
-				continue
-			}
-			n, err := Reroot(inst.Image, o.RecordRoot)
-			if err != nil {
-				return nil, fmt.Errorf("%s: record image: %w", inst.InstanceID, err)
-			}
-			if _, dup := seen[n]; dup && rep.Refs[seen[n]].Kind == KindRecord {
-				continue // two records naming one image: listed once
-			}
-			// A record image that is also one of the names above (the
-			// prefix and the re-rooted namespace coincide) is listed but
-			// not asked again: one request per reference.
-			if j, ok := seen[n]; ok {
-				aliases[len(rep.Refs)] = j
-			}
-			seen[n] = len(rep.Refs)
-			rep.Refs = append(rep.Refs, Ref{Kind: KindRecord, InstanceID: inst.InstanceID, Name: n})
-		}
-	}
-
-	// Ask the registry: every reference once, jobs at a time. Index bodies
-	// are kept to compare with the per-arch digests afterwards.
-	bodies := make([][]byte, len(rep.Refs))
-	errs := make([]error, len(rep.Refs))
-	sem := make(chan struct{}, jobs)
-	var wg sync.WaitGroup
-	for i := range rep.Refs {
-		ref := &rep.Refs[i]
-		if _, ok := aliases[i]; ok {
-			continue
-		}
-		parsed, err := o.Client.ParseReference(ref.Name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: image name %s: %w", ref.InstanceID, ref.Name, err)
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if ref.Kind == KindIndex {
-				d, err := o.Client.Get(ctx, parsed)
-				switch {
-				case err != nil && isNotFound(err):
-				case err != nil && httpStatus(err) != 0:
-					ref.Problem = fmt.Sprintf("registry answered %d: %v", httpStatus(err), err)
-				case err != nil:
-					errs[i] = err
-				default:
-					ref.Present, ref.Digest, bodies[i] = true, d.Digest.String(), d.Manifest
-					if !d.MediaType.IsIndex() {
-						ref.Problem = fmt.Sprintf("is a %s, not an image index", d.MediaType)
-					}
-				}
-				return
-			}
-			d, err := o.Client.Head(ctx, parsed)
-			if err != nil {
-				// An HTTP answer (Docker Hub says 401 for a repository
-				// that does not exist) is this reference's gap; anything
-				// else (the registry unreachable after the client's
-				// retries) stops the check.
-				if st := httpStatus(err); st != 0 {
-					ref.Problem = fmt.Sprintf("registry answered %d: %v", st, err)
-					return
-				}
-				errs[i] = err
-				return
-			}
-			if d != nil {
-				ref.Present, ref.Digest = true, d.Digest.String()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	wants, built := o.wants(insts)
+	pub, err := o.Reader.Read(ctx, set, wants)
+	if err != nil {
 		return nil, err
 	}
-	for i, j := range aliases {
-		rep.Refs[i].Present, rep.Refs[i].Digest = rep.Refs[j].Present, rep.Refs[j].Digest
+	rep := &Report{Instances: len(insts), Platforms: o.Only}
+	groups := make([][]Ref, len(pub)) // per instance: per-arch names, index, record
+	for i, in := range pub {
+		groups[i] = rep.instanceRefs(in, built[i])
 	}
-	for i := range rep.Refs {
-		ref := &rep.Refs[i]
-		if !ref.Present {
-			if ref.Problem == "" {
+	if o.RecordRoot != "" {
+		if err := rep.records(ctx, insts, o, groups); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range groups {
+		for _, ref := range g {
+			if !ref.Present && ref.Problem == "" {
 				ref.Problem = "missing"
 			}
-			continue
+			rep.Refs = append(rep.Refs, ref)
 		}
-		w, ok := wants[i]
-		if !ok || ref.Problem != "" {
-			continue
-		}
-		var archDigests []string
-		for _, j := range w.archRefs {
-			archDigests = append(archDigests, rep.Refs[j].Digest)
-		}
-		ref.Problem = indexProblem(bodies[i], w.platforms, archDigests)
 	}
 	return rep, nil
 }
 
-// indexProblem compares an index body with the platforms it must list and
-// the per-arch digests found ("" for a per-arch name that is missing: its
-// own gap is reported, the index child is not compared).
-func indexProblem(body []byte, plats []core.Platform, archDigests []string) string {
-	im, err := v1.ParseIndexManifest(strings.NewReader(string(body)))
-	if err != nil {
-		return fmt.Sprintf("index does not parse: %v", err)
+// wants are the instances as the publication should hold them: the
+// platforms checked (the plan's, narrowed by Only), and every platform each
+// is built for.
+func (o Options) wants(insts []core.Instance) (wants []publication.Want, built [][]core.Platform) {
+	for i := range insts {
+		plats := o.Platforms(&insts[i])
+		w := publication.Want{ID: insts[i].InstanceID}
+		for _, p := range plats {
+			if len(o.Only) == 0 || slices.Contains(o.Only, p) {
+				w.Platforms = append(w.Platforms, p)
+			}
+		}
+		wants, built = append(wants, w), append(built, plats)
 	}
-	var problems []string
-	children := map[core.Platform]string{}
-	for _, m := range im.Manifests {
-		if m.Platform == nil {
+	return wants, built
+}
+
+// instanceRefs are one instance's per-arch names and its index, as read.
+func (r *Report) instanceRefs(in publication.Instance, built []core.Platform) []Ref {
+	var out []Ref
+	var want []core.Platform
+	var archDigests []string
+	for _, img := range in.Images {
+		ref := Ref{Kind: KindArch, InstanceID: in.ID, Platform: img.Platform}
+		r.found(&ref, img.Found)
+		out = append(out, ref)
+		want, archDigests = append(want, img.Platform), append(archDigests, ref.Digest)
+	}
+	ref := Ref{Kind: KindIndex, InstanceID: in.ID}
+	r.found(&ref, in.Index.Found)
+	switch {
+	case !ref.Present || ref.Problem != "":
+	case in.Index.NotIndex:
+		ref.Problem = fmt.Sprintf("is a %s, not an image index", in.Index.Descriptor.MediaType)
+	default:
+		ref.Problem = r.indexProblem(in.Index, want, built, archDigests)
+	}
+	return append(out, ref)
+}
+
+// found fills ref from what the reader found.
+func (r *Report) found(ref *Ref, f publication.Found) {
+	ref.Name, ref.Present = f.Name, f.Present
+	if f.Present {
+		ref.Digest = f.Descriptor.Digest.String()
+	}
+	if f.Problem != nil {
+		ref.Problem = f.Problem.Error()
+		r.refused(f.Problem)
+	}
+}
+
+// refused remembers the host of a refusal.
+func (r *Report) refused(problem error) {
+	var re *publication.RefusedError
+	if errors.As(problem, &re) && !slices.Contains(r.Refused, re.Host) {
+		r.Refused = append(r.Refused, re.Host)
+	}
+}
+
+// records adds each record's own image name, re-rooted at RecordRoot,
+// after its instance's refs. A name listed already (a per-arch name) is
+// listed but not asked again, and two records naming one image are listed
+// once: one request per reference.
+func (r *Report) records(ctx context.Context, insts []core.Instance, o Options, groups [][]Ref) error {
+	type pos struct{ i, k int }
+	listed := map[string]pos{}
+	for i, g := range groups {
+		for k, ref := range g {
+			listed[ref.Name] = pos{i, k}
+		}
+	}
+	var ask []string
+	var askAt []pos
+	var aliases [][2]pos // record, the ref of the same name
+	for i := range insts {
+		if insts[i].Image == "" {
+			r.NoImage = append(r.NoImage, insts[i].InstanceID)
 			continue
 		}
-		p, err := core.ParsePlatform(m.Platform.OS + "/" + m.Platform.Architecture)
+		n, err := Reroot(insts[i].Image, o.RecordRoot)
 		if err != nil {
+			return fmt.Errorf("%s: record image: %w", insts[i].InstanceID, err)
+		}
+		p, dup := listed[n]
+		if dup && groups[p.i][p.k].Kind == KindRecord {
 			continue
 		}
-		children[p] = m.Digest.String()
+		at := pos{i, len(groups[i])}
+		groups[i] = append(groups[i], Ref{Kind: KindRecord, InstanceID: insts[i].InstanceID, Name: n})
+		if dup {
+			aliases = append(aliases, [2]pos{at, p})
+		} else {
+			ask, askAt = append(ask, n), append(askAt, at)
+		}
+		listed[n] = at
 	}
-	want := map[core.Platform]bool{}
-	for k, p := range plats {
-		want[p] = true
-		got, ok := children[p]
+	found, err := o.Reader.HeadAll(ctx, ask)
+	if err != nil {
+		return err
+	}
+	for k, f := range found {
+		r.found(&groups[askAt[k].i][askAt[k].k], f)
+	}
+	for _, a := range aliases {
+		src, dst := groups[a[1].i][a[1].k], &groups[a[0].i][a[0].k]
+		dst.Present, dst.Digest = src.Present, src.Digest
+	}
+	return nil
+}
+
+// indexProblem compares a present index with the platforms it must list
+// (want), the platforms its instance is built for, and the per-arch digests
+// found ("" for a per-arch name that is missing: its own gap is reported,
+// the index child is not compared). Each wanted child, and the attestation
+// manifest of each, must be in the index's repository.
+func (r *Report) indexProblem(x publication.Index, want, built []core.Platform, archDigests []string) string {
+	var problems []string
+	for k, p := range want {
+		c, ok := x.ChildOf(p)
 		switch {
 		case !ok:
 			problems = append(problems, "index lacks "+p.String())
-		case archDigests[k] != "" && got != archDigests[k]:
-			problems = append(problems, fmt.Sprintf("index's %s child is %s, the per-arch name is at %s", p, got, archDigests[k]))
+		case archDigests[k] != "" && c.Descriptor.Digest.String() != archDigests[k]:
+			problems = append(problems, fmt.Sprintf("index's %s child is %s, the per-arch name is at %s", p, c.Descriptor.Digest, archDigests[k]))
 		}
 	}
-	for _, p := range core.AllPlatforms() {
-		if _, ok := children[p]; ok && !want[p] {
-			problems = append(problems, "index lists "+p.String()+", which this instance is not built for")
+	for _, c := range x.Children {
+		switch {
+		case !c.Attestation && !c.Platform.IsZero() && !slices.Contains(built, c.Platform):
+			problems = append(problems, "index lists "+c.Platform.String()+", which this instance is not built for")
+			continue
+		case !r.wanted(x, c, want):
+			continue
+		case c.Problem != nil:
+			problems = append(problems, fmt.Sprintf("index's %s: %v", c.What(), c.Problem))
+			r.refused(c.Problem)
+		case !c.Present:
+			problems = append(problems, fmt.Sprintf("index's %s is not in %s (a pull of it from the index fails)", c.What(), repoOf(x.Name)))
 		}
 	}
 	return strings.Join(problems, "; ")
 }
 
-// isNotFound reports a registry's 404 (MANIFEST_UNKNOWN, NAME_UNKNOWN).
-func isNotFound(err error) bool {
-	var terr *transport.Error
-	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+// wanted reports whether child c of x is checked: an image child of a
+// wanted platform, or the attestation manifest of one.
+func (r *Report) wanted(x publication.Index, c publication.Child, want []core.Platform) bool {
+	if !c.Attestation {
+		return slices.Contains(want, c.Platform)
+	}
+	for _, s := range x.Children {
+		if !s.Attestation && s.Descriptor.Digest.String() == c.Subject {
+			return slices.Contains(want, s.Platform)
+		}
+	}
+	return len(want) > 0
 }
 
-// httpStatus is the registry's HTTP status in err, 0 when err is not a
-// registry answer.
-func httpStatus(err error) int {
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		return terr.StatusCode
+// repoOf is the repository of REPO:TAG.
+func repoOf(ref string) string {
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i]
 	}
-	return 0
+	return ref
+}
+
+func joinPlatforms(ps []core.Platform) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
 }

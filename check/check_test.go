@@ -5,14 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,46 +26,10 @@ import (
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
 )
-
-// counter is a reverse proxy in front of the test registry that counts
-// requests per method and path.
-type counter struct {
-	mu   sync.Mutex
-	reqs map[string]int
-	host string
-}
-
-func startCounter(t *testing.T, upstream string) *counter {
-	t.Helper()
-	c := &counter{reqs: map[string]int{}}
-	u, _ := url.Parse("http://" + upstream)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		c.reqs[r.Method+" "+r.URL.Path]++
-		c.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.host = ln.Addr().String()
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return c
-}
-
-func (c *counter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.reqs
-	c.reqs = map[string]int{}
-	return out
-}
 
 type anonKeychain struct{}
 
@@ -160,7 +119,7 @@ func buildRecords(t *testing.T, insts []core.Instance, platforms func(*core.Inst
 // that gap.
 func TestCheckRealRegistry(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{})
-	px := startCounter(t, reg.Host)
+	px := regtest.StartProxy(t, reg.Host, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -197,7 +156,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Repo: px.host + "/swebench", Platforms: platforms, Client: client, Jobs: 4}
+	opts := Options{Repo: px.Host + "/swebench", Platforms: platforms, Reader: &publication.Reader{Client: client, Jobs: 4}}
 	rep, err := Run(ctx, loaded.Instances, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +170,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "8/8 images present") {
 		t.Errorf("output %q", out.String())
 	}
-	reqs := px.take()
+	reqs := px.Requests()
 	manifestReqs := 0
 	for k, n := range reqs {
 		if strings.Contains(k, "/manifests/") {
@@ -223,8 +182,9 @@ func TestCheckRealRegistry(t *testing.T) {
 			t.Errorf("unexpected request %s (%d)", k, n)
 		}
 	}
-	if manifestReqs != 8 {
-		t.Errorf("%d manifest requests for 8 references: %v", manifestReqs, reqs)
+	// 8 references and the 5 index children (HEAD in the index repository).
+	if manifestReqs != 13 {
+		t.Errorf("%d manifest requests for 8 references and 5 index children: %v", manifestReqs, reqs)
 	}
 	t.Logf("requests: %v", reqs)
 
@@ -266,7 +226,7 @@ func TestCheckRealRegistry(t *testing.T) {
 		withImages[i].Image = "swebench/sweb.eval.x86_64." + manifests.Namer{}.NameID(withImages[i].InstanceID) + ":latest"
 	}
 	ro := opts
-	ro.RecordRoot = px.host
+	ro.RecordRoot = px.Host
 	rep, err = Run(ctx, withImages, ro)
 	if err != nil {
 		t.Fatal(err)
@@ -277,13 +237,13 @@ func TestCheckRealRegistry(t *testing.T) {
 		t.Errorf("with record images: want 11/11:\n%s", out.String())
 	}
 	n := 0
-	for k, c := range px.take() {
+	for k, c := range px.Requests() {
 		if strings.Contains(k, "/manifests/") {
 			n += c
 		}
 	}
-	if n != 8 {
-		t.Errorf("with record images: %d manifest requests, want 8 (the record names are the per-arch names)", n)
+	if n != 13 {
+		t.Errorf("with record images: %d manifest requests, want 13 (the record names are the per-arch names)", n)
 	}
 
 	// Delete sympy's arm64 manifest (by digest, as a registry operator
@@ -303,14 +263,14 @@ func TestCheckRealRegistry(t *testing.T) {
 	out.Reset()
 	rep.Print(&out)
 	gaps := rep.Gaps()
-	wantName := strings.Replace(gone, reg.Host, px.host, 1) + ":latest"
+	wantName := strings.Replace(gone, reg.Host, px.Host, 1) + ":latest"
 	if len(gaps) != 1 || gaps[0].Name != wantName || gaps[0].Problem != "missing" || rep.Err() == nil {
 		t.Fatalf("want one gap %s:\n%s", wantName, out.String())
 	}
 	if !strings.HasPrefix(out.String(), "7/8 images present") || !strings.Contains(out.String(), wantName+"\tmissing") {
 		t.Errorf("output:\n%s", out.String())
 	}
-	for k, n := range px.take() {
+	for k, n := range px.Requests() {
 		if n > 1 && k != "GET /v2/" {
 			t.Errorf("%s: %d requests", k, n)
 		}
@@ -319,42 +279,62 @@ func TestCheckRealRegistry(t *testing.T) {
 }
 
 // TestIndexProblems: an index lacking a platform, holding another digest,
-// or listing a platform the instance is not built for is a problem.
+// listing a platform the instance is not built for, or listing a child its
+// repository does not have (or refuses) is a problem; with the platforms
+// narrowed (--platform), the others' children are not judged.
 func TestIndexProblems(t *testing.T) {
-	idx := func(children ...string) []byte { // "os/arch=digest"
-		var ms []v1.Descriptor
-		for _, c := range children {
-			p, d, _ := strings.Cut(c, "=")
-			os, arch, _ := strings.Cut(p, "/")
-			h, err := v1.NewHash(d)
+	a := "sha256:" + strings.Repeat("a", 64)
+	b := "sha256:" + strings.Repeat("b", 64)
+	c := "sha256:" + strings.Repeat("c", 64)
+	// "os/arch=digest", "!" after the digest: not in the index repository,
+	// "?": refused; "att:subject=digest": an attestation manifest.
+	idx := func(children ...string) publication.Index {
+		x := publication.Index{Found: publication.Found{Name: "r/sweb.eval.x:latest", Present: true}}
+		for _, ch := range children {
+			p, d, _ := strings.Cut(ch, "=")
+			present, refused := !strings.HasSuffix(d, "!"), strings.HasSuffix(d, "?")
+			h, err := v1.NewHash(strings.TrimRight(d, "!?"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ms = append(ms, v1.Descriptor{Digest: h, Platform: &v1.Platform{OS: os, Architecture: arch}})
+			child := publication.Child{Descriptor: v1.Descriptor{Digest: h}, Found: publication.Found{Present: present && !refused}}
+			if refused {
+				child.Problem = &publication.RefusedError{Host: "r", Status: 401}
+			}
+			if sub, ok := strings.CutPrefix(p, "att:"); ok {
+				child.Attestation, child.Subject = true, sub
+			} else if child.Platform, err = core.ParsePlatform(p); err != nil {
+				t.Fatal(err)
+			}
+			x.Children = append(x.Children, child)
 		}
-		b, _ := json.Marshal(v1.IndexManifest{SchemaVersion: 2, Manifests: ms})
-		return b
+		return x
 	}
-	a := "sha256:" + strings.Repeat("a", 64)
-	b := "sha256:" + strings.Repeat("b", 64)
 	both := []core.Platform{core.AMD64, core.ARM64}
 	cases := []struct {
-		name  string
-		body  []byte
-		plats []core.Platform
-		arch  []string
-		want  string
+		name        string
+		x           publication.Index
+		want, built []core.Platform
+		arch        []string
+		problem     string
 	}{
-		{"complete", idx("linux/amd64="+a, "linux/arm64="+b), both, []string{a, b}, ""},
-		{"lacks arm64", idx("linux/amd64=" + a), both, []string{a, b}, "index lacks linux/arm64"},
-		{"other digest", idx("linux/amd64="+b, "linux/arm64="+b), both, []string{a, b}, "index's linux/amd64 child is " + b + ", the per-arch name is at " + a},
-		{"per-arch missing: not compared", idx("linux/amd64="+a, "linux/arm64="+b), both, []string{a, ""}, ""},
-		{"x86-only with arm64", idx("linux/amd64="+a, "linux/arm64="+b), both[:1], []string{a}, "index lists linux/arm64, which this instance is not built for"},
-		{"not json", []byte("{"), both, []string{a, b}, "index does not parse"},
+		{"complete", idx("linux/amd64="+a, "linux/arm64="+b), both, both, []string{a, b}, ""},
+		{"lacks arm64", idx("linux/amd64=" + a), both, both, []string{a, b}, "index lacks linux/arm64"},
+		{"other digest", idx("linux/amd64="+b, "linux/arm64="+b), both, both, []string{a, b}, "index's linux/amd64 child is " + b + ", the per-arch name is at " + a},
+		{"per-arch missing: not compared", idx("linux/amd64="+a, "linux/arm64="+b), both, both, []string{a, ""}, ""},
+		{"x86-only with arm64", idx("linux/amd64="+a, "linux/arm64="+b), both[:1], both[:1], []string{a}, "index lists linux/arm64, which this instance is not built for"},
+		{"arm64 child gone from the index repository", idx("linux/amd64="+a, "linux/arm64="+b+"!"), both, both, []string{a, b},
+			"index's linux/arm64 child " + b + " is not in r/sweb.eval.x (a pull of it from the index fails)"},
+		{"child refused", idx("linux/amd64="+a+"?", "linux/arm64="+b), both, both, []string{a, b}, "index's linux/amd64 child " + a + ": login refused by r"},
+		{"attestation gone", idx("linux/amd64="+a, "att:"+a+"="+c+"!"), both[:1], both[:1], []string{a},
+			"index's attestation manifest " + c + " (of " + a + ") is not in r/sweb.eval.x"},
+		{"--platform linux/amd64: arm64 child not judged", idx("linux/amd64="+a, "linux/arm64="+b+"!"), both[:1], both, []string{a}, ""},
+		{"--platform linux/amd64: amd64 child judged", idx("linux/amd64="+a+"!", "linux/arm64="+b), both[:1], both, []string{a}, "index's linux/amd64 child " + a + " is not in"},
 	}
 	for _, c := range cases {
-		if got := indexProblem(c.body, c.plats, c.arch); !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		var r Report
+		if got := r.indexProblem(c.x, c.want, c.built, c.arch); !strings.HasPrefix(got, c.problem) || (c.problem == "" && got != "") {
+			t.Errorf("%s: %q, want %q", c.name, got, c.problem)
 		}
 	}
 }
@@ -377,30 +357,179 @@ func TestReroot(t *testing.T) {
 	}
 }
 
-// TestCheckRefused: a registry that refuses (htpasswd auth, no
-// credentials given) makes every reference a gap naming the status, and
-// the check still reports instead of stopping.
-func TestCheckRefused(t *testing.T) {
+// TestCheckLoginRefused: a registry that refuses the login (htpasswd
+// auth) makes every reference a gap named as a login problem with the host,
+// not "missing": with no credential, and with a wrong one (its source
+// named); the check still reports instead of stopping, and its error says
+// the login was refused.
+func TestCheckLoginRefused(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{User: "u", Password: "p"})
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
+	wrong, err := registry.NewCredentials(registry.CredentialOptions{Text: reg.Host + "=u:wrong", TextSource: "$TEST_AUTH"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := registry.NewCredentials(registry.CredentialOptions{TextSource: "$TEST_AUTH"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		kc         authn.Keychain
+		credential string
+	}{
+		{"no credential", none, "no credential found for " + reg.Host + " (looked in $TEST_AUTH)"},
+		{"wrong password", wrong, "credential for " + reg.Host + " from $TEST_AUTH"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client, err := registry.New(registry.Options{Keychain: c.kc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), insts, Options{Repo: reg.Host + "/x", Platforms: both, Reader: publication.New(client)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			rep.Print(&out)
+			gaps := rep.Gaps()
+			if len(gaps) != 6 || rep.Err() == nil {
+				t.Fatalf("want 6 gaps:\n%s", out.String())
+			}
+			want := "login refused by " + reg.Host + " (" + c.credential + ")"
+			for _, g := range gaps {
+				if g.Problem != want {
+					t.Errorf("%s: %q, want %q", g.Name, g.Problem, want)
+				}
+			}
+			if !strings.Contains(rep.Err().Error(), "login refused by "+reg.Host) {
+				t.Errorf("error %q does not name the refused login", rep.Err())
+			}
+			t.Logf("%v\n%s", rep.Err(), out.String())
+		})
+	}
+}
+
+// publishRandom publishes one random image per instance and platform
+// (platforms decides) with swebuild's publish to repo and returns the
+// per-arch digests by "id platform".
+func publishRandom(t *testing.T, ctx context.Context, repo string, insts []core.Instance, platforms func(*core.Instance) []core.Platform) map[string]string {
+	t.Helper()
+	recs, built := buildRecords(t, insts, platforms)
+	sum, err := publish.Run(ctx, recs, publish.RunOptions{Options: publish.Options{Repo: repo, Jobs: 2, Version: "test"},
+		LedgerPath: filepath.Join(t.TempDir(), "ledger.jsonl"), Registry: registry.Options{Keychain: anonKeychain{}}})
+	if err != nil || sum.Err() != nil {
+		t.Fatalf("publish: %v %v", err, sum.Err())
+	}
+	return built
+}
+
+// TestCheckDeletedIndexChild: with the arm64 child of an index deleted from
+// the index repository (what GHCR's untagged-manifest cleanup does: the
+// per-arch name still has it), a pull of linux/arm64 through the index
+// fails (go-containerregistry's remote, as crane pulls), and check names
+// that child and fails; the other instances stay whole.
+func TestCheckDeletedIndexChild(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
+	repo := reg.Host + "/del"
+	built := publishRandom(t, ctx, repo, insts, both)
 	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}}
-	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
-	rep, err := Run(context.Background(), insts, Options{Repo: reg.Host + "/x", Platforms: both, Client: client})
+	o := Options{Repo: repo, Platforms: both, Reader: publication.New(client)}
+	rep, err := Run(ctx, insts, o)
+	if err != nil || rep.Err() != nil {
+		t.Fatalf("before the deletion: %v %v", err, rep.Err())
+	}
+
+	indexRepo := manifests.Namer{Repo: repo}.IndexRepo("a__b-1")
+	child, err := name.NewDigest(indexRepo+"@"+built["a__b-1 linux/arm64"], name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Delete(child, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := name.ParseReference(indexRepo+":latest", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := v1.Platform{OS: "linux", Architecture: "arm64"}
+	if img, err := remote.Image(idx, remote.WithContext(ctx), remote.WithPlatform(arm)); err == nil {
+		if _, err := img.Manifest(); err == nil {
+			t.Fatal("a pull of linux/arm64 through the index still works: the child was not deleted")
+		}
+	}
+	if _, err := remote.Image(idx, remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
+		t.Fatalf("a pull of linux/amd64 through the index fails too: %v", err)
+	}
+
+	rep, err = Run(ctx, insts, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	rep.Print(&out)
 	gaps := rep.Gaps()
-	if len(gaps) != 6 || rep.Err() == nil {
-		t.Fatalf("want 6 gaps:\n%s", out.String())
+	want := "index's linux/arm64 child " + built["a__b-1 linux/arm64"] + " is not in " + indexRepo
+	if len(gaps) != 1 || gaps[0].Kind != KindIndex || !strings.HasPrefix(gaps[0].Problem, want) || rep.Err() == nil {
+		t.Fatalf("want one gap, the index naming %q:\n%s", want, out.String())
 	}
-	for _, g := range gaps {
-		if !strings.HasPrefix(g.Problem, "registry answered 401") {
-			t.Errorf("%s: %q", g.Name, g.Problem)
+	if !strings.HasPrefix(out.String(), "5/6 images present") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	t.Logf("after deleting the child:\n%s", out.String())
+}
+
+// TestCheckPlatformAmd64Only: a publication of linux/amd64 images only
+// (its indexes list amd64 alone) checked with --platform linux/amd64 is
+// N/N; checked for every platform plan decides, the arm64 names and the
+// indexes' arm64 children are the gaps.
+func TestCheckPlatformAmd64Only(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	insts := []core.Instance{{InstanceID: "a__b-1"}, {InstanceID: "c__d-2"}, {InstanceID: "e__f-3"}}
+	amd64 := func(*core.Instance) []core.Platform { return []core.Platform{core.AMD64} }
+	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
+	repo := reg.Host + "/amd"
+	publishRandom(t, ctx, repo, insts, amd64)
+	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Repo: repo, Platforms: both, Only: []core.Platform{core.AMD64}, Reader: publication.New(client)}
+	rep, err := Run(ctx, insts, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	if ok, total := rep.Counts(); ok != 6 || total != 6 || rep.Err() != nil {
+		t.Fatalf("--platform linux/amd64: want 6/6:\n%s", out.String())
+	}
+	if !strings.HasPrefix(out.String(), "6/6 images present (3 instances, linux/amd64)") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	o.Only = nil
+	rep, err = Run(ctx, insts, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	rep.Print(&out)
+	if ok, total := rep.Counts(); ok != 3 || total != 9 {
+		t.Fatalf("every platform: want 3/9:\n%s", out.String())
+	}
+	for _, g := range rep.Gaps() {
+		if g.Kind == KindArch && (g.Platform != core.ARM64 || g.Problem != "missing") || g.Kind == KindIndex && g.Problem != "index lacks linux/arm64" {
+			t.Errorf("gap %s: %s", g.Name, g.Problem)
 		}
 	}
 }

@@ -232,6 +232,7 @@ func TestMerge(t *testing.T) {
 	withSBOM := rec("b__b-1", core.AMD64, dA, true)
 	withSBOM.SBOM, withSBOM.SBOMSize = digest.Digest(dC), 658
 	withSBOM.Attestation, withSBOM.AttestationSize = digest.Digest(dB), 838
+	withSBOM.Verification, withSBOM.VerificationSize = digest.Digest(dA), 1228 // the gold check's statement
 	results := []core.Image{
 		withSBOM,
 		rec("c__c-1", core.AMD64, dA, false),
@@ -287,12 +288,13 @@ func TestMerge(t *testing.T) {
 	}
 	var got []string
 	for _, r := range pub {
-		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String()+" "+r.Attestation.String())
+		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String()+" "+r.Attestation.String()+" "+r.Verification.String())
 	}
-	// The SBOM artifact and BuildKit's attestation manifest travel to
-	// publish, which carries them to the published per-arch image and
-	// the index (what swebuild drift and a provenance check read there).
-	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC + " " + dB, "b__b-1 linux/arm64 reg/r@" + dB + "  "}; !reflect.DeepEqual(got, want) {
+	// The SBOM artifact, BuildKit's attestation manifest and the gold
+	// check's verification statement travel to publish, which carries them
+	// to the published per-arch image and the index (what swebuild drift,
+	// a provenance check and a consumer of the verification read there).
+	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC + " " + dB + " " + dA, "b__b-1 linux/arm64 reg/r@" + dB + "   "}; !reflect.DeepEqual(got, want) {
 		t.Errorf("publish records %q, want %q", got, want)
 	}
 
@@ -393,7 +395,7 @@ func TestLegacyLedger(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"), nil)
+	recs, err := ReadLedger(context.Background(), filepath.Join(dir, "ledger.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +404,7 @@ func TestLegacyLedger(t *testing.T) {
 	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}
-	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
+	if recs, err := ReadLedger(context.Background(), filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
 		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }

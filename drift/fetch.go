@@ -13,9 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -70,10 +69,38 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 	return out, nil
 }
 
+// TargetsFromPublication returns the per-arch instance images of a
+// prefix-named publication as the reader found them (pinned to the digest
+// found), and how many it lacks (not compared). An image the registry
+// refused (or answered otherwise) is an error naming it.
+func TargetsFromPublication(insts []publication.Instance) (out []Target, missing int, err error) {
+	for _, in := range insts {
+		for _, img := range in.Images {
+			if img.Problem != nil {
+				return nil, 0, fmt.Errorf("%s: %w", img.Name, img.Problem)
+			}
+			if !img.Present {
+				missing++
+				continue
+			}
+			ref := strings.TrimSuffix(img.Name, ":"+tagOf(img.Name)) + "@" + img.Descriptor.Digest.String()
+			out = append(out, Target{Kind: KindInstance, Name: in.ID, Platform: img.Platform, Ref: ref})
+		}
+	}
+	return out, missing, nil
+}
+
+// tagOf is the tag of REPO:TAG ("" for none).
+func tagOf(ref string) string {
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[i+1:]
+	}
+	return ""
+}
+
 // Fetcher reads the environment documents attached to images.
 type Fetcher struct {
-	Client    *registry.Client
-	Referrers *attest.Referrers
+	Reader *publication.Reader
 	// Jobs is how many images are read at once (default 8).
 	Jobs int
 	// Save, when set, is a directory each document read is written to
@@ -138,7 +165,7 @@ func SaveName(t Target) string {
 }
 
 func (f *Fetcher) one(ctx context.Context, t Target) (*sbom.Document, []byte, error) {
-	ref, err := f.Client.ParseReference(t.Ref)
+	ref, err := f.Reader.Client.ParseReference(t.Ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +193,7 @@ func (f *Fetcher) one(ctx context.Context, t Target) (*sbom.Document, []byte, er
 		}
 		return d, raw, nil
 	}
-	refs, err := f.Referrers.List(ctx, repo, subject)
+	refs, err := f.Reader.Referrers(ctx, repo, subject)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -197,11 +224,11 @@ func (f *Fetcher) one(ctx context.Context, t Target) (*sbom.Document, []byte, er
 // documentBlob reads the document layer of artifact manifest dg; with
 // subject, the manifest must name it as its subject.
 func (f *Fetcher) documentBlob(ctx context.Context, repo name.Repository, dg v1.Hash, subject *v1.Hash) ([]byte, error) {
-	d, err := f.Client.Get(ctx, repo.Digest(dg.String()))
+	d, err := f.Reader.Manifest(ctx, repo.Digest(dg.String()))
 	if err != nil {
 		return nil, err
 	}
-	m, err := v1.ParseManifest(bytes.NewReader(d.Manifest))
+	m, err := v1.ParseManifest(bytes.NewReader(d.Raw))
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", dg, err)
 	}
@@ -218,7 +245,7 @@ func (f *Fetcher) documentBlob(ctx context.Context, repo name.Repository, dg v1.
 	if layer == nil {
 		return nil, fmt.Errorf("manifest %s has no %s layer", dg, sbom.MediaType)
 	}
-	return attest.ReadBlob(ctx, f.Client, repo, *layer, maxDocument, "document")
+	return f.Reader.ReadBlob(ctx, repo, *layer, maxDocument, "document")
 }
 
 func samePackages(a, b []sbom.Package) bool {

@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/pins"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -76,7 +78,7 @@ func TestFetchFromReferrers(t *testing.T) {
 		return Target{Kind: KindEnv, Name: n, Platform: core.AMD64, Ref: repo.Digest(d.Digest.String()).String()}
 	}
 	save := t.TempDir()
-	f := &Fetcher{Client: client, Referrers: refs, Save: save}
+	f := &Fetcher{Reader: publication.New(client), Save: save}
 	got, err := f.Fetch(ctx, []Target{target(withDoc, "with"), target(noDoc, "none")})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func TestFetchFromReferrers(t *testing.T) {
 	if len(files) != 1 || filepath.Base(files[0]) != "env.with.linux-amd64.cdx.json" {
 		t.Fatalf("saved %v", files)
 	}
-	docs, err := pins.ReadFrozen(save)
+	docs, err := pins.ReadFrozen(context.Background(), save)
 	if err != nil || len(docs) != 1 || docs[0].Subject != want.Subject {
 		t.Fatalf("ReadFrozen = %v, %v", docs, err)
 	}
@@ -103,16 +105,16 @@ func TestFetchFromReferrers(t *testing.T) {
 	// referrer of the image.
 	direct := target(withDoc, "with")
 	direct.SBOM = artifact.String()
-	got, err = (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{direct})
+	got, err = (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{direct})
 	if err != nil || got[0].Doc == nil || got[0].Doc.Subject != want.Subject {
 		t.Fatalf("direct read: %+v, %v", got, err)
 	}
 	direct.SBOM = badArtifact.String()
-	if _, err := (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{direct}); err == nil || !strings.Contains(err.Error(), "is not a referrer of") {
+	if _, err := (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{direct}); err == nil || !strings.Contains(err.Error(), "is not a referrer of") {
 		t.Errorf("a record naming another image's artifact: err = %v", err)
 	}
 
-	_, err = (&Fetcher{Client: client, Referrers: refs}).Fetch(ctx, []Target{target(withDoc, "with"), target(badDoc, "broken")})
+	_, err = (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{target(withDoc, "with"), target(badDoc, "broken")})
 	if err == nil || !strings.Contains(err.Error(), "env broken linux/amd64") || !strings.Contains(err.Error(), badDoc.Digest.String()) {
 		t.Errorf("an unreadable document: err = %v, want one naming env broken and %s", err, badDoc.Digest)
 	}
@@ -146,4 +148,46 @@ func TestTargetsFromRecords(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "m.jsonl: env k linux/amd64") {
 		t.Errorf("a record with no ref: err = %v", err)
 	}
+}
+
+// TestFetchSelfLinkingTagList (issue 28: a registry whose tag list links
+// to itself for ever made drift loop to 2.7 GB): an image whose record
+// names no document has its referrers listed, on a registry without the
+// referrers API through its tag list; a tag list linking back to itself
+// fails the fetch at once, naming the image and the listing.
+func TestFetchSelfLinkingTagList(t *testing.T) {
+	reg := regtest.Start(t, regtest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up, err := name.NewRepository(reg.Host+"/loop/sweb.eval.x86_64.fixture_1776_calc-1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := regtest.PushRandomImage(t, up, 128, 1)
+	px := regtest.StartProxy(t, reg.Host, func(resp *http.Response) error {
+		if strings.HasSuffix(resp.Request.URL.Path, "/tags/list") {
+			resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+			resp.Header.Set("Link", "<"+resp.Request.URL.RequestURI()+`>; rel="next"`)
+		}
+		return nil
+	})
+	client, err := registry.New(registry.Options{Keychain: anon{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := px.Host + "/loop/sweb.eval.x86_64.fixture_1776_calc-1@" + img.Digest.String()
+	_, err = (&Fetcher{Reader: publication.New(client)}).Fetch(ctx, []Target{{Kind: KindInstance, Name: "fixture__calc-1", Platform: core.AMD64, Ref: ref}})
+	if err == nil || !strings.Contains(err.Error(), "instance fixture__calc-1 linux/amd64") || !strings.Contains(err.Error(), "links back to") {
+		t.Fatalf("err = %v, want one naming the image and the self-link", err)
+	}
+	n := 0
+	for k, c := range px.Requests() {
+		if strings.HasSuffix(k, "/tags/list") {
+			n += c
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tag list requests, want 1", n)
+	}
+	t.Log(err)
 }

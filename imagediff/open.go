@@ -13,14 +13,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/publication"
 )
 
 // Source is where an image is read from.
@@ -31,13 +29,12 @@ type Source struct {
 	// names each image by its key).
 	Ref string
 	// Platform picks the image of an index (ignored for a manifest); the
-	// zero value takes the index's only image (attestation manifests do
+	// zero Platform takes the index's only image (attestation manifests do
 	// not count).
 	Platform core.Platform
-	// Keychain authenticates registry reads; nil: the Docker config.
-	Keychain authn.Keychain
-	// Insecure allows plain HTTP (always on for loopback registries).
-	Insecure bool
+	// Reader reads registry references (the project's registry client:
+	// credentials, token realm route, retry budget); required for them.
+	Reader *publication.Reader
 }
 
 // Open resolves s to one image manifest.
@@ -45,42 +42,14 @@ func Open(ctx context.Context, s Source) (v1.Image, error) {
 	if dir, ok := strings.CutPrefix(s.Ref, "oci:"); ok {
 		return openLayout(dir, s.Platform)
 	}
-	var opts []name.Option
-	if s.Insecure || loopback(s.Ref) {
-		opts = append(opts, name.Insecure)
+	if s.Reader == nil {
+		return nil, fmt.Errorf("image %q: no registry reader", s.Ref)
 	}
-	ref, err := name.ParseReference(s.Ref, opts...)
+	img, err := s.Reader.Image(ctx, s.Ref, s.Platform)
 	if err != nil {
-		return nil, fmt.Errorf("image %q: %w", s.Ref, err)
-	}
-	kc := s.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	desc, err := remote.Get(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ref, err)
-	}
-	if !desc.MediaType.IsIndex() {
-		img, err := desc.Image()
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", ref, err)
-		}
-		return img, nil
-	}
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", ref, err)
-	}
-	img, err := pick(idx, s.Platform)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref, err)
+		return nil, fmt.Errorf("reading %s: %w", s.Ref, err)
 	}
 	return img, nil
-}
-
-func loopback(ref string) bool {
-	return strings.HasPrefix(ref, "127.0.0.1:") || strings.HasPrefix(ref, "localhost:") || strings.HasPrefix(ref, "localhost/")
 }
 
 // openLayout reads oci:DIR@DIGEST or oci:DIR:NAME.
@@ -159,8 +128,8 @@ func openLayout(spec string, platform core.Platform) (v1.Image, error) {
 	return img, nil
 }
 
-// pick returns the image of an index for platform (the zero value: its
-// only image), leaving attestation manifests out.
+// pick returns the image of an index for platform ("": its only image),
+// leaving attestation manifests out.
 func pick(idx v1.ImageIndex, platform core.Platform) (v1.Image, error) {
 	im, err := idx.IndexManifest()
 	if err != nil {

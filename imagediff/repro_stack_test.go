@@ -15,6 +15,8 @@ import (
 	"github.com/swebuild/swebuild/internal/bkdaemon"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/publication"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // fixtureNodes plans the layered fixture (every instance) for platforms.
@@ -106,11 +108,16 @@ func compareRuns(ctx context.Context, t *testing.T, what string, x, y built) {
 
 func compare(ctx context.Context, t *testing.T, refA, refB string) *imagediff.Report {
 	t.Helper()
-	a, err := imagediff.Open(ctx, imagediff.Source{Ref: refA})
+	c, err := registry.New(registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := imagediff.Open(ctx, imagediff.Source{Ref: refB})
+	reader := publication.New(c)
+	a, err := imagediff.Open(ctx, imagediff.Source{Ref: refA, Reader: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := imagediff.Open(ctx, imagediff.Source{Ref: refB, Reader: reader})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ import (
 )
 
 // LatestTag is the moving tag written next to every content key tag.
-const LatestTag = "latest"
+const LatestTag = naming.LatestTag
 
 // Namer names images under one repository prefix.
 type Namer struct {
@@ -58,19 +58,15 @@ func (n Namer) NameID(instanceID string) string {
 	return naming.NameID(instanceID, n.KeepDoubleUnderscore)
 }
 
-func (n Namer) prefix() string {
-	return strings.TrimSuffix(n.Repo, "/")
-}
-
 // ArchRepo is the upstream-compatible per-arch repository,
 // REPO/sweb.eval.<arch>.<id>.
 func (n Namer) ArchRepo(arch, instanceID string) string {
-	return fmt.Sprintf("%s/sweb.eval.%s.%s", n.prefix(), arch, n.NameID(instanceID))
+	return naming.ArchRepo(n.Repo, arch, instanceID, n.KeepDoubleUnderscore)
 }
 
 // IndexRepo is the multi-arch repository, REPO/sweb.eval.<id>.
 func (n Namer) IndexRepo(instanceID string) string {
-	return fmt.Sprintf("%s/sweb.eval.%s", n.prefix(), n.NameID(instanceID))
+	return naming.IndexRepo(n.Repo, instanceID, n.KeepDoubleUnderscore)
 }
 
 // MaxNameIDLen is the longest an instance id may be in its image-name form

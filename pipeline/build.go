@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/swebuild/swebuild/builder"
@@ -36,8 +35,11 @@ type BuildOptions struct {
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
 	// Verify, when set, runs each instance's gold patch on its solved
-	// image before it is exported (GoldCheck).
-	Verify *GoldCheckOptions
+	// image before it is exported (GoldCheck), and attaches what it found
+	// to the exported image as a verification statement by Verifier (the
+	// tool and its version, e.g. "swebuild v1.2.3").
+	Verify   *GoldCheckOptions
+	Verifier string
 	// Publish, when set, publishes the instance images built and pushed
 	// or written to the OCI layout (and with Verify, verified) under
 	// Publish.Repo. Publish.LedgerPath defaults to publish-ledger.jsonl
@@ -53,10 +55,8 @@ type BuildOptions struct {
 // BuildResult is what Build did. Every field may be nil when Build returned
 // before that stage.
 type BuildResult struct {
-	Plan *plan.Plan
-	// TaskPlan is the plan of a task repo's tasks (Inputs.TaskRepo; Plan
-	// is then nil).
-	TaskPlan  *taskrepo.Plan
+	// Plan is what the input planned: each record's platforms, the nodes.
+	Plan      *Plan
 	Report    *builder.Report
 	Records   []core.Image
 	Gold      *GoldCheck
@@ -74,36 +74,31 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(loaded.Instances))
+	for i, in := range loaded.Instances {
+		ids[i] = in.InstanceID
+	}
+	if err := checkTargets(ctx, o, ids); err != nil {
+		return nil, err
+	}
 	res := &BuildResult{}
-	var (
-		nodes      []*builder.Node
-		notPlanned []builder.NotPlanned
-	)
-	if loaded.Tasks != nil {
-		tp := loaded.TaskPlan(o.Platforms)
-		res.TaskPlan = &tp
-		nodes = TaskNodes(tp)
-		notPlanned = taskNotPlanned(tp)
-	} else {
-		p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
-		if err != nil {
-			return nil, err
-		}
-		res.Plan = p
-		notPlanned = planNotPlanned(p, o.Platforms)
-		for _, e := range p.Errors {
-			fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-		}
-		if len(p.Errors) > 0 {
-			problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
-		}
-		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err != nil {
-			return nil, err
-		}
-		AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
+	p, err := loaded.Plan(ctx, o.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	res.Plan = p
+	for _, e := range p.Errors {
+		fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+	}
+	if len(p.Errors) > 0 {
+		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
+	}
+	nodes, err := p.Nodes(o.ContextDirs)
+	if err != nil {
+		return nil, err
 	}
 	bopts := o.Builder
-	bopts.NotPlanned = notPlanned
+	bopts.NotPlanned = p.NotPlanned()
 	if o.Verify != nil {
 		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
 		if err != nil {
@@ -112,21 +107,18 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		res.Gold = gc
 		bopts.Verify = gc.Hook()
 		bopts.VerifyMounts = gc.Mounts()
+		bopts.Attest = gc.Attest(o.Verifier)
 		problems = append(problems, gc.Problems()...)
 	}
-	given := ""
-	if len(bopts.Images) > 0 && loaded.Tasks == nil {
-		given = " (less those bound to existing images, and the parents only they needed)"
-	}
-	fmt.Fprintf(log, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, bopts.RunDir)
+	fmt.Fprintf(log, "swebuild build: %d nodes planned; logs in %s\n", len(nodes), bopts.RunDir)
 	report, err := builder.Build(ctx, nodes, bopts)
 	if report != nil {
 		res.Report = report
 		if werr := report.WriteSummary(out); werr != nil {
 			problems = append(problems, werr)
 		}
-		writeExports(out, bopts)
 		res.Records = report.Records()
+		writeExports(out, bopts, res.Records)
 		for i := range res.Records {
 			res.Records[i].Dataset = loaded.Source.String()
 		}
@@ -146,10 +138,8 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		// What was built and pushed is published even when other
 		// instances failed; with Verify, only verified images go.
 		popts := *o.Publish
+		popts.Checked = true // checkTargets
 		popts.RequireVerified = popts.RequireVerified || o.Verify != nil
-		if res.Gold != nil && popts.Verification == nil {
-			popts.Verification = res.Gold.Attestable(res.Records, "swebuild "+popts.Version)
-		}
 		if popts.LedgerPath == "" {
 			popts.LedgerPath = defaultLedger(o.MetadataFile, bopts.RunDir)
 		}
@@ -167,46 +157,32 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	return res, errors.Join(problems...)
 }
 
-// notPlanned are the instance images of the run the plan has no node for:
-// the x86-only instances on linux/arm64 (with the rule that decided it) and
-// the instances that could not be planned.
-func planNotPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
-	var out []builder.NotPlanned
-	if slices.Contains(platforms, core.ARM64) {
-		for _, id := range p.X86Only {
-			out = append(out, builder.NotPlanned{InstanceID: id, Platform: core.ARM64, Reason: "x86-only (" + p.X86OnlyRule[id] + ")"})
-		}
-	}
-	for _, e := range p.Errors {
-		out = append(out, builder.NotPlanned{InstanceID: e.InstanceID, Platform: e.Platform, Reason: "could not be planned"})
-	}
-	return out
-}
-
-// taskNotPlanned are a task repo's x86-only tasks on linux/arm64, with the
-// arm64 rule's reason.
-func taskNotPlanned(tp taskrepo.Plan) []builder.NotPlanned {
-	var out []builder.NotPlanned
-	for _, t := range tp.Tasks {
-		if t.X86Only != "" {
-			out = append(out, builder.NotPlanned{InstanceID: t.Task.Instance.InstanceID, Platform: core.ARM64, Reason: "x86-only (" + t.X86Only + ")"})
-		}
-	}
-	return out
-}
-
-// writeExports says where the built images went: pushed, written to an OCI
-// layout, or nowhere but BuildKit's cache (and how to export them).
-func writeExports(out io.Writer, o builder.Options) {
+// writeExports says where the built images went: how many were pushed,
+// written to an OCI layout, or nowhere but BuildKit's cache (and how to
+// export them). Nothing is said pushed that was not.
+func writeExports(out io.Writer, o builder.Options, recs []core.Image) {
 	if o.Push == "" && o.Output == nil {
 		fmt.Fprintln(out, "nothing exported: the images are only in BuildKit's cache (the metadata file's digests name no pushed image and no layout, so publish and verify cannot use them); export with --push REPO, or --output type=oci,dest=DIR for an OCI layout without a registry")
 		return
 	}
+	pushed, written := 0, 0
+	for _, r := range recs {
+		if r.OK() && r.Ref != "" {
+			pushed++
+		}
+		if r.OK() && r.OCILayout != "" {
+			written++
+		}
+	}
 	if o.Push != "" {
-		fmt.Fprintf(out, "exported: pushed by digest to %s\n", o.Push)
+		if pushed == 0 {
+			fmt.Fprintf(out, "nothing pushed to %s: no image was built\n", o.Push)
+		} else {
+			fmt.Fprintf(out, "exported: %d image(s) pushed by digest to %s\n", pushed, o.Push)
+		}
 	}
 	if o.Output != nil {
-		fmt.Fprintf(out, "exported: OCI layout %s (index.json names each image by its key)\n", o.Output.Dest)
+		fmt.Fprintf(out, "exported: %d image(s) into the OCI layout %s (index.json names each image by its key)\n", written, o.Output.Dest)
 	}
 }
 

@@ -94,8 +94,8 @@ func TestBuildFixtureTaskRepo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	if len(res.TaskPlan.Tasks) != 7 {
-		t.Fatalf("%d tasks planned, want the fixture's 7", len(res.TaskPlan.Tasks))
+	if len(res.Plan.Records) != 7 {
+		t.Fatalf("%d tasks planned, want the fixture's 7", len(res.Plan.Records))
 	}
 	built := map[string]bool{}
 	for _, r := range res.Records {
@@ -105,10 +105,10 @@ func TestBuildFixtureTaskRepo(t *testing.T) {
 		}
 		built[r.InstanceID+"@"+r.Platform.String()] = true
 	}
-	for _, pt := range res.TaskPlan.Tasks {
+	for _, pr := range res.Plan.Records {
 		for _, p := range core.AllPlatforms() {
-			if !built[pt.Task.Instance.InstanceID+"@"+p.String()] {
-				t.Errorf("%s: no verified %s image", pt.Task.Instance.InstanceID, p)
+			if !built[pr.InstanceID+"@"+p.String()] {
+				t.Errorf("%s: no verified %s image", pr.InstanceID, p)
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -52,6 +53,12 @@ type VerifyOptions struct {
 	MetadataFile    string
 	DatasetImages   bool
 	DatasetRegistry string
+	// Reader, when set, resolves each registry image before any run to
+	// the platform's image manifest, pinned by digest (REPO@sha256:...):
+	// the runs, the summary and the statements bind to what was found,
+	// and an image missing or refused is said first. nil: the references
+	// are run as named.
+	Reader *publication.Reader
 	// BuildKit is the BuildKit daemon's address (Engine EngineBuildKit).
 	BuildKit string
 	// Auth, when set, makes each run's registry login (the images are
@@ -143,24 +150,19 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if soft != nil {
 		problems = append(problems, soft)
 	}
-	imageFn, err := o.images(loaded.Instances, log, &problems)
+	if err := o.selectPredicted(loaded, preds); err != nil {
+		return nil, errors.Join(append(problems, err)...)
+	}
+	targets, err := o.targets(ctx, loaded, log, &problems)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(append(problems, err)...)
 	}
-	targets, terrs := loaded.Targets(ctx, o.Platforms, imageFn, o.EvalScript)
-	for _, e := range terrs {
-		fmt.Fprintf(log, "verify: %v\n", e)
-	}
-	if len(terrs) > 0 {
-		problems = append(problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
-	}
-	scriptNote(log, targets)
 
 	// The runner's workers and the engine both write progress lines.
 	progress := &lockedWriter{w: log}
 	engine, closeEngine, err := o.engine(ctx, progress)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(append(problems, err)...)
 	}
 	defer closeEngine()
 	runDir, summaryFile := o.RunDir, o.SummaryFile
@@ -256,6 +258,73 @@ func (o VerifyOptions) images(insts []core.Instance, log io.Writer, problems *[]
 	return verify.ImagesFromRecords(recs, o.MetadataFile), nil
 }
 
+// targets are the verify targets of the loaded instances, each with its
+// image (images, pinned through the reader); what cannot be verified is
+// logged and counted in problems.
+func (o VerifyOptions) targets(ctx context.Context, loaded *Loaded, log io.Writer, problems *[]error) ([]verify.Target, error) {
+	imageFn, err := o.images(loaded.Instances, log, problems)
+	if err != nil {
+		return nil, err
+	}
+	targets, terrs := loaded.Targets(ctx, o.Platforms, imageFn, o.EvalScript)
+	for _, e := range terrs {
+		fmt.Fprintf(log, "verify: %v\n", e)
+	}
+	if len(terrs) > 0 {
+		*problems = append(*problems, fmt.Errorf("%d instance image(s) could not be verified", len(terrs)))
+	}
+	if targets, err = o.pin(ctx, targets, log, problems); err != nil {
+		return nil, err
+	}
+	scriptNote(log, targets)
+	return targets, nil
+}
+
+// pin resolves each target's registry image through the reader (see
+// VerifyOptions.Reader) and keeps the targets whose image was found. A
+// registry that could not be asked is the error.
+func (o VerifyOptions) pin(ctx context.Context, targets []verify.Target, log io.Writer, problems *[]error) ([]verify.Target, error) {
+	if o.Reader == nil {
+		return targets, nil
+	}
+	var refs []string
+	var plats []core.Platform
+	var at []int
+	for i, t := range targets {
+		if t.Image != "" && !strings.HasPrefix(t.Image, verify.LayoutScheme) {
+			refs, plats, at = append(refs, t.Image), append(plats, t.Platform), append(at, i)
+		}
+	}
+	found, errs := o.Reader.ResolveAll(ctx, refs, plats)
+	drop := map[int]bool{}
+	for k, err := range errs {
+		t := &targets[at[k]]
+		switch {
+		case err != nil && !publication.IsProblem(err):
+			return nil, fmt.Errorf("resolving the instance images: %w", err)
+		case err != nil:
+			fmt.Fprintf(log, "verify: %s (%s): image %s: %v\n", t.Instance.InstanceID, t.Platform, t.Image, err)
+			drop[at[k]] = true
+		default:
+			t.Image = found[k].Ref.String()
+		}
+	}
+	if len(refs) > len(drop) {
+		fmt.Fprintf(log, "verify: %d image(s) resolved in the registry, pinned by digest\n", len(refs)-len(drop))
+	}
+	if len(drop) == 0 {
+		return targets, nil
+	}
+	*problems = append(*problems, fmt.Errorf("%d instance image(s) not found in the registry or refused", len(drop)))
+	kept := targets[:0]
+	for i, t := range targets {
+		if !drop[i] {
+			kept = append(kept, t)
+		}
+	}
+	return kept, nil
+}
+
 // predictions reads the predictions file, or makes the records' gold
 // patches the predictions of model "gold" for PredictionsFile "gold", as
 // upstream's get_predictions_from_file does. As upstream's
@@ -304,6 +373,25 @@ func (o VerifyOptions) predictions(selected []core.Instance, datasetIDs map[stri
 		soft = fmt.Errorf("predictions %s: %d usable prediction(s); see the errors above", o.PredictionsFile, len(preds))
 	}
 	return preds, soft, nil
+}
+
+// selectPredicted narrows a predictions run without --instance to the
+// predicted instances, as upstream's get_dataset_from_preds does: the run
+// is those, not the whole dataset. No prediction to run is an error.
+func (o VerifyOptions) selectPredicted(loaded *Loaded, preds map[string]verify.Prediction) error {
+	if preds == nil || len(o.Inputs.Instances) > 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(preds))
+	for _, in := range loaded.Instances {
+		if _, ok := preds[in.InstanceID]; ok {
+			ids = append(ids, in.InstanceID)
+		}
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("predictions %s: no prediction to run", o.PredictionsFile)
+	}
+	return loaded.Select(ids)
 }
 
 // scriptNote says which eval scripts the targets run, and how many records

@@ -32,9 +32,10 @@ import (
 //
 // An attempt waits at most AnswerTimeout to connect and send its headers,
 // and again for the registry's answer (its status line and headers) once
-// the request is sent; a blob upload's PATCH and commit (PUT ...?digest=,
-// which the registry answers after storing or checking the data) wait at
-// most CommitAnswerTimeout for their answer. A host that never answered any attempt of a
+// the request is sent, neither wait past the request's MaxElapsed; a blob
+// upload's PATCH and commit (PUT ...?digest=, which the registry answers
+// after storing or checking the data) wait at most CommitAnswerTimeout for
+// their answer. A host that never answered any attempt of a
 // whole request (connections refused, or accepted and left silent) is
 // marked down: requests to it fail at once for MaxElapsed.
 //
@@ -58,7 +59,8 @@ type Budget struct {
 // talking to registries: 8 attempts within 60 s. A registry that refuses
 // connections fails a request after 7 waits of at most 0.5 + 1 + 2 + 2 + 2
 // + 2 + 2 s (MaxWaits: 11.5 s); one that accepts connections and never
-// answers, after 3 attempts of 20 s (the 60 s of MaxElapsed). With 20% of
+// answers, after 3 attempts of at most 20 s, the last one cut at the 60 s
+// of MaxElapsed. With 20% of
 // requests failing at random, a request fails all 8 attempts once in about
 // 400,000 (0.2^8).
 var DefaultBudget = Budget{

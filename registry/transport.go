@@ -224,12 +224,15 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	now := t.now()
+	s := &tries{start: now, deadline: now.Add(t.budget.MaxElapsed), onlyDialErrors: true}
+	// Every attempt's waits for an answer end with the budget
+	// (answerTimer): a request is over within MaxElapsed.
+	req = req.WithContext(context.WithValue(req.Context(), budgetDeadlineKey{}, s.deadline))
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		// The body cannot be read again: one attempt.
 		return t.next.RoundTrip(req)
 	}
-	now := t.now()
-	s := &tries{start: now, deadline: now.Add(t.budget.MaxElapsed), onlyDialErrors: true}
 	resp, err := t.loop(req, s)
 	if err == nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && resp.Body != nil && resp.Body != http.NoBody {
 		resp.Body = &resumeBody{t: t, req: req, s: s, rc: resp.Body, first: resp}
@@ -660,9 +663,15 @@ func noAnswer(err error) bool {
 	return errors.As(err, &na)
 }
 
+// budgetDeadlineKey is the context key of the time a request's budget ends
+// (retryTransport sets it, answerTimer reads it).
+type budgetDeadlineKey struct{}
+
 // answerTimer bounds the two waits of an attempt on the registry: from the
 // start until the request's headers are written (connecting, the TLS
-// handshake), and from the end of its body until the answer's headers come.
+// handshake), and from the end of its body until the answer's headers come;
+// each AnswerTimeout at most, and never past the end of the request's
+// budget (a blob upload's answer, CommitAnswerTimeout, excepted).
 // Writing the body (a long upload) and reading the answer's body (a long
 // download) are not timed here.
 type answerTimer struct {
@@ -673,10 +682,20 @@ type answerTimer struct {
 func (a answerTimer) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := a.budget.AnswerTimeout
 	wait := d
-	if (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL) {
+	upload := (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL)
+	if upload {
 		// The registry answers a blob upload's PATCH once the data is
 		// stored, its commit once the blob is checked.
 		wait = a.budget.CommitAnswerTimeout
+	}
+	if dl, ok := req.Context().Value(budgetDeadlineKey{}).(time.Time); ok {
+		// No wait outlasts the request's budget (MaxElapsed), except a
+		// blob upload's wait for the registry to store or check it.
+		left := max(time.Until(dl), time.Millisecond)
+		d = min(d, left)
+		if !upload {
+			wait = min(wait, left)
+		}
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(req.Context())

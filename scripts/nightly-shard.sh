@@ -27,6 +27,8 @@
 #   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000; "none":
 #                  no prune, as scripts/nightly-local.sh runs on a shared stack)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
+#   BUILDER_ID     the provenance's runDetails.builder.id (--builder-id; the
+#                  workflow sets its run's URL); default: swebuild's own
 #   CONTEXT_DIRS   colon-separated directories of context files the profile
 #                  names (rootfs tarballs, the fixture's git mirrors)
 #   QEMU           "true" when the runner's arch differs from PLATFORM: the
@@ -103,6 +105,9 @@ build_envs() {
 	local cd_args
 	mapfile -t cd_args < <(context_dir_args)
 	extra+=("${cd_args[@]}")
+	if [ -n "${BUILDER_ID:-}" ]; then
+		extra+=(--builder-id "$BUILDER_ID")
+	fi
 	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
 	if [ "${QEMU:-false}" = true ]; then
 		enable_qemu
@@ -138,6 +143,9 @@ build_shard() {
 	local verify
 	read -r -a verify <<<"${VERIFY_FLAGS---verify}"
 	extra+=("${verify[@]}")
+	if [ -n "${BUILDER_ID:-}" ]; then
+		extra+=(--builder-id "$BUILDER_ID")
+	fi
 	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
 	if [ "${QEMU:-false}" = true ]; then
 		enable_qemu

@@ -1,19 +1,16 @@
 package sizes
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/publication"
 )
 
 // ErrNotFound is returned (wrapped) by a Source when the registry says the
@@ -37,9 +34,8 @@ type Manifest struct {
 }
 
 // Source is the small registry interface sizes needs. The default
-// implementation is Remote (go-containerregistry); tests and other packages
-// may supply their own (for example one over the project's retrying
-// transport).
+// implementation is Remote (the publication reader); tests may supply
+// their own.
 type Source interface {
 	// Manifest fetches the image manifest that ref names. When ref names an
 	// image index, the child for platform ("linux/amd64") is resolved, which
@@ -49,57 +45,25 @@ type Source interface {
 	Blob(ctx context.Context, ref, digest string) (io.ReadCloser, error)
 }
 
-// Remote is a Source talking to registries through the project's registry
-// client: its one retry layer and budget, its per-registry limits, and the
-// credentials it was given.
+// Remote is a Source reading through the publication reader (package
+// publication: the registry client's credentials, token realm route and
+// retry budget; bounded reads).
 type Remote struct {
-	c *registry.Client
+	r *publication.Reader
 }
 
-// NewRemote returns a Remote over c.
-func NewRemote(c *registry.Client) *Remote { return &Remote{c: c} }
+// NewRemote returns a Remote over r.
+func NewRemote(r *publication.Reader) *Remote { return &Remote{r: r} }
 
 // Manifest implements Source.
 func (r *Remote) Manifest(ctx context.Context, ref string, platform core.Platform) (Manifest, error) {
-	nref, err := r.c.ParseReference(ref)
-	if err != nil {
-		return Manifest{}, fmt.Errorf("parsing image reference %q: %w", ref, err)
-	}
-	desc, err := r.c.Get(ctx, nref)
+	res, err := r.r.Resolve(ctx, ref, platform)
 	if err != nil {
 		return Manifest{}, mapNotFound(err)
 	}
-	if desc.MediaType.IsIndex() {
-		want := ociPlatform(platform)
-		idx, err := v1.ParseIndexManifest(bytesReader(desc.Manifest))
-		if err != nil {
-			return Manifest{}, fmt.Errorf("parsing index manifest of %s: %w", ref, err)
-		}
-		var child *v1.Descriptor
-		for i := range idx.Manifests {
-			m := idx.Manifests[i]
-			if m.Platform != nil && m.Platform.Satisfies(*want) && m.MediaType.IsImage() {
-				child = &m
-				break
-			}
-		}
-		if child == nil {
-			return Manifest{}, fmt.Errorf("index %s has no image for %s: %w", ref, platform, ErrNotFound)
-		}
-		desc, err = r.c.Get(ctx, nref.Context().Digest(child.Digest.String()))
-		if err != nil {
-			return Manifest{}, mapNotFound(err)
-		}
-	}
-	if !desc.MediaType.IsImage() {
-		return Manifest{}, fmt.Errorf("%s: unsupported manifest media type %q", ref, desc.MediaType)
-	}
-	m, err := v1.ParseManifest(bytesReader(desc.Manifest))
-	if err != nil {
-		return Manifest{}, fmt.Errorf("parsing manifest of %s: %w", ref, err)
-	}
+	m := res.Manifest
 	out := Manifest{
-		Digest: desc.Digest.String(),
+		Digest: res.Ref.DigestStr(),
 		Config: Blob{Digest: m.Config.Digest.String(), Size: m.Config.Size, MediaType: string(m.Config.MediaType)},
 	}
 	for _, l := range m.Layers {
@@ -110,36 +74,26 @@ func (r *Remote) Manifest(ctx context.Context, ref string, platform core.Platfor
 
 // Blob implements Source.
 func (r *Remote) Blob(ctx context.Context, ref, digest string) (io.ReadCloser, error) {
-	nref, err := r.c.ParseReference(ref)
+	nref, err := r.r.Client.ParseReference(ref)
 	if err != nil {
-		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
+		return nil, err
 	}
-	d := nref.Context().Digest(digest)
-	l, err := r.c.Layer(ctx, d)
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return nil, fmt.Errorf("blob digest %q: %w", digest, err)
+	}
+	rc, err := r.r.Blob(ctx, nref.Context(), h)
 	if err != nil {
 		return nil, mapNotFound(err)
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, fmt.Errorf("fetching blob %s: %w", d, mapNotFound(err))
 	}
 	return rc, nil
 }
 
-// mapNotFound turns a registry "unknown" answer into ErrNotFound while
-// keeping the original message.
+// mapNotFound turns the reader's not-found into ErrNotFound, keeping the
+// message.
 func mapNotFound(err error) error {
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		if terr.StatusCode == http.StatusNotFound {
-			return fmt.Errorf("%w: %v", ErrNotFound, err)
-		}
-		for _, d := range terr.Errors {
-			switch d.Code {
-			case transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode, transport.BlobUnknownErrorCode:
-				return fmt.Errorf("%w: %v", ErrNotFound, err)
-			}
-		}
+	if errors.Is(err, publication.ErrNotFound) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err
 }
@@ -184,5 +138,3 @@ func ociPlatform(p core.Platform) *v1.Platform {
 	o := p.OCI()
 	return &v1.Platform{OS: o.OS, Architecture: o.Architecture}
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

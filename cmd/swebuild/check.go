@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/check"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -29,17 +30,25 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	digests := fs.String("digests", "", "write instance -> digest per platform and the index digest to FILE (JSON lines)")
 	recordRoot := fs.String("record-images", "", "also check each record's own image name (its image field) re-rooted at this registry[/prefix], e.g. 127.0.0.1:5000")
 	keepUU := fs.Bool("keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
+	platforms := fs.StringSlice("platform", nil, "check only these platforms (linux/amd64, linux/arm64; default: every platform plan decides)")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --repo registry only) or REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
 	insecure := fs.StringArray("insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
 	jobs := fs.IntP("jobs", "j", 8, "references checked at once")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild check --dataset DATASET --repo REPO [OPTIONS]\n\nCheck that every image the dataset's records call for is in the registry: per instance\nREPO/sweb.eval.<arch>.<id> for each platform plan decides (no arm64 name for x86-only ids)\nand the index REPO/sweb.eval.<id> listing exactly those platforms. One request per\nreference. Prints N/M images present and the gaps; exits non-zero on any gap.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild check --dataset DATASET --repo REPO [OPTIONS]\n\nCheck that every image the dataset's records call for is in the registry: per instance\nREPO/sweb.eval.<arch>.<id> for each platform plan decides (no arm64 name for x86-only ids;\n--platform narrows them) and the index REPO/sweb.eval.<id> listing those platforms, each\nchild present in the index's repository. One request per reference. Prints N/M images\npresent and the gaps (a 401 as \"login refused by HOST\"); exits non-zero on any gap.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
 	}
 	if *repo == "" {
 		return usageErr(fs, stderr, "--repo is required")
+	}
+	var only []core.Platform
+	if len(*platforms) > 0 {
+		var err error
+		if only, err = core.ParsePlatforms(*platforms); err != nil {
+			return usageErr(fs, stderr, "--platform: %v", err)
+		}
 	}
 	loaded, loadErr := g.load(ctx, stderr)
 	if errors.Is(loadErr, errUsage) {
@@ -52,22 +61,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("--repo: %w", err)
 	}
-	kc, err := registry.Keychain(os.Getenv(*authEnv), dest)
-	if err != nil {
-		return fmt.Errorf("$%s: %w", *authEnv, err)
-	}
-	client, err := registry.New(registry.Options{Keychain: kc, InsecureRegistries: *insecure})
+	reader, err := publicationReader(*authEnv, dest, registry.Options{InsecureRegistries: *insecure})
 	if err != nil {
 		return err
 	}
+	reader.Jobs = *jobs
 	rep, err := check.Run(ctx, loaded.Instances, check.Options{
 		Repo:                 *repo,
 		KeepDoubleUnderscore: *keepUU,
 		Tag:                  *tag,
 		Platforms:            loaded.PlatformsOf(),
+		Only:                 only,
 		RecordRoot:           *recordRoot,
-		Client:               client,
-		Jobs:                 *jobs,
+		Reader:               reader,
 	})
 	if err != nil {
 		return err

@@ -116,15 +116,13 @@ func requireFlags(fs *pflag.FlagSet, stderr io.Writer, reqs ...requiredFlag) err
 }
 
 func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newCIFlags("matrix", "(--dataset FILE | --ids FILE) [OPTIONS]",
+	fs := newCIFlags("matrix", "(--dataset FILE | --task-repo DIR | --ids FILE) [OPTIONS]",
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
 			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
 			"instances (USE_X86) get no arm64 job.", stderr)
-	var ds datasetFlags
-	ds.register(fs)
-	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
-	idsPath := fs.String("ids", "", "file of instance ids, one per line")
-	pinsSel := fs.String("pins", "default", "pin rules the build uses (as for build): the spec keys compared with the ledger's depend on them")
+	var g genInputs
+	g.register(fs)
+	idsPath := fs.String("ids", "", "file of instance ids, one per line, instead of --dataset or --task-repo (platforms decided from the id alone)")
 	contextDirs := fs.StringArray("context-dir", nil, "directory holding profile context files, as for build (default $SWEBUILD_CACHE/rootfs)")
 	var platforms []core.Platform
 	platformsVar(fs, &platforms, "platform", core.AllPlatforms(), "platforms to build")
@@ -146,8 +144,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
-	if (ds.dataset == "") == (*idsPath == "") {
-		return usageErr(fs, stderr, "exactly one of --dataset and --ids is required")
+	if g.given() == (*idsPath != "") {
+		return usageErr(fs, stderr, "exactly one of --dataset, --task-repo and --ids is required")
 	}
 	runners, err := parseRunners(*runnerFlags)
 	if err != nil {
@@ -156,15 +154,16 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *envShards < 1 {
 		return usageErr(fs, stderr, "--env-shards %d: want at least 1", *envShards)
 	}
+	var in pipeline.Inputs
+	if g.given() {
+		if in, err = g.inputs(stderr); err != nil {
+			return usageErr(fs, stderr, "%v", err)
+		}
+	} else {
+		in = pipeline.Inputs{Specs: g.specs, Pins: g.pins, SpecsVersion: g.specsVer}
+	}
 	o := pipeline.MatrixOptions{
-		Inputs: pipeline.Inputs{
-			Dataset:  ds.dataset,
-			Specs:    *specsPath,
-			Pins:     *pinsSel,
-			CacheDir: ds.cacheDir,
-			Offline:  ds.offline,
-			Hub:      pipeline.HubOptions{Endpoint: ds.env.hfEndpoint, Token: ds.env.hfToken},
-		},
+		Inputs:   in,
 		IDsFile:  *idsPath,
 		Matrix:   ci.MatrixOptions{Platforms: platforms, Shards: *shards, MaxJobs: *maxJobs, Runners: runners},
 		Ledger:   *ledgerPath,
@@ -181,7 +180,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	o.ContextDirs = *contextDirs
 	if len(o.ContextDirs) == 0 {
-		o.ContextDirs = []string{filepath.Join(ds.env.cacheRoot, "rootfs")}
+		o.ContextDirs = []string{filepath.Join(g.env.cacheRoot, "rootfs")}
 	}
 	if *skipRepo != "" && !*force {
 		dest, err := registry.RegistryOf(*skipRepo)
@@ -279,6 +278,7 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "write one record per image (digest, pushed ref, spec key) to this file (required)")
 	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
+	f.registerBuilderID(fs)
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestCIRequiredFlags(t *testing.T) {
 		{[]string{"contexts", "--plan", plan, "--instance", "a__a-1", "--platform", "linux/s390x"},
 			"swebuild ci contexts: --platform: "},
 		{[]string{"merge"}, "swebuild ci merge: --plan is required"},
-		{[]string{"matrix"}, "swebuild ci matrix: exactly one of --dataset and --ids is required"},
+		{[]string{"matrix"}, "swebuild ci matrix: exactly one of --dataset, --task-repo and --ids is required"},
 		{[]string{"matrix", "--ids", "x", "--env-shards", "0"}, "swebuild ci matrix: --env-shards 0: want at least 1"},
 		{[]string{"ids", "--ids", "a", "--ids-file", "f"}, "swebuild ci ids: only one of --ids and --ids-file"},
 	} {

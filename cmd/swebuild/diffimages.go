@@ -41,13 +41,13 @@ func runDiffImages(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		plat = p
 	}
-	kc, err := registryCredentials(*authEnv, "")
+	reader, err := publicationReader(*authEnv, "", registry.Options{Insecure: *insecure})
 	if err != nil {
-		return fmt.Errorf("--registry-auth-env: %w", err)
+		return err
 	}
 	var imgs [2]imagediff.Source
 	for i, ref := range fs.Args() {
-		imgs[i] = imagediff.Source{Ref: ref, Platform: plat, Keychain: kc, Insecure: *insecure}
+		imgs[i] = imagediff.Source{Ref: ref, Platform: plat, Reader: reader}
 	}
 	a, err := imagediff.Open(ctx, imgs[0])
 	if err != nil {

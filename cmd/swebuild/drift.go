@@ -12,33 +12,33 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/check"
-	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/drift"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 )
 
 // runDrift implements `swebuild drift`: the packages that changed between
-// the environment documents of two publications.
+// the environment documents of two publications (pipeline.Drift).
 func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("drift", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
-	images := fs.String("images", "", "publication A: a records file (build metadata file or publish ledger) or a repository prefix (with --dataset)")
-	against := fs.String("against", "", "publication B, compared with A (same syntax as --images); changes read A -> B")
+	var o pipeline.DriftOptions
+	fs.StringVar(&o.Images, "images", "", "publication A: a records file (build metadata file or publish ledger) or a repository prefix (with --dataset)")
+	fs.StringVar(&o.Against, "against", "", "publication B, compared with A (same syntax as --images); changes read A -> B")
 	var g genInputs
 	g.register(fs)
 	format := fs.String("format", "md", "output format: "+strings.Join(drift.Formats, ", "))
 	out := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	maxDrift := fs.Int("max-drift", -1, "exit non-zero when more than N distinct package changes (package, from, to; counted once whatever the number of images) are found; -1: no limit")
-	save := fs.String("save", "", "write A's environment documents to this directory (the input of --freeze DIR on render/plan/build)")
-	tag := fs.String("tag", check.DefaultTag, "tag read on every name of a repository prefix")
-	keepUU := fs.Bool("keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
+	fs.StringVar(&o.Save, "save", "", "write A's environment documents to this directory (the input of --freeze DIR on render/plan/build)")
+	fs.StringVar(&o.Prefix.Tag, "tag", check.DefaultTag, "tag read on every name of a repository prefix")
+	fs.BoolVar(&o.Prefix.KeepDoubleUnderscore, "keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
 	insecure := fs.StringArray("insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
-	jobs := fs.IntP("jobs", "j", 8, "images read at once")
+	fs.IntVarP(&o.Jobs, "jobs", "j", 8, "images read at once")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: swebuild drift --images A --against B [OPTIONS]\n\n"+
 			"Compare the resolved environments (the CycloneDX documents attached to each env and\n"+
@@ -51,113 +51,37 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	switch {
-	case *images == "":
+	case o.Images == "":
 		return usageErr(fs, stderr, "--images is required")
-	case *against == "":
+	case o.Against == "":
 		return usageErr(fs, stderr, "--against is required")
 	case !slices.Contains(drift.Formats, *format):
 		return usageErr(fs, stderr, "--format: unknown format %q (want one of %s)", *format, strings.Join(drift.Formats, ", "))
 	case *maxDrift < -1:
 		return usageErr(fs, stderr, "--max-drift: %d (want N >= 0, or -1 for no limit)", *maxDrift)
 	}
-	kc, err := registryCredentials(*authEnv, "")
-	if err != nil {
-		return fmt.Errorf("--registry-auth-env: %w", err)
-	}
-	client, err := registry.New(registry.Options{Keychain: kc, InsecureRegistries: *insecure})
-	if err != nil {
-		return err
-	}
-	var loaded *pipeline.Loaded
-	targets := func(flag, set string) ([]drift.Target, error) {
-		if st, err := os.Stat(set); err == nil && !st.IsDir() {
-			recs, err := core.ReadRecords(set, stderr)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", flag, err)
-			}
-			return drift.TargetsFromRecords(set, recs)
-		}
-		if g.dataset == "" && g.taskRepo == "" {
-			return nil, usageProblem{fmt.Errorf("%s %s: not a file, so a repository prefix: --dataset is required to enumerate its images", flag, set)}
-		}
-		if loaded == nil {
-			l, err := g.load(ctx, stderr)
-			if l == nil {
-				return nil, err
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "swebuild drift: %v\n", err)
-			}
-			loaded = l
-		}
-		rep, err := check.Run(ctx, loaded.Instances, check.Options{
-			Repo: set, KeepDoubleUnderscore: *keepUU, Tag: *tag,
-			Platforms: loaded.PlatformsOf(), Client: client, Jobs: *jobs,
-		})
+	if g.given() {
+		in, err := g.inputs(stderr)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", flag, set, err)
+			return usageErr(fs, stderr, "%v", err)
 		}
-		var out []drift.Target
-		missing := 0
-		for _, r := range rep.Refs {
-			if r.Kind != check.KindArch {
-				continue
-			}
-			if !r.Present {
-				missing++
-				continue
-			}
-			out = append(out, drift.Target{Kind: drift.KindInstance, Name: r.InstanceID, Platform: r.Platform, Ref: pinned(r.Name, r.Digest)})
-		}
-		if missing > 0 {
-			fmt.Fprintf(stderr, "swebuild drift: %s %s: %d per-arch images missing (not compared)\n", flag, set, missing)
-		}
-		return out, nil
+		o.Inputs = in
 	}
-	ta, err := targets("--images", *images)
-	if errors.Is(err, errUsage) {
-		return usageErr(fs, stderr, "%v", err)
-	}
+	reader, err := publicationReader(*authEnv, "", registry.Options{InsecureRegistries: *insecure})
 	if err != nil {
 		return err
 	}
-	tb, err := targets("--against", *against)
-	if errors.Is(err, errUsage) {
-		return usageErr(fs, stderr, "%v", err)
-	}
+	o.Reader, o.Log = reader, stderr
+	rep, err := pipeline.Drift(ctx, o)
 	if err != nil {
-		return err
-	}
-	refs := &attest.Referrers{Client: client}
-	fa := &drift.Fetcher{Client: client, Referrers: refs, Jobs: *jobs, Save: *save}
-	if *save != "" {
-		if err := os.MkdirAll(*save, 0o755); err != nil {
-			return fmt.Errorf("--save: %w", err)
-		}
-	}
-	a, err := fa.Fetch(ctx, ta)
-	if err != nil {
-		return fmt.Errorf("--images %s: %w", *images, err)
-	}
-	fb := &drift.Fetcher{Client: client, Referrers: refs, Jobs: *jobs}
-	b, err := fb.Fetch(ctx, tb)
-	if err != nil {
-		return fmt.Errorf("--against %s: %w", *against, err)
-	}
-	rep, err := drift.Compare(*images, a, *against, b)
-	if err != nil {
-		return err
+		return driftErr(fs, stderr, err)
 	}
 	var buf bytes.Buffer
 	if err := drift.Write(&buf, rep, *format); err != nil {
 		return err
 	}
-	if *out == "" {
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
-			return fmt.Errorf("writing report: %w", err)
-		}
-	} else if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if err := writeReport(stdout, *out, buf.Bytes()); err != nil {
+		return err
 	}
 	if *maxDrift >= 0 {
 		if over, msg := rep.Exceeds(*maxDrift); over {
@@ -167,10 +91,47 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// pinned is name (REPO:TAG) pinned to digest: REPO@DIGEST.
-func pinned(name, digest string) string {
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name = name[:i]
+// driftErr names a failing side by its flag; a prefix with no dataset to
+// enumerate it is a usage error.
+func driftErr(fs *pflag.FlagSet, stderr io.Writer, err error) error {
+	var se *pipeline.DriftSideError
+	if !errors.As(err, &se) {
+		return err
 	}
-	return name + "@" + digest
+	flag := map[string]string{"A": "--images", "B": "--against"}[se.Side]
+	if errors.Is(err, pipeline.ErrNoInstances) {
+		return usageErr(fs, stderr, "%s %s: not a file, so a repository prefix: --dataset is required to enumerate its images", flag, se.Set)
+	}
+	return fmt.Errorf("%s %s: %w", flag, se.Set, se.Err)
+}
+
+// publicationReader is the publication reader of the commands that read
+// published images: the one credential source (the variable authEnv names,
+// then the Docker config and its helpers) and plain HTTP only to loopback
+// registries and those named insecure.
+func publicationReader(authEnv, defaultRegistry string, o registry.Options) (*publication.Reader, error) {
+	kc, err := registryCredentials(authEnv, defaultRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("--registry-auth-env: %w", err)
+	}
+	o.Keychain = kc
+	client, err := registry.New(o)
+	if err != nil {
+		return nil, err
+	}
+	return publication.New(client), nil
+}
+
+// writeReport writes a report to stdout, or to the file named by out.
+func writeReport(stdout io.Writer, out string, b []byte) error {
+	if out == "" {
+		if _, err := stdout.Write(b); err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		return nil
+	}
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -160,9 +161,9 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 			return o, fmt.Errorf("--images dataset=: %w", err)
 		}
 	}
-	creds, err := registryCredentials(f.authEnv, dest)
+	creds, reader, err := verifyRegistry(f.authEnv, dest)
 	if err != nil {
-		return o, fmt.Errorf("--registry-auth-env: %w", err)
+		return o, err
 	}
 	return pipeline.VerifyOptions{
 		Inputs:          in,
@@ -177,6 +178,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		MetadataFile:    f.metadataFile,
 		BuildKit:        addr,
 		Auth:            verifyAuth(creds),
+		Reader:          reader,
 		Engine:          f.engine,
 		DockerHost:      f.dockerHost,
 		Workers:         f.workers,
@@ -193,6 +195,21 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Out:                 stdout,
 		Log:                 stderr,
 	}, nil
+}
+
+// verifyRegistry is verify's credential source (for BuildKit's pulls) and
+// its publication reader (resolving the images before any run), on one
+// credential source.
+func verifyRegistry(authEnv, dest string) (*registry.Credentials, *publication.Reader, error) {
+	creds, err := registryCredentials(authEnv, dest)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--registry-auth-env: %w", err)
+	}
+	client, err := registry.New(registry.Options{Keychain: creds})
+	if err != nil {
+		return nil, nil, err
+	}
+	return creds, publication.New(client), nil
 }
 
 // verifyBuildFlags are the flags `swebuild build --verify` adds.

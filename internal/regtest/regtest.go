@@ -26,6 +26,11 @@ const Binary = "/usr/bin/docker-registry"
 type Options struct {
 	// User and Password, when set, enable htpasswd auth with that one user.
 	User, Password string
+	// TokenRealm enables distribution's token auth instead, with a token
+	// server of the test's on another port of 127.0.0.1 (token.go) that
+	// takes User and Password as its Basic login (any login when User is
+	// empty).
+	TokenRealm bool
 }
 
 // Registry is a running test registry.
@@ -33,6 +38,8 @@ type Registry struct {
 	Host    string // 127.0.0.1:port
 	Storage string // filesystem storage root
 	LogPath string
+	// Realm is the token server's URL (Options.TokenRealm).
+	Realm string
 }
 
 // Start starts a registry or skips the test when the binary is missing
@@ -55,8 +62,12 @@ func Start(tb testing.TB, opts Options) *Registry {
 		tb.Fatalf("regtest: finding a free port: %v", err)
 	}
 	host := fmt.Sprintf("127.0.0.1:%d", port)
-	auth := ""
-	if opts.User != "" {
+	auth, realm := "", ""
+	if opts.TokenRealm {
+		var ts *tokenServer
+		ts, auth = startTokenServer(tb, dir, opts.User, opts.Password)
+		realm = ts.url
+	} else if opts.User != "" {
 		// An htpasswd line USER:BCRYPT, as `htpasswd -B` writes it;
 		// distribution only accepts bcrypt.
 		hash, err := bcrypt.GenerateFromPassword([]byte(opts.Password), bcrypt.MinCost)
@@ -134,7 +145,7 @@ http:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return &Registry{Host: host, Storage: storage, LogPath: logPath}
+	return &Registry{Host: host, Storage: storage, LogPath: logPath, Realm: realm}
 }
 
 func freePort() (int, error) {

@@ -21,6 +21,21 @@ func NameID(instanceID string, keepDoubleUnderscore bool) string {
 	return id
 }
 
+// LatestTag is the moving tag written next to every content key tag.
+const LatestTag = "latest"
+
+// ArchRepo is the upstream-compatible per-arch repository of an instance
+// under prefix, PREFIX/sweb.eval.<arch>.<id> (arch: x86_64 or arm64).
+func ArchRepo(prefix, arch, instanceID string, keepDoubleUnderscore bool) string {
+	return fmt.Sprintf("%s/sweb.eval.%s.%s", strings.TrimSuffix(prefix, "/"), arch, NameID(instanceID, keepDoubleUnderscore))
+}
+
+// IndexRepo is the multi-arch repository of an instance under prefix,
+// PREFIX/sweb.eval.<id>.
+func IndexRepo(prefix, instanceID string, keepDoubleUnderscore bool) string {
+	return fmt.Sprintf("%s/sweb.eval.%s", strings.TrimSuffix(prefix, "/"), NameID(instanceID, keepDoubleUnderscore))
+}
+
 // MaxNameIDLen is the longest an instance id may be in its image-name form
 // (NameID: lower-cased, "__" as "_1776_"). Real ids are at most 34 bytes (every
 // SWE-bench split, Multilingual and Multimodal). With 128 the longest
