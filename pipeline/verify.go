@@ -81,6 +81,11 @@ type VerifyOptions struct {
 	EvalScript string
 	// Parser, when set, grades every repository with this upstream parser.
 	Parser string
+	// AllowHarnessChanges runs predictions whose patch changes the test
+	// harness (verify.HarnessChanges); otherwise they are not run and
+	// their result is verify.FailureHarness. Gold patches are never
+	// refused, only reported.
+	AllowHarnessChanges bool
 	// Baseline, when set, is an earlier summary: any regression against
 	// it (resolved -> unresolved) is an error, listed first.
 	Baseline string
@@ -184,6 +189,8 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		RunDir:   runDir,
 		Grade:    grading.GradeOptions{Parser: o.Parser},
 		Progress: progress,
+
+		AllowHarnessChanges: o.AllowHarnessChanges,
 	}
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout

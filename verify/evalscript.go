@@ -74,9 +74,10 @@ func EvalScriptV5(s string) (script string, recorded bool) {
 }
 
 // exitTrailer ends the script verify runs when the script records the test
-// command's exit status: eval.sh then exits with it, so the wrapper takes
-// it as the exit status of its own child, which no process of the run can
-// write (the echoed line is the code under test's output like any other).
+// command's exit status: eval.sh then exits with it, and the engine takes it
+// from the container runtime as the exit status of the test process, which
+// no process of the run can write (the echoed line is the code under test's
+// output like any other).
 // It prints nothing (xtrace is off for it, its trace going nowhere), so the
 // test output is upstream's.
 const exitTrailer = "{ set +x; } 2>/dev/null; exit \"${" + TestExitCodeVar + ":-255}\"\n"
@@ -99,11 +100,13 @@ func LogExitCode(log string) *int {
 	return &n
 }
 
-// ExitStatus is the test command's exit status as the wrapper took it and
-// as the log says it, and whether they disagree.
+// ExitStatus is the test command's exit status as the runtime reported it
+// and as the log says it, and whether they disagree.
 type ExitStatus struct {
-	// Wrapper is the exit status the wrapper observed (nil: the script does
-	// not record it, or the run timed out).
+	// Wrapper is the exit status of the test process (eval.sh, which exits
+	// with the test command's status) as the container runtime reported it
+	// (nil: the script does not record it, or the run timed out). The name
+	// is kept from when a wrapper script in the container took it.
 	Wrapper *int `json:"wrapper"`
 	// Log is the first ">>>>> Test Exit Code" line's (nil: none).
 	Log *int `json:"log"`
@@ -119,5 +122,5 @@ func (e ExitStatus) String() string {
 		}
 		return strconv.Itoa(*p)
 	}
-	return fmt.Sprintf("test command exit status %s (wrapper), %s (log)", show(e.Wrapper), show(e.Log))
+	return fmt.Sprintf("test command exit status %s (runtime), %s (log)", show(e.Wrapper), show(e.Log))
 }

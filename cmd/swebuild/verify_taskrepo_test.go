@@ -42,8 +42,8 @@ func fixturePyBases(t *testing.T, built stacktest.Built) []string {
 // repo, fixture__calc-1, built with `build --task-repo` for linux/amd64 and
 // linux/arm64 (QEMU) and pushed by digest, then `verify --task-repo
 // --metadata-file` on both platforms under v5's rules with the task's own
-// eval.sh (no exit-status recording of its own: verify's wrapper adds it as
-// upstream v5's record_test_exit_code does) and its log_parser:
+// eval.sh (no exit-status recording of its own: verify adds it as upstream
+// v5's record_test_exit_code does) and its log_parser:
 //   - gold resolves: v5 rules, parse_log_pytest, wrapper status 0, log 0;
 //   - --control does not resolve;
 //   - a prediction that prints PASSED lines and ">>>>> Test Exit Code: 0"
@@ -120,7 +120,9 @@ func TestVerifyTaskRepoBothPlatforms(t *testing.T) {
 
 	// Gold, control and the printer in one run.
 	printer := writePredictions(t, map[string]any{"instance_id": id, "model_name_or_path": "org/printer", "model_patch": newFilePatch("conftest.py", printerConftest)})
-	sum := verifyRun("gold-control-printer", "--gold", "--control", "--predictions", printer)
+	// The printer and the broken suite are conftest.py files: harness
+	// changes, run here with --allow-harness-changes.
+	sum := verifyRun("gold-control-printer", "--gold", "--control", "--predictions", printer, "--allow-harness-changes")
 	for _, p := range platforms {
 		t.Run(p.GOARCH(), func(t *testing.T) {
 			gold := result(t, sum, verify.ModeGold, p)
@@ -153,7 +155,7 @@ func TestVerifyTaskRepoBothPlatforms(t *testing.T) {
 
 	// A suite that never starts.
 	broken := writePredictions(t, map[string]any{"instance_id": id, "model_name_or_path": "m", "model_patch": newFilePatch("conftest.py", "raise ImportError(\"broken on purpose\")\n")})
-	sum = verifyRun("no-suite", "--predictions", broken)
+	sum = verifyRun("no-suite", "--predictions", broken, "--allow-harness-changes")
 	for _, p := range platforms {
 		ns := result(t, sum, verify.ModePredictions, p)
 		decision := ""
