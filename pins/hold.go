@@ -39,7 +39,9 @@ func (h Hold) String() string {
 }
 
 // on reports whether h holds on platform p.
-func (h Hold) on(p core.Platform) bool { return len(h.Platforms) == 0 || slices.Contains(h.Platforms, p) }
+func (h Hold) on(p core.Platform) bool {
+	return len(h.Platforms) == 0 || slices.Contains(h.Platforms, p)
+}
 
 // pep508Name is a distribution name (PEP 508: letters, digits, and . _ -
 // inside); pipVersion a version pip accepts in name==version, restricted to
