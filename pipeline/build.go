@@ -253,6 +253,7 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 				Dockerfile: b.Dockerfile,
 				Context:    b.Files,
 				X86Only:    len(pn.Instances) > 0,
+				Pins:       b.Pins,
 			}
 			for _, id := range pn.Instances {
 				if !x86[id] {

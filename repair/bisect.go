@@ -39,6 +39,9 @@ type Change struct {
 	From      string          `json:"from,omitempty"`
 	To        string          `json:"to,omitempty"`
 	Platforms []core.Platform `json:"platforms"`
+	// URL: installed from a URL or a directory on either night (pip's
+	// "name @ url", "-e path"), so not on an index: no version to hold.
+	URL bool `json:"url,omitempty"`
 }
 
 // Key is "pypi/fixdep".
@@ -60,7 +63,7 @@ func (c Change) String() string {
 // PyPI package at one version last night and another tonight (pip
 // constraints can pin a version, not forbid or force a package).
 func (c Change) Holdable() bool {
-	return c.Ecosystem == sbom.PyPI && c.From != "" && c.To != ""
+	return c.Ecosystem == sbom.PyPI && c.From != "" && c.To != "" && !c.URL
 }
 
 func (c Change) id() string {

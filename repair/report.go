@@ -116,10 +116,12 @@ type Evidence struct {
 // RuleID is the id of the rule repairing repo at version by holding back
 // culprits: "repair-<repo>-<version>-<names>", in the pins id grammar.
 func RuleID(repo, version string, culprits []Change) string {
-	parts := []string{"repair", repo, version}
+	var names []string
 	for _, c := range culprits {
-		parts = append(parts, c.Name)
+		names = append(names, strings.ToLower(c.Name))
 	}
+	slices.Sort(names)
+	parts := append([]string{"repair", repo, version}, slices.Compact(names)...)
 	var b strings.Builder
 	for _, r := range strings.ToLower(strings.Join(parts, "-")) {
 		switch {
@@ -139,10 +141,11 @@ func Proposal(night string, c Case, r *Result, verified []string) (pins.FileRule
 	if r == nil || r.Verdict != VerdictCulprit || len(r.Culprits) == 0 {
 		return pins.FileRule{}, fmt.Errorf("%s: no single package repair to propose", c.Name())
 	}
-	spec := pins.HoldSpec{ID: RuleID(c.Repo, c.Version, r.Culprits), Repo: c.Repo, Version: c.Version}
+	culprits := slices.Clone(r.Culprits)
+	slices.SortFunc(culprits, compareChanges)
+	spec := HoldSpec(c.Repo, c.Version, culprits)
 	var changes []string
-	for _, ch := range r.Culprits {
-		spec.Hold = append(spec.Hold, pins.Hold{Ecosystem: ch.Ecosystem, Name: ch.Name, Version: ch.From, Platforms: slices.Clone(ch.Platforms)})
+	for _, ch := range culprits {
 		changes = append(changes, ch.String())
 	}
 	var failed []string
@@ -170,6 +173,17 @@ func Proposal(night string, c Case, r *Result, verified []string) (pins.FileRule
 		return pins.FileRule{}, fmt.Errorf("encoding evidence: %w", err)
 	}
 	return pins.FileRule{HoldSpec: spec, Record: raw}, nil
+}
+
+// HoldSpec is the hold rule holding back held (each at its From version, on
+// its platforms) in the envs of repo at version: what a bisection step
+// builds with, and, for the culprits, the proposed rule.
+func HoldSpec(repo, version string, held []Change) pins.HoldSpec {
+	s := pins.HoldSpec{ID: RuleID(repo, version, held), Repo: repo, Version: version}
+	for _, ch := range held {
+		s.Hold = append(s.Hold, pins.Hold{Ecosystem: ch.Ecosystem, Name: ch.Name, Version: ch.From, Platforms: slices.Clone(ch.Platforms)})
+	}
+	return s
 }
 
 func verdictWord(o Outcome) string {

@@ -143,6 +143,9 @@ type Node struct {
 	Dockerfile []byte
 	Files      map[string][]byte
 	External   []string
+	// Pins are the ids of the pin rules that changed the recipe this node
+	// was rendered from (Result.Pins): recorded with the image built.
+	Pins []string
 }
 
 // Nodes returns the base, env and instance nodes of this result, in build
@@ -160,12 +163,13 @@ func (r *Result) Nodes() []Node {
 		}
 		return out
 	}
+	pins := func() []string { return append([]string(nil), r.Pins...) }
 	return []Node{
 		{Kind: KindBase, Key: r.BaseKey, Platform: r.Platform,
-			Dockerfile: []byte(r.BaseDockerfile), Files: map[string][]byte{}, External: ext(KindBase)},
+			Dockerfile: []byte(r.BaseDockerfile), Files: map[string][]byte{}, External: ext(KindBase), Pins: pins()},
 		{Kind: KindEnv, Key: r.EnvKey, Parent: r.BaseKey, Platform: r.Platform,
-			Dockerfile: []byte(r.EnvDockerfile), Files: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(KindEnv)},
+			Dockerfile: []byte(r.EnvDockerfile), Files: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(KindEnv), Pins: pins()},
 		{Kind: KindInstance, Key: r.InstanceKey, Parent: r.EnvKey, Platform: r.Platform,
-			Dockerfile: []byte(r.InstanceDockerfile), Files: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(KindInstance)},
+			Dockerfile: []byte(r.InstanceDockerfile), Files: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(KindInstance), Pins: pins()},
 	}
 }

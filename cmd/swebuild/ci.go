@@ -31,6 +31,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(w, "  envs      build and push by digest one env-stage job's base and env images")
 		fmt.Fprintln(w, "  contexts  print the --build-context of an instance's env from the env stage")
 		fmt.Fprintln(w, "  ids       print the instance ids of one matrix job, one per line")
+		fmt.Fprintln(w, "  repair    find the package that broke tonight's gold patches, pin it with evidence")
 		fmt.Fprintln(w, "  merge     decide per instance what to index and what regressed")
 		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
 		fmt.Fprintln(w, "  ledger    pull or push a ledger kept as an artifact in the target repository")
@@ -51,6 +52,8 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCIEnvs(ctx, args[1:], stdout, stderr)
 	case "contexts":
 		return runCIContexts(args[1:], stdout, stderr)
+	case "repair":
+		return runCIRepair(ctx, args[1:], stdout, stderr)
 	case "merge":
 		return runCIMerge(args[1:], stdout, stderr)
 	case "summary":
