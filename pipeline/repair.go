@@ -226,8 +226,6 @@ type repairCase struct {
 	platforms, stepPlatforms []core.Platform
 	// frozen is the directory of last night's env documents (--freeze).
 	frozen string
-	// bases are tonight's base images, bound instead of built (key -> ref).
-	bases map[string]string
 	// result is set when the case is decided without a rebuild, err when
 	// it cannot be bisected.
 	result  *repair.Result
@@ -277,7 +275,7 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 		name := in.Repo + "\x00" + in.Version
 		c := byCase[name]
 		if c == nil {
-			c = &repairCase{Case: repair.Case{Repo: in.Repo, Version: in.Version}, bases: map[string]string{}}
+			c = &repairCase{Case: repair.Case{Repo: in.Repo, Version: in.Version}}
 			byCase[name] = c
 			order = append(order, name)
 		}
@@ -338,15 +336,9 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 }
 
 // diffCase fills c's env images, changes and drift lines from tonight's and
-// last night's env documents, saves last night's for the frozen step, and
-// binds tonight's bases.
+// last night's env documents, and saves last night's for the frozen step.
 func (o RepairOptions) diffCase(ctx context.Context, c *repairCase) error {
 	tonight := ci.LatestEnvs(o.EnvsTonight)
-	for _, r := range o.EnvsTonight {
-		if r.Kind == core.KindBase && r.OK() && strings.Contains(r.Ref, "@") {
-			c.bases[r.Key] = r.Ref
-		}
-	}
 	before := ci.LatestEnvs(okRecords(o.EnvsBefore))
 	type change struct{ eco, name, from, to string }
 	found := map[change]*repair.Change{}
@@ -524,8 +516,9 @@ func failingTests(r verify.Result) []string {
 }
 
 // stepOracle is the real oracle: each step builds the case's envs once per
-// platform (tonight's bases bound), pushes them, then the case's instances
-// FROM them with gold verified, as a night's env stage and shards do.
+// platform and pushes them (with their bases, as an env job does), then the
+// case's instances FROM them with gold verified, as a night's shards do, so
+// the records carry the spec keys a later night computes for them.
 type stepOracle struct {
 	o       RepairOptions
 	c       *repairCase
@@ -589,7 +582,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, platforms []core
 		bo := so.o.Build
 		bo.Inputs, bo.Platforms, bo.MetadataFile, bo.Verify, bo.Publish = in, []core.Platform{p}, filepath.Join(dir, "envs-"+p.Slug()+".jsonl"), nil, nil
 		bo.Builder.RunDir = filepath.Join(dir, "envs-"+p.Slug())
-		bo.Builder.Images = so.c.bases
+		bo.Builder.Images = nil
 		bo.Out, bo.Log = so.log, so.log
 		rep, err := BuildEnvs(ctx, bo, keys[p])
 		if ctx.Err() != nil {

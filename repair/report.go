@@ -208,7 +208,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d env(s) broke gold patches that passed last night; the repair took %s.\n\n", len(r.Cases), seconds(r.Seconds))
 	for _, c := range r.Cases {
-		fmt.Fprintf(&b, "### %s\n\n", c.Name())
+		fmt.Fprintf(&b, "#### %s\n\n", c.Name())
 		var failed []string
 		for _, f := range c.Tonight.Failures {
 			failed = append(failed, fmt.Sprintf("`%s` (%d failing tests)", f.String(), len(f.Tests)))

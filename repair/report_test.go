@@ -141,7 +141,7 @@ func TestWriteMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"3 env(s) broke gold patches that passed last night; the repair took 1.5 min.",
-		"### fixture/calc 1.0",
+		"#### fixture/calc 1.0",
 		"- failed tonight: `fixture__calc-1 linux/amd64` (2 failing tests), `fixture__calc-1 linux/arm64` (1 failing tests)",
 		"- **repaired**: pypi/fixdep 1.0 -> 1.1 breaks the gold patches; held back, every gold patch passes; rule `repair-fixture-calc-1.0-fixdep`, 4 image(s) verified with it and published",
 		"- 5 env rebuild(s) of 4 changed package(s) (4 a hold can pin), 50 s",

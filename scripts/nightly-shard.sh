@@ -27,6 +27,7 @@
 #   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000; "none":
 #                  no prune, as scripts/nightly-local.sh runs on a shared stack)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
+#   PINS           the pin rules (--pins: default, default,-ID, default,FILE), if set
 #   CONTEXT_DIRS   colon-separated directories of context files the profile
 #                  names (rootfs tarballs, the fixture's git mirrors)
 #   QEMU           "true" when the runner's arch differs from PLATFORM: the
@@ -100,6 +101,9 @@ build_envs() {
 	if [ -n "${SPECS:-}" ]; then
 		extra+=(--specs "$SPECS")
 	fi
+	if [ -n "${PINS:-}" ]; then
+		extra+=(--pins "$PINS")
+	fi
 	local cd_args
 	mapfile -t cd_args < <(context_dir_args)
 	extra+=("${cd_args[@]}")
@@ -127,6 +131,9 @@ build_shard() {
 	local extra=()
 	if [ -n "${SPECS:-}" ]; then
 		extra+=(--specs "$SPECS")
+	fi
+	if [ -n "${PINS:-}" ]; then
+		extra+=(--pins "$PINS")
 	fi
 	local d dirs
 	IFS=: read -r -a dirs <<<"${CONTEXT_DIRS:-}"
@@ -196,7 +203,7 @@ free-disk) free_disk ;;
 build) build_shard ;;
 envs) build_envs ;;
 *)
-	sed -n '2,33p' "$0" >&2
+	sed -n '2,34p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -462,6 +462,7 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 	sizesFailed := fs.Bool("sizes-failed", false, "the sizes step failed (growth over --max-growth): a regression")
 	driftPath := fs.String("drift", "", "Markdown report from `swebuild drift --format md` to include")
 	driftFailed := fs.Bool("drift-failed", false, "the drift step failed (more package changes than --max-drift, or a document unreadable)")
+	repairPath := fs.String("repair", "", "Markdown report from `swebuild ci repair` (its report.md) to include")
 	title := fs.String("title", "", "heading (default \"swebuild nightly\")")
 	outPath := fs.StringP("output", "o", "", "write here instead of stdout (appends, like $GITHUB_STEP_SUMMARY)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when the run has regressions")
@@ -483,6 +484,17 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("reading drift report: %w", err)
 		default:
 			opts.Drift = string(b)
+		}
+	}
+	if *repairPath != "" {
+		b, err := os.ReadFile(*repairPath)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			opts.Repair = fmt.Sprintf("(no repair report: %s is missing)", *repairPath)
+		case err != nil:
+			return fmt.Errorf("reading repair report: %w", err)
+		default:
+			opts.Repair = string(b)
 		}
 	}
 	if *sizesPath != "" {
