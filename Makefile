@@ -12,6 +12,9 @@ export SWEBUILD_REGISTRY ?= 127.0.0.1:5000
 export SWEBUILD_AUTH_REGISTRY ?= 127.0.0.1:5001
 export DOCKER_CONFIG ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/docker-config
 export SWEBUILD_DOCKER_HOST ?= unix:///run/swebuild/docker.sock
+# The demo's signing key pair (scripts/demo.sh makes it with `swebuild sign keygen`).
+export SWEBUILD_SIGNING_KEY ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/signing/cosign.key
+export SWEBUILD_SIGNING_PUB ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/signing/cosign.pub
 export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
 .PHONY: build vet unit test e2e bench bench-build demo stack stack-down stack-docker fixture test-deps nightly-local clean

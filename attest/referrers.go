@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -101,6 +102,12 @@ type Artifact struct {
 // layerType with annotations), with artifactType, the empty config and
 // subject.
 func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.MediaType, payload []byte, layerAnnotations map[string]string) (*Artifact, error) {
+	return newArtifact(subject, artifactType, layerType, payload, layerAnnotations, nil)
+}
+
+// newArtifact is NewArtifact with annotations on the manifest too (a
+// referrers index lists them with the artifact).
+func newArtifact(subject v1.Descriptor, artifactType string, layerType types.MediaType, payload []byte, layerAnnotations, annotations map[string]string) (*Artifact, error) {
 	ch, cs, _ := v1.SHA256(bytes.NewReader(EmptyConfig))
 	lh, ls, _ := v1.SHA256(bytes.NewReader(payload))
 	sub := v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
@@ -110,6 +117,7 @@ func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.Med
 		Config:        v1.Descriptor{MediaType: "application/vnd.oci.empty.v1+json", Digest: ch, Size: cs},
 		Layers:        []v1.Descriptor{{MediaType: layerType, Digest: lh, Size: ls, Annotations: layerAnnotations}},
 		Subject:       &sub,
+		Annotations:   annotations,
 	}
 	raw, err := json.Marshal(struct {
 		v1.Manifest
@@ -121,16 +129,18 @@ func NewArtifact(subject v1.Descriptor, artifactType string, layerType types.Med
 	h, n, _ := v1.SHA256(bytes.NewReader(raw))
 	return &Artifact{
 		Raw:        raw,
-		Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: n, ArtifactType: artifactType},
+		Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: h, Size: n, ArtifactType: artifactType, Annotations: annotations},
 		Blob:       payload, BlobType: layerType,
 	}, nil
 }
 
 // StatementArtifact wraps an in-toto statement as an artifact referring to
 // subject: artifactType and layer application/vnd.in-toto+json, the layer
-// annotated with its predicate type.
+// and the manifest annotated with its predicate type (so a referrers index
+// entry says which statement it is: Kind).
 func StatementArtifact(subject v1.Descriptor, predicateType string, statement []byte) (*Artifact, error) {
-	return NewArtifact(subject, StatementMediaType, StatementMediaType, statement, map[string]string{AnnotationPredicateType: predicateType})
+	ann := map[string]string{AnnotationPredicateType: predicateType}
+	return newArtifact(subject, StatementMediaType, StatementMediaType, statement, ann, maps.Clone(ann))
 }
 
 // Attach puts a (its blobs, then its manifest) into repo and records it
@@ -148,13 +158,14 @@ func (r *Referrers) Attach(ctx context.Context, repo name.Repository, a *Artifac
 }
 
 // Attached reports whether artifact is already attached to subject in
-// repo: its write-once attachment tag answers one HEAD.
+// repo: its write-once attachment tag answers one HEAD with its digest (a
+// superseded one answers a tombstone's: Supersede).
 func (r *Referrers) Attached(ctx context.Context, repo name.Repository, subject, artifact v1.Hash) (bool, error) {
 	d, err := r.Client.Head(ctx, repo.Tag(AttachmentTag(subject, artifact)))
 	if err != nil {
 		return false, err
 	}
-	return d != nil, nil
+	return d != nil && d.Digest == artifact, nil
 }
 
 // AttachOnce attaches a in repo unless it is already attached there

@@ -14,6 +14,8 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/swebuild/swebuild/verification"
 )
 
 // Predicate and media types.
@@ -27,7 +29,9 @@ const (
 	// and cosign's key).
 	AnnotationPredicateType = "in-toto.io/predicate-type"
 	// VerificationConfig is the name of the configuration entry that holds
-	// what the test-result predicate has no field for.
+	// what the test-result predicate has no field for (in its annotations;
+	// its digest is the sha256 of those annotations as JSON, keys sorted,
+	// no insignificant space: AnnotationsDigest).
 	VerificationConfig = "swebuild-verification"
 )
 
@@ -62,6 +66,31 @@ type Verification struct {
 	Container map[string]string
 	// Verifier names the tool and its version.
 	Verifier string
+}
+
+// VerificationOf is what a statement records of verdict v on the image
+// imageName@imageDigest, by verifier: the gold outcome, its report.json and
+// eval.sh, the rules the gold run was graded by (else what the run asked
+// for) and the containers' settings.
+func VerificationOf(v verification.Verdict, imageName, imageDigest, verifier string) Verification {
+	out := Verification{
+		ImageName: imageName, ImageDigest: imageDigest, InstanceID: v.InstanceID, Platform: v.Platform,
+		Report: v.Report, GoldResolved: v.GoldResolved, ControlUnresolved: v.ControlUnresolved,
+		Failure: v.Failure, FlakyTests: v.FlakyTests, EvalScript: v.EvalScript, Repeat: max(v.Runs, 1), Verifier: verifier,
+	}
+	if s := v.Settings; s != nil {
+		out.Grading, out.Repeat, out.GradingVersion = s.Grading, s.Repeat, verification.GradingVersion(s.Grading)
+		out.Container = map[string]string{
+			"network": s.Network, "timeout": fmt.Sprintf("%ds", s.TimeoutSeconds),
+			"max_output": fmt.Sprint(s.MaxOutput), "platform": v.Platform.String(),
+		}
+	}
+	if v.Rules != "" {
+		// The rules the gold run was graded by (verify picks them per
+		// record), rather than what the run asked for.
+		out.Grading, out.GradingVersion = v.Rules, verification.GradingVersion(v.Rules)
+	}
+	return out
 }
 
 // report is the part of upstream's report.json a statement reads.
@@ -143,13 +172,26 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verification statement: %w", err)
 	}
+	extDigest, err := AnnotationsDigest(extStruct)
+	if err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
 	var config []*intoto.ResourceDescriptor
 	if v.EvalScript != nil {
 		config = append(config, &intoto.ResourceDescriptor{Name: "eval.sh", Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}, MediaType: "text/x-shellscript"})
 	}
+	// Every configuration entry is a valid resource descriptor (a name
+	// alone is not: in-toto wants uri, digest or content): the
+	// swebuild-verification entry is the digest of its own annotations.
+	config = append(config, &intoto.ResourceDescriptor{Name: VerificationConfig, Digest: map[string]string{"sha256": extDigest}, MediaType: "application/json", Annotations: extStruct})
+	for i, c := range config {
+		if err := validDescriptor(c); err != nil {
+			return nil, fmt.Errorf("verification statement: configuration[%d] %s: %w", i, c.GetName(), err)
+		}
+	}
 	pred := &trpb.TestResult{
 		Result:        result,
-		Configuration: append(config, &intoto.ResourceDescriptor{Name: VerificationConfig, Annotations: extStruct}),
+		Configuration: config,
 		PassedTests:   passed,
 		WarnedTests:   warned,
 		FailedTests:   failed,
@@ -172,6 +214,29 @@ func VerificationStatement(v Verification) ([]byte, error) {
 		return nil, fmt.Errorf("verification statement: %w", err)
 	}
 	return canonical(st)
+}
+
+// validDescriptor checks a resource descriptor by the in-toto spec: at
+// least one of uri, digest and content (in-toto's Go Validate, v1.2.0,
+// also takes a name alone), and a well-formed digest.
+func validDescriptor(rd *intoto.ResourceDescriptor) error {
+	if rd.GetUri() == "" && len(rd.GetDigest()) == 0 && len(rd.GetContent()) == 0 {
+		return errors.New("a resource descriptor needs a uri, a digest or its content")
+	}
+	return rd.Validate()
+}
+
+// AnnotationsDigest is the hex sha256 of annotations as JSON with keys
+// sorted and no insignificant space (encoding/json's encoding of their
+// map): the digest of the swebuild-verification configuration entry, which
+// a reader recomputes from the entry's annotations.
+func AnnotationsDigest(annotations *structpb.Struct) (string, error) {
+	b, err := json.Marshal(annotations.AsMap())
+	if err != nil {
+		return "", fmt.Errorf("encoding annotations: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // canonical is protojson's encoding of st made stable: protojson varies its
@@ -226,11 +291,21 @@ func ParseVerificationStatement(raw []byte) (*TestResult, error) {
 		SubjectName: sub.GetName(), SubjectDigest: "sha256:" + sub.GetDigest()["sha256"],
 		Result: pred.GetResult(), PassedTests: pred.GetPassedTests(), FailedTests: pred.GetFailedTests(), WarnedTests: pred.GetWarnedTests(),
 	}
-	for _, c := range pred.GetConfiguration() {
+	for i, c := range pred.GetConfiguration() {
+		if err := validDescriptor(c); err != nil {
+			return nil, fmt.Errorf("decoding test-result predicate: configuration[%d] %s: %w", i, c.GetName(), err)
+		}
 		switch c.GetName() {
 		case "eval.sh":
 			tr.EvalScriptDigest = "sha256:" + c.GetDigest()["sha256"]
 		case VerificationConfig:
+			want, err := AnnotationsDigest(c.GetAnnotations())
+			if err != nil {
+				return nil, fmt.Errorf("decoding test-result predicate: %w", err)
+			}
+			if got := c.GetDigest()["sha256"]; got != want {
+				return nil, fmt.Errorf("decoding test-result predicate: %s: digest sha256:%s, but its annotations hash to sha256:%s", VerificationConfig, got, want)
+			}
 			tr.Extra = c.GetAnnotations().AsMap()
 		}
 	}

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	trpb "github.com/in-toto/attestation/go/predicates/test_result/v0"
+	intoto "github.com/in-toto/attestation/go/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -96,6 +100,7 @@ func TestVerificationStatement(t *testing.T) {
 			if c, ok := got.Extra["controlUnresolved"]; (v.ControlUnresolved != nil) != ok || (ok && c != *v.ControlUnresolved) {
 				t.Errorf("controlUnresolved %v (%v), want %v", c, ok, v.ControlUnresolved)
 			}
+			checkInTotoValid(t, raw)
 			var generic map[string]any
 			if err := json.Unmarshal(raw, &generic); err != nil || generic["predicateType"] != TestResultPredicate || generic["_type"] != "https://in-toto.io/Statement/v1" {
 				t.Errorf("statement header: %v %v", generic["_type"], generic["predicateType"])
@@ -104,5 +109,94 @@ func TestVerificationStatement(t *testing.T) {
 				t.Errorf("warned %v", got.WarnedTests)
 			}
 		})
+	}
+}
+
+// checkInTotoValid checks a verification statement against in-toto's own
+// rules with in-toto's Go types, apart from the package's decoder: the
+// statement validates, its predicate decodes as a test result with no
+// unknown field, and every configuration entry is a valid resource
+// descriptor (in the JSON itself: a uri or a digest, not a name alone).
+func checkInTotoValid(t *testing.T, raw []byte) {
+	t.Helper()
+	st := &intoto.Statement{}
+	if err := protojson.Unmarshal(raw, st); err != nil {
+		t.Fatalf("in-toto statement: %v", err)
+	}
+	if err := st.Validate(); err != nil {
+		t.Errorf("in-toto statement: %v", err)
+	}
+	pj, err := protojson.Marshal(st.GetPredicate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &trpb.TestResult{}
+	if err := protojson.Unmarshal(pj, tr); err != nil {
+		t.Fatalf("test-result predicate: %v", err)
+	}
+	if len(tr.GetConfiguration()) == 0 {
+		t.Error("test-result predicate: no configuration entries")
+	}
+	for i, c := range tr.GetConfiguration() {
+		if err := c.Validate(); err != nil {
+			t.Errorf("configuration[%d] %s: %v", i, c.GetName(), err)
+		}
+	}
+	var generic struct {
+		Predicate struct {
+			Configuration []map[string]any `json:"configuration"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range generic.Predicate.Configuration {
+		if c["uri"] == nil && c["digest"] == nil {
+			t.Errorf("configuration[%d] %v has neither uri nor digest", i, c["name"])
+		}
+	}
+}
+
+// TestVerificationConfigDigest: the swebuild-verification entry's digest is
+// the sha256 of its annotations (keys sorted, no space), and a statement
+// whose annotations were changed after it was made is refused.
+func TestVerificationConfigDigest(t *testing.T) {
+	rep, err := os.ReadFile(filepath.Join("testdata", "pytest-dev__pytest-7220", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := VerificationStatement(Verification{ImageName: "r/x", ImageDigest: "sha256:" + strings.Repeat("cd", 32),
+		InstanceID: "pytest-dev__pytest-7220", Platform: core.ARM64, Report: rep, GoldResolved: true, Grading: "v4.1", Repeat: 1, Verifier: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Predicate struct {
+			Configuration []struct {
+				Name        string            `json:"name"`
+				Digest      map[string]string `json:"digest"`
+				Annotations map[string]any    `json:"annotations"`
+			} `json:"configuration"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Predicate.Configuration); n != 1 || st.Predicate.Configuration[0].Name != VerificationConfig {
+		t.Fatalf("configuration %+v: want the %s entry alone (no eval.sh given)", st.Predicate.Configuration, VerificationConfig)
+	}
+	c := st.Predicate.Configuration[0]
+	// Recomputed here from the JSON text, as a consumer would.
+	b, _ := json.Marshal(c.Annotations)
+	sum := sha256.Sum256(b)
+	if c.Digest["sha256"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("digest %v, want sha256 of %s", c.Digest, b)
+	}
+	tampered := bytes.Replace(raw, []byte(`"grading":"v4.1"`), []byte(`"grading":"v5"`), 1)
+	if bytes.Equal(tampered, raw) {
+		t.Fatal("the statement has no grading annotation to change")
+	}
+	if _, err := ParseVerificationStatement(tampered); err == nil || !strings.Contains(err.Error(), "annotations hash to") {
+		t.Errorf("a statement with changed annotations: %v", err)
 	}
 }

@@ -61,6 +61,11 @@ func (s *bkSolver) provenanceAttrs(so *bkclient.SolveOpt) {
 		so.FrontendAttrs = map[string]string{}
 	}
 	so.FrontendAttrs["attest:provenance"] = "mode=max"
+	if s.builderID != "" {
+		// runDetails.builder.id, which SLSA v1 requires (buildx's
+		// --attest type=provenance,builder-id=URI).
+		so.FrontendAttrs["attest:provenance"] += ",builder-id=" + s.builderID
+	}
 	for i := range so.Exports {
 		e := &so.Exports[i]
 		if e.Type != bkclient.ExporterImage && e.Type != bkclient.ExporterOCI {

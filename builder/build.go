@@ -158,9 +158,20 @@ type Options struct {
 	// definition, whose gRPC message BuildKit limits to 16 MiB); they are
 	// added to the session of every instance node when Verify is set.
 	VerifyMounts map[string]fsutil.FS
-	// Registry is the client SBOMs are attached to pushed images with
-	// (sbom.go); nil: one made from Keychain and Insecure when a node has
-	// an Inventory and Push is set.
+	// Attest, when set with Verify, is called for every instance image
+	// Verify passed, once it is exported: the statement it returns is
+	// attached to the image as a referrer where it was exported (push
+	// repository, OCI layout) and its record names it
+	// (core.Image.Verification; statement.go). A failure fails the node.
+	Attest AttestFunc
+	// BuilderID is the provenance's runDetails.builder.id: a URI naming
+	// the build platform (the workflow run in the nightly); BuildKit's
+	// attestation parameter builder-id. Empty: BuildKit writes none.
+	BuilderID string
+	// Registry is the client SBOMs and verification statements are
+	// attached to pushed images with (sbom.go, statement.go); nil: one made
+	// from Keychain and Insecure when Push is set and there is something
+	// to attach.
 	Registry *registry.Client
 	// Auth, when set, makes the registry login of one solve's session
 	// (bkauth.New over registry.Credentials): BuildKit asks it for the
@@ -262,11 +273,17 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, repro: opts.Reproducible}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, repro: opts.Reproducible, attest: opts.Attest, builderID: opts.BuilderID}
 	if opts.Reproducible != nil && opts.Push != "" {
 		solver.pushed = &pushedRefs{m: map[string]string{}}
 	}
+	if strings.ContainsAny(opts.BuilderID, ", \t\n\"") {
+		return nil, fmt.Errorf("provenance builder id %q: a URI without commas, quotes or spaces", opts.BuilderID)
+	}
 	if err := solver.setupSBOM(nodes, given, opts); err != nil {
+		return nil, err
+	}
+	if err := solver.setupReferrers(opts, opts.Attest != nil && opts.Verify != nil); err != nil {
 		return nil, err
 	}
 	workers := opts.Workers
@@ -364,6 +381,7 @@ func (r *Report) Records() []core.Image {
 			im.Verified = res.Outcome.Verified
 			im.SBOM, im.SBOMSize = digest.Digest(res.Outcome.SBOMArtifact), res.Outcome.SBOMArtifactSize
 			im.SBOMError = res.Outcome.SBOMError
+			im.Verification, im.VerificationSize = digest.Digest(res.Outcome.Verification), res.Outcome.VerificationSize
 		} else {
 			im.Status = core.StatusFailed
 			im.Error = res.Status

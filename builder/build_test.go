@@ -291,7 +291,8 @@ func TestReportRecordsReadBack(t *testing.T) {
 		Parents: []string{base.Key}, Dockerfile: []byte("FROM sweb.base.py.x86_64:latest")}
 	instArm := &Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: KindInstance, Platform: core.ARM64, InstanceID: "a__b-1", Dockerfile: []byte("FROM x")}
 	r := &Report{Results: []Result{
-		{Node: inst, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg, Verified: core.Bool(true)}},
+		{Node: inst, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg, Verified: core.Bool(true),
+			Verification: "sha256:" + strings.Repeat("cd", 32), VerificationSize: 1228}},
 		{Node: base, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg}},
 		{Node: instArm, Status: StatusFailed, Err: errors.New("boom")},
 	}}
@@ -313,7 +314,8 @@ func TestReportRecordsReadBack(t *testing.T) {
 	if arm.Status != core.StatusFailed || !strings.Contains(arm.Error, "boom") || arm.Platform != core.ARM64 || arm.Digest != "" {
 		t.Errorf("failed record %+v", arm)
 	}
-	if amd.InstanceID != "a__b-1" || amd.Platform != core.AMD64 || amd.BaseCommit != "c0ffee" || !amd.IsVerified() || amd.Ref != "127.0.0.1:5000/b@"+dg {
+	if amd.InstanceID != "a__b-1" || amd.Platform != core.AMD64 || amd.BaseCommit != "c0ffee" || !amd.IsVerified() || amd.Ref != "127.0.0.1:5000/b@"+dg ||
+		amd.Verification.String() != "sha256:"+strings.Repeat("cd", 32) || amd.VerificationSize != 1228 {
 		t.Errorf("instance record %+v", amd)
 	}
 	if b.SpecKey == amd.SpecKey || !strings.HasPrefix(amd.SpecKey, "sha256:") {

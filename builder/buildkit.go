@@ -146,6 +146,8 @@ type bkSolver struct {
 	specKeys  map[string]string
 	sbomDir   string
 	referrers *attest.Referrers
+	attest    AttestFunc    // the verification statement of a verified image (statement.go); nil: none
+	builderID string        // the provenance's builder id; "": none
 	repro     *Reproducible // nil: BuildKit's defaults (reproducible.go)
 	pushed    *pushedRefs   // reproducible pushes: what children start FROM; nil: none
 }
@@ -239,6 +241,9 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 		s.pushed.add(n.ID(), out.Ref)
 	}
 	s.finishSBOM(ctx, cb, resp, &out, job.Log)
+	if err := s.finishStatement(ctx, cb, resp, &out, job.Log); err != nil {
+		return out, fmt.Errorf("node %s: %w", n.ID(), err)
+	}
 	if s.layout != nil {
 		if err := s.layout.add(n, resp.ExporterResponse, &out); err != nil {
 			return out, fmt.Errorf("node %s: %w", n.ID(), err)

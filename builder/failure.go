@@ -40,6 +40,11 @@ type StepError struct {
 func (e *StepError) Error() string {
 	if e.Host != "" {
 		s := fmt.Sprintf("needs the network: cannot reach %s, in %s: %s", e.Host, e.Step, e.Evidence)
+		if isLocalRegistry(e.Host) {
+			// Not the network: a service on this machine (the stack's
+			// registry) that is not running.
+			s = fmt.Sprintf("cannot reach %s on this machine (is the service there running?), in %s: %s", e.Host, e.Step, e.Evidence)
+		}
 		if e.StepErr != "" && !strings.Contains(e.Evidence, e.StepErr) {
 			s += " (" + e.StepErr + ")"
 		}

@@ -141,6 +141,17 @@ func TestExplain(t *testing.T) {
 		}
 	})
 
+	t.Run("a registry on this machine that is down", func(t *testing.T) {
+		// What BuildKit's exporter says when the push registry is not
+		// running (the text of a push to a port nobody listens on).
+		down := errors.New(`failed to solve: failed to push 127.0.0.1:5999/swebuild/build: failed to do request: Head "http://127.0.0.1:5999/v2/swebuild/build/blobs/sha256:3ad7fd042be3a1f5c2c67d51a5bf47c1fd2a4ff6c8b5cd5a6d7d6bb55f5a0b2c": dial tcp 127.0.0.1:5999: connect: connection refused`)
+		err := explain(down, newTracker())
+		msg := err.Error()
+		if UnreachableHost(err) != "127.0.0.1" || strings.Contains(msg, "needs the network") || !strings.Contains(msg, "cannot reach 127.0.0.1 on this machine (is the service there running?)") {
+			t.Errorf("message %q", msg)
+		}
+	})
+
 	t.Run("the earliest failure wins", func(t *testing.T) {
 		tr := newTracker()
 		tr.update(vertexStatus("[internal] load metadata for docker.io/library/rust:1.83", `failed to do request: Head "https://registry-1.docker.io/v2/library/rust/manifests/1.83": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: no such host`, t0))

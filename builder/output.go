@@ -285,6 +285,13 @@ func (l *ociLayout) add(n *Node, resp map[string]string, out *Outcome) error {
 			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
 		})
 	}
+	if out != nil && out.Verification != "" {
+		refs = append(refs, ocispecs.Descriptor{
+			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.Verification), Size: out.VerificationSize,
+			ArtifactType: attest.StatementMediaType,
+			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
+		})
+	}
 	for _, r := range refs {
 		if _, err := l.store.Info(ctx, r.Digest); err != nil {
 			return fmt.Errorf("OCI layout %s: referrer %s of %s is not in the layout: %w", l.dir, r.Digest, dg, err)

@@ -307,16 +307,26 @@ func TestLayoutReferrers(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.SBOMArtifact, out.SBOMArtifactSize = a.Descriptor.Digest.String(), a.Descriptor.Size
+		// The verification statement, as finishStatement writes it.
+		v, err := attest.StatementArtifact(v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: v1.Hash{Algorithm: "sha256", Hex: img.Encoded()}, Size: imgDesc.Size},
+			attest.TestResultPredicate, []byte(`{"_type":"https://in-toto.io/Statement/v1","salt":"`+salt+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.putArtifact(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		out.Verification, out.VerificationSize = v.Descriptor.Digest.String(), v.Descriptor.Size
 		return resp, out
 	}
 	check := func(out *Outcome) {
 		t.Helper()
 		_, idx := readIndexJSON(t, dir)
 		ms := idx.Manifests
-		if len(ms) != 3 {
-			t.Fatalf("index.json has %d entries, want the image and its 2 referrers: %+v", len(ms), ms)
+		if len(ms) != 4 {
+			t.Fatalf("index.json has %d entries, want the image and its 3 referrers: %+v", len(ms), ms)
 		}
-		var img, att, doc int
+		var img, att, doc, stmt int
 		for _, d := range ms {
 			switch {
 			case d.Annotations[AnnotationRefName] == n.Key && d.Digest.String() == out.Digest && d.MediaType == ocispecs.MediaTypeImageManifest:
@@ -325,10 +335,12 @@ func TestLayoutReferrers(t *testing.T) {
 				att++
 			case d.Annotations[AnnotationRefName] == "" && d.Annotations[AnnotationReferenceDigest] == out.Digest && d.ArtifactType == sbom.MediaType && d.Digest.String() == out.SBOMArtifact:
 				doc++
+			case d.Annotations[AnnotationRefName] == "" && d.Annotations[AnnotationReferenceDigest] == out.Digest && d.ArtifactType == attest.StatementMediaType && d.Digest.String() == out.Verification:
+				stmt++
 			}
 		}
-		if img != 1 || att != 1 || doc != 1 {
-			t.Errorf("index.json %+v: image %d, attestation %d, SBOM %d entries; want one each", ms, img, att, doc)
+		if img != 1 || att != 1 || doc != 1 || stmt != 1 {
+			t.Errorf("index.json %+v: image %d, attestation %d, SBOM %d, statement %d entries; want one each", ms, img, att, doc, stmt)
 		}
 	}
 	resp, out := export("one")
@@ -356,6 +368,11 @@ func TestLayoutReferrers(t *testing.T) {
 	bad.SBOMArtifact = digest.FromString("nothing").String()
 	if err := l.add(n, resp2, &bad); err == nil || !strings.Contains(err.Error(), "is not in the layout") {
 		t.Errorf("add with a referrer the layout lacks: %v", err)
+	}
+	bad = *out2
+	bad.Verification = digest.FromString("no statement").String()
+	if err := l.add(n, resp2, &bad); err == nil || !strings.Contains(err.Error(), "is not in the layout") {
+		t.Errorf("add with a statement the layout lacks: %v", err)
 	}
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 
 	"github.com/swebuild/swebuild/attest"
-	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -332,18 +331,7 @@ func (s *bkSolver) setupSBOM(nodes []*Node, given map[string]string, opts Option
 	if err := os.MkdirAll(s.sbomDir, 0o755); err != nil {
 		return fmt.Errorf("creating the SBOM directory: %w", err)
 	}
-	if opts.Push == "" {
-		return nil
-	}
-	c := opts.Registry
-	if c == nil {
-		var err error
-		if c, err = registry.New(registry.Options{Keychain: opts.Keychain, Insecure: opts.Insecure}); err != nil {
-			return fmt.Errorf("registry client for SBOM attachments: %w", err)
-		}
-	}
-	s.referrers = &attest.Referrers{Client: c}
-	return nil
+	return s.setupReferrers(opts, true)
 }
 
 // SBOMFailed counts the built nodes whose SBOM capture or attachment

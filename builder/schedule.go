@@ -69,6 +69,10 @@ type Outcome struct {
 	SBOMArtifactSize int64
 	SBOMError        string
 	SBOMSeconds      float64
+	// Verification and VerificationSize name the OCI artifact carrying
+	// the image's verification statement (statement.go), when attached.
+	Verification     string
+	VerificationSize int64
 	// manifest is the pushed image manifest's descriptor, when
 	// resolveAttested read it from the exported index.
 	manifest *v1.Descriptor

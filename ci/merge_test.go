@@ -232,6 +232,7 @@ func TestMerge(t *testing.T) {
 	withSBOM := rec("b__b-1", core.AMD64, dA, true)
 	withSBOM.SBOM, withSBOM.SBOMSize = digest.Digest(dC), 658
 	withSBOM.Attestation, withSBOM.AttestationSize = digest.Digest(dB), 838
+	withSBOM.Verification, withSBOM.VerificationSize = digest.Digest(dA), 1228 // the gold check's statement
 	results := []core.Image{
 		withSBOM,
 		rec("c__c-1", core.AMD64, dA, false),
@@ -287,12 +288,13 @@ func TestMerge(t *testing.T) {
 	}
 	var got []string
 	for _, r := range pub {
-		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String()+" "+r.Attestation.String())
+		got = append(got, r.InstanceID+" "+r.Platform.String()+" "+r.Ref+" "+r.SBOM.String()+" "+r.Attestation.String()+" "+r.Verification.String())
 	}
-	// The SBOM artifact and BuildKit's attestation manifest travel to
-	// publish, which carries them to the published per-arch image and
-	// the index (what swebuild drift and a provenance check read there).
-	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC + " " + dB, "b__b-1 linux/arm64 reg/r@" + dB + "  "}; !reflect.DeepEqual(got, want) {
+	// The SBOM artifact, BuildKit's attestation manifest and the gold
+	// check's verification statement travel to publish, which carries them
+	// to the published per-arch image and the index (what swebuild drift,
+	// a provenance check and a consumer of the verification read there).
+	if want := []string{"b__b-1 linux/amd64 reg/r@" + dA + " " + dC + " " + dB + " " + dA, "b__b-1 linux/arm64 reg/r@" + dB + "   "}; !reflect.DeepEqual(got, want) {
 		t.Errorf("publish records %q, want %q", got, want)
 	}
 

@@ -126,6 +126,9 @@ func TestValidate(t *testing.T) {
 		{"failed without error", func(im *Image) { im.Status = StatusFailed }, "error"},
 		{"failed", func(im *Image) { im.Status = StatusFailed; im.Error = "boom"; im.Digest = ""; im.Ref = "" }, ""},
 		{"negative size", func(im *Image) { im.Size = -1 }, "size"},
+		{"verification", func(im *Image) { im.Verification, im.VerificationSize = dg, 1200 }, ""},
+		{"verification not sha256", func(im *Image) { im.Verification, im.VerificationSize = "md5:00", 1200 }, "verification"},
+		{"verification without size", func(im *Image) { im.Verification = dg }, "verification_size"},
 		{"bad time", func(im *Image) { im.Time = "yesterday" }, "time"},
 		{"env without key", func(im *Image) { im.Kind = KindEnv; im.InstanceID = "" }, "key"},
 		{"env", func(im *Image) { im.Kind = KindEnv; im.InstanceID = ""; im.Key = "sweb.env.py.x86_64.abc:latest" }, ""},
@@ -207,6 +210,7 @@ func TestRoundTrip(t *testing.T) {
 	in[1].OCILayout = "oci/a"
 	in[1].Verified = Bool(true)
 	in[1].Sizes = &Sizes{Compressed: 10, Uncompressed: 20}
+	in[1].Verification, in[1].VerificationSize = dg, 1200
 	if err := WriteFile(path, in); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +218,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || len(out) != 2 {
 		t.Fatalf("ReadFile: %v, %d records", err, len(out))
 	}
-	if out[1].OCILayout != filepath.Join(dir, "oci/a") || !out[1].IsVerified() || out[1].Sizes.Uncompressed != 20 {
+	if out[1].OCILayout != filepath.Join(dir, "oci/a") || !out[1].IsVerified() || out[1].Sizes.Uncompressed != 20 || out[1].Verification != dg || out[1].VerificationSize != 1200 {
 		t.Fatalf("round trip lost fields: %+v", out[1])
 	}
 	if err := WriteFile(path, []Image{{Kind: KindInstance}}); err == nil {

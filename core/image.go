@@ -82,6 +82,15 @@ type Image struct {
 	SBOM      digest.Digest `json:"sbom,omitempty"`
 	SBOMSize  int64         `json:"sbom_size,omitempty"`
 	SBOMError string        `json:"sbom_error,omitempty"`
+	// Verification and VerificationSize are the digest and size of the
+	// OCI artifact manifest carrying the image's verification statement
+	// (an in-toto test-result statement of the gold check that passed on
+	// this image before it was exported, subject this digest, artifactType
+	// application/vnd.in-toto+json), attached as a referrer in Ref's
+	// repository or the OCI layout. Publish carries it to the per-arch and
+	// the index repositories, as it carries the SBOM.
+	Verification     digest.Digest `json:"verification,omitempty"`
+	VerificationSize int64         `json:"verification_size,omitempty"`
 	// Tags are the tags a published record was written under.
 	Tags []string `json:"tags,omitempty"`
 	// OCILayout is an OCI image layout directory holding the image.
@@ -226,6 +235,14 @@ func (im Image) checkValues() *FieldError {
 		}
 		if im.AttestationSize <= 0 {
 			return bad("attestation_size", "%d: an attestation needs its manifest size", im.AttestationSize)
+		}
+	}
+	if im.Verification != "" {
+		if err := im.Verification.Validate(); err != nil || im.Verification.Algorithm() != digest.SHA256 {
+			return bad("verification", "%q is not a sha256 digest", im.Verification)
+		}
+		if im.VerificationSize <= 0 {
+			return bad("verification_size", "%d: a verification statement needs its manifest size", im.VerificationSize)
 		}
 	}
 	if im.Size < 0 {

@@ -36,8 +36,11 @@ type BuildOptions struct {
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
 	// Verify, when set, runs each instance's gold patch on its solved
-	// image before it is exported (GoldCheck).
-	Verify *GoldCheckOptions
+	// image before it is exported (GoldCheck), and attaches what it found
+	// to the exported image as a verification statement by Verifier (the
+	// tool and its version, e.g. "swebuild v1.2.3").
+	Verify   *GoldCheckOptions
+	Verifier string
 	// Publish, when set, publishes the instance images built and pushed
 	// or written to the OCI layout (and with Verify, verified) under
 	// Publish.Repo. Publish.LedgerPath defaults to publish-ledger.jsonl
@@ -72,6 +75,13 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	out, log := writerOr(o.Out), writerOr(o.Log)
 	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
 	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(loaded.Instances))
+	for i, in := range loaded.Instances {
+		ids[i] = in.InstanceID
+	}
+	if err := checkTargets(ctx, o, ids); err != nil {
 		return nil, err
 	}
 	res := &BuildResult{}
@@ -112,6 +122,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		res.Gold = gc
 		bopts.Verify = gc.Hook()
 		bopts.VerifyMounts = gc.Mounts()
+		bopts.Attest = gc.Attest(o.Verifier)
 		problems = append(problems, gc.Problems()...)
 	}
 	given := ""
@@ -125,8 +136,8 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		if werr := report.WriteSummary(out); werr != nil {
 			problems = append(problems, werr)
 		}
-		writeExports(out, bopts)
 		res.Records = report.Records()
+		writeExports(out, bopts, res.Records)
 		for i := range res.Records {
 			res.Records[i].Dataset = loaded.Source.String()
 		}
@@ -146,10 +157,8 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		// What was built and pushed is published even when other
 		// instances failed; with Verify, only verified images go.
 		popts := *o.Publish
+		popts.Checked = true // checkTargets
 		popts.RequireVerified = popts.RequireVerified || o.Verify != nil
-		if res.Gold != nil && popts.Verification == nil {
-			popts.Verification = res.Gold.Attestable(res.Records, "swebuild "+popts.Version)
-		}
 		if popts.LedgerPath == "" {
 			popts.LedgerPath = defaultLedger(o.MetadataFile, bopts.RunDir)
 		}
@@ -195,18 +204,32 @@ func taskNotPlanned(tp taskrepo.Plan) []builder.NotPlanned {
 	return out
 }
 
-// writeExports says where the built images went: pushed, written to an OCI
-// layout, or nowhere but BuildKit's cache (and how to export them).
-func writeExports(out io.Writer, o builder.Options) {
+// writeExports says where the built images went: how many were pushed,
+// written to an OCI layout, or nowhere but BuildKit's cache (and how to
+// export them). Nothing is said pushed that was not.
+func writeExports(out io.Writer, o builder.Options, recs []core.Image) {
 	if o.Push == "" && o.Output == nil {
 		fmt.Fprintln(out, "nothing exported: the images are only in BuildKit's cache (the metadata file's digests name no pushed image and no layout, so publish and verify cannot use them); export with --push REPO, or --output type=oci,dest=DIR for an OCI layout without a registry")
 		return
 	}
+	pushed, written := 0, 0
+	for _, r := range recs {
+		if r.OK() && r.Ref != "" {
+			pushed++
+		}
+		if r.OK() && r.OCILayout != "" {
+			written++
+		}
+	}
 	if o.Push != "" {
-		fmt.Fprintf(out, "exported: pushed by digest to %s\n", o.Push)
+		if pushed == 0 {
+			fmt.Fprintf(out, "nothing pushed to %s: no image was built\n", o.Push)
+		} else {
+			fmt.Fprintf(out, "exported: %d image(s) pushed by digest to %s\n", pushed, o.Push)
+		}
 	}
 	if o.Output != nil {
-		fmt.Fprintf(out, "exported: OCI layout %s (index.json names each image by its key)\n", o.Output.Dest)
+		fmt.Fprintf(out, "exported: %d image(s) into the OCI layout %s (index.json names each image by its key)\n", written, o.Output.Dest)
 	}
 }
 

@@ -34,6 +34,9 @@ func BuildEnvs(ctx context.Context, o BuildOptions, keys []string) (*builder.Rep
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTargets(ctx, o, nil); err != nil {
+		return nil, err
+	}
 	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
 	if err != nil {
 		return nil, err

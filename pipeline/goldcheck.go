@@ -9,14 +9,18 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/moby/buildkit/client/llb"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
-	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -46,9 +50,18 @@ type GoldCheckOptions struct {
 type GoldCheck struct {
 	hook     builder.VerifyFunc
 	mounts   map[string]fsutil.FS
-	sum      *verify.Summary
 	dir      string
 	problems []error
+
+	mu   sync.Mutex
+	sum  *verify.Summary
+	last map[goldKey]verify.Result // the latest gold result of each image
+}
+
+// goldKey names one instance image: instance id and platform.
+type goldKey struct {
+	id string
+	p  core.Platform
 }
 
 // NewGoldCheck renders eval.sh for every loaded instance and platform and
@@ -60,7 +73,7 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 	if o.Parser != "" && !slices.Contains(grading.ParserNames(), o.Parser) {
 		return nil, fmt.Errorf("log parser %q: want one of %s", o.Parser, strings.Join(grading.ParserNames(), ", "))
 	}
-	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir}
+	gc := &GoldCheck{sum: &verify.Summary{}, dir: dir, last: map[goldKey]verify.Result{}}
 	targets, errs := l.Targets(ctx, platforms, nil, o.EvalScript)
 	for _, e := range errs {
 		fmt.Fprintf(writerOr(o.Progress), "verify: %v\n", e)
@@ -79,9 +92,48 @@ func NewGoldCheck(ctx context.Context, l *Loaded, platforms []core.Platform, dir
 		runner.Cache = &verify.Cache{Dir: o.CacheDir}
 	}
 	gc.sum.Settings = runner.RunSettings(1)
-	gc.hook = runner.BuilderHook(targets, gc.sum)
+	// Each check writes into a summary of its own, then into the check's
+	// under gc.mu, so Attest can read a node's result while other nodes
+	// are being checked.
+	gc.hook = func(ctx context.Context, c gateway.Client, instanceID string, platform core.Platform, image llb.State) error {
+		one := &verify.Summary{}
+		err := runner.BuilderHook(targets, one)(ctx, c, instanceID, platform, image)
+		gc.mu.Lock()
+		defer gc.mu.Unlock()
+		gc.sum.Results = append(gc.sum.Results, one.Results...)
+		for _, r := range one.Results {
+			gc.last[goldKey{r.InstanceID, r.Platform}] = r
+		}
+		return err
+	}
 	gc.mounts = runner.InputMounts()
 	return gc, nil
+}
+
+// Attest is the builder's attest hook: the verification statement of the
+// gold check that passed on a solved instance image, bound to the digest
+// the builder exported from that solve (the check ran before export, so
+// its result names no digest of its own). verifier names the tool and
+// version in the statement.
+func (gc *GoldCheck) Attest(verifier string) builder.AttestFunc {
+	return func(instanceID string, p core.Platform, name string, subject v1.Descriptor) (string, []byte, error) {
+		gc.mu.Lock()
+		res, ok := gc.last[goldKey{instanceID, p}]
+		settings := gc.sum.Settings
+		gc.mu.Unlock()
+		if !ok || res.Mode != verify.ModeGold {
+			return "", nil, fmt.Errorf("no gold check result of %s on %s to attest", instanceID, p)
+		}
+		v, err := verify.VerdictOf(res, nil, settings)
+		if err != nil {
+			return "", nil, err
+		}
+		stmt, err := attest.VerificationStatement(attest.VerificationOf(v, name, subject.Digest.String(), verifier))
+		if err != nil {
+			return "", nil, err
+		}
+		return attest.TestResultPredicate, stmt, nil
+	}
 }
 
 // Hook is the builder's verify hook.
@@ -94,7 +146,7 @@ func (gc *GoldCheck) Mounts() map[string]fsutil.FS { return gc.mounts }
 // Problems are what stops some instances from being verified at all.
 func (gc *GoldCheck) Problems() []error { return gc.problems }
 
-// Summary is every check's result.
+// Summary is every check's result (read it once the build is over).
 func (gc *GoldCheck) Summary() *verify.Summary { return gc.sum }
 
 // Finish writes the verification summary table to out and summary.json to
@@ -131,29 +183,4 @@ func (gc *GoldCheck) Finish(out io.Writer) []error {
 		problems = append(problems, fmt.Errorf("%d instance image(s) failed gold patch verification and were not exported", n))
 	}
 	return problems
-}
-
-// Attestable is the check's summary as publish attaches it: each gold
-// result bound to the image the builder exported after it (the check runs
-// on the solved image, before export, so its result names no digest: the
-// record of the same instance and platform, built and verified, gives it).
-func (gc *GoldCheck) Attestable(records []core.Image, verifier string) *publish.VerificationSource {
-	type key struct {
-		id       string
-		platform core.Platform
-	}
-	refs := map[key]string{}
-	for _, r := range records {
-		if r.Kind == core.KindInstance && r.Status == core.StatusBuilt && r.IsVerified() && r.Ref != "" {
-			refs[key{r.InstanceID, r.Platform}] = r.Ref
-		}
-	}
-	sum := &verify.Summary{Settings: gc.sum.Settings}
-	for _, res := range gc.sum.Results {
-		if ref, ok := refs[key{res.InstanceID, res.Platform}]; ok && res.Mode == verify.ModeGold {
-			res.Image = ref
-			sum.Results = append(sum.Results, res)
-		}
-	}
-	return &publish.VerificationSource{Summary: sum, Verifier: verifier}
 }

@@ -101,7 +101,10 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 		}
 		chk = ci.ClientChecker{Client: o.Registry}
 	}
-	g := o.graph(ctx, loaded, log)
+	g, err := o.trustedGraph(ctx, loaded, skipping, log)
+	if err != nil {
+		return ci.Matrix{}, "", err
+	}
 	envStage := o.EnvStage && g != nil
 	if o.EnvStage && loaded == nil {
 		fmt.Fprintln(log, "ci matrix: no dataset records (--ids): no env stage, each shard builds the envs its instances need")
@@ -208,14 +211,18 @@ type matrixGraph struct {
 	unbound map[string]string
 }
 
-// graph plans and renders the dataset for the requested platforms; nil
-// when that cannot be done here (an id list has no records, or planning
-// failed), said on the log: the ledger's spec keys are then not compared
-// and there is no env stage.
-func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer) *matrixGraph {
+// graph plans and renders the dataset for the requested platforms: the
+// nodes a build would solve, with the spec keys it would record. nil, and
+// no error, for an id list (no records to render: the ledger's spec keys
+// are not compared, said on the log); an error when the dataset's graph
+// cannot be made here (a profile's context file missing, planning failed):
+// the caller must not then trust the ledger (Matrix fails closed).
+// Instances that cannot be rendered are left out of the graph, said on
+// the log: they have no spec key, so they are built again.
+func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer) (*matrixGraph, error) {
 	if loaded == nil {
 		fmt.Fprintln(log, "ci matrix: no dataset records (--ids): the ledger's spec keys are not compared with the specs now")
-		return nil
+		return nil, nil
 	}
 	var plats []core.Platform
 	for _, p := range core.AllPlatforms() {
@@ -224,24 +231,40 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 		}
 	}
 	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, plats)
-	if err == nil {
-		var nodes []*builder.Node
-		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err == nil {
-			for _, e := range p.Errors {
-				fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
-			}
-			g := &matrixGraph{nodes: nodes, byID: map[string]*builder.Node{}, inst: map[ci.Key]*builder.Node{}, unbound: builder.SpecKeys(nodes)}
-			for _, n := range nodes {
-				g.byID[n.ID()] = n
-				if n.Kind == string(render.KindInstance) {
-					g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform}] = n
-				}
-			}
-			return g
+	if err != nil {
+		return nil, fmt.Errorf("the spec keys of the build cannot be computed: planning: %w", err)
+	}
+	nodes, err := Nodes(p, loaded.Instances, o.ContextDirs)
+	if err != nil {
+		return nil, fmt.Errorf("the spec keys of the build cannot be computed: %w", err)
+	}
+	for _, e := range p.Errors {
+		fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
+	}
+	g := &matrixGraph{nodes: nodes, byID: map[string]*builder.Node{}, inst: map[ci.Key]*builder.Node{}, unbound: builder.SpecKeys(nodes)}
+	for _, n := range nodes {
+		g.byID[n.ID()] = n
+		if n.Kind == string(render.KindInstance) {
+			g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform}] = n
 		}
 	}
-	fmt.Fprintf(log, "ci matrix: the spec keys of the build cannot be computed here (%v): the ledger's are not compared\n", err)
-	return nil
+	return g, nil
+}
+
+// trustedGraph is graph, failing closed when the matrix skips what the
+// ledger records: without the spec keys the build would record now, no
+// ledger image can be shown to match, and counting them all "already in
+// the registry" would republish stale images as tonight's. Without
+// skipping, a graph that cannot be made only means no env stage.
+func (o MatrixOptions) trustedGraph(ctx context.Context, loaded *Loaded, skipping bool, log io.Writer) (*matrixGraph, error) {
+	g, err := o.graph(ctx, loaded, log)
+	switch {
+	case err != nil && skipping:
+		return nil, fmt.Errorf("ci matrix: nothing counted as already in %s: %w; give the --context-dir holding it, or --force to rebuild everything", o.SkipRepo, err)
+	case err != nil:
+		fmt.Fprintf(log, "ci matrix: no env stage, each shard builds the envs its instances need: %v\n", err)
+	}
+	return g, nil
 }
 
 // envOf is the env node the instance image k builds FROM, nil when it has

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,7 +41,11 @@ func TestMatrixSkipsBySpecKeyAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := o.graph(context.Background(), loaded, nil).instanceKeys(nil)
+	g, err := o.graph(context.Background(), loaded, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := g.instanceKeys(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +178,10 @@ func TestMatrixEnvStage(t *testing.T) {
 
 	// What the shards record: astropy built FROM the env's digest (the
 	// key SpecKeysBound predicts), django-11099 with the unbound key.
-	g := o.graph(ctx, mustLoad(t, o), nil)
+	g, err := o.graph(ctx, mustLoad(t, o), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bound := ci.LatestEnvs(envRecs)
 	boundKeys, err := g.instanceKeys(bound)
 	if err != nil {
@@ -252,4 +260,99 @@ func mustLoad(t *testing.T, o MatrixOptions) *Loaded {
 		t.Fatal(err)
 	}
 	return loaded
+}
+
+// TestMatrixFailsClosedWithoutSpecKeys: the fixture's profiles ADD rootfs
+// tarballs found through --context-dir. Without them the spec keys the
+// build would record cannot be computed; a ledger recording every image
+// verified and a registry holding every digest must then not make the
+// matrix count anything "already in the registry": it stops, naming the
+// missing file and what to do. With the context dir it skips them (the
+// ledger's keys match); with --force it plans every image.
+func TestMatrixFailsClosedWithoutSpecKeys(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "testdata", "fixture"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const repo = "127.0.0.1:5000/swebench"
+	dir := t.TempDir()
+	ctxDir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ctxDir, "mirror"), 0o755); err != nil { // the projects' git mirrors
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rootfs-amd64.tar", "rootfs-js-amd64.tar"} {
+		// Stand-ins: the spec key hashes the file's bytes.
+		if err := os.WriteFile(filepath.Join(ctxDir, f), []byte("rootfs stand-in "+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := func(contextDirs ...string) MatrixOptions {
+		return MatrixOptions{
+			Inputs:      Inputs{Dataset: filepath.Join(root, "dataset.jsonl"), Specs: filepath.Join(root, "specs.json"), CacheDir: dir, Offline: true},
+			Matrix:      ci.MatrixOptions{Platforms: []core.Platform{core.AMD64}, Shards: 2},
+			Ledger:      filepath.Join(dir, "ledger.jsonl"),
+			SkipRepo:    repo,
+			ContextDirs: contextDirs,
+		}
+	}
+	// The ledger of a night that built every image from these inputs.
+	o := opts(ctxDir)
+	g, err := o.graph(context.Background(), mustLoad(t, o), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := g.instanceKeys(nil)
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("spec keys %v %v", keys, err)
+	}
+	var ledger []core.Image
+	var refs []string
+	for k, sk := range keys {
+		d := digest.FromString(k.InstanceID)
+		ref := repo + "/sweb.eval.x86_64." + k.InstanceID + "@" + d.String()
+		refs = append(refs, ref)
+		ledger = append(ledger, core.Image{Kind: core.KindInstance, InstanceID: k.InstanceID, Platform: core.AMD64, Digest: d, Ref: ref,
+			SpecKey: sk, Verified: core.Bool(true), Status: core.StatusPublished})
+	}
+	if err := core.WriteFile(o.Ledger, ledger); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		o           MatrixOptions
+		err         []string
+		skipped     int
+		wantToBuild int
+	}{
+		{"context dir missing", opts(), []string{"nothing counted as already in " + repo, "context file ", "not found", "--context-dir", "--force"}, 0, 0},
+		{"context dir given", opts(ctxDir), nil, len(keys), 0},
+		{"context dir missing, --force", func() MatrixOptions { o := opts(); o.Force = true; return o }(), nil, 0, len(keys)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Checker = ci.NewMapChecker(refs...) // the registry holds every digest
+			var log bytes.Buffer
+			tc.o.Log = &log
+			m, _, err := Matrix(context.Background(), tc.o)
+			if tc.err != nil {
+				if err == nil {
+					t.Fatalf("the matrix went ahead: %+v\n%s", m.Counts, log.String())
+				}
+				for _, w := range tc.err {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not say %q", err, w)
+					}
+				}
+				if strings.Contains(log.String(), "already in the registry") {
+					t.Errorf("log counts images as in the registry:\n%s", log.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, log.String())
+			}
+			if len(m.Counts) != 1 || m.Counts[0].Skipped != tc.skipped || m.Counts[0].ToBuild != tc.wantToBuild {
+				t.Errorf("counts %+v, want %d skipped, %d to build", m.Counts, tc.skipped, tc.wantToBuild)
+			}
+		})
+	}
 }

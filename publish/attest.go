@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -16,7 +13,7 @@ import (
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
-	"github.com/swebuild/swebuild/verify"
+	"github.com/swebuild/swebuild/verification"
 )
 
 // How attestations travel
@@ -33,8 +30,13 @@ import (
 // buildx lays it out (platform unknown/unknown, vnd.docker.reference.type
 // attestation-manifest, vnd.docker.reference.digest the image).
 //
-// The verification statement (Options.Verification) is made here from the
-// verify summary and attached to the per-arch image as a referrer.
+// The build's verification statement (core.Image.Verification: the gold
+// check of build --verify, attached by the builder where it pushed the
+// image) is carried like the SBOM (sbom.go). A statement of a separate
+// verify run (Options.Verification, publish --verification) is made here
+// from its verdicts and attached to the per-arch image as a referrer. Once
+// an image's referrers are in place, another build's of the same kinds
+// are superseded (sbom.go, supersede).
 
 // childAttestation is the build's attestation of im as an index lists it.
 func childAttestation(im core.Image) *manifests.Attestation {
@@ -154,97 +156,55 @@ func (p *publisher) indexAttestation(ctx context.Context, repo, archRepo name.Re
 	return p.copyAttestation(ctx, repo, archRepo, ch.Attestation.Digest)
 }
 
-// VerificationSource is what verification statements are made from.
+// VerificationSource is what verification statements are made from at
+// publish time (publish --verification SUMMARY): verify's gold verdicts,
+// each bound to the digest its runs used.
 type VerificationSource struct {
-	// Summary is the verify run's summary (verify --summary, or the gold
-	// check of build --verify).
-	Summary *verify.Summary
+	// Verdicts are the gold results (verify.Summary.Verdicts).
+	Verdicts []verification.Verdict
 	// Verifier names the tool and version written in the statement.
 	Verifier string
-	// GradingVersion is upstream's version of the grading rules used.
-	GradingVersion string
 }
 
 // verification returns the statement for the per-arch image im of id, or
-// nil when the summary has no gold result on exactly that image.
+// nil when the source has no gold verdict on exactly that image.
 func (p *publisher) verification(id string, im core.Image) ([]byte, error) {
 	src := p.opts.Verification
-	if src == nil || src.Summary == nil {
+	if src == nil {
 		return nil, nil
 	}
-	var gold, control *verify.Result
-	for i := range src.Summary.Results {
-		r := &src.Summary.Results[i]
-		if r.InstanceID != id || r.Platform != im.Platform {
-			continue
-		}
-		switch r.Mode {
-		case verify.ModeGold:
-			gold = r
-		case verify.ModeControl:
-			control = r
+	var gold *verification.Verdict
+	for i := range src.Verdicts {
+		if v := &src.Verdicts[i]; v.InstanceID == id && v.Platform == im.Platform {
+			gold = v
 		}
 	}
 	if gold == nil {
 		return nil, nil
 	}
-	if _, dg, ok := strings.Cut(gold.Image, "@"); !ok || dg != im.Digest.String() {
+	if gold.Digest() != im.Digest.String() {
 		return nil, fmt.Errorf("verification of %s %s ran on %q, not on the image published (%s)", id, im.Platform, gold.Image, im.Digest)
 	}
-	report, err := os.ReadFile(filepath.Join(gold.Dir, "report.json"))
-	if err != nil {
-		return nil, fmt.Errorf("verification of %s %s: %w", id, im.Platform, err)
-	}
-	// A result from the verification cache has no eval.sh of its own: the
-	// statement then names none.
-	eval, err := os.ReadFile(filepath.Join(gold.Dir, "eval.sh"))
-	if err != nil && !gold.Cached {
-		return nil, fmt.Errorf("verification of %s %s: %w", id, im.Platform, err)
-	}
-	v := attest.Verification{
-		ImageName: p.namer.ArchRepo(im.Platform.Arch(), id), ImageDigest: im.Digest.String(),
-		InstanceID: id, Platform: im.Platform, Report: report,
-		GoldResolved: gold.Resolved, Failure: gold.Failure, FlakyTests: gold.FlakyTests,
-		GradingVersion: src.GradingVersion, EvalScript: eval, Repeat: max(len(gold.Runs), 1), Verifier: src.Verifier,
-	}
-	if control != nil {
-		u := !control.Resolved
-		v.ControlUnresolved = &u
-	}
-	if s := src.Summary.Settings; s != nil {
-		v.Grading, v.Repeat = s.Grading, s.Repeat
-		if v.GradingVersion == "" {
-			v.GradingVersion = GradingVersion(s.Grading)
-		}
-		v.Container = map[string]string{
-			"network": s.Network, "timeout": fmt.Sprintf("%ds", s.TimeoutSeconds),
-			"max_output": fmt.Sprint(s.MaxOutput), "platform": im.Platform.String(),
-		}
-	}
-	if gold.Rules != "" {
-		// The rules the gold run was graded by (verify picks them per
-		// record), rather than what the run asked for.
-		v.Grading, v.GradingVersion = string(gold.Rules), GradingVersion(string(gold.Rules))
-	}
-	return attest.VerificationStatement(v)
+	return attest.VerificationStatement(attest.VerificationOf(*gold, p.namer.ArchRepo(im.Platform.Arch(), id), im.Digest.String(), src.Verifier))
 }
 
 // attachVerification attaches the verification statement of the per-arch
 // image im to it, once: a re-run finds the statement's attachment tag with
 // one HEAD and writes nothing. It returns the statement's artifact (nil
-// when there is no statement) for the index repository (indexrefs.go).
-func (p *publisher) attachVerification(ctx context.Context, id string, im core.Image, child manifests.Child) (*attest.Artifact, error) {
+// when there is no statement) for the index repository (indexrefs.go), and
+// whether it wrote it.
+func (p *publisher) attachVerification(ctx context.Context, id string, im core.Image, child manifests.Child) (*attest.Artifact, bool, error) {
 	stmt, err := p.verification(id, im)
 	if err != nil || stmt == nil {
-		return nil, err
+		return nil, false, err
 	}
 	repo, err := p.c.ParseRepository(p.namer.ArchRepo(im.Platform.Arch(), id))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	h, err := v1.NewHash(im.Digest.String())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	subject := v1.Descriptor{MediaType: child.MediaType, Digest: h, Size: child.Size}
 	if subject.MediaType == "" {
@@ -252,28 +212,14 @@ func (p *publisher) attachVerification(ctx context.Context, id string, im core.I
 	}
 	a, err := attest.StatementArtifact(subject, attest.TestResultPredicate, stmt)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	attached, err := p.referrers().AttachOnce(ctx, repo, a)
 	if err != nil {
-		return nil, fmt.Errorf("attaching the verification: %w", err)
+		return nil, false, fmt.Errorf("attaching the verification: %w", err)
 	}
 	if attached {
 		p.progress("attached verification %s %s %s", id, im.Platform, short(digest.Digest(a.Descriptor.Digest.String())))
 	}
-	return a, nil
-}
-
-// GradingVersion names upstream's release of the grading rules a verify
-// summary's settings name.
-func GradingVersion(rules string) string {
-	switch rules {
-	case "v5":
-		return "SWE-bench 5.0.2"
-	case "v4.1":
-		return "SWE-bench 4.1.0"
-	case "auto":
-		return "SWE-bench 5.0.2 for records with log_parser, else 4.1.0"
-	}
-	return ""
+	return a, attached, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +18,7 @@ import (
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
-	"github.com/swebuild/swebuild/verify"
+	"github.com/swebuild/swebuild/verification"
 )
 
 // TestPublishCarriesAttestations: staged images with a build attestation
@@ -55,27 +54,19 @@ func TestPublishCarriesAttestations(t *testing.T) {
 		}
 		im.Attestation, im.AttestationSize = digest.Digest(a.Descriptor.Digest.String()), a.Descriptor.Size
 	}
-	// A verify summary with a gold and a control result for a__a-1 on amd64.
-	runDir := t.TempDir()
+	// verify's gold verdict for a__a-1 on amd64, with its control
+	// unresolved.
 	report := `{"a__a-1": {"resolved": true, "tests_status": {"FAIL_TO_PASS": {"success": ["t1"], "failure": []}, "PASS_TO_PASS": {"success": ["t2", "t3"], "failure": []}}}}`
-	for _, fn := range []string{"report.json", "eval.sh"} {
-		body := report
-		if fn == "eval.sh" {
-			body = "#!/bin/bash\npytest\n"
-		}
-		if err := os.WriteFile(filepath.Join(runDir, fn), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	img := src.host() + "/staging/build@" + f.digests["a__a-1 linux/amd64"]
-	sum := &verify.Summary{Settings: &verify.Settings{Grading: "v5", TimeoutSeconds: 1800, MaxOutput: 1 << 20, Network: "none", Repeat: 1}, Results: []verify.Result{
-		{InstanceID: "a__a-1", Platform: core.AMD64, Mode: verify.ModeGold, Image: img, Resolved: true, Dir: runDir, Runs: []verify.Attempt{{Run: 1}}},
-		{InstanceID: "a__a-1", Platform: core.AMD64, Mode: verify.ModeControl, Image: img, Failure: verify.FailureTests, Dir: runDir},
+	verdicts := []verification.Verdict{{
+		InstanceID: "a__a-1", Platform: core.AMD64, Image: img, GoldResolved: true, ControlUnresolved: core.Bool(true), Runs: 1,
+		Report: []byte(report), EvalScript: []byte("#!/bin/bash\npytest\n"),
+		Settings: &verification.Settings{Grading: "v5", TimeoutSeconds: 1800, MaxOutput: 1 << 20, Network: "none", Repeat: 1},
 	}}
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.jsonl")
 	run := func() (*Summary, string) {
 		return publishOnLedger(t, ctx, ledgerPath, f.recs(), Options{Repo: dst.host() + "/release", Client: testClient(t, -1), Jobs: 2, Version: "test",
-			Verification: &VerificationSource{Summary: sum, Verifier: "swebuild test"}})
+			Verification: &VerificationSource{Verdicts: verdicts, Verifier: "swebuild test"}})
 	}
 	s, progress := run()
 	if s.ImagesPushed != 3 || s.IndexesPushed != 2 || !strings.Contains(progress, "attached verification a__a-1 linux/amd64") {

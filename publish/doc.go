@@ -11,7 +11,12 @@
 // append-only JSON lines file), which makes a killed run resumable and a
 // re-run a no-op: an image or index already published with the same digest
 // is not copied again. With RequireVerified, only images whose gold patch
-// was verified are published.
+// was verified are published. The referrers a record names (provenance,
+// SBOM, verification statement) travel with its image to the per-arch and
+// the index repository, and are its only ones of their kinds there.
+//
+// Before anything is written, Run checks that the destination registry
+// answers and accepts the credential for a push (CheckTargets).
 //
 // Network policy (retries, time budget, per-host limits, credentials) is
 // the registry package's; publish makes no retries of its own.

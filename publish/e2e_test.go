@@ -254,12 +254,15 @@ func TestCredentialsNeverPrinted(t *testing.T) {
 		}
 	}
 	publishAs("docker config credentials", env, "cfgauth", true)
-	// Wrong password: fails, and neither password is printed.
+	// Wrong password: refused by the check before anything is written,
+	// naming the registry and where the credential came from, and
+	// neither password is printed.
 	wrong := "Wr0ng-Pa55-x91"
 	secrets = append(secrets, wrong, base64.StdEncoding.EncodeToString([]byte(user+":"+wrong)))
 	out := publishAs("wrong credentials", cleanEnv(t, "SWEBUILD_REGISTRY_AUTH="+user+":"+wrong), "bad", false)
-	if !bytes.Contains(out, []byte("FAILED")) || !bytes.Contains(out, []byte("401")) {
-		t.Errorf("wrong credentials: no FAILED line naming the 401:\n%s", out)
+	if !bytes.Contains(out, []byte("registry "+reg.Host+" refused the request (credential for "+reg.Host+" from $SWEBUILD_REGISTRY_AUTH)")) ||
+		!bytes.Contains(out, []byte("-> 401")) || bytes.Contains(out, []byte("pushed")) {
+		t.Errorf("wrong credentials: no refusal naming the registry, the credential's source and the 401 (or a pushed line):\n%s", out)
 	}
 	t.Logf("wrong credentials output:\n%s", out)
 }
@@ -402,18 +405,49 @@ func TestTwoPublishesAtOnceOnOneLedger(t *testing.T) {
 	}
 }
 
-// An unreachable registry fails every instance within the written retry
-// budget (registry.DefaultBudget.MaxWaits: seconds), not minutes: the first
+// An unreachable registry: as the target, publish is refused by the check
+// before anything is written (registry.PushCheckBudget's waits: seconds),
+// naming the registry, and nothing is said pushed or recorded; as the
+// source the images are read from (staging, the metadata file's refs), every
+// instance fails within the written retry budget
+// (registry.DefaultBudget.MaxWaits: seconds, not minutes): the first
 // requests pay the budget once, the rest fail at once.
 func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 	dead := faultproxy.Refused(t)
 	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5"}, nil, 4096, 1)
 	mdPath := f.writeMetadata(t)
-	limit := registry.DefaultBudget.MaxWaits() + 5*time.Second
-	r := run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", dead+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
-	t.Logf("gave up after %v (budget's waits %v):\n%s", r.elapsed.Round(time.Millisecond), registry.DefaultBudget.MaxWaits(), r.out)
+	ledger := filepath.Join(t.TempDir(), "l.jsonl")
+	limit := registry.PushCheckBudget.MaxWaits() + 5*time.Second
+	r := run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", dead+"/x", "--ledger", ledger)
+	t.Logf("target refused after %v (the check's waits %v):\n%s", r.elapsed.Round(time.Millisecond), registry.PushCheckBudget.MaxWaits(), r.out)
 	if r.err == nil {
 		t.Fatal("publish to a dead registry succeeded")
+	}
+	if r.elapsed > limit {
+		t.Errorf("refused after %v, the check allows %v", r.elapsed, limit)
+	}
+	if !bytes.Contains(r.out, []byte("registry "+dead+" does not answer (a registry on this machine: is it running?)")) {
+		t.Errorf("the error does not name the dead registry:\n%s", r.out)
+	}
+	if bytes.Contains(r.out, []byte("pushed")) || bytes.Contains(r.out, []byte("needs the network")) {
+		t.Errorf("output says pushed, or the network:\n%s", r.out)
+	}
+	if b, err := os.ReadFile(ledger); err == nil && len(b) > 0 {
+		t.Errorf("the ledger records %d bytes for a publish that never started", len(b))
+	}
+
+	// The target answers; the source the records name is dead.
+	reg := regtest.Start(t, regtest.Options{})
+	for i := range f.built {
+		im := &f.built[i]
+		im.Ref, im.OCILayout = dead+"/staging/build@"+im.Digest.String(), ""
+	}
+	mdPath = f.writeMetadata(t)
+	limit = registry.DefaultBudget.MaxWaits() + 5*time.Second
+	r = run(t, cleanEnv(t), 2*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", reg.Host+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	t.Logf("source gave up after %v (budget's waits %v):\n%s", r.elapsed.Round(time.Millisecond), registry.DefaultBudget.MaxWaits(), r.out)
+	if r.err == nil {
+		t.Fatal("publish from a dead registry succeeded")
 	}
 	if r.elapsed > limit {
 		t.Errorf("gave up after %v, budget allows %v", r.elapsed, limit)
@@ -424,20 +458,42 @@ func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 }
 
 // A registry that accepts connections and never answers (issue 20 row 5:
-// 2 min per request, never marked down, 240 s for 13 images) fails every
-// instance within one request's budget: the first requests wait
+// 2 min per request, never marked down, 240 s for 13 images). As the target,
+// the check refuses it within its budget (two attempts of
+// registry.PushCheckBudget.AnswerTimeout); as the source, every instance
+// fails within one request's budget: the first requests wait
 // registry.DefaultBudget.AnswerTimeout per attempt until MaxElapsed, the
 // host is marked down, the rest fail at once.
 func TestSilentRegistryGivesUpWithinTheBudget(t *testing.T) {
 	silent := faultproxy.Silent(t)
 	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5", "f__f-6", "g__g-7", "h__h-8", "i__i-9", "j__j-10", "k__k-11", "l__l-12", "m__m-13"}, nil, 4096, 1)
 	mdPath := f.writeMetadata(t)
-	b := registry.DefaultBudget
-	limit := b.MaxElapsed + b.AnswerTimeout + 10*time.Second
+	pc := registry.PushCheckBudget
+	limit := pc.MaxElapsed + pc.AnswerTimeout + 5*time.Second
 	r := run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", silent+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
-	t.Logf("gave up after %v (budget %v):\n%s", r.elapsed.Round(time.Millisecond), b.MaxElapsed, r.out)
+	t.Logf("target refused after %v (the check's budget %v):\n%s", r.elapsed.Round(time.Millisecond), pc.MaxElapsed, r.out)
 	if r.err == nil {
 		t.Fatal("publish to a silent registry succeeded")
+	}
+	if r.elapsed > limit {
+		t.Errorf("refused after %v, the check allows %v", r.elapsed, limit)
+	}
+	if !bytes.Contains(r.out, []byte("registry "+silent+" does not answer")) || bytes.Contains(r.out, []byte("pushed")) {
+		t.Errorf("the error does not name the silent registry, or says pushed:\n%s", r.out)
+	}
+
+	reg := regtest.Start(t, regtest.Options{})
+	for i := range f.built {
+		im := &f.built[i]
+		im.Ref, im.OCILayout = silent+"/staging/build@"+im.Digest.String(), ""
+	}
+	mdPath = f.writeMetadata(t)
+	b := registry.DefaultBudget
+	limit = b.MaxElapsed + b.AnswerTimeout + 10*time.Second
+	r = run(t, cleanEnv(t), 5*time.Minute, nil, "publish", "--metadata-file", mdPath, "--repo", reg.Host+"/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
+	t.Logf("source gave up after %v (budget %v):\n%s", r.elapsed.Round(time.Millisecond), b.MaxElapsed, r.out)
+	if r.err == nil {
+		t.Fatal("publish from a silent registry succeeded")
 	}
 	if r.elapsed > limit {
 		t.Errorf("gave up after %v, budget allows %v", r.elapsed, limit)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/swebuild/swebuild/manifests"
 )
 
 // Attachments in the index repository
@@ -40,30 +44,45 @@ func (p *publisher) indexReferrers(ctx context.Context, id string, pubs []publis
 				p.progress("attached verification %s %s in %s", id, ch.Platform, repo)
 			}
 		}
-		if pb.sbom == "" {
-			continue
+		for _, carried := range []struct {
+			what string
+			dg   digest.Digest
+		}{{"SBOM", pb.sbom}, {"verification statement", pb.statement}} {
+			if err := p.indexReferrer(ctx, id, repo, ch, carried.what, carried.dg); err != nil {
+				return err
+			}
 		}
-		subject, err := v1.NewHash(ch.Digest)
-		if err != nil {
-			return fmt.Errorf("child %s: digest %q: %w", ch.Platform, ch.Digest, err)
-		}
-		art, err := v1.NewHash(pb.sbom.String())
-		if err != nil {
-			return fmt.Errorf("child %s: SBOM digest %q: %w", ch.Platform, pb.sbom, err)
-		}
-		if have, err := p.referrers().Attached(ctx, repo, subject, art); err != nil {
-			return fmt.Errorf("looking for the SBOM of %s in %s: %w", ch.Platform, repo, err)
-		} else if have {
-			continue
-		}
-		archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(ch.Platform.Arch(), id))
-		if err != nil {
-			return err
-		}
-		if err := p.copyReferrer(ctx, repo, archRepo, pb.sbom.String()); err != nil {
-			return fmt.Errorf("attaching the SBOM of %s in %s: %w", ch.Platform, repo, err)
-		}
-		p.progress("attached SBOM %s %s in %s", id, ch.Platform, repo)
 	}
+	return nil
+}
+
+// indexReferrer copies the referrer dg (what names it) of child ch from
+// its per-arch repository into the index repository repo, unless its
+// attachment tag is there already.
+func (p *publisher) indexReferrer(ctx context.Context, id string, repo name.Repository, ch manifests.Child, what string, dg digest.Digest) error {
+	if dg == "" {
+		return nil
+	}
+	subject, err := v1.NewHash(ch.Digest)
+	if err != nil {
+		return fmt.Errorf("child %s: digest %q: %w", ch.Platform, ch.Digest, err)
+	}
+	art, err := v1.NewHash(dg.String())
+	if err != nil {
+		return fmt.Errorf("child %s: %s digest %q: %w", ch.Platform, what, dg, err)
+	}
+	if have, err := p.referrers().Attached(ctx, repo, subject, art); err != nil {
+		return fmt.Errorf("looking for the %s of %s in %s: %w", what, ch.Platform, repo, err)
+	} else if have {
+		return nil
+	}
+	archRepo, err := p.c.ParseRepository(p.namer.ArchRepo(ch.Platform.Arch(), id))
+	if err != nil {
+		return err
+	}
+	if err := p.copyReferrer(ctx, repo, archRepo, dg.String()); err != nil {
+		return fmt.Errorf("attaching the %s of %s in %s: %w", what, ch.Platform, repo, err)
+	}
+	p.progress("attached %s %s %s in %s", what, id, ch.Platform, repo)
 	return nil
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/sbom"
-	"github.com/swebuild/swebuild/verify"
+	"github.com/swebuild/swebuild/verification"
 )
 
 // countingProxy forwards to a registry and logs "METHOD PATH" of every
@@ -83,29 +83,25 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 	staging, _ := name.NewRepository(src.Host+"/staging/build", name.Insecure)
 	refs := &attest.Referrers{Client: c}
 	docs := map[string][]byte{}
-	sum := &verify.Summary{Settings: &verify.Settings{Grading: "v5", TimeoutSeconds: 1800, MaxOutput: 1 << 20, Network: "none", Repeat: 1}}
+	settings := &verification.Settings{Grading: "v5", TimeoutSeconds: 1800, MaxOutput: 1 << 20, Network: "none", Repeat: 1}
+	var verdicts []verification.Verdict
 	for i := range f.built {
 		im := &f.built[i]
 		docs[im.ID()] = attachStagedSBOM(t, ctx, refs, staging, f, im, []sbom.Package{{Ecosystem: sbom.PyPI, Name: "pytest", Version: "7.2." + fmt.Sprint(i)}})
 		// A gold run per image: F2P t1, P2P t2 (and t3 failing on arm64).
-		dir := t.TempDir()
 		p2p := `"success": ["t2", "t3"], "failure": []`
 		if im.Platform == core.ARM64 {
 			p2p = `"success": ["t2"], "failure": ["t3"]`
 		}
 		report := fmt.Sprintf(`{%q: {"resolved": true, "tests_status": {"FAIL_TO_PASS": {"success": ["t1"], "failure": []}, "PASS_TO_PASS": {%s}}}}`, im.InstanceID, p2p)
-		for fn, body := range map[string]string{"report.json": report, "eval.sh": "#!/bin/bash\npytest\n"} {
-			if err := os.WriteFile(filepath.Join(dir, fn), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sum.Results = append(sum.Results, verify.Result{InstanceID: im.InstanceID, Platform: im.Platform, Mode: verify.ModeGold,
-			Image: src.Host + "/staging/build@" + im.Digest.String(), Resolved: true, Dir: dir, Runs: []verify.Attempt{{Run: 1}}})
+		verdicts = append(verdicts, verification.Verdict{InstanceID: im.InstanceID, Platform: im.Platform,
+			Image: src.Host + "/staging/build@" + im.Digest.String(), GoldResolved: true, Runs: 1,
+			Report: []byte(report), EvalScript: []byte("#!/bin/bash\npytest\n"), Settings: settings})
 	}
 	ledgerPath := filepath.Join(t.TempDir(), "ledger.jsonl")
 	run := func() (*Summary, string) {
 		return publishOnLedger(t, ctx, ledgerPath, f.recs(), Options{Repo: px.host + "/release", Client: testClient(t, -1), Jobs: 2, Version: "test",
-			Verification: &VerificationSource{Summary: sum, Verifier: "swebuild test"}})
+			Verification: &VerificationSource{Verdicts: verdicts, Verifier: "swebuild test"}})
 	}
 	s, progress := run()
 	if s.ImagesPushed != 3 || s.IndexesPushed != 2 {
@@ -158,7 +154,7 @@ func TestIndexRepositoryCarriesReferrers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantPassed, wantFailed, err := attest.ReportTests(mustRead(t, filepath.Join(sum.Results[slices.IndexFunc(sum.Results, func(r verify.Result) bool { return r.InstanceID == id && r.Platform == p })].Dir, "report.json")), id)
+			wantPassed, wantFailed, err := attest.ReportTests(verdicts[slices.IndexFunc(verdicts, func(v verification.Verdict) bool { return v.InstanceID == id && v.Platform == p })].Report, id)
 			if err != nil {
 				t.Fatal(err)
 			}

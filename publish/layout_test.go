@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/sbom"
@@ -19,7 +20,7 @@ import (
 // TestRecordsFromLayout: instance entries become built records with the
 // layout; base/env entries are left out; an entry without a spec key is an
 // error naming index.json, the entry and the field; the image's referrer
-// entries fill its attestation and SBOM.
+// entries fill its attestation, SBOM and verification statement.
 func TestRecordsFromLayout(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "layout")
 	lp, err := layout.Write(dir, empty.Index)
@@ -50,7 +51,9 @@ func TestRecordsFromLayout(t *testing.T) {
 	att, _ := v1.NewHash("sha256:" + strings.Repeat("a", 64))
 	doc, _ := v1.NewHash("sha256:" + strings.Repeat("b", 64))
 	other, _ := v1.NewHash("sha256:" + strings.Repeat("c", 64))
+	stmt, _ := v1.NewHash("sha256:" + strings.Repeat("d", 64))
 	for _, d := range []v1.Descriptor{
+		{MediaType: types.OCIManifestSchema1, Digest: stmt, Size: 1100, ArtifactType: attest.StatementMediaType, Annotations: map[string]string{annotationReferenceDigest: good.String()}},
 		{MediaType: types.OCIManifestSchema1, Digest: att, Size: 800, Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"},
 			Annotations: map[string]string{annotationReferenceType: referenceTypeAttestation, annotationReferenceDigest: good.String()}},
 		{MediaType: types.OCIManifestSchema1, Digest: doc, Size: 600, ArtifactType: sbom.MediaType, Annotations: map[string]string{annotationReferenceDigest: good.String()}},
@@ -74,8 +77,10 @@ func TestRecordsFromLayout(t *testing.T) {
 		r.SpecKey != "sha256:k" || r.BaseCommit != "abc" || r.OCILayout != dir || r.Status != core.StatusBuilt || r.Key != "sweb.eval.arm64.a__b-1:latest" {
 		t.Errorf("record %+v", r)
 	}
-	if r.Attestation.String() != att.String() || r.AttestationSize != 800 || r.SBOM.String() != doc.String() || r.SBOMSize != 600 {
-		t.Errorf("record's referrers: attestation %s (%d), SBOM %s (%d); want %s (800), %s (600)", r.Attestation, r.AttestationSize, r.SBOM, r.SBOMSize, att, doc)
+	if r.Attestation.String() != att.String() || r.AttestationSize != 800 || r.SBOM.String() != doc.String() || r.SBOMSize != 600 ||
+		r.Verification.String() != stmt.String() || r.VerificationSize != 1100 {
+		t.Errorf("record's referrers: attestation %s (%d), SBOM %s (%d), statement %s (%d); want %s (800), %s (600), %s (1100)",
+			r.Attestation, r.AttestationSize, r.SBOM, r.SBOMSize, r.Verification, r.VerificationSize, att, doc, stmt)
 	}
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join(dir, "index.json")+": manifests[2] (a__b-1): spec_key: required") {
 		t.Errorf("errors %v, want one naming index.json, manifests[2] and spec_key", errs)

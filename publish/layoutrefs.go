@@ -8,6 +8,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -73,6 +74,8 @@ func layoutReferrers(ds []v1.Descriptor, recs []core.Image) {
 				r.Attestation, r.AttestationSize = digest.Digest(d.Digest.String()), d.Size
 			case d.ArtifactType == sbom.MediaType:
 				r.SBOM, r.SBOMSize = digest.Digest(d.Digest.String()), d.Size
+			case d.ArtifactType == attest.StatementMediaType:
+				r.Verification, r.VerificationSize = digest.Digest(d.Digest.String()), d.Size
 			}
 		}
 	}

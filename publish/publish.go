@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -265,6 +266,13 @@ type published struct {
 	// (indexrefs.go).
 	verification *attest.Artifact
 	sbom         digest.Digest
+	// statement is the build's verification statement artifact
+	// (core.Image.Verification), carried like the SBOM.
+	statement digest.Digest
+	// carried: this run copied the image's referrers into its repository
+	// (the ledger did not record them published): the ones of the same
+	// kinds from another build of the digest are superseded (supersede.go).
+	carried bool
 }
 
 // instance publishes one instance: its per-arch images, then its index.
@@ -282,9 +290,14 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 			seen[im.Platform] = true
 			pub, skipped, err = p.image(ctx, id, im)
 			if err == nil {
-				pub.verification, err = p.attachVerification(ctx, id, im, pub.child)
+				var attached bool
+				pub.verification, attached, err = p.attachVerification(ctx, id, im, pub.child)
+				pub.carried = pub.carried || attached
 			}
-			pub.sbom = im.SBOM
+			if err == nil && pub.carried {
+				err = p.supersede(ctx, p.namer.ArchRepo(im.Platform.Arch(), id), im, pub)
+			}
+			pub.sbom, pub.statement = im.SBOM, im.Verification
 		}
 		if err != nil {
 			p.count(func(s *Summary) { s.ImagesFailed++ })
@@ -316,6 +329,11 @@ func (p *publisher) instance(ctx context.Context, id string, imgs []core.Image) 
 	skipped, dg, err := p.index(ctx, id, imgs, done)
 	if err == nil {
 		err = p.indexReferrers(ctx, id, done)
+	}
+	for i := 0; err == nil && i < len(done); i++ {
+		if pb := done[i]; pb.carried {
+			err = p.supersede(ctx, p.namer.IndexRepo(id), imgs[slices.IndexFunc(imgs, func(im core.Image) bool { return im.Platform == pb.child.Platform })], pb)
+		}
 	}
 	switch {
 	case err != nil:
@@ -364,7 +382,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	}
 	tag := manifests.ContentTag(im.SpecKey)
 	rec, ok := p.opts.Ledger.Lookup(core.KindInstance, id, im.Platform)
-	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation && rec.SBOM == im.SBOM
+	done := ok && rec.Status == core.StatusPublished && rec.Digest == im.Digest && rec.SpecKey == im.SpecKey && rec.Attestation == im.Attestation && rec.SBOM == im.SBOM && rec.Verification == im.Verification
 	if done && p.opts.TrustLedger && rec.Size > 0 {
 		pub.child.Size, pub.child.MediaType = rec.Size, types.MediaType(rec.MediaType)
 		return pub, true, nil
@@ -381,14 +399,19 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 		SpecKey: im.SpecKey, Pins: im.Pins, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Status: core.StatusPublished,
 		Attestation: im.Attestation, AttestationSize: im.AttestationSize,
 		SBOM: im.SBOM, SBOMSize: im.SBOMSize,
+		Verification: im.Verification, VerificationSize: im.VerificationSize,
 	}
 	if d != nil && d.Digest.String() == im.Digest.String() {
 		pub.child.Size, pub.child.MediaType = d.Size, d.MediaType
+		pub.carried = !done
 		if !done {
 			if err := p.carryAttestation(ctx, repo, im, p.refRepo(im)); err != nil {
 				return pub, false, err
 			}
 			if err := p.carrySBOM(ctx, repo, im, p.refRepo(im)); err != nil {
+				return pub, false, err
+			}
+			if err := p.carryStatement(ctx, repo, im, p.refRepo(im)); err != nil {
 				return pub, false, err
 			}
 			result.Size, result.MediaType = d.Size, string(d.MediaType)
@@ -407,7 +430,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	if err := p.record("recording the image", result); err != nil {
 		return pub, false, err
 	}
-	pub.src = src
+	pub.src, pub.carried = src, true
 	return pub, false, nil
 }
 
@@ -435,6 +458,9 @@ func (p *publisher) copyImage(ctx context.Context, repo name.Repository, tag str
 		return nil, err
 	}
 	if err := p.carrySBOM(ctx, repo, im, mountFrom); err != nil {
+		return nil, err
+	}
+	if err := p.carryStatement(ctx, repo, im, mountFrom); err != nil {
 		return nil, err
 	}
 	// latest first: the content tag is what a resumed run checks, so it

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -21,6 +23,29 @@ type RunOptions struct {
 	Registry registry.Options
 	// Warnings receives what the run went on past: damaged ledger lines.
 	Warnings io.Writer
+	// Checked: the caller has checked the target registry already
+	// (CheckTargets); Run does not again.
+	Checked bool
+}
+
+// Targets are the repositories a publish of the instances ids is checked
+// on: the per-arch repository it writes first. Every repository a publish
+// writes is REPO/sweb.eval.*, on one registry, under one credential.
+func Targets(o Options, ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	n := manifests.Namer{Repo: o.Repo, KeepDoubleUnderscore: o.KeepDoubleUnderscore}
+	return []string{n.ArchRepo(core.AMD64.Arch(), slices.Min(ids))}
+}
+
+// CheckTargets checks, before anything is written, that the registry a
+// publish of ids writes to answers and accepts the credential for a push
+// (registry.CheckPush on Targets): a registry that is down or refuses the
+// login fails the run at once, naming the host and where the credential
+// was looked for.
+func CheckTargets(ctx context.Context, o RunOptions, ids []string) error {
+	return registry.CheckPush(ctx, o.Registry, Targets(o.Options, ids)...)
 }
 
 // Run opens the ledger, publishes images and closes the ledger. Damaged
@@ -28,6 +53,17 @@ type RunOptions struct {
 // checked against the registry again. A ledger that cannot be written to
 // fails the run.
 func Run(ctx context.Context, images []core.Image, o RunOptions) (*Summary, error) {
+	if !o.Checked {
+		var ids []string
+		for _, im := range images {
+			if im.Kind == core.KindInstance && im.OK() {
+				ids = append(ids, im.InstanceID)
+			}
+		}
+		if err := CheckTargets(ctx, o, ids); err != nil {
+			return nil, err
+		}
+	}
 	client, err := registry.New(o.Registry)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
 )
@@ -31,6 +33,62 @@ func (p *publisher) carrySBOM(ctx context.Context, repo name.Repository, im core
 	}
 	if err := p.carryReferrer(ctx, repo, im, im.SBOM, mountFrom); err != nil {
 		return fmt.Errorf("carrying the SBOM %s: %w", short(im.SBOM), err)
+	}
+	return nil
+}
+
+// carryStatement copies the build's verification statement artifact
+// (core.Image.Verification: attached by the builder where it pushed the
+// image, or written into its OCI layout) into repo, as carrySBOM does the
+// SBOM: the statement published is the one the gold check made of this
+// digest, whatever else is attached to it in the source.
+func (p *publisher) carryStatement(ctx context.Context, repo name.Repository, im core.Image, mountFrom *name.Repository) error {
+	if im.Verification == "" {
+		return nil
+	}
+	if err := p.carryReferrer(ctx, repo, im, im.Verification, mountFrom); err != nil {
+		return fmt.Errorf("carrying the verification statement %s: %w", short(im.Verification), err)
+	}
+	return nil
+}
+
+// supersede makes the referrers this publish attached to im in the
+// repository named repo (its provenance, SBOM, the build's and this run's
+// verification statements) the only ones of their kinds there: those
+// another build of the same digest attached before are superseded
+// (attest.Referrers.Supersede).
+func (p *publisher) supersede(ctx context.Context, repo string, im core.Image, pub published) error {
+	r, err := p.c.ParseRepository(repo)
+	if err != nil {
+		return err
+	}
+	subject, err := v1.NewHash(im.Digest.String())
+	if err != nil {
+		return fmt.Errorf("digest %q: %w", im.Digest, err)
+	}
+	var keep []v1.Hash
+	for _, dg := range []digest.Digest{im.Attestation, im.SBOM, im.Verification} {
+		if dg == "" {
+			continue
+		}
+		h, err := v1.NewHash(dg.String())
+		if err != nil {
+			return fmt.Errorf("referrer digest %q: %w", dg, err)
+		}
+		keep = append(keep, h)
+	}
+	if pub.verification != nil {
+		keep = append(keep, pub.verification.Descriptor.Digest)
+	}
+	if len(keep) == 0 {
+		return nil
+	}
+	gone, err := p.referrers().Supersede(ctx, r, subject, keep)
+	if err != nil {
+		return err
+	}
+	for _, d := range gone {
+		p.progress("superseded %s %s %s in %s: %s %s (another build of the same digest)", im.InstanceID, im.Platform, short(im.Digest), repo, d.ArtifactType, short(digest.Digest(d.Digest.String())))
 	}
 	return nil
 }

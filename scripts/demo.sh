@@ -6,22 +6,28 @@
 # (graded by the parser each spec profile names: parse_log_pytest,
 # parse_log_tap), push by digest to the local registry, publish one
 # multi-arch index per instance, and print the summary. Then check every image
-# and index independently with skopeo, and print how long each step took.
+# and index independently with skopeo, and, with skopeo alone, what a
+# consumer finds attached to each published per-arch image: the gold check's
+# verification statement naming its digest, one provenance and one SBOM
+# (scripts/check-attestations.sh), and print how long each step took.
 # Then the same for the fixture as an upstream v5 task repo
 # (testdata/fixture/taskrepo): one flat Dockerfile per task, built with its
 # task directory as the context, the fixture base images just pushed bound by
 # digest to the names the Dockerfiles start FROM; verified, pushed, published
 # under $DEMO_REPO/taskrepo and checked the same way.
 #
-# Last, one instance for both platforms is built, pushed and published again
-# through the stack's registry that requires a login, with the login only in
-# the Docker config (as docker login leaves it), and checked with skopeo.
+# Last, one instance for both platforms is built, verified (the gold check's
+# verdict from the verification cache), pushed and published again through
+# the stack's registry that requires a login, with the login only in the
+# Docker config (as docker login leaves it), and checked with skopeo.
 #
 # Needs the stack and the fixture rootfs (make stack fixture). Environment:
 #   SWEBUILD_REGISTRY (default 127.0.0.1:5000), BUILDKIT_HOST,
 #   DEMO_REPO (default $SWEBUILD_REGISTRY/swebuild-demo), DEMO_DIR (default runs/demo),
 #   SWEBUILD_AUTH_REGISTRY and DOCKER_CONFIG (scripts/stack.sh env; the login
-#   step is skipped when SWEBUILD_AUTH_REGISTRY is unset)
+#   step is skipped when SWEBUILD_AUTH_REGISTRY is unset),
+#   SWEBUILD_SIGNING_KEY (scripts/stack.sh env: the demo's signing key pair,
+#   cosign.key beside cosign.pub, made here with `swebuild sign keygen` when missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -60,6 +66,13 @@ repos() {
 	fi
 }
 step "git mirrors" repos
+
+# The signing key pair (cosign.key, cosign.pub; empty password unless
+# COSIGN_PASSWORD is set), made once and kept with the stack's state.
+signing_key=${SWEBUILD_SIGNING_KEY:-${SWEBUILD_STATE:-/var/lib/swebuild}/signing/cosign.key}
+if [ ! -f "$signing_key" ]; then
+	step "signing key" "$bin" sign keygen --out "$(dirname "$signing_key")"
+fi
 
 log "plan"
 step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
@@ -118,6 +131,8 @@ sys.exit(1 if bad else 0)
 PY
 }
 step "skopeo check" check
+log "check with skopeo: each published image carries its verification statement, one provenance, one SBOM"
+step "skopeo: attestations" scripts/check-attestations.sh "$dir/metadata.jsonl" "$repo"
 step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl"
 
 # --- the fixture as a task repo ---------------------------------------------------
@@ -162,6 +177,7 @@ step "task repo: publish" "$bin" publish --metadata-file "$dir/taskrepo-metadata
 
 log "task repo: check with skopeo"
 step "task repo: skopeo check" check "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo"
+step "task repo: attestations" scripts/check-attestations.sh "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo"
 
 log "task repo: swebuild check $repo/taskrepo"
 step "task repo: swebuild check" "$bin" check --task-repo "$taskrepo" --specs "$specs" --repo "$repo/taskrepo" \
@@ -174,9 +190,9 @@ step "task repo: swebuild check" "$bin" check --task-repo "$taskrepo" --specs "$
 auth_registry=${SWEBUILD_AUTH_REGISTRY:-}
 if [ -n "$auth_registry" ]; then
 	auth_repo=$auth_registry/swebuild-demo
-	log "build --push and --publish $auth_repo (login from ${DOCKER_CONFIG:-~/.docker}/config.json)"
+	log "build --verify --push and --publish $auth_repo (login from ${DOCKER_CONFIG:-~/.docker}/config.json)"
 	step "login registry: build, publish" env SWEBUILD_REGISTRY_AUTH= "$bin" build --dataset "$dataset" --specs "$specs" \
-		--instance fixture__calc-1 --platform linux/amd64,linux/arm64 \
+		--instance fixture__calc-1 --platform linux/amd64,linux/arm64 --verify \
 		--context-dir "$cache/rootfs" --context-dir "$dir/context" \
 		--push "$auth_repo/build" --publish "$auth_repo" --ledger "$dir/auth-ledger.jsonl" \
 		--progress quiet --metadata-file "$dir/auth-metadata.jsonl" --run-dir "$dir/auth-build"
@@ -190,4 +206,6 @@ if [ -n "$auth_registry" ]; then
 		! skopeo inspect --raw --tls-verify=false --no-creds "docker://$ref" >/dev/null 2>&1
 	}
 	step "login registry: skopeo check" auth_check
+	step "login registry: attestations" scripts/check-attestations.sh "$dir/auth-metadata.jsonl" "$auth_repo" \
+		"${DOCKER_CONFIG:-$HOME/.docker}/config.json"
 fi

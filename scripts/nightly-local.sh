@@ -326,6 +326,18 @@ log "publish indexes"
 publish_rc=0
 "$SWEBUILD" publish --metadata-file "$run/publish.jsonl" --repo "$REPO" --ledger "$ledger" --require-verified || publish_rc=$?
 
+# What a consumer finds attached to each image published tonight, with
+# skopeo alone: the shard's verification statement naming its digest, one
+# provenance (builder id set), one SBOM.
+attest_rc=0
+if grep -qx 'indexed=0' "$run/merge-output"; then
+	log "attestations: nothing indexed tonight"
+else
+	log "attestations of the published images, with skopeo alone ($run/attestations.txt)"
+	scripts/check-attestations.sh "$run/publish.jsonl" "$REPO" >"$run/attestations.txt" || attest_rc=$?
+	cat "$run/attestations.txt"
+fi
+
 log "env builds tonight ($run/env-counts.txt)"
 envs_once=0
 python3 - "$run" >"$run/env-counts.txt" <<'PY' || envs_once=$?
@@ -377,6 +389,10 @@ if [ "$envs_once" -ne 0 ]; then
 fi
 if [ "$publish_rc" -ne 0 ]; then
 	printf 'nightly-local: publish failed (exit %s)\n' "$publish_rc" >&2
+	exit 1
+fi
+if [ "$attest_rc" -ne 0 ]; then
+	printf 'nightly-local: a published image lacks its verification statement, or has more than one provenance or SBOM (%s)\n' "$run/attestations.txt" >&2
 	exit 1
 fi
 exit "$summary_rc"

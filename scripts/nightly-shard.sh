@@ -28,6 +28,8 @@
 #                  no prune, as scripts/nightly-local.sh runs on a shared stack)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
 #   PINS           the pin rules (--pins: default, default,-ID, default,FILE), if set
+#   BUILDER_ID     the provenance's runDetails.builder.id (--builder-id; the
+#                  workflow sets its run's URL); default: swebuild's own
 #   CONTEXT_DIRS   colon-separated directories of context files the profile
 #                  names (rootfs tarballs, the fixture's git mirrors)
 #   QEMU           "true" when the runner's arch differs from PLATFORM: the
@@ -107,6 +109,9 @@ build_envs() {
 	local cd_args
 	mapfile -t cd_args < <(context_dir_args)
 	extra+=("${cd_args[@]}")
+	if [ -n "${BUILDER_ID:-}" ]; then
+		extra+=(--builder-id "$BUILDER_ID")
+	fi
 	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
 	if [ "${QEMU:-false}" = true ]; then
 		enable_qemu
@@ -145,6 +150,9 @@ build_shard() {
 	local verify
 	read -r -a verify <<<"${VERIFY_FLAGS---verify}"
 	extra+=("${verify[@]}")
+	if [ -n "${BUILDER_ID:-}" ]; then
+		extra+=(--builder-id "$BUILDER_ID")
+	fi
 	[ -x "$swebuild" ] || die "$swebuild not found (make build)"
 	if [ "${QEMU:-false}" = true ]; then
 		enable_qemu
@@ -203,7 +211,7 @@ free-disk) free_disk ;;
 build) build_shard ;;
 envs) build_envs ;;
 *)
-	sed -n '2,34p' "$0" >&2
+	sed -n '2,41p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -67,6 +67,9 @@ AUTH_REGISTRY_ROOT=$STATE_DIR/registry-auth
 AUTH_LOGIN_DIR=$STATE_DIR/registry-auth-login
 AUTH_USER=swebuild
 DOCKER_CONFIG_DIR=$STATE_DIR/docker-config
+# The demo's signing key pair (cosign.key/cosign.pub, made by scripts/demo.sh with
+# `swebuild sign keygen`); `env` names both.
+SIGNING_DIR=${SWEBUILD_SIGNING_DIR:-$STATE_DIR/signing}
 # Debian packages the stack and the fixture need on the host.
 PACKAGES=(runc docker-registry qemu-user-static binfmt-support debootstrap mmdebstrap skopeo
 	git curl ca-certificates python3 python3-pytest python3-setuptools)
@@ -609,6 +612,8 @@ cmd_env() {
 	echo "export SWEBUILD_REGISTRY=$REGISTRY_ADDR"
 	echo "export SWEBUILD_AUTH_REGISTRY=$AUTH_REGISTRY_ADDR"
 	echo "export DOCKER_CONFIG=$DOCKER_CONFIG_DIR"
+	echo "export SWEBUILD_SIGNING_KEY=$SIGNING_DIR/cosign.key"
+	echo "export SWEBUILD_SIGNING_PUB=$SIGNING_DIR/cosign.pub"
 	echo "export PATH=$BIN_DIR:\$PATH"
 }
 

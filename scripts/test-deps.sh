@@ -5,7 +5,8 @@
 # (publish's private-address test makes a network namespace with ip(8)), nodejs
 # (the fixture's JavaScript project: scripts/fixture.sh dataset makes its
 # labels by running its tests, internal/stacktest re-checks them) and
-# actionlint (a Go module, cached). The registry tests need no htpasswd: their
+# actionlint and cosign v3 (Go modules, cached: the sign package's stack test
+# runs the unmodified cosign verify-attestation). The registry tests need no htpasswd: their
 # bcrypt entries are made in Go.
 # Idempotent; needs root for apt-get.
 set -euo pipefail
@@ -20,3 +21,4 @@ if [ "${#pkgs[@]}" -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${pkgs[@]}" >&2
 fi
 scripts/install-actionlint.sh >/dev/null
+scripts/install-cosign.sh >/dev/null

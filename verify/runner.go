@@ -22,6 +22,7 @@ import (
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/verification"
 )
 
 // Run modes (Result.Mode).
@@ -201,12 +202,12 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 
 // RunSettings are the summary's record of what every run shared, repeated
 // repeat times.
-func (r *Runner) RunSettings(repeat int) *Settings {
+func (r *Runner) RunSettings(repeat int) *verification.Settings {
 	g := string(r.Grade.Rules)
 	if g == "" {
 		g = "auto"
 	}
-	return &Settings{Grading: g, TimeoutSeconds: int64(r.timeout() / time.Second), MaxOutput: Job{MaxOutput: r.MaxOutput}.maxOutput(), Network: "none", Repeat: repeat}
+	return &verification.Settings{Grading: g, TimeoutSeconds: int64(r.timeout() / time.Second), MaxOutput: Job{MaxOutput: r.MaxOutput}.maxOutput(), Network: "none", Repeat: repeat}
 }
 
 // BuilderHook returns the function the builder calls for every instance

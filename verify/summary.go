@@ -12,6 +12,7 @@ import (
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/verification"
 )
 
 // Failure classes (Result.Failure).
@@ -248,21 +249,8 @@ func aggregate(t Target, mode, model string, runs []Attempt) Result {
 type Summary struct {
 	// Settings are the run settings (absent in summaries of older
 	// versions and of the build's gold check).
-	Settings *Settings `json:"settings,omitempty"`
-	Results  []Result  `json:"results"`
-}
-
-// Settings are what every run of a summary shared, as a verification
-// attestation records them.
-type Settings struct {
-	// Grading is the grading rules asked for: v5, v4.1, or auto (v5 for
-	// records with log_parser, else v4.1).
-	Grading        string `json:"grading"`
-	TimeoutSeconds int64  `json:"timeout_seconds"`
-	MaxOutput      int64  `json:"max_output"`
-	// Network is the containers' network: none.
-	Network string `json:"network"`
-	Repeat  int    `json:"repeat"`
+	Settings *verification.Settings `json:"settings,omitempty"`
+	Results  []Result               `json:"results"`
 }
 
 // link sets Discriminates on gold and predictions results from the control

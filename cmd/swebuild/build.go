@@ -69,6 +69,13 @@ type buildFlags struct {
 	sourceDate   string
 	verifyOpts   verifyBuildFlags
 	pub          publishFlags
+	builderID    string
+}
+
+// registerBuilderID adds --builder-id: the provenance's runDetails.builder.id.
+func (f *buildFlags) registerBuilderID(fs *pflag.FlagSet) {
+	fs.StringVar(&f.builderID, "builder-id", "pkg:golang/github.com/swebuild/swebuild@"+version,
+		"URI written as the SLSA provenance's runDetails.builder.id (the nightly gives its workflow run's URL); empty: none")
 }
 
 func (f *buildFlags) register(fs *pflag.FlagSet) {
@@ -91,6 +98,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.sourceDate, "source-date-epoch", strconv.FormatInt(builder.DefaultSourceDateEpoch, 10), "with --reproducible: the epoch (seconds since 1970) files and configs are dated with (default 2000-01-01T00:00:00Z)")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
+	f.registerBuilderID(fs)
 	f.pub.register(fs, "publish", "after the build, publish the instance images under this repository prefix as swebuild publish --repo does (per-arch names, one multi-arch index per instance, ledger); needs --push or --output (published from the registry or the layout), and with --verify only verified images go")
 	fs.IntVar(&f.pub.jobs, "publish-jobs", 8, "with --publish: instances published at once")
 }
@@ -157,6 +165,7 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 			return bo, err
 		}
 		bo.Verify = &v
+		bo.Verifier = "swebuild " + version
 	}
 	return bo, nil
 }
@@ -170,6 +179,7 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 		Progress:    f.progress,
 		ProgressOut: stderr,
 		RunDir:      f.runDir,
+		BuilderID:   f.builderID,
 	}
 	switch f.progress {
 	case "auto", "tty", "plain", "rawjson", "quiet":
@@ -236,7 +246,9 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 			return opts, fmt.Errorf("--source-date-epoch: %w", err)
 		}
 		opts.Reproducible = &builder.Reproducible{SourceDateEpoch: sde}
-	} else if f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+	} else if f.sourceDate != "" && f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+		// "" is a command that has no --source-date-epoch (ci envs, ci
+		// repair): nothing was asked for.
 		return opts, errors.New("--source-date-epoch is only used with --reproducible")
 	}
 	if opts.RunDir == "" {

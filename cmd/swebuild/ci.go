@@ -282,6 +282,7 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "write one record per image (digest, pushed ref, spec key) to this file (required)")
 	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
+	f.registerBuilderID(fs)
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}

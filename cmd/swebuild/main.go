@@ -42,6 +42,7 @@ func commands() []command {
 		{"drift", "compare the resolved environments of two publications", runDrift},
 		{"diff-images", "compare two images file by file (reproducible builds)", runDiffImages},
 		{"ci", "helpers for the nightly GitHub Actions workflow", runCI},
+		{"sign", "make the key pair that signs attached statements", runSign},
 		{"version", "print the swebuild version", runVersion},
 	}
 }

@@ -74,7 +74,7 @@ func TestOutputOCILayout(t *testing.T) {
 
 	// 1. The layout.
 	mdOCI := filepath.Join(tmp, "oci.jsonl")
-	if out := build(mdOCI, "--output", "type=oci,dest="+layoutDir); !strings.Contains(out, "exported: OCI layout "+layoutDir) {
+	if out := build(mdOCI, "--output", "type=oci,dest="+layoutDir); !strings.Contains(out, "into the OCI layout "+layoutDir) {
 		t.Errorf("the summary does not name the layout:\n%s", out)
 	}
 	oci := read(mdOCI)

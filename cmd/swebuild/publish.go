@@ -151,7 +151,11 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 		if err != nil {
 			return publish.RunOptions{}, fmt.Errorf("--verification: %w", err)
 		}
-		vsrc = &publish.VerificationSource{Summary: sum, Verifier: "swebuild " + version}
+		verdicts, err := sum.Verdicts()
+		if err != nil {
+			return publish.RunOptions{}, fmt.Errorf("--verification %s: %w", f.verification, err)
+		}
+		vsrc = &publish.VerificationSource{Verdicts: verdicts, Verifier: "swebuild " + version}
 	}
 	return publish.RunOptions{
 		Options: publish.Options{

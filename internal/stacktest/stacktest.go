@@ -63,6 +63,25 @@ func LookPath(t testing.TB, name string) string {
 	return p
 }
 
+// CachedTool returns the path of a program a project script installs into
+// the swebuild cache's bin directory (scripts/install-cosign.sh:
+// $SWEBUILD_CACHE/bin/cosign), else the one on PATH; when neither exists
+// the test is skipped, or fails if CI is set, naming the script.
+func CachedTool(t testing.TB, name, script string) string {
+	t.Helper()
+	if cache, err := CacheDir(); err == nil {
+		p := filepath.Join(cache, "bin", name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, "%s not installed (install it with %s)", name, script)
+	}
+	return p
+}
+
 // Require returns the stack addresses from BUILDKIT_HOST and SWEBUILD_REGISTRY.
 // When either is unset the test is skipped, or fails if CI is set.
 func Require(t testing.TB) Stack {

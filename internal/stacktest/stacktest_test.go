@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -143,5 +144,56 @@ func TestRequireBuildFixture(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(fx.ContextDirs[1], "mirror", project+".git", "HEAD")); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestCachedTool: an executable in the cache's bin directory is found
+// before PATH; a non-executable file there is not a tool; with neither, the
+// test is skipped, or fails under CI, naming the install script.
+func TestCachedTool(t *testing.T) {
+	cache := t.TempDir()
+	bin := filepath.Join(cache, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	onPath := t.TempDir()
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{
+		{filepath.Join(bin, "cached"), 0o755},
+		{filepath.Join(bin, "plain"), 0o644},
+		{filepath.Join(onPath, "plain"), 0o755},
+		{filepath.Join(onPath, "cached"), 0o755},
+	} {
+		if err := os.WriteFile(f.path, []byte("#!/bin/sh\n"), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(EnvCache, cache)
+	t.Setenv("PATH", onPath)
+	for _, tc := range []struct {
+		name, tool, ci, want string
+		skip, fail           bool
+	}{
+		{name: "cached", tool: "cached", want: filepath.Join(bin, "cached")},
+		{name: "not executable in the cache", tool: "plain", want: filepath.Join(onPath, "plain")},
+		{name: "missing", tool: "none", skip: true},
+		{name: "missing under CI", tool: "none", ci: "true", fail: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvCI, tc.ci)
+			r := &recorder{}
+			got := CachedTool(r, tc.tool, "scripts/install-none.sh")
+			if (r.skipped != "") != tc.skip || (r.failed != "") != tc.fail {
+				t.Fatalf("skipped %q, failed %q; want skip %v, fail %v", r.skipped, r.failed, tc.skip, tc.fail)
+			}
+			if msg := r.skipped + r.failed; (tc.skip || tc.fail) && !strings.Contains(msg, "scripts/install-none.sh") {
+				t.Errorf("%q does not name the install script", msg)
+			}
+			if tc.want != "" && got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
