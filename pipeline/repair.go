@@ -169,7 +169,7 @@ func verifiedLabels(recs []core.Image) []string {
 }
 
 // repairCase bisects one case and, on a culprit, completes the repair on
-// the platforms the steps did not build.
+// the instances and platforms the steps did not build.
 func (o RepairOptions) repairCase(ctx context.Context, c *repairCase, log io.Writer) repair.CaseReport {
 	cr := repair.CaseReport{Case: c.Case}
 	fmt.Fprintf(log, "repair: %s: %d changed package(s) (%s); bisecting on %s\n", c.Name(), len(c.Changes), changeList(c.Changes), platformList(c.stepPlatforms))
@@ -185,25 +185,21 @@ func (o RepairOptions) repairCase(ctx context.Context, c *repairCase, log io.Wri
 		return cr
 	}
 	recs := or.records[stepID(res.Repair.Step)]
-	var rest []core.Platform
-	for _, p := range c.platforms {
-		if !slices.Contains(c.stepPlatforms, p) {
-			rest = append(rest, p)
-		}
-	}
-	if len(rest) > 0 {
-		// The steps built only the platforms that failed; the rule
-		// changes the env on the others too, so they are built with it.
-		out, more, err := or.build(ctx, res.Repair.Step, rest, "repair-"+platformSlug(rest))
+	if !slices.Equal(c.stepInstances, c.Instances) || !slices.Equal(c.stepPlatforms, c.platforms) {
+		// The steps built only the images that failed; the rule changes
+		// the env of the others too, so they are built with it (what the
+		// steps built again comes from BuildKit's and verify's caches).
+		out, all, err := or.build(ctx, res.Repair.Step, c.Instances, c.platforms, "repair-all")
 		if err != nil || !out.Pass {
-			why := "gold fails"
+			why := fmt.Sprintf("gold fails on %d image(s)", len(out.Failures))
 			if err != nil {
 				why = err.Error()
 			}
-			cr.Error = fmt.Sprintf("the repair passes on %s but not on %s: %s", platformList(c.stepPlatforms), platformList(rest), why)
+			cr.Error = fmt.Sprintf("the repair passes on the images that failed tonight but not on every image of the env (%s on %s): %s",
+				strings.Join(c.Instances, ", "), platformList(c.platforms), why)
 			return cr
 		}
-		recs = append(recs, more...)
+		recs = all
 	}
 	for _, r := range recs {
 		switch r.Kind {
@@ -222,8 +218,10 @@ func (o RepairOptions) repairCase(ctx context.Context, c *repairCase, log io.Wri
 type repairCase struct {
 	repair.Case
 	// platforms are every platform the night builds the case's instances
-	// on; stepPlatforms those that failed (the steps build these).
+	// (Case.Instances) on; stepPlatforms and stepInstances those that
+	// failed tonight (each step builds these).
 	platforms, stepPlatforms []core.Platform
+	stepInstances            []string
 	// frozen is the directory of last night's env documents (--freeze).
 	frozen string
 	// result is set when the case is decided without a rebuild, err when
@@ -284,6 +282,9 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 		if !slices.Contains(c.stepPlatforms, g.Platform) {
 			c.stepPlatforms = append(c.stepPlatforms, g.Platform)
 		}
+		if !slices.Contains(c.stepInstances, g.InstanceID) {
+			c.stepInstances = append(c.stepInstances, g.InstanceID)
+		}
 		env := ci.EnvKey{Key: t.Env, Platform: g.Platform}
 		switch e, ok := envPlan[env]; {
 		case t.Env == "":
@@ -304,6 +305,7 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 			return cmp.Or(cmp.Compare(a.InstanceID, b.InstanceID), a.Platform.Compare(b.Platform))
 		})
 		slices.SortFunc(c.stepPlatforms, core.Platform.Compare)
+		slices.Sort(c.stepInstances)
 		c.frozen = filepath.Join(o.Out, "frozen", caseSlug(c.Case))
 		// Every instance the night builds FROM the case's envs is rebuilt
 		// by each step; the case covers the platforms they are built on.
@@ -534,13 +536,14 @@ func stepID(s repair.Step) string {
 
 func (so *stepOracle) Try(ctx context.Context, s repair.Step) (repair.Outcome, error) {
 	so.n++
-	out, recs, err := so.build(ctx, s, so.c.stepPlatforms, fmt.Sprintf("%02d", so.n))
+	out, recs, err := so.build(ctx, s, so.c.stepInstances, so.c.stepPlatforms, fmt.Sprintf("%02d", so.n))
 	so.records[stepID(s)] = recs
 	return out, err
 }
 
-// build builds step s of the case on platforms under steps/<case>/<name>.
-func (so *stepOracle) build(ctx context.Context, s repair.Step, platforms []core.Platform, name string) (repair.Outcome, []core.Image, error) {
+// build builds step s of the case for the instances ids on platforms, under
+// steps/<case>/<name>.
+func (so *stepOracle) build(ctx context.Context, s repair.Step, ids []string, platforms []core.Platform, name string) (repair.Outcome, []core.Image, error) {
 	start := time.Now()
 	dir, err := filepath.Abs(filepath.Join(so.o.Out, "steps", caseSlug(so.c.Case), name))
 	if err != nil {
@@ -550,7 +553,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, platforms []core
 		return repair.Outcome{}, nil, fmt.Errorf("step directory: %w", err)
 	}
 	in := so.o.Build.Inputs
-	in.Instances = so.c.Instances
+	in.Instances = ids
 	if in.Pins == "" {
 		in.Pins = "default"
 	}
@@ -570,7 +573,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, platforms []core
 		}
 		in.Pins += "," + path
 	}
-	fmt.Fprintf(so.log, "repair: %s: step %s: %s on %s (pins %s)\n", so.c.Name(), name, s.Label(), platformList(platforms), in.Pins)
+	fmt.Fprintf(so.log, "repair: %s: step %s: %s, %s on %s (pins %s)\n", so.c.Name(), name, s.Label(), strings.Join(ids, ", "), platformList(platforms), in.Pins)
 	keys, err := stepEnvKeys(ctx, in, platforms)
 	if err != nil {
 		return repair.Outcome{}, nil, err
@@ -634,7 +637,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, platforms []core
 			gold = res.Gold.Summary().Results
 		}
 	}
-	out := stepOutcome(so.c.Instances, platforms, recs, gold, envFail)
+	out := stepOutcome(ids, platforms, recs, gold, envFail)
 	out.Seconds = time.Since(start).Seconds()
 	fmt.Fprintf(so.log, "repair: %s: step %s: %s (%.0f s)\n", so.c.Name(), name, map[bool]string{true: "gold passes", false: fmt.Sprintf("gold fails on %d image(s)", len(out.Failures))}[out.Pass], out.Seconds)
 	return out, recs, nil
@@ -707,14 +710,6 @@ func stepOutcome(ids []string, platforms []core.Platform, recs []core.Image, gol
 
 func caseSlug(c repair.Case) string {
 	return strings.TrimPrefix(repair.RuleID(c.Repo, c.Version, nil), "repair-")
-}
-
-func platformSlug(ps []core.Platform) string {
-	var s []string
-	for _, p := range ps {
-		s = append(s, p.Slug())
-	}
-	return strings.Join(s, "-")
 }
 
 func platformList(ps []core.Platform) string {

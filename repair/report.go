@@ -31,7 +31,8 @@ type Case struct {
 	Repo    string     `json:"repo"`
 	Version string     `json:"version"`
 	Envs    []EnvImage `json:"envs"`
-	// Instances are every instance of the env (rebuilt by each step).
+	// Instances are every instance of the env: the repair rebuilds them
+	// all with its rule; each bisection step, those that failed tonight.
 	Instances []string `json:"instances"`
 	// Changes are the packages the env resolved differently tonight
 	// (its documents' drift), Drift the drift report's lines for them.
