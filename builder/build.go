@@ -371,6 +371,7 @@ func (r *Report) Records() []core.Image {
 			Platform:   n.Platform,
 			SpecKey:    specKey,
 			BaseCommit: n.BaseCommit,
+			Pins:       n.Pins,
 			Status:     core.StatusBuilt,
 		}
 		if res.Status == StatusDone {

@@ -342,7 +342,8 @@ func TestSummary(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	opts := SummaryOptions{Sizes: "| image | growth |\n|---|---|\n| x | 30% |\n", SizesFailed: true,
-		Drift: "## Environment drift\n\n| package | A | B | images |\n|---|---|---|---|\n| `pypi/fixdep` | 1.0 | 1.1 | 1: env e linux/amd64 |\n", DriftFailed: true}
+		Drift: "## Environment drift\n\n| package | A | B | images |\n|---|---|---|---|\n| `pypi/fixdep` | 1.0 | 1.1 | 1: env e linux/amd64 |\n", DriftFailed: true,
+		Repair: "1 env(s) broke gold patches that passed last night\n\n### fixture/calc 1.0\n"}
 	if err := WriteSummary(&buf, rep, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,8 @@ func TestSummary(t *testing.T) {
 	if !strings.HasPrefix(out, "## swebuild nightly: FAILED: 1 regression, 1 new failure, size growth over the limit, environment drift over the limit\n") {
 		t.Errorf("verdict line wrong:\n%s", out)
 	}
-	order := []string{"### Regressions", "`c__c-1` | linux/amd64 | amd64-0 | gold patch did not verify", "### Failures", `build failed \| exit 1 see log`, "### Sizes", "| x | 30% |", "### Environment drift", "**Drift check failed.**", "| `pypi/fixdep` | 1.0 | 1.1 |", "### Work per platform", "Indexed (1)", "`a__a-1`"}
+	order := []string{"### Regressions", "`c__c-1` | linux/amd64 | amd64-0 | gold patch did not verify", "### Failures", `build failed \| exit 1 see log`,
+		"### Repair\n\n1 env(s) broke gold patches that passed last night\n\n### fixture/calc 1.0\n\n", "### Sizes", "| x | 30% |", "### Environment drift", "**Drift check failed.**", "| `pypi/fixdep` | 1.0 | 1.1 |", "### Work per platform", "Indexed (1)", "`a__a-1`"}
 	pos := 0
 	for _, s := range order {
 		i := strings.Index(out[pos:], s)

@@ -289,6 +289,7 @@ func (s *Set) With(r Rule) *Set {
 	if s != nil {
 		c.rules = slices.Clone(s.rules)
 		c.lifted = slices.Clone(s.lifted)
+		c.files = slices.Clone(s.files)
 	}
 	c.rules = append(c.rules, r)
 	return c

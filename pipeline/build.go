@@ -34,7 +34,7 @@ type BuildOptions struct {
 	ContextDirs []string
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
-	// Until, when set (builder.KindBase or builder.KindEnv), builds only
+	// Until, when set (graph.KindBase or graph.KindEnv), builds only
 	// the dataset plan's images up to that kind: the base images, or the
 	// base and env images (e.g. the bases a task repo's Dockerfiles start
 	// FROM, pushed before it builds). Not with Verify, Publish or a task

@@ -74,6 +74,10 @@ type Node struct {
 	// commands run in the solved image and the identity written in its
 	// SBOM. Not part of the node's spec key.
 	Inventory *Inventory
+	// Pins are the ids of the pin rules that changed the recipe this node
+	// was rendered from (render.Result.Pins), written to its record
+	// (core.Image.Pins). Not part of the spec key (the rendered bytes are).
+	Pins []string
 }
 
 // ID is the node's unique identity: key and platform.

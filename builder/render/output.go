@@ -141,12 +141,13 @@ func (r *Result) Nodes() []graph.Node {
 		}
 		return out
 	}
+	pins := func() []string { return append([]string(nil), r.Pins...) }
 	return []graph.Node{
 		{Kind: graph.KindBase, Key: r.BaseKey, Platform: r.Platform,
-			Dockerfile: []byte(r.BaseDockerfile), Context: map[string][]byte{}, External: ext(graph.KindBase)},
+			Dockerfile: []byte(r.BaseDockerfile), Context: map[string][]byte{}, External: ext(graph.KindBase), Pins: pins()},
 		{Kind: graph.KindEnv, Key: r.EnvKey, Parents: []string{r.BaseKey}, Platform: r.Platform,
-			Dockerfile: []byte(r.EnvDockerfile), Context: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(graph.KindEnv)},
+			Dockerfile: []byte(r.EnvDockerfile), Context: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(graph.KindEnv), Pins: pins()},
 		{Kind: graph.KindInstance, Key: r.InstanceKey, Parents: []string{r.EnvKey}, Platform: r.Platform,
-			Dockerfile: []byte(r.InstanceDockerfile), Context: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(graph.KindInstance)},
+			Dockerfile: []byte(r.InstanceDockerfile), Context: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(graph.KindInstance), Pins: pins()},
 	}
 }

@@ -256,7 +256,9 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 			return opts, fmt.Errorf("--source-date-epoch: %w", err)
 		}
 		opts.Reproducible = &builder.Reproducible{SourceDateEpoch: sde}
-	} else if f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+	} else if f.sourceDate != "" && f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+		// "" is a command that has no --source-date-epoch (ci envs, ci
+		// repair): nothing was asked for.
 		return opts, errors.New("--source-date-epoch is only used with --reproducible")
 	}
 	if opts.RunDir == "" {

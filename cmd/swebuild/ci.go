@@ -31,6 +31,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(w, "  envs      build and push by digest one env-stage job's base and env images")
 		fmt.Fprintln(w, "  contexts  print the --build-context of an instance's env from the env stage")
 		fmt.Fprintln(w, "  ids       print the instance ids of one matrix job, one per line")
+		fmt.Fprintln(w, "  repair    find the package that broke tonight's gold patches, pin it with evidence")
 		fmt.Fprintln(w, "  merge     decide per instance what to index and what regressed")
 		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
 		fmt.Fprintln(w, "  ledger    pull or push a ledger kept as an artifact in the target repository")
@@ -51,6 +52,8 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCIEnvs(ctx, args[1:], stdout, stderr)
 	case "contexts":
 		return runCIContexts(args[1:], stdout, stderr)
+	case "repair":
+		return runCIRepair(ctx, args[1:], stdout, stderr)
 	case "merge":
 		return runCIMerge(args[1:], stdout, stderr)
 	case "summary":
@@ -459,6 +462,7 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 	sizesFailed := fs.Bool("sizes-failed", false, "the sizes step failed (growth over --max-growth): a regression")
 	driftPath := fs.String("drift", "", "Markdown report from `swebuild drift --format md` to include")
 	driftFailed := fs.Bool("drift-failed", false, "the drift step failed (more package changes than --max-drift, or a document unreadable)")
+	repairPath := fs.String("repair", "", "Markdown report from `swebuild ci repair` (its report.md) to include")
 	title := fs.String("title", "", "heading (default \"swebuild nightly\")")
 	outPath := fs.StringP("output", "o", "", "write here instead of stdout (appends, like $GITHUB_STEP_SUMMARY)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when the run has regressions")
@@ -480,6 +484,17 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("reading drift report: %w", err)
 		default:
 			opts.Drift = string(b)
+		}
+	}
+	if *repairPath != "" {
+		b, err := os.ReadFile(*repairPath)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			opts.Repair = fmt.Sprintf("(no repair report: %s is missing)", *repairPath)
+		case err != nil:
+			return fmt.Errorf("reading repair report: %w", err)
+		default:
+			opts.Repair = string(b)
 		}
 	}
 	if *sizesPath != "" {
