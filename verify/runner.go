@@ -715,7 +715,6 @@ type RunRecord struct {
 	TestOutput *OutputDigest `json:"test_output,omitempty"`
 }
 
-
 // parserName names the parser grading t uses: the one set, else upstream's
 // map's for the repository.
 func (r *Runner) parserName(t Target) string {
