@@ -57,6 +57,11 @@ type Referrers struct {
 	// reads (default 12).
 	Settle time.Duration
 	Rounds int
+	// OnRetry is told of each manifest PUT (an attachment or a fallback
+	// index) tried again because the registry answered that a reference
+	// was unknown (registry.PutManifest: another writer rewriting the
+	// same link at that instant); nil: nobody.
+	OnRetry func(ref name.Reference, err error)
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -194,7 +199,7 @@ func (r *Referrers) Add(ctx context.Context, repo name.Repository, raw []byte) e
 	if err != nil {
 		return fmt.Errorf("adding a referrer in %s: %w", repo, err)
 	}
-	if err := r.Client.Put(ctx, repo.Tag(AttachmentTag(subject, desc.Digest)), rawManifest{raw, desc.MediaType}); err != nil {
+	if err := r.put(ctx, repo.Tag(AttachmentTag(subject, desc.Digest)), rawManifest{raw, desc.MediaType}); err != nil {
 		return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
 	}
 	api, err := r.serves(ctx, repo, subject)
@@ -207,6 +212,15 @@ func (r *Referrers) Add(ctx context.Context, repo name.Repository, raw []byte) e
 	unlock := r.lock(repo.String() + "@" + subject.String())
 	defer unlock()
 	return r.addToFallback(ctx, repo, subject, desc)
+}
+
+// put writes a manifest with the client's retry of a PUT refused for an
+// unknown reference: two publishes attaching to the same images upload
+// the same empty config and put the same attachments, and distribution
+// 2.8 rewrites their link files in place while the other's PUT checks
+// them (registry.PutManifest). The same retry index PUTs get.
+func (r *Referrers) put(ctx context.Context, ref name.Reference, m rawManifest) error {
+	return r.Client.PutManifest(ctx, ref, m, registry.PutRetry{OnRetry: r.OnRetry})
 }
 
 func (r *Referrers) lock(key string) func() {
@@ -283,7 +297,7 @@ func (r *Referrers) addToFallback(ctx context.Context, repo name.Repository, sub
 			}
 		} else {
 			seen = 0
-			if err := r.Client.Put(ctx, tag, fallbackIndex(append(cur, desc))); err != nil {
+			if err := r.put(ctx, tag, fallbackIndex(append(cur, desc))); err != nil {
 				return fmt.Errorf("adding referrer %s of %s: %w", desc.Digest, subject, err)
 			}
 		}

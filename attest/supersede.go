@@ -131,7 +131,7 @@ func (r *Referrers) Supersede(ctx context.Context, repo name.Repository, subject
 			left := slices.DeleteFunc(slices.Clone(cur), func(d v1.Descriptor) bool {
 				return slices.ContainsFunc(stale, func(s v1.Descriptor) bool { return s.Digest == d.Digest })
 			})
-			if err := r.Client.Put(ctx, repo.Tag(FallbackTag(subject)), fallbackIndex(left)); err != nil {
+			if err := r.put(ctx, repo.Tag(FallbackTag(subject)), fallbackIndex(left)); err != nil {
 				return nil, fmt.Errorf("superseding referrers of %s: %w", subject, err)
 			}
 		}
@@ -175,7 +175,7 @@ func (r *Referrers) tombstone(ctx context.Context, repo name.Repository, subject
 	if err := r.Client.Upload(ctx, repo, emptyLayer()); err != nil {
 		return fmt.Errorf("superseding %s: %w", art, err)
 	}
-	if err := r.Client.Put(ctx, repo.Tag(AttachmentTag(subject, art)), rawManifest{raw, types.OCIManifestSchema1}); err != nil {
+	if err := r.put(ctx, repo.Tag(AttachmentTag(subject, art)), rawManifest{raw, types.OCIManifestSchema1}); err != nil {
 		return fmt.Errorf("superseding %s: %w", art, err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
 // affinityKeys gives every node its affinity group: nodes of one group are
@@ -28,7 +30,7 @@ import (
 //
 // The second result maps each node index to the group of its parent ("" for
 // roots), which place prefers on a tie. Keys include the platform.
-func affinityKeys(nodes []*Node, index map[string]int, given map[string]string) (keys, parentKeys []string) {
+func affinityKeys(nodes []*graph.Node, index map[string]int, given map[string]string) (keys, parentKeys []string) {
 	n := len(nodes)
 	keys, parentKeys = make([]string, n), make([]string, n)
 	parentOf := make([]int, n)
@@ -74,7 +76,7 @@ func affinityKeys(nodes []*Node, index map[string]int, given map[string]string) 
 
 // prefixKeys groups the roots (parentOf < 0) of each platform by the
 // longest shared instruction prefix, through a trie of instructions.
-func prefixKeys(nodes []*Node, parentOf []int) map[int]string {
+func prefixKeys(nodes []*graph.Node, parentOf []int) map[int]string {
 	type trie struct {
 		count int
 		next  map[string]*trie

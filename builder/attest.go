@@ -1,21 +1,22 @@
 package builder
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // Provenance
@@ -141,24 +142,40 @@ func (s *bkSolver) resolveAttested(ctx context.Context, resp *bkclient.SolveResp
 	return nil
 }
 
-// pushedImage makes sure the image manifest dg the layout holds was pushed
-// too (one HEAD).
-func (s *bkSolver) pushedImage(ctx context.Context, dg string) error {
-	var opts []name.Option
-	if s.insecure {
-		opts = append(opts, name.Insecure)
+// client is the solver's registry client (see bkSolver.reg).
+func (s *bkSolver) client() (*registry.Client, error) {
+	s.regOnce.Do(func() {
+		if s.reg == nil {
+			s.reg, s.regErr = registry.New(registry.Options{Keychain: s.keychain, Insecure: s.insecure})
+		}
+	})
+	return s.reg, s.regErr
+}
+
+// pushedRef is the reference of digest dg in the push repository.
+func (s *bkSolver) pushedRef(dg string) (*registry.Client, name.Reference, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, nil, err
 	}
-	ref, err := name.NewDigest(s.push+"@"+dg, opts...)
+	ref, err := c.ParseReference(s.push + "@" + dg)
+	return c, ref, err
+}
+
+// pushedImage makes sure the image manifest dg the layout holds was pushed
+// too (one HEAD, through the registry client's budget).
+func (s *bkSolver) pushedImage(ctx context.Context, dg string) error {
+	c, ref, err := s.pushedRef(dg)
 	if err != nil {
 		return fmt.Errorf("reference of the pushed image: %w", err)
 	}
-	kc := s.keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
 	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if _, err := ggcrremote.Head(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc)); err != nil {
+	d, err := c.Head(gctx, ref)
+	if err == nil && d == nil {
+		err = errors.New("the registry does not have it")
+	}
+	if err != nil {
 		return fmt.Errorf("the image %s in the OCI layout was not pushed as %s: %w", dg, ref, err)
 	}
 	return nil
@@ -166,25 +183,17 @@ func (s *bkSolver) pushedImage(ctx context.Context, dg string) error {
 
 // pushedIndex reads the index BuildKit pushed by digest dg.
 func (s *bkSolver) pushedIndex(ctx context.Context, dg string) (*v1.IndexManifest, error) {
-	var opts []name.Option
-	if s.insecure {
-		opts = append(opts, name.Insecure)
-	}
-	ref, err := name.NewDigest(s.push+"@"+dg, opts...)
+	c, ref, err := s.pushedRef(dg)
 	if err != nil {
 		return nil, fmt.Errorf("reference of the exported index: %w", err)
 	}
 	gctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	kc := s.keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	idx, err := ggcrremote.Index(ref, ggcrremote.WithContext(gctx), ggcrremote.WithAuthFromKeychain(kc))
+	d, err := c.Get(gctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("reading the exported index %s: %w", ref, err)
 	}
-	im, err := idx.IndexManifest()
+	im, err := v1.ParseIndexManifest(bytes.NewReader(d.Manifest))
 	if err != nil {
 		return nil, fmt.Errorf("reading the exported index %s: %w", ref, err)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // TestProvenancePushed builds a two-node graph on the stack with a push and
@@ -23,8 +25,9 @@ import (
 // SLSA provenance statement (mode=max) that names the Dockerfile, the
 // context files and the frontend inputs.
 func TestProvenancePushed(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().Format(time.RFC3339Nano)
@@ -35,10 +38,10 @@ func TestProvenancePushed(t *testing.T) {
 	p := core.AMD64
 	baseKey := "swebuild-prov.base.x86_64:latest"
 	df := "FROM " + baseKey + "\nARG SALT=" + salt + "\nCOPY setup_repo.sh /root/\n"
-	nodes := []*Node{
-		{Key: baseKey, Kind: KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nCOPY payload.bin /base/payload.bin\n"),
+	nodes := []*graph.Node{
+		{Key: baseKey, Kind: graph.KindBase, Platform: p, Dockerfile: []byte("FROM scratch\nCOPY payload.bin /base/payload.bin\n"),
 			ContextFiles: map[string]string{"payload.bin": filepath.Join(dir, "payload.bin")}},
-		{Key: "swebuild-prov.eval.x86_64.one:latest", Kind: KindInstance, Platform: p, InstanceID: "prov__one-1", Parents: []string{baseKey},
+		{Key: "swebuild-prov.eval.x86_64.one:latest", Kind: graph.KindInstance, Platform: p, InstanceID: "prov__one-1", Parents: []string{baseKey},
 			Dockerfile: []byte(df), Context: map[string][]byte{"setup_repo.sh": []byte("echo " + salt + "\n")}},
 	}
 	push := reg + "/swebuild-test/provenance"
@@ -63,7 +66,7 @@ func TestProvenancePushed(t *testing.T) {
 			t.Fatalf("%s: the node digest is a %s, want an image manifest", o.Ref, desc.MediaType)
 		}
 		stmt := provenanceStatement(t, ctx, push+"@"+o.Attestation, o.Digest)
-		if res.Node.Kind != KindInstance {
+		if res.Node.Kind != graph.KindInstance {
 			continue
 		}
 		checkProvenance(t, res.Node.ID(), stmt, df, "/setup_repo.sh")

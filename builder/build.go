@@ -23,6 +23,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -127,9 +128,9 @@ type Options struct {
 	// SOURCE_DATE_EPOCH, layer timestamps rewritten, deterministic git and
 	// Python steps (reproducible.go). nil: BuildKit's defaults.
 	Reproducible *Reproducible
-	// Keychain gives the credentials the builder reads a pushed index back
-	// with (attest.go), the same source as Auth; nil means the Docker
-	// config (authn.DefaultKeychain).
+	// Keychain gives the credentials of the registry client the builder
+	// reads pushed images back (attest.go) and attaches SBOMs with, the same
+	// source as Auth; nil means the Docker config (authn.DefaultKeychain).
 	Keychain authn.Keychain
 	// CacheFrom and CacheTo are cache imports and exports (ParseCacheOption).
 	CacheFrom []bkclient.CacheOptionsEntry
@@ -168,10 +169,10 @@ type Options struct {
 	// the build platform (the workflow run in the nightly); BuildKit's
 	// attestation parameter builder-id. Empty: BuildKit writes none.
 	BuilderID string
-	// Registry is the client SBOMs and verification statements are
-	// attached to pushed images with (sbom.go, statement.go); nil: one made
-	// from Keychain and Insecure when Push is set and there is something
-	// to attach.
+	// Registry is the client the builder reads pushed images back with
+	// (attest.go) and attaches SBOMs and verification statements to them
+	// with (sbom.go, statement.go); nil: one made from Keychain and
+	// Insecure when Push is set.
 	Registry *registry.Client
 	// Auth, when set, makes the registry login of one solve's session
 	// (bkauth.New over registry.Credentials): BuildKit asks it for the
@@ -223,7 +224,7 @@ func (r *Report) Failed() int {
 // marked X86Only fail without being built. The returned error is non-nil when
 // any node failed or was skipped, or when nothing could start (the report is
 // then nil); the report is returned in both cases otherwise.
-func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
+func Build(ctx context.Context, nodes []*graph.Node, opts Options) (*Report, error) {
 	if opts.RunDir == "" {
 		return nil, errors.New("a run directory is required")
 	}
@@ -273,7 +274,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
 
-	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, repro: opts.Reproducible, attest: opts.Attest, builderID: opts.BuilderID}
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, reg: opts.Registry, repro: opts.Reproducible, attest: opts.Attest, builderID: opts.BuilderID}
 	if opts.Reproducible != nil && opts.Push != "" {
 		solver.pushed = &pushedRefs{m: map[string]string{}}
 	}
@@ -307,7 +308,7 @@ func Build(ctx context.Context, nodes []*Node, opts Options) (*Report, error) {
 		solver:  solver,
 		workers: workers,
 		pool:    pool,
-		openLog: func(n *Node) (io.WriteCloser, string, error) {
+		openLog: func(n *graph.Node) (io.WriteCloser, string, error) {
 			p := filepath.Join(logDir, logName(n))
 			f, err := os.Create(p)
 			return f, p, err
@@ -341,7 +342,7 @@ func isLocalRegistry(host string) bool {
 
 // logName is the file name of a node's log: its key and arch, with
 // characters unsafe in file names replaced.
-func logName(n *Node) string {
+func logName(n *graph.Node) string {
 	r := strings.NewReplacer("/", "_", ":", "_", "@", "_", " ", "_")
 	return r.Replace(n.Key) + "." + n.Platform.Arch() + ".log"
 }
@@ -354,7 +355,7 @@ func (r *Report) Records() []core.Image {
 	keys := inputKeys(r.nodes(), r.given)
 	for _, res := range r.sorted() {
 		n := res.Node
-		if n.Kind == KindInstance && n.InstanceID == "" {
+		if n.Kind == graph.KindInstance && n.InstanceID == "" {
 			// Failed validation (see the summary): a record never
 			// carries an empty instance id.
 			continue
@@ -370,6 +371,7 @@ func (r *Report) Records() []core.Image {
 			Platform:   n.Platform,
 			SpecKey:    specKey,
 			BaseCommit: n.BaseCommit,
+			Pins:       n.Pins,
 			Status:     core.StatusBuilt,
 		}
 		if res.Status == StatusDone {
@@ -398,7 +400,7 @@ func (r *Report) Records() []core.Image {
 // platform, the order of the summary and the metadata file.
 func (r *Report) sorted() []Result {
 	out := append([]Result(nil), r.Results...)
-	rank := map[string]int{KindBase: 0, KindEnv: 1, KindInstance: 2}
+	rank := map[graph.Kind]int{graph.KindBase: 0, graph.KindEnv: 1, graph.KindInstance: 2}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].Node, out[j].Node
 		if rank[a.Kind] != rank[b.Kind] {
@@ -506,7 +508,7 @@ func (r *Report) writeNotDone(w io.Writer) error {
 	}
 	for _, res := range r.sorted() {
 		n := res.Node
-		if n.Kind != KindInstance || n.InstanceID == "" {
+		if n.Kind != graph.KindInstance || n.InstanceID == "" {
 			continue
 		}
 		switch res.Status {
@@ -531,8 +533,8 @@ func (r *Report) writeNotDone(w io.Writer) error {
 	return nil
 }
 
-func (r *Report) nodes() []*Node {
-	out := make([]*Node, len(r.Results))
+func (r *Report) nodes() []*graph.Node {
+	out := make([]*graph.Node, len(r.Results))
 	for i, res := range r.Results {
 		out[i] = res.Node
 	}

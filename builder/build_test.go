@@ -15,6 +15,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -98,7 +99,7 @@ func TestContextName(t *testing.T) {
 
 // contextOps marshals st and returns its local sources (name -> include
 // patterns) and the mkfile paths with their data.
-func contextOps(t *testing.T, n *Node) (map[string][]string, map[string]string, map[string]fsutil.FS) {
+func contextOps(t *testing.T, n *graph.Node) (map[string][]string, map[string]string, map[string]fsutil.FS) {
 	t.Helper()
 	mounts := map[string]fsutil.FS{}
 	st, err := contextState(n, mounts)
@@ -144,7 +145,7 @@ func TestContextStateHoldsOnlyNamedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n := &Node{Key: "base", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch"),
+	n := &graph.Node{Key: "base", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch"),
 		Context:      map[string][]byte{"setup_env.sh": []byte("echo env\n"), "sub/x.txt": []byte("x")},
 		ContextFiles: map[string]string{"rootfs-amd64.tar": filepath.Join(dir, "rootfs-amd64.tar")}}
 	locals, files, mounts := contextOps(t, n)
@@ -182,7 +183,7 @@ func TestContextStateRenamesAndRejectsMissing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.tar"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Key: "b", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch"),
+	n := &graph.Node{Key: "b", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch"),
 		ContextFiles: map[string]string{"rootfs.tar": filepath.Join(dir, "a.tar")}}
 	locals, _, _ := contextOps(t, n)
 	for _, inc := range locals {
@@ -197,23 +198,23 @@ func TestContextStateRenamesAndRejectsMissing(t *testing.T) {
 }
 
 func TestValidateNode(t *testing.T) {
-	ok := func() *Node {
-		return &Node{Key: "sweb.env.py.arm64.abc:latest", Kind: KindEnv, Platform: core.ARM64, Dockerfile: []byte("FROM x"), Parents: []string{"sweb.base.py.arm64:latest"}}
+	ok := func() *graph.Node {
+		return &graph.Node{Key: "sweb.env.py.arm64.abc:latest", Kind: graph.KindEnv, Platform: core.ARM64, Dockerfile: []byte("FROM x"), Parents: []string{"sweb.base.py.arm64:latest"}}
 	}
 	tests := []struct {
 		name    string
-		mod     func(n *Node)
+		mod     func(n *graph.Node)
 		wantErr string
 	}{
-		{"valid", func(n *Node) {}, ""},
-		{"x86-only on arm64", func(n *Node) { n.X86Only = true }, "x86-only"},
-		{"x86-only on amd64", func(n *Node) { n.X86Only = true; n.Platform = core.AMD64 }, ""},
-		{"empty dockerfile", func(n *Node) { n.Dockerfile = nil }, "dockerfile: empty"},
-		{"bad parent", func(n *Node) { n.Parents = []string{"UPPER:latest"} }, "parents"},
-		{"absolute context name", func(n *Node) { n.Context = map[string][]byte{"/etc/x": nil} }, "clean relative path"},
-		{"dotdot context name", func(n *Node) { n.Context = map[string][]byte{"../x": nil} }, "clean relative path"},
-		{"relative context path", func(n *Node) { n.ContextFiles = map[string]string{"x": "rel/x"} }, "not absolute"},
-		{"duplicate context name", func(n *Node) {
+		{"valid", func(n *graph.Node) {}, ""},
+		{"x86-only on arm64", func(n *graph.Node) { n.X86Only = true }, "x86-only"},
+		{"x86-only on amd64", func(n *graph.Node) { n.X86Only = true; n.Platform = core.AMD64 }, ""},
+		{"empty dockerfile", func(n *graph.Node) { n.Dockerfile = nil }, "dockerfile: empty"},
+		{"bad parent", func(n *graph.Node) { n.Parents = []string{"UPPER:latest"} }, "parents"},
+		{"absolute context name", func(n *graph.Node) { n.Context = map[string][]byte{"/etc/x": nil} }, "clean relative path"},
+		{"dotdot context name", func(n *graph.Node) { n.Context = map[string][]byte{"../x": nil} }, "clean relative path"},
+		{"relative context path", func(n *graph.Node) { n.ContextFiles = map[string]string{"x": "rel/x"} }, "not absolute"},
+		{"duplicate context name", func(n *graph.Node) {
 			n.Context = map[string][]byte{"x": nil}
 			n.ContextFiles = map[string]string{"x": "/x"}
 		}, "also an in-memory"},
@@ -286,10 +287,10 @@ func TestRelabelKeepsGraphApart(t *testing.T) {
 // against the one record codec every reader uses (core.ReadFile).
 func TestReportRecordsReadBack(t *testing.T) {
 	dg := "sha256:" + strings.Repeat("ab", 32)
-	base := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch")}
-	inst := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", BaseCommit: "c0ffee",
+	base := &graph.Node{Key: "sweb.base.py.x86_64:latest", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch")}
+	inst := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", BaseCommit: "c0ffee",
 		Parents: []string{base.Key}, Dockerfile: []byte("FROM sweb.base.py.x86_64:latest")}
-	instArm := &Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: KindInstance, Platform: core.ARM64, InstanceID: "a__b-1", Dockerfile: []byte("FROM x")}
+	instArm := &graph.Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: graph.KindInstance, Platform: core.ARM64, InstanceID: "a__b-1", Dockerfile: []byte("FROM x")}
 	r := &Report{Results: []Result{
 		{Node: inst, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "127.0.0.1:5000/b@" + dg, Verified: core.Bool(true),
 			Verification: "sha256:" + strings.Repeat("cd", 32), VerificationSize: 1228}},
@@ -323,7 +324,7 @@ func TestReportRecordsReadBack(t *testing.T) {
 	}
 	// SpecKeys (what the nightly compares with the ledger) are the keys
 	// the records carry.
-	keys := SpecKeys([]*Node{inst, base, instArm})
+	keys := SpecKeys([]*graph.Node{inst, base, instArm})
 	if keys[inst.ID()] != amd.SpecKey || keys[base.ID()] != b.SpecKey || keys[instArm.ID()] != arm.SpecKey {
 		t.Errorf("SpecKeys %v, records %q %q %q", keys, amd.SpecKey, b.SpecKey, arm.SpecKey)
 	}
@@ -345,10 +346,10 @@ func TestReportRecordsReadBack(t *testing.T) {
 }
 
 func TestInputKeysFollowParents(t *testing.T) {
-	mk := func(df string) []*Node {
-		return []*Node{
-			{Key: "base", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte(df)},
-			{Key: "env", Kind: KindEnv, Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base"), Context: map[string][]byte{"s.sh": []byte("x")}},
+	mk := func(df string) []*graph.Node {
+		return []*graph.Node{
+			{Key: "base", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte(df)},
+			{Key: "env", Kind: graph.KindEnv, Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base"), Context: map[string][]byte{"s.sh": []byte("x")}},
 		}
 	}
 	k1, k2 := inputKeys(mk("FROM scratch"), nil), inputKeys(mk("FROM scratch\nENV A=1"), nil)
@@ -361,8 +362,8 @@ func TestInputKeysFollowParents(t *testing.T) {
 }
 
 func TestCachePerNode(t *testing.T) {
-	base := &Node{Key: "base", Kind: KindBase, Platform: core.AMD64}
-	inst := &Node{Key: "env", Kind: KindEnv, Platform: core.AMD64}
+	base := &graph.Node{Key: "base", Kind: graph.KindBase, Platform: core.AMD64}
+	inst := &graph.Node{Key: "env", Kind: graph.KindEnv, Platform: core.AMD64}
 	reg := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "127.0.0.1:5000/cache:main", "mode": "max"}}
 	bare := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "127.0.0.1:5000/cache"}}
 	local := bkclient.CacheOptionsEntry{Type: "local", Attrs: map[string]string{"dest": "/c"}}
@@ -374,7 +375,7 @@ func TestCachePerNode(t *testing.T) {
 	if ex[1].Attrs["dest"] != "/c" || reg.Attrs["ref"] != "127.0.0.1:5000/cache:main" {
 		t.Error("local entry changed or input modified")
 	}
-	im := cacheImports([]bkclient.CacheOptionsEntry{bare}, []*Node{base, inst}, "")
+	im := cacheImports([]bkclient.CacheOptionsEntry{bare}, []*graph.Node{base, inst}, "")
 	if len(im) != 2 || im[0].Attrs["ref"] != "127.0.0.1:5000/cache:"+cacheTag(base) || im[1].Attrs["ref"] != "127.0.0.1:5000/cache:"+cacheTag(inst) {
 		t.Errorf("imports %+v", im)
 	}
@@ -399,7 +400,7 @@ func TestContextStateDirectory(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "mirror"), link); err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Key: "inst", Kind: KindInstance, Platform: core.AMD64, Dockerfile: []byte("FROM x"),
+	n := &graph.Node{Key: "inst", Kind: graph.KindInstance, Platform: core.AMD64, Dockerfile: []byte("FROM x"),
 		ContextFiles: map[string]string{"mirror": link}}
 	_, _, mounts := contextOps(t, n)
 	if len(mounts) != 1 {
@@ -422,18 +423,18 @@ func TestContextStateDirectory(t *testing.T) {
 }
 
 func TestWithoutGiven(t *testing.T) {
-	mk := func(key, kind string, p core.Platform, parents ...string) *Node {
-		return &Node{Key: key, Kind: kind, Platform: p, Parents: parents}
+	mk := func(key string, kind graph.Kind, p core.Platform, parents ...string) *graph.Node {
+		return &graph.Node{Key: key, Kind: kind, Platform: p, Parents: parents}
 	}
-	nodes := []*Node{
-		mk("base", KindBase, core.AMD64), mk("base", KindBase, core.ARM64),
-		mk("env.a", KindEnv, core.AMD64, "base"), mk("env.a", KindEnv, core.ARM64, "base"),
-		mk("env.b", KindEnv, core.AMD64, "base"),
-		mk("inst.a", KindInstance, core.AMD64, "env.a"), mk("inst.a", KindInstance, core.ARM64, "env.a"),
-		mk("inst.b", KindInstance, core.AMD64, "env.b"),
-		mk("lonely", KindBase, core.AMD64),
+	nodes := []*graph.Node{
+		mk("base", graph.KindBase, core.AMD64), mk("base", graph.KindBase, core.ARM64),
+		mk("env.a", graph.KindEnv, core.AMD64, "base"), mk("env.a", graph.KindEnv, core.ARM64, "base"),
+		mk("env.b", graph.KindEnv, core.AMD64, "base"),
+		mk("inst.a", graph.KindInstance, core.AMD64, "env.a"), mk("inst.a", graph.KindInstance, core.ARM64, "env.a"),
+		mk("inst.b", graph.KindInstance, core.AMD64, "env.b"),
+		mk("lonely", graph.KindBase, core.AMD64),
 	}
-	ids := func(ns []*Node) []string {
+	ids := func(ns []*graph.Node) []string {
 		var out []string
 		for _, n := range ns {
 			out = append(out, n.ID())
@@ -468,10 +469,10 @@ func TestWithoutGiven(t *testing.T) {
 // it did not make, by reason: x86-only on linux/arm64 (with the deciding
 // rule), not planned, failed, skipped because a parent failed.
 func TestSummaryListsWhatWasNotDone(t *testing.T) {
-	mk := func(id string, p core.Platform) *Node {
-		return &Node{Key: "sweb.eval." + p.Arch() + "." + id + ":latest", Kind: KindInstance, Platform: p, InstanceID: id}
+	mk := func(id string, p core.Platform) *graph.Node {
+		return &graph.Node{Key: "sweb.eval." + p.Arch() + "." + id + ":latest", Kind: graph.KindInstance, Platform: p, InstanceID: id}
 	}
-	env := &Node{Key: "sweb.env.py.arm64.x:latest", Kind: KindEnv, Platform: core.ARM64}
+	env := &graph.Node{Key: "sweb.env.py.arm64.x:latest", Kind: graph.KindEnv, Platform: core.ARM64}
 	r := &Report{
 		Results: []Result{
 			{Node: mk("ok__ok-1", core.AMD64), Status: StatusDone},

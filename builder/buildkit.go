@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/platforms"
@@ -24,7 +25,10 @@ import (
 	"github.com/tonistiigi/fsutil"
 
 	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/ctxdigest"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // How parents reach their children
@@ -139,7 +143,13 @@ type bkSolver struct {
 	layout *ociLayout
 	// noProvenance: pushed images carry no provenance attestation.
 	noProvenance bool
-	keychain     authn.Keychain // reads pushed indexes back; nil = the Docker config
+	keychain     authn.Keychain // the registry client's credentials; nil = the Docker config
+	// reg is the registry client the solver reads pushed images back and
+	// attaches SBOMs with: Options.Registry, else one made once from
+	// keychain and insecure (client).
+	reg     *registry.Client
+	regOnce sync.Once
+	regErr  error
 	// specKeys are the nodes' derived spec keys by ID (for SBOMs);
 	// sbomDir receives each SBOM; referrers attach them to pushed images
 	// (nil: not attached).
@@ -259,7 +269,7 @@ func (s *bkSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 type chainBuild struct {
 	s        *bkSolver
 	job      Job
-	chain    []*Node
+	chain    []*graph.Node
 	contexts []llb.State // build context of chain[i]
 	done     map[string]solvedNode
 	sbom     *capture // the node's SBOM capture (sbom.go); nil: none
@@ -277,9 +287,11 @@ type solvedNode struct {
 	config []byte
 }
 
-func (cb *chainBuild) node() *Node { return cb.job.Node }
+func (cb *chainBuild) node() *graph.Node { return cb.job.Node }
 
-func (cb *chainBuild) verifies() bool { return cb.s.verify != nil && cb.node().Kind == KindInstance }
+func (cb *chainBuild) verifies() bool {
+	return cb.s.verify != nil && cb.node().Kind == graph.KindInstance
+}
 
 // prepare makes each chain member's build context and the session's solve
 // options: local mounts (context files, and the verify hook's inputs for an
@@ -501,7 +513,7 @@ func (cb *chainBuild) verify(ctx context.Context, gc gateway.Client) error {
 	if err != nil {
 		return fmt.Errorf("verifying %s: %w", n.ID(), err)
 	}
-	st = st.WithValue(contextFilesKey{}, fp)
+	st = ctxdigest.With(st, fp)
 	fmt.Fprintf(cb.job.Log, "verifying %s on %s\n", n.InstanceID, n.Platform)
 	if err := cb.s.verify(ctx, gc, n.InstanceID, n.Platform, st); err != nil {
 		return fmt.Errorf("not exported: %w", err)
@@ -512,7 +524,7 @@ func (cb *chainBuild) verify(ctx context.Context, gc gateway.Client) error {
 // contextState returns the LLB state of n's build context: its in-memory files
 // and its files on disk, nothing else. Local mounts it needs are added to
 // mounts.
-func contextState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
+func contextState(n *graph.Node, mounts map[string]fsutil.FS) (llb.State, error) {
 	if n.ContextDir != "" {
 		return contextDirState(n, mounts)
 	}
@@ -627,13 +639,13 @@ func emptyDir(name string) llb.State {
 // cacheTag is the suffix a node adds to registry cache refs: each node
 // exports its cache to its own tag (one ref written by every node would keep
 // only the last), and imports from its own and its ancestors' tags.
-func cacheTag(n *Node) string {
+func cacheTag(n *graph.Node) string {
 	h := sha256.Sum256([]byte(n.ID()))
 	return hex.EncodeToString(h[:6])
 }
 
 // perNode returns e with a registry ref suffixed by n's cache tag
 // (REPO:TAG -> REPO:TAG-<tag>, REPO -> REPO:<tag>); other types unchanged.
-func perNode(e bkclient.CacheOptionsEntry, n *Node) bkclient.CacheOptionsEntry {
+func perNode(e bkclient.CacheOptionsEntry, n *graph.Node) bkclient.CacheOptionsEntry {
 	return withTag(e, cacheTag(n))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	bkclient "github.com/moby/buildkit/client"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
 // Registry caches (--cache-to/--cache-from type=registry) hold the layers
@@ -53,13 +55,13 @@ func withTag(e bkclient.CacheOptionsEntry, tag string) bkclient.CacheOptionsEntr
 
 // cacheExports are the cache exports of job's node n: registry exports only
 // for a base or env node, or for the lead of a flat prefix group.
-func cacheExports(entries []bkclient.CacheOptionsEntry, n *Node, job Job) []bkclient.CacheOptionsEntry {
+func cacheExports(entries []bkclient.CacheOptionsEntry, n *graph.Node, job Job) []bkclient.CacheOptionsEntry {
 	var out []bkclient.CacheOptionsEntry
 	for _, e := range entries {
 		switch {
 		case e.Type != "registry":
 			out = append(out, e)
-		case n.Kind != KindInstance:
+		case n.Kind != graph.KindInstance:
 			out = append(out, perNode(e, n))
 		case job.cacheGroup != "" && job.cacheLead:
 			out = append(out, withTag(e, groupTag(job.cacheGroup)))
@@ -70,7 +72,7 @@ func cacheExports(entries []bkclient.CacheOptionsEntry, n *Node, job Job) []bkcl
 
 // cacheImports are the cache imports of a chain (base first, the node
 // last): the tags of its base and env members, and its prefix group's tag.
-func cacheImports(entries []bkclient.CacheOptionsEntry, chain []*Node, group string) []bkclient.CacheOptionsEntry {
+func cacheImports(entries []bkclient.CacheOptionsEntry, chain []*graph.Node, group string) []bkclient.CacheOptionsEntry {
 	var out []bkclient.CacheOptionsEntry
 	for _, e := range entries {
 		if e.Type != "registry" {
@@ -78,7 +80,7 @@ func cacheImports(entries []bkclient.CacheOptionsEntry, chain []*Node, group str
 			continue
 		}
 		for _, c := range chain {
-			if c.Kind != KindInstance {
+			if c.Kind != graph.KindInstance {
 				out = append(out, perNode(e, c))
 			}
 		}

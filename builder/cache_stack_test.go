@@ -11,6 +11,7 @@ import (
 	bkclient "github.com/moby/buildkit/client"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/bkdaemon"
 	"github.com/swebuild/swebuild/internal/regtest"
@@ -23,7 +24,7 @@ const venvStep = `echo "source /opt/testbed/bin/activate" > /root/.bashrc`
 
 // flatNodes renders the fixture's tasks as flat (v5) Dockerfiles for
 // linux/amd64, bound to the fixture's rootfs tarballs.
-func flatNodes(ctx context.Context, t *testing.T) []*builder.Node {
+func flatNodes(ctx context.Context, t *testing.T) []*graph.Node {
 	t.Helper()
 	stacktest.Require(t)
 	fx := stacktest.RequireBuildFixture(ctx, t)
@@ -34,7 +35,7 @@ func flatNodes(ctx context.Context, t *testing.T) []*builder.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*builder.Node
+	var nodes []*graph.Node
 	for i := range loaded.Instances {
 		inst := &loaded.Instances[i]
 		res, err := loaded.Renderer.Render(ctx, inst, core.AMD64)
@@ -45,7 +46,7 @@ func flatNodes(ctx context.Context, t *testing.T) []*builder.Node {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := &builder.Node{Key: "sweb.flat.x86_64." + strings.ToLower(inst.InstanceID) + ":latest", Kind: builder.KindInstance,
+		n := &graph.Node{Key: "sweb.flat.x86_64." + strings.ToLower(inst.InstanceID) + ":latest", Kind: graph.KindInstance,
 			InstanceID: inst.InstanceID, Platform: core.AMD64, Dockerfile: []byte(flat), ContextFiles: map[string]string{}}
 		for _, rn := range res.Nodes() {
 			for _, ext := range rn.External {
@@ -87,6 +88,7 @@ func steps(rep *builder.Report) (ran, cached int) {
 // registry cache: the venv step never runs there and the first task started
 // (nothing in the daemon's own cache yet) reports steps CACHED.
 func TestPoolFlatRegistryCache(t *testing.T) {
+	stacktest.Thorough(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	nodes := flatNodes(ctx, t)
@@ -152,6 +154,7 @@ func TestPoolFlatRegistryCache(t *testing.T) {
 // runs there (its records), and the steps that ran and were cached are
 // counted.
 func TestPoolKillRerunFromCache(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1", "fixture__semver-1")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	bkclient "github.com/moby/buildkit/client"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -13,10 +14,10 @@ import (
 // nodes and by the lead of a flat prefix group only; imports name the
 // chain's base and env tags and the group's tag, never an instance's.
 func TestCacheSharedOnly(t *testing.T) {
-	base := &Node{Key: "base", Kind: KindBase, Platform: core.AMD64}
-	env := &Node{Key: "env", Kind: KindEnv, Platform: core.AMD64, Parents: []string{"base"}}
-	inst := &Node{Key: "inst", Kind: KindInstance, InstanceID: "i", Platform: core.AMD64, Parents: []string{"env"}}
-	flat := &Node{Key: "flat", Kind: KindInstance, InstanceID: "f", Platform: core.AMD64}
+	base := &graph.Node{Key: "base", Kind: graph.KindBase, Platform: core.AMD64}
+	env := &graph.Node{Key: "env", Kind: graph.KindEnv, Platform: core.AMD64, Parents: []string{"base"}}
+	inst := &graph.Node{Key: "inst", Kind: graph.KindInstance, InstanceID: "i", Platform: core.AMD64, Parents: []string{"env"}}
+	flat := &graph.Node{Key: "flat", Kind: graph.KindInstance, InstanceID: "f", Platform: core.AMD64}
 	reg := bkclient.CacheOptionsEntry{Type: "registry", Attrs: map[string]string{"ref": "r:5000/cache", "mode": "max"}}
 	local := bkclient.CacheOptionsEntry{Type: "local", Attrs: map[string]string{"dest": "/c"}}
 	const group = "prefix:linux/amd64:abc"
@@ -30,25 +31,25 @@ func TestCacheSharedOnly(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		job    Job
-		chain  []*Node
+		chain  []*graph.Node
 		ex, im []string
 	}{
-		{"base", Job{Node: base}, []*Node{base},
+		{"base", Job{Node: base}, []*graph.Node{base},
 			[]string{"registry r:5000/cache:" + cacheTag(base), "local /c"},
 			[]string{"registry r:5000/cache:" + cacheTag(base), "local /c"}},
-		{"env", Job{Node: env}, []*Node{base, env},
+		{"env", Job{Node: env}, []*graph.Node{base, env},
 			[]string{"registry r:5000/cache:" + cacheTag(env), "local /c"},
 			[]string{"registry r:5000/cache:" + cacheTag(base), "registry r:5000/cache:" + cacheTag(env), "local /c"}},
-		{"instance on an env", Job{Node: inst}, []*Node{base, env, inst},
+		{"instance on an env", Job{Node: inst}, []*graph.Node{base, env, inst},
 			[]string{"local /c"},
 			[]string{"registry r:5000/cache:" + cacheTag(base), "registry r:5000/cache:" + cacheTag(env), "local /c"}},
-		{"flat alone", Job{Node: flat}, []*Node{flat},
+		{"flat alone", Job{Node: flat}, []*graph.Node{flat},
 			[]string{"local /c"},
 			[]string{"local /c"}},
-		{"flat group lead", Job{Node: flat, cacheGroup: group, cacheLead: true}, []*Node{flat},
+		{"flat group lead", Job{Node: flat, cacheGroup: group, cacheLead: true}, []*graph.Node{flat},
 			[]string{"registry r:5000/cache:" + groupTag(group), "local /c"},
 			[]string{"registry r:5000/cache:" + groupTag(group), "local /c"}},
-		{"flat group member", Job{Node: flat, cacheGroup: group}, []*Node{flat},
+		{"flat group member", Job{Node: flat, cacheGroup: group}, []*graph.Node{flat},
 			[]string{"local /c"},
 			[]string{"registry r:5000/cache:" + groupTag(group), "local /c"}},
 	} {
@@ -95,10 +96,10 @@ func (g *groupSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 // TestSchedulerCacheLead: flat tasks sharing a RUN prefix get one group and
 // exactly one lead; a task sharing nothing gets no group.
 func TestSchedulerCacheLead(t *testing.T) {
-	mk := func(key, df string) *Node {
-		return &Node{Key: key, Kind: KindInstance, InstanceID: key, Platform: core.AMD64, Dockerfile: []byte(df)}
+	mk := func(key, df string) *graph.Node {
+		return &graph.Node{Key: key, Kind: graph.KindInstance, InstanceID: key, Platform: core.AMD64, Dockerfile: []byte(df)}
 	}
-	nodes := []*Node{
+	nodes := []*graph.Node{
 		mk("a", "FROM scratch\nRUN install\nRUN task-a\n"),
 		mk("b", "FROM scratch\nRUN install\nRUN task-b\n"),
 		mk("c", "FROM scratch\nRUN install\nRUN task-c\n"),

@@ -11,13 +11,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	continuityfs "github.com/containerd/continuity/fs"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/tonistiigi/fsutil"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
-// A node with a context directory (Node.ContextDir) is a task repo's flat
+// A node with a context directory (graph.Node.ContextDir) is a task repo's flat
 // Dockerfile: its task directory is the whole build context, sent by one
 // local source of that directory and nothing else. BuildKit would only find
 // a missing COPY source after solving every step before it (for a
@@ -91,8 +94,15 @@ func isRemoteSource(s string) bool {
 
 // checkCopySources checks that every COPY/ADD source of the Dockerfile is
 // in dir, as BuildKit resolves it: relative to the context root, a leading
-// "/" or "../" never leaving it. A source holding a build argument ($) is
-// not checked (its value is known only to the frontend).
+// "/" or "../" never leaving it, and symbolic links (the source's own and
+// its directories') followed inside the context, an absolute target taken
+// from the context root, a "../" stopping there (continuity's
+// fs.RootPath, what BuildKit's copy uses). A link that leaves the context
+// or leads nowhere is refused here, as BuildKit refuses it after solving
+// every step before the COPY ("failed to compute cache key: ... not
+// found"). A glob is expanded and each match checked so. A source holding
+// a build argument ($) is not checked (its value is known only to the
+// frontend).
 func checkCopySources(dockerfile []byte, dir string) error {
 	srcs, err := CopySources(dockerfile)
 	if err != nil {
@@ -103,25 +113,59 @@ func checkCopySources(dockerfile []byte, dir string) error {
 		if strings.Contains(s.Path, "$") {
 			continue
 		}
+		where := fmt.Sprintf("Dockerfile line %d: %s source %q", s.Line, s.Instruction, s.Path)
 		rel := path.Clean("/" + filepath.ToSlash(s.Path))
-		p := filepath.Join(dir, filepath.FromSlash(rel))
 		if strings.ContainsAny(rel, "*?[") {
-			m, err := filepath.Glob(p)
+			m, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(rel)))
 			if err != nil || len(m) == 0 {
-				errs = append(errs, fmt.Errorf("Dockerfile line %d: %s source %q matches no file in the context directory %s", s.Line, s.Instruction, s.Path, dir))
+				errs = append(errs, fmt.Errorf("%s matches no file in the context directory %s", where, dir))
+				continue
+			}
+			for _, match := range m {
+				r, err := filepath.Rel(dir, match)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: match %s: %w", where, match, err))
+					continue
+				}
+				if err := inContext(dir, "/"+filepath.ToSlash(r)); err != nil {
+					errs = append(errs, fmt.Errorf("%s: its match %q %w", where, filepath.ToSlash(r), err))
+				}
 			}
 			continue
 		}
-		if _, err := os.Lstat(p); err != nil {
-			errs = append(errs, fmt.Errorf("Dockerfile line %d: %s source %q is not in the context directory %s", s.Line, s.Instruction, s.Path, dir))
+		if err := inContext(dir, rel); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", where, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// inContext checks that rel ("/"-rooted, slash-separated) names something
+// in dir when symbolic links are followed inside dir, as BuildKit follows
+// them; the error completes "COPY source X ...".
+func inContext(dir, rel string) error {
+	host := filepath.Join(dir, filepath.FromSlash(rel))
+	resolved, err := continuityfs.RootPath(dir, filepath.FromSlash(rel))
+	if err == nil {
+		if _, err = os.Lstat(resolved); err == nil {
+			return nil
+		}
+	}
+	if _, lerr := os.Lstat(host); lerr != nil {
+		return fmt.Errorf("is not in the context directory %s", dir)
+	}
+	// Something is there on the host, through a symbolic link that
+	// BuildKit does not follow out of the context.
+	link := ""
+	if target, rerr := os.Readlink(host); rerr == nil {
+		link = fmt.Sprintf(" (%s -> %s)", filepath.ToSlash(strings.TrimPrefix(rel, "/")), target)
+	}
+	return fmt.Errorf("is a symbolic link, or under one%s, whose target is not in the context directory %s: BuildKit follows links inside the context and would not find it", link, dir)
+}
+
 // contextDirState is the LLB state of n's context directory (one local
 // source, added to mounts), after checking the Dockerfile's COPY sources.
-func contextDirState(n *Node, mounts map[string]fsutil.FS) (llb.State, error) {
+func contextDirState(n *graph.Node, mounts map[string]fsutil.FS) (llb.State, error) {
 	what := "node " + n.ID()
 	if n.InstanceID != "" {
 		what = "task " + n.InstanceID

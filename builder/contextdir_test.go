@@ -8,6 +8,7 @@ import (
 
 	"github.com/tonistiigi/fsutil"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -35,6 +36,7 @@ func TestCheckCopySources(t *testing.T) {
 		{"missing directory", "FROM scratch\nRUN true\nCOPY [\"problem_assets2\", \"/problem_assets\"]\n", []string{`line 3: COPY source "problem_assets2" is not in the context directory`}},
 		{"missing ADD source and glob without a match", "FROM scratch\nADD gone.tar /\nCOPY *.gif /g/\n", []string{`line 2: ADD source "gone.tar"`, `line 3: COPY source "*.gif" matches no file`}},
 	}
+	tests = append(tests, symlinkCases(t, dir)...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkCopySources([]byte(tc.dockerfile), dir)
@@ -56,9 +58,79 @@ func TestCheckCopySources(t *testing.T) {
 	}
 }
 
+// symlinkCase is a COPY of one symbolic link (or a path through one) in a
+// context directory, and whether BuildKit refuses it.
+type symlinkCase struct {
+	name, src string
+	refused   bool
+	wantErr   string // in the pre-check's error when refused
+}
+
+// symlinkCases makes symbolic links in dir (and files beside it, outside
+// the context) and returns the COPY of each. Which ones BuildKit refuses
+// is what buildctl with the Dockerfile frontend did (v0.34.2, 2026-12-03:
+// "failed to compute cache key: ... not found" for each refused one), and
+// what TestCopyPreCheckAgreesWithBuildKit checks on the stack: BuildKit
+// follows links inside the context, an absolute target from its root.
+func symlinkCases(t *testing.T, dir string) []struct {
+	name, dockerfile string
+	wantErr          []string
+} {
+	t.Helper()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"link-abs-out":    filepath.Join(outside, "secret.txt"),
+		"link-rel-out":    filepath.Join(rel, "secret.txt"),
+		"link-dangling":   "nothing-here",
+		"link-dir-out":    outside,
+		"link-in":         "a.txt",
+		"link-abs-in":     "/a.txt",
+		"link-dir-in":     "sub",
+		"sub/link-parent": "../a.txt",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, filepath.FromSlash(link))); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	var out []struct {
+		name, dockerfile string
+		wantErr          []string
+	}
+	for _, c := range copySymlinkCases {
+		var want []string
+		if c.refused {
+			want = []string{c.wantErr}
+		}
+		out = append(out, struct {
+			name, dockerfile string
+			wantErr          []string
+		}{"symlink: " + c.name, "FROM scratch\nCOPY " + c.src + " /x\n", want})
+	}
+	return out
+}
+
+var copySymlinkCases = []symlinkCase{
+	{"absolute target outside", "link-abs-out", true, `COPY source "link-abs-out" is a symbolic link, or under one (link-abs-out -> /`},
+	{"relative target climbing out", "link-rel-out", true, `COPY source "link-rel-out" is a symbolic link, or under one (link-rel-out -> ../`},
+	{"dangling", "link-dangling", true, `COPY source "link-dangling" is a symbolic link, or under one (link-dangling -> nothing-here)`},
+	{"directory link outside", "link-dir-out/secret.txt", true, `COPY source "link-dir-out/secret.txt" is a symbolic link, or under one, whose target is not in the context directory`},
+	{"glob matching a link outside", "link-abs-*", true, `COPY source "link-abs-*": its match "link-abs-out" is a symbolic link`},
+	{"target inside", "link-in", false, ""},
+	{"absolute target read from the context root", "link-abs-in", false, ""},
+	{"directory link inside", "link-dir-in/b.sh", false, ""},
+	{"relative target to the parent, inside", "sub/link-parent", false, ""},
+}
+
 func TestContextDirState(t *testing.T) {
 	dir := t.TempDir()
-	n := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
+	n := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
 		Dockerfile: []byte("FROM scratch\nCOPY [\"problem_assets\", \"/problem_assets\"]\n"), ContextDir: dir}
 	_, err := contextState(n, map[string]fsutil.FS{})
 	if err == nil || !strings.Contains(err.Error(), "task a__b-1: Dockerfile line 2: COPY source \"problem_assets\"") {
@@ -77,7 +149,7 @@ func TestContextDirState(t *testing.T) {
 }
 
 func TestValidateContextDir(t *testing.T) {
-	base := Node{Key: "k:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM scratch\n")}
+	base := graph.Node{Key: "k:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM scratch\n")}
 	rel := base
 	rel.ContextDir = "tasks/a__b-1"
 	if err := validateNode(&rel); err == nil || !strings.Contains(err.Error(), "context dir") {

@@ -15,27 +15,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrremote "github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
-
-// stackEnv returns $name, skipping the test when it is unset (failing when
-// CI is set: CI must run these tests).
-func stackEnv(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set and CI is: the local stack (scripts/stack.sh up) is required", name)
-		}
-		t.Skipf("%s not set; run scripts/stack.sh up and eval $(scripts/stack.sh env)", name)
-	}
-	return v
-}
 
 // tinyGraph is a graph that builds offline: FROM scratch images made of
 // COPY'd files. env.bad copies a file its context lacks, so it fails, and so
 // must its instance, but nothing else.
-func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*Node {
+func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*graph.Node {
 	dir := t.TempDir()
 	for _, f := range []string{"payload.bin", "stray.bin"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(f+salt), 0o644); err != nil {
@@ -53,28 +41,28 @@ func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*Node {
 	if err := os.Symlink(filepath.Join(dir, "payload-dir"), link); err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*Node
+	var nodes []*graph.Node
 	for _, p := range platforms {
 		arch := p.Arch()
 		baseKey := "swebuild-test.base." + arch + ":latest"
 		envKey := "swebuild-test.env." + arch + ".good:latest"
 		badKey := "swebuild-test.env." + arch + ".bad:latest"
 		nodes = append(nodes,
-			&Node{Key: baseKey, Kind: KindBase, Platform: p,
+			&graph.Node{Key: baseKey, Kind: graph.KindBase, Platform: p,
 				Dockerfile:   []byte("FROM scratch\nCOPY payload.bin /base/payload.bin\nCOPY base.txt /base/\n"),
 				Context:      map[string][]byte{"base.txt": []byte("base " + arch + salt)},
 				ContextFiles: map[string]string{"payload.bin": filepath.Join(dir, "payload.bin")}},
-			&Node{Key: envKey, Kind: KindEnv, Platform: p, Parents: []string{baseKey},
+			&graph.Node{Key: envKey, Kind: graph.KindEnv, Platform: p, Parents: []string{baseKey},
 				Dockerfile: []byte("FROM --platform=" + p.String() + " " + baseKey + "\nCOPY setup_env.sh /root/\n"),
 				Context:    map[string][]byte{"setup_env.sh": []byte("echo env " + arch + "\n")}},
-			&Node{Key: badKey, Kind: KindEnv, Platform: p, Parents: []string{baseKey},
+			&graph.Node{Key: badKey, Kind: graph.KindEnv, Platform: p, Parents: []string{baseKey},
 				Dockerfile: []byte("FROM " + strings.TrimSuffix(baseKey, ":latest") + "\nCOPY not-in-context.sh /root/\n"),
 				Context:    map[string][]byte{"setup_env.sh": []byte("x")}},
-			&Node{Key: "swebuild-test.eval." + arch + ".good:latest", Kind: KindInstance, Platform: p, InstanceID: "good__good-1", Parents: []string{envKey},
+			&graph.Node{Key: "swebuild-test.eval." + arch + ".good:latest", Kind: graph.KindInstance, Platform: p, InstanceID: "good__good-1", Parents: []string{envKey},
 				Dockerfile:   []byte("FROM " + envKey + "\nCOPY setup_repo.sh /root/\nCOPY data /data\nWORKDIR /testbed\n"),
 				Context:      map[string][]byte{"setup_repo.sh": []byte("echo repo good\n")},
 				ContextFiles: map[string]string{"data": link}},
-			&Node{Key: "swebuild-test.eval." + arch + ".bad:latest", Kind: KindInstance, Platform: p, InstanceID: "bad__bad-1", Parents: []string{badKey},
+			&graph.Node{Key: "swebuild-test.eval." + arch + ".bad:latest", Kind: graph.KindInstance, Platform: p, InstanceID: "bad__bad-1", Parents: []string{badKey},
 				Dockerfile: []byte("FROM " + badKey + "\nCOPY setup_repo.sh /root/\n"),
 				Context:    map[string][]byte{"setup_repo.sh": []byte("echo repo bad\n")}},
 		)
@@ -83,8 +71,9 @@ func tinyGraph(t *testing.T, platforms []core.Platform, salt string) []*Node {
 }
 
 func TestBuildKitGraph(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := os.Getenv("SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -117,7 +106,7 @@ func TestBuildKitGraph(t *testing.T) {
 		n := res.Node
 		bad := strings.Contains(n.Key, ".bad")
 		switch {
-		case bad && n.Kind == KindEnv:
+		case bad && n.Kind == graph.KindEnv:
 			if res.Status != StatusFailed || !strings.Contains(res.Err.Error(), "not-in-context.sh") {
 				t.Errorf("%s: %s %v, want failed naming not-in-context.sh", n.ID(), res.Status, res.Err)
 			}
@@ -185,7 +174,7 @@ func TestBuildKitGraph(t *testing.T) {
 	// The pushed instance image holds exactly the files its Dockerfiles
 	// copied: no stray context files, no Dockerfile.
 	for _, res := range rep.Results {
-		if res.Node.Kind != KindInstance || res.Status != StatusDone {
+		if res.Node.Kind != graph.KindInstance || res.Status != StatusDone {
 			continue
 		}
 		files := imageFiles(t, res.Outcome.Ref)

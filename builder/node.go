@@ -4,8 +4,8 @@
 // progress display, one log file per node, a summary table and a metadata file.
 //
 // The package knows nothing about SWE-bench specs or rendering: callers hand it
-// Nodes (a Dockerfile, the context files it copies, and the keys of the nodes it
-// builds FROM). See Build.
+// nodes (graph.Node: a Dockerfile, the context files it copies, and the keys
+// of the nodes it builds FROM). See Build.
 package builder
 
 import (
@@ -20,67 +20,9 @@ import (
 
 	"github.com/distribution/reference"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
-
-// Node kinds.
-const (
-	KindBase     = "base"
-	KindEnv      = "env"
-	KindInstance = "instance"
-)
-
-// Node is one image to build for one platform.
-type Node struct {
-	// Key is the image key the Dockerfiles of children name in FROM, e.g.
-	// "sweb.env.py.x86_64.0123abcd:latest". Key and Platform identify a node.
-	Key string
-	// Kind is base, env or instance.
-	Kind string
-	// Platform is linux/amd64 or linux/arm64.
-	Platform core.Platform
-	// InstanceID is set on instance nodes.
-	InstanceID string
-	// BaseCommit is the instance's base commit (instance nodes; optional).
-	BaseCommit string
-	// SpecKey identifies the build inputs for publish (manifests.ContentTag);
-	// empty: the builder derives one from the Dockerfile, the context and the
-	// parents' keys (inputKey).
-	SpecKey string
-	// X86Only marks an instance (or an env/base only used by such instances)
-	// that must never get an arm64 image, whatever the flags say.
-	X86Only bool
-	// Parents are the keys (same platform) this node's Dockerfile builds FROM.
-	Parents []string
-	// Dockerfile is the Dockerfile text.
-	Dockerfile []byte
-	// Context holds small in-memory context files (name -> content), e.g.
-	// setup_env.sh. Names are slash-separated paths relative to the context.
-	Context map[string][]byte
-	// ContextFiles holds big context files by path on disk (name -> path),
-	// e.g. "rootfs-amd64.tar" -> "/root/.cache/swebuild/rootfs/rootfs-amd64.tar".
-	// Only these files (or directories, with their contents) are sent to
-	// BuildKit, never the rest of the directory they are in.
-	ContextFiles map[string]string
-	// ContextDir, when set, is a directory on disk sent whole as the build
-	// context: a task repo's task directory, which its flat Dockerfile may
-	// COPY from. Nothing outside it is sent. Absolute; exclusive with
-	// Context and ContextFiles. Before the solve every COPY/ADD source of
-	// the Dockerfile (all but COPY --from) must exist in it (checkCopySources).
-	// Images bound with Options.Images are offered to its Dockerfile as
-	// named contexts (FROM <name>).
-	ContextDir string
-	// Inventory, when set on an env or instance node, names the listing
-	// commands run in the solved image and the identity written in its
-	// SBOM (sbom.go). Not part of the node's spec key.
-	Inventory *Inventory
-}
-
-// ID is the node's unique identity: key and platform.
-func (n *Node) ID() string { return n.Key + "@" + n.Platform.String() }
-
-// Arch is the upstream arch name of the node's platform: x86_64 or arm64.
-func (n *Node) Arch() string { return n.Platform.Arch() }
 
 // contextName is the name under which the Dockerfile frontend looks up a named
 // context for a FROM of key: the familiar reference with ":latest" removed
@@ -125,7 +67,7 @@ func givenRef(given map[string]string, key string) (string, bool) {
 // withoutGiven drops the nodes bound to given images, then the nodes that
 // were built only for them: a base or env whose children are all gone (a
 // base under a bound env is not needed).
-func withoutGiven(nodes []*Node, given map[string]string) []*Node {
+func withoutGiven(nodes []*graph.Node, given map[string]string) []*graph.Node {
 	gone := map[string]bool{} // node IDs
 	for _, n := range nodes {
 		if _, ok := givenRef(given, n.Key); ok {
@@ -146,13 +88,13 @@ func withoutGiven(nodes []*Node, given map[string]string) []*Node {
 			}
 		}
 		for _, n := range nodes {
-			if !gone[n.ID()] && n.Kind != KindInstance && hadChildren[n.ID()] && children[n.ID()] == 0 {
+			if !gone[n.ID()] && n.Kind != graph.KindInstance && hadChildren[n.ID()] && children[n.ID()] == 0 {
 				gone[n.ID()] = true
 				changed = true
 			}
 		}
 	}
-	var kept []*Node
+	var kept []*graph.Node
 	for _, n := range nodes {
 		if !gone[n.ID()] {
 			kept = append(kept, n)
@@ -163,12 +105,12 @@ func withoutGiven(nodes []*Node, given map[string]string) []*Node {
 
 // validateNode checks a node's fields before anything is built; the error
 // names the node and the field.
-func validateNode(n *Node) error {
+func validateNode(n *graph.Node) error {
 	if n.Key == "" {
 		return fmt.Errorf("node with platform %q: key: empty", n.Platform)
 	}
 	switch n.Kind {
-	case KindBase, KindEnv, KindInstance:
+	case graph.KindBase, graph.KindEnv, graph.KindInstance:
 	default:
 		return fmt.Errorf("node %s: kind: %q is not base, env or instance", n.ID(), n.Kind)
 	}
@@ -178,10 +120,10 @@ func validateNode(n *Node) error {
 	if n.X86Only && n.Platform != core.AMD64 {
 		return fmt.Errorf("node %s: platform: %s is x86-only; refusing to build a %s image", n.ID(), n.Key, n.Platform.Arch())
 	}
-	if n.Kind == KindInstance && n.InstanceID == "" {
+	if n.Kind == graph.KindInstance && n.InstanceID == "" {
 		return fmt.Errorf("node %s: instance id: empty (an instance node builds exactly one instance)", n.ID())
 	}
-	if n.Kind != KindInstance && n.InstanceID != "" {
+	if n.Kind != graph.KindInstance && n.InstanceID != "" {
 		return fmt.Errorf("node %s: instance id: %q set on a %s node", n.ID(), n.InstanceID, n.Kind)
 	}
 	if len(n.Dockerfile) == 0 {
@@ -233,7 +175,7 @@ func checkContextName(name string) error {
 // node (Report.Records' SpecKey): the node's own SpecKey, else the key of
 // its build inputs (no image bound to a parent). The nightly compares it
 // with the ledger's to rebuild what changed (ci.FindExisting).
-func SpecKeys(nodes []*Node) map[string]string {
+func SpecKeys(nodes []*graph.Node) map[string]string {
 	keys := inputKeys(nodes, nil)
 	for _, n := range nodes {
 		if n.SpecKey != "" {
@@ -248,14 +190,14 @@ func SpecKeys(nodes []*Node) map[string]string {
 // sizes and modification times, so a 200 MB tarball is not read) and the
 // keys of its parents, or the image bound to a parent (given). Equal keys
 // mean BuildKit would see the same inputs.
-func inputKeys(nodes []*Node, given map[string]string) map[string]string {
-	byID := make(map[string]*Node, len(nodes))
+func inputKeys(nodes []*graph.Node, given map[string]string) map[string]string {
+	byID := make(map[string]*graph.Node, len(nodes))
 	for _, n := range nodes {
 		byID[n.ID()] = n
 	}
 	keys := make(map[string]string, len(nodes))
-	var key func(n *Node, depth int) string
-	key = func(n *Node, depth int) string {
+	var key func(n *graph.Node, depth int) string
+	key = func(n *graph.Node, depth int) string {
 		if k, ok := keys[n.ID()]; ok {
 			return k
 		}
@@ -314,7 +256,7 @@ func inputKeys(nodes []*Node, given map[string]string) map[string]string {
 // of a node whose parent is bound covers the bound reference instead of the
 // parent's inputs, as Report.Records then records it. The nightly computes
 // the keys its instance shards will record on the env images it reuses.
-func SpecKeysBound(nodes []*Node, images map[string]string) (map[string]string, error) {
+func SpecKeysBound(nodes []*graph.Node, images map[string]string) (map[string]string, error) {
 	given, err := givenImages(images)
 	if err != nil {
 		return nil, err

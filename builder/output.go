@@ -26,6 +26,8 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/builder/graph"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -225,7 +227,7 @@ func (l *ociLayout) export() bkclient.ExportEntry {
 // (out.Digest, resolved by resolveAttested). The image's referrers in the
 // layout, BuildKit's attestation manifest (out.Attestation) and the SBOM
 // artifact (out.SBOMArtifact), get entries of their own beside it.
-func (l *ociLayout) add(n *Node, resp map[string]string, out *Outcome) error {
+func (l *ociLayout) add(n *graph.Node, resp map[string]string, out *Outcome) error {
 	dg, err := digest.Parse(resp[exptypes.ExporterImageDigestKey])
 	if err != nil {
 		return fmt.Errorf("OCI layout %s: BuildKit's image digest: %w", l.dir, err)
@@ -403,14 +405,7 @@ func (l *ociLayout) update(f func(*ocispecs.Index)) error {
 	if bytes.Equal(out, b) {
 		return nil
 	}
-	tmp := indexPath + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", indexPath, err)
-	}
-	if err := os.Rename(tmp, indexPath); err != nil {
-		return fmt.Errorf("writing %s: %w", indexPath, err)
-	}
-	return nil
+	return core.WriteBytesAtomic(indexPath, out, 0o644)
 }
 
 // close removes the content store's empty ingest directory.

@@ -22,6 +22,7 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -96,15 +97,15 @@ func TestLayoutIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64}
-	instArm := &Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.ARM64}
-	base := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64}
+	inst := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64}
+	instArm := &graph.Node{Key: "sweb.eval.arm64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "a__b-1", Platform: core.ARM64}
+	base := &graph.Node{Key: "sweb.base.py.x86_64:latest", Kind: graph.KindBase, Platform: core.AMD64}
 	resp1, _ := putManifest(t, l, `{"schemaVersion":2,"old":true}`)
 	resp2, d2 := putManifest(t, l, `{"schemaVersion":2,"new":true}`)
 	resp3, d3 := putManifest(t, l, `{"schemaVersion":2,"base":true}`)
 	resp4, d4 := putManifest(t, l, `{"schemaVersion":2,"arm":true}`)
 	for _, step := range []struct {
-		n    *Node
+		n    *graph.Node
 		resp map[string]string
 	}{{inst, resp1}, {inst, resp2}, {base, resp3}, {instArm, resp4}} {
 		if err := l.add(step.n, step.resp, nil); err != nil {
@@ -176,7 +177,7 @@ func TestExportEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch\n")}
+	n := &graph.Node{Key: "sweb.base.py.x86_64:latest", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch\n")}
 	for _, tc := range []struct {
 		push   string
 		layout *ociLayout
@@ -187,7 +188,7 @@ func TestExportEntries(t *testing.T) {
 		{layout: l, want: "oci[]"},
 		{push: "127.0.0.1:5000/x", layout: l, want: "image[true] oci[]"},
 	} {
-		cb := &chainBuild{s: &bkSolver{push: tc.push, layout: tc.layout}, job: Job{Node: n}, chain: []*Node{n}, done: map[string]solvedNode{}}
+		cb := &chainBuild{s: &bkSolver{push: tc.push, layout: tc.layout}, job: Job{Node: n}, chain: []*graph.Node{n}, done: map[string]solvedNode{}}
 		so, err := cb.prepare()
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +271,7 @@ func TestLayoutReferrers(t *testing.T) {
 	}
 	defer l.close()
 	ctx := context.Background()
-	n := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64}
+	n := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64}
 	export := func(salt string) (map[string]string, *Outcome) {
 		_, img := putManifest(t, l, `{"schemaVersion":2,"image":"`+salt+`"}`)
 		_, att := putManifest(t, l, `{"schemaVersion":2,"attestation":"`+salt+`"}`)

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -493,7 +494,7 @@ func transportError(err error) bool {
 // loaded daemon of the platform, the one holding the parent's group first
 // on a tie. It returns nil when the daemon chosen has no free slot, and an
 // error when no daemon of the platform is up.
-func (p *pool) place(n *Node, key, parentKey string) (*daemon, error) {
+func (p *pool) place(n *graph.Node, key, parentKey string) (*daemon, error) {
 	if d := p.groups[key]; d != nil && !d.isDown() {
 		if d.running >= p.opts.Slots {
 			return nil, nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/bkdaemon"
@@ -39,7 +40,7 @@ const (
 )
 
 // fixtureNodes plans the fixture for platforms (ids: all when empty).
-func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*builder.Node {
+func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*graph.Node {
 	t.Helper()
 	stacktest.Require(t)
 	ctx := context.Background()
@@ -62,7 +63,7 @@ func fixtureNodes(t *testing.T, platforms []core.Platform, ids ...string) []*bui
 	return nodes
 }
 
-func count(nodes []*builder.Node, kind string, p core.Platform) int {
+func count(nodes []*graph.Node, kind graph.Kind, p core.Platform) int {
 	n := 0
 	for _, x := range nodes {
 		if x.Kind == kind && x.Platform == p {
@@ -115,6 +116,7 @@ func manifests(t *testing.T, reg *regtest.Registry, repo string) []string {
 // the env's setup step ran once in the pool), every instance step once, the
 // amd64 envs went to different daemons, and every image was pushed once.
 func TestPoolFixtureAcrossDaemons(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, core.AllPlatforms())
 	reg, a1, a2, r1 := threeDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -135,16 +137,16 @@ func TestPoolFixtureAcrossDaemons(t *testing.T) {
 	envs := records(t, envRun, a1, a2, r1)
 	repos := records(t, repoRun, a1, a2, r1)
 	t.Logf("env setup runs per daemon: %v; instance setup runs per daemon: %v", envs, repos)
-	if got, want := envs["amd64-1"]+envs["amd64-2"], count(nodes, builder.KindEnv, core.AMD64); got != want {
+	if got, want := envs["amd64-1"]+envs["amd64-2"], count(nodes, graph.KindEnv, core.AMD64); got != want {
 		t.Errorf("amd64 env setup ran %d times over the pool, want %d (once per env)", got, want)
 	}
 	if envs["amd64-1"] == 0 || envs["amd64-2"] == 0 {
 		t.Errorf("amd64 envs all on one daemon: %v", envs)
 	}
-	if got, want := envs["arm64-1"], count(nodes, builder.KindEnv, core.ARM64); got != want {
+	if got, want := envs["arm64-1"], count(nodes, graph.KindEnv, core.ARM64); got != want {
 		t.Errorf("arm64 env setup ran %d times, want %d", got, want)
 	}
-	if got, want := repos["amd64-1"]+repos["amd64-2"]+repos["arm64-1"], count(nodes, builder.KindInstance, core.AMD64)+count(nodes, builder.KindInstance, core.ARM64); got != want {
+	if got, want := repos["amd64-1"]+repos["amd64-2"]+repos["arm64-1"], count(nodes, graph.KindInstance, core.AMD64)+count(nodes, graph.KindInstance, core.ARM64); got != want {
 		t.Errorf("instance setup ran %d times over the pool, want %d", got, want)
 	}
 	checkPushedOnce(t, rep, reg, "pool/build")
@@ -275,6 +277,7 @@ func busyBoth(rep *builder.Report, a, b string) time.Duration {
 // daemon, then cold on two fresh daemons, with the same two workers, and
 // logs both wall times and how long both daemons were busy at once.
 func TestPoolWallTime(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64})
 	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -312,6 +315,7 @@ func TestPoolWallTime(t *testing.T) {
 // from another CA, is refused; with the right one the fixture instance
 // builds.
 func TestPoolMutualTLS(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1")
 	good, err := bkdaemon.MakeCerts(t.TempDir(), "buildkit-tls-test")
 	if err != nil {
@@ -372,6 +376,7 @@ func TestPoolMutualTLS(t *testing.T) {
 // other one: every amd64 image is built and pushed once. Every arm64 node
 // fails, naming the lost daemon.
 func TestPoolKillDaemons(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, core.AllPlatforms())
 	reg, a1, a2, r1 := threeDaemons(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -399,7 +404,7 @@ func TestPoolKillDaemons(t *testing.T) {
 	for _, r := range rep.Results {
 		id := r.Node.ID()
 		if r.Node.Platform == core.ARM64 {
-			if r.Status == builder.StatusDone && r.Node.Kind != builder.KindBase {
+			if r.Status == builder.StatusDone && r.Node.Kind != graph.KindBase {
 				t.Errorf("%s done after the only arm64 daemon was killed", id)
 			}
 			if r.Status != builder.StatusDone && (r.Err == nil || !strings.Contains(r.Err.Error(), "no BuildKit node left for linux/arm64: arm64-1 ("+r1.Addr+") down")) {
@@ -500,6 +505,7 @@ func onSolve(t *testing.T, runDir string, triggers ...trigger) (stop func() map[
 // machine would. It is marked down after DownAfter, its solve is cancelled
 // and started again on the other daemon, and every image is built.
 func TestPoolFrozenDaemon(t *testing.T) {
+	stacktest.Thorough(t)
 	nodes := fixtureNodes(t, []core.Platform{core.AMD64}, "fixture__calc-1", "fixture__semver-1")
 	dopts := bkdaemon.Options{Platforms: []core.Platform{core.AMD64}, MaxParallelism: 2}
 	a1 := bkdaemon.Start(t, "amd64-1", dopts)
@@ -558,6 +564,7 @@ func TestPoolFrozenDaemon(t *testing.T) {
 // theirs: each group lands on one daemon, so the shared steps run once in
 // the pool (counted from the daemons' cache records).
 func TestPoolFlatPrefix(t *testing.T) {
+	stacktest.Thorough(t)
 	stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -103,14 +104,14 @@ func newPoolSolver() *poolSolver {
 }
 
 // wideGraph: per platform one base, three envs with three instances each.
-func wideGraph(platforms ...core.Platform) []*Node {
-	var nodes []*Node
+func wideGraph(platforms ...core.Platform) []*graph.Node {
+	var nodes []*graph.Node
 	for _, p := range platforms {
-		nodes = append(nodes, node("base", KindBase, p))
+		nodes = append(nodes, node("base", graph.KindBase, p))
 		for _, e := range []string{"a", "b", "c"} {
-			nodes = append(nodes, node("env."+e, KindEnv, p, "base"))
+			nodes = append(nodes, node("env."+e, graph.KindEnv, p, "base"))
 			for k := 1; k <= 3; k++ {
-				nodes = append(nodes, node(fmt.Sprintf("inst.%s%d", e, k), KindInstance, p, "env."+e))
+				nodes = append(nodes, node(fmt.Sprintf("inst.%s%d", e, k), graph.KindInstance, p, "env."+e))
 			}
 		}
 	}
@@ -148,13 +149,13 @@ func TestPoolAffinity(t *testing.T) {
 		if !strings.HasPrefix(ran[0], n.Platform.Arch()) && !(n.Platform == core.AMD64 && strings.HasPrefix(ran[0], "amd64")) {
 			t.Errorf("%s ran on %s", n.ID(), ran[0])
 		}
-		if n.Kind == KindInstance {
+		if n.Kind == graph.KindInstance {
 			env := n.Parents[0] + "@" + n.Platform.String()
 			if f.ran[env][0] != ran[0] {
 				t.Errorf("%s ran on %s, its env %s on %s", n.ID(), ran[0], env, f.ran[env][0])
 			}
 		}
-		if n.Kind == KindEnv {
+		if n.Kind == graph.KindEnv {
 			used[ran[0]] = true
 		}
 	}
@@ -211,7 +212,7 @@ func TestPoolNodeLoss(t *testing.T) {
 			continue
 		}
 		ran := f.ran[n.ID()]
-		if ran[len(ran)-1] != "amd64-2" && n.Kind == KindInstance {
+		if ran[len(ran)-1] != "amd64-2" && n.Kind == graph.KindInstance {
 			// An instance whose env ran on amd64-1 must have moved.
 			if env := f.ran[n.Parents[0]+"@"+n.Platform.String()]; env[len(env)-1] != ran[len(ran)-1] {
 				t.Errorf("%s finished on %v, its env on %v", n.ID(), ran, env)
@@ -250,7 +251,7 @@ func TestPoolRetriesBounded(t *testing.T) {
 	f.onStart = func(_, d string) { f.setDead(d) }
 	opts := PoolOptions{DownAfter: 100 * time.Millisecond, ProbeEvery: 20 * time.Millisecond, Retries: 1}
 	p := fakePool(f, opts, "linux/amd64=a", "linux/amd64=b", "linux/amd64=c")
-	nodes := []*Node{node("base", KindBase, core.AMD64)}
+	nodes := []*graph.Node{node("base", graph.KindBase, core.AMD64)}
 	s := &scheduler{nodes: nodes, solver: f, workers: 1, pool: p}
 	res := s.run(context.Background())
 	if got := f.ran["base@linux/amd64"]; len(got) != 2 {
@@ -279,18 +280,18 @@ func TestPoolFailureIsNotLoss(t *testing.T) {
 }
 
 func TestAffinityKeysFlat(t *testing.T) {
-	flat := func(id, checkout string) *Node {
-		return &Node{Key: "flat." + id, Kind: KindInstance, InstanceID: id, Platform: core.AMD64, Dockerfile: []byte(
+	flat := func(id, checkout string) *graph.Node {
+		return &graph.Node{Key: "flat." + id, Kind: graph.KindInstance, InstanceID: id, Platform: core.AMD64, Dockerfile: []byte(
 			"FROM ubuntu:22.04\nRUN apt-get update && apt-get install -y git\nRUN git clone https://github.com/o/r /testbed\nWORKDIR /testbed\n" +
 				"RUN git checkout " + checkout + "\nCOPY eval.sh /eval.sh\n")}
 	}
-	other := &Node{Key: "flat.other", Kind: KindInstance, InstanceID: "other", Platform: core.AMD64, Dockerfile: []byte(
+	other := &graph.Node{Key: "flat.other", Kind: graph.KindInstance, InstanceID: "other", Platform: core.AMD64, Dockerfile: []byte(
 		"FROM ubuntu:22.04\nRUN apt-get update && apt-get install -y curl\n")}
-	lone := &Node{Key: "flat.lone", Kind: KindInstance, InstanceID: "lone", Platform: core.AMD64, Dockerfile: []byte("FROM scratch\nARG X\n")}
-	lone2 := &Node{Key: "flat.lone2", Kind: KindInstance, InstanceID: "lone2", Platform: core.AMD64, Dockerfile: []byte("FROM scratch\nARG X\nENV Y=1\n")}
+	lone := &graph.Node{Key: "flat.lone", Kind: graph.KindInstance, InstanceID: "lone", Platform: core.AMD64, Dockerfile: []byte("FROM scratch\nARG X\n")}
+	lone2 := &graph.Node{Key: "flat.lone2", Kind: graph.KindInstance, InstanceID: "lone2", Platform: core.AMD64, Dockerfile: []byte("FROM scratch\nARG X\nENV Y=1\n")}
 	arm := flat("r-1", "aaa")
 	arm.Key, arm.Platform = "flat.r-1.arm", core.ARM64
-	nodes := []*Node{flat("r-1", "aaa"), flat("r-2", "bbb"), flat("r-3", "ccc"), other, lone, lone2, arm}
+	nodes := []*graph.Node{flat("r-1", "aaa"), flat("r-2", "bbb"), flat("r-3", "ccc"), other, lone, lone2, arm}
 	index := map[string]int{}
 	for i, n := range nodes {
 		index[n.ID()] = i
@@ -327,7 +328,7 @@ func TestAffinityKeysLayered(t *testing.T) {
 	byID := map[string]string{}
 	for i, n := range nodes {
 		byID[n.Key] = keys[i]
-		if n.Kind == KindEnv && parents[i] != keys[0] {
+		if n.Kind == graph.KindEnv && parents[i] != keys[0] {
 			t.Errorf("%s: parent key %q, want the base's %q", n.Key, parents[i], keys[0])
 		}
 	}
@@ -404,7 +405,7 @@ func TestPoolNoBuilderForPlatform(t *testing.T) {
 	f := newPoolSolver()
 	d := &daemon{name: "builder-1", state: NodeUp, remote: &remote{addr: "fake://b", native: core.AMD64, platforms: []core.Platform{core.AMD64}, workers: []string{"linux/amd64", "linux/amd64/v2"}}}
 	p := newPoolOf([]*daemon{d}, PoolOptions{}.withDefaults(1))
-	s := &scheduler{nodes: []*Node{node("base", KindBase, core.AMD64), node("base", KindBase, core.ARM64)}, solver: f, workers: 1, pool: p}
+	s := &scheduler{nodes: []*graph.Node{node("base", graph.KindBase, core.AMD64), node("base", graph.KindBase, core.ARM64)}, solver: f, workers: 1, pool: p}
 	res := results(t, s.run(context.Background()))
 	if r := res["base@linux/amd64"]; r.Status != StatusDone {
 		t.Errorf("amd64: %s %v", r.Status, r.Err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
@@ -33,23 +34,24 @@ import (
 // definition, the first solve failed with "failed to get frontend inputs:
 // invalid nil input definition to definition op".
 func TestBuildNodesWithoutContext(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := os.Getenv("SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
 	salt := time.Now().UTC().Format(time.RFC3339Nano)
-	var nodes []*Node
+	var nodes []*graph.Node
 	for _, p := range core.AllPlatforms() {
 		base := "swebuild-test.noctx.base." + p.Arch() + ":latest"
 		env := "swebuild-test.noctx.env." + p.Arch() + ":latest"
 		nodes = append(nodes,
-			&Node{Key: base, Kind: KindBase, Platform: p,
+			&graph.Node{Key: base, Kind: graph.KindBase, Platform: p,
 				Dockerfile: []byte("FROM scratch\nENV SWEBUILD_SALT=\"" + salt + "\"\n")},
-			&Node{Key: env, Kind: KindEnv, Platform: p, Parents: []string{base},
+			&graph.Node{Key: env, Kind: graph.KindEnv, Platform: p, Parents: []string{base},
 				Dockerfile: []byte("FROM --platform=" + p.Dockerfile() + " " + base + "\nCOPY setup_env.sh /root/\n"),
 				Context:    map[string][]byte{"setup_env.sh": []byte("echo " + salt + "\n")}},
-			&Node{Key: "swebuild-test.noctx.eval." + p.Arch() + ":latest", Kind: KindInstance, Platform: p,
+			&graph.Node{Key: "swebuild-test.noctx.eval." + p.Arch() + ":latest", Kind: graph.KindInstance, Platform: p,
 				InstanceID: "noctx__noctx-1", Parents: []string{env},
 				Dockerfile: []byte("FROM " + env + "\nWORKDIR /testbed/\n")},
 		)
@@ -86,7 +88,7 @@ func TestBuildNodesWithoutContext(t *testing.T) {
 		return
 	}
 	for _, n := range nodes {
-		if n.Kind != KindInstance {
+		if n.Kind != graph.KindInstance {
 			continue
 		}
 		ref := opts.Push + "@" + digests[n.ID()]
@@ -113,12 +115,12 @@ type upstreamMeta struct {
 
 // realNodes returns the base, env and instance node of one instance and
 // platform.
-type realNodes func(t *testing.T, p core.Platform) (base, env, inst *Node)
+type realNodes func(t *testing.T, p core.Platform) (base, env, inst *graph.Node)
 
 // fromUpstream makes the nodes from the files upstream v4.1.0 generated for
 // the instance (pins off), in the shared reference data.
 func fromUpstream(dir string) realNodes {
-	return func(t *testing.T, p core.Platform) (base, env, inst *Node) {
+	return func(t *testing.T, p core.Platform) (base, env, inst *graph.Node) {
 		t.Helper()
 		d := filepath.Join(dir, p.Arch())
 		read := func(name string) []byte {
@@ -132,10 +134,10 @@ func fromUpstream(dir string) realNodes {
 		if err := json.Unmarshal(read("meta.json"), &m); err != nil {
 			t.Fatalf("%s: %v", filepath.Join(d, "meta.json"), err)
 		}
-		base = &Node{Key: m.BaseKey, Kind: KindBase, Platform: p, Dockerfile: read("Dockerfile.base")}
-		env = &Node{Key: m.EnvKey, Kind: KindEnv, Platform: p, Parents: []string{m.BaseKey},
+		base = &graph.Node{Key: m.BaseKey, Kind: graph.KindBase, Platform: p, Dockerfile: read("Dockerfile.base")}
+		env = &graph.Node{Key: m.EnvKey, Kind: graph.KindEnv, Platform: p, Parents: []string{m.BaseKey},
 			Dockerfile: read("Dockerfile.env"), Context: map[string][]byte{"setup_env.sh": read("setup_env.sh")}}
-		inst = &Node{Key: m.InstanceKey, Kind: KindInstance, Platform: p, InstanceID: m.InstanceID, Parents: []string{m.EnvKey},
+		inst = &graph.Node{Key: m.InstanceKey, Kind: graph.KindInstance, Platform: p, InstanceID: m.InstanceID, Parents: []string{m.EnvKey},
 			Dockerfile: read("Dockerfile.instance"), Context: map[string][]byte{"setup_repo.sh": read("setup_repo.sh")}}
 		return base, env, inst
 	}
@@ -144,7 +146,7 @@ func fromUpstream(dir string) realNodes {
 // rendered makes the nodes the way swebuild build does, from the spec
 // tables with the default pins.
 func rendered(shared, split, id string) realNodes {
-	return func(t *testing.T, p core.Platform) (base, env, inst *Node) {
+	return func(t *testing.T, p core.Platform) (base, env, inst *graph.Node) {
 		t.Helper()
 		tables, err := spec.Load()
 		if err != nil {
@@ -162,15 +164,12 @@ func rendered(shared, split, id string) realNodes {
 		if err != nil {
 			t.Fatalf("rendering %s for %s: %v", id, p.Arch(), err)
 		}
-		var out [3]*Node
+		var out [3]*graph.Node
 		for i, rn := range res.Nodes() {
 			if rn.Platform != p || len(rn.External) > 0 {
 				t.Fatalf("rendered %s node for %s: platform %s, external files %v", rn.Kind, p, rn.Platform, rn.External)
 			}
-			out[i] = &Node{Key: rn.Key, Kind: string(rn.Kind), Platform: p, Dockerfile: rn.Dockerfile, Context: rn.Files}
-			if rn.Parent != "" {
-				out[i].Parents = []string{rn.Parent}
-			}
+			out[i] = &rn
 		}
 		out[2].InstanceID = id
 		return out[0], out[1], out[2]
@@ -181,7 +180,7 @@ func rendered(shared, split, id string) realNodes {
 // child Dockerfile's FROM <parent key> resolves to it through the named
 // context the builder binds every parent with. It is the offline fixture's
 // Debian rootfs (bash, git, python3), plus the given files.
-func standIn(t *testing.T, key, kind string, p core.Platform, rootfs string, files map[string][]byte) *Node {
+func standIn(t *testing.T, key string, kind graph.Kind, p core.Platform, rootfs string, files map[string][]byte) *graph.Node {
 	t.Helper()
 	tar := stacktest.RootfsTarName(p.GOARCH())
 	df := "FROM scratch\nARG TARGETARCH\nADD rootfs-${TARGETARCH}.tar /\n"
@@ -190,7 +189,7 @@ func standIn(t *testing.T, key, kind string, p core.Platform, rootfs string, fil
 		ctxFiles[filepath.Base(name)] = data
 		df += "COPY --chmod=755 " + filepath.Base(name) + " " + name + "\n"
 	}
-	return &Node{Key: key, Kind: kind, Platform: p, Dockerfile: []byte(df), Context: ctxFiles,
+	return &graph.Node{Key: key, Kind: kind, Platform: p, Dockerfile: []byte(df), Context: ctxFiles,
 		ContextFiles: map[string]string{tar: filepath.Join(rootfs, tar)}}
 }
 
@@ -246,7 +245,7 @@ func wantNetworkFailure(t *testing.T, res Result, step string, hosts ...string) 
 	}
 }
 
-func buildAll(t *testing.T, ctx context.Context, host string, nodes []*Node) map[string]Result {
+func buildAll(t *testing.T, ctx context.Context, host string, nodes []*graph.Node) map[string]Result {
 	t.Helper()
 	rep, err := Build(ctx, nodes, Options{Builders: []BuilderSpec{{Addr: host}}, Workers: 2, RunDir: t.TempDir(), Progress: "quiet"})
 	if rep == nil {
@@ -279,7 +278,8 @@ func buildAll(t *testing.T, ctx context.Context, host string, nodes []*Node) map
 //     FROM a stand-in keyed as the real env: the fixture's Debian rootfs,
 //     whose git is real.
 func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
+	stacktest.Thorough(t)
+	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -303,7 +303,7 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 	for _, prof := range profiles {
 		t.Run(prof.name, func(t *testing.T) {
 			t.Run("base", func(t *testing.T) {
-				var nodes []*Node
+				var nodes []*graph.Node
 				for _, p := range core.AllPlatforms() {
 					base, _, _ := prof.nodes(t, p)
 					if len(base.Context) > 0 || len(base.ContextFiles) > 0 {
@@ -318,10 +318,10 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 			})
 			t.Run("env", func(t *testing.T) {
 				rootfs := stacktest.Rootfs(t)
-				var nodes, envs []*Node
+				var nodes, envs []*graph.Node
 				for _, p := range core.AllPlatforms() {
 					base, env, _ := prof.nodes(t, p)
-					nodes = append(nodes, standIn(t, base.Key, KindBase, p, rootfs,
+					nodes = append(nodes, standIn(t, base.Key, graph.KindBase, p, rootfs,
 						map[string][]byte{"/opt/miniconda3/bin/conda": conda, "/opt/miniconda3/bin/activate": activate}), env)
 					envs = append(envs, env)
 				}
@@ -335,10 +335,10 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 			})
 			t.Run("instance", func(t *testing.T) {
 				rootfs := stacktest.Rootfs(t)
-				var nodes, insts []*Node
+				var nodes, insts []*graph.Node
 				for _, p := range core.AllPlatforms() {
 					_, env, inst := prof.nodes(t, p)
-					nodes = append(nodes, standIn(t, env.Key, KindEnv, p, rootfs, nil), inst)
+					nodes = append(nodes, standIn(t, env.Key, graph.KindEnv, p, rootfs, nil), inst)
 					insts = append(insts, inst)
 				}
 				got := buildAll(t, ctx, host, nodes)
@@ -359,7 +359,8 @@ func TestRealProfileFailsAtFirstNetworkAccess(t *testing.T) {
 // pins), for both platforms: each solve must be accepted and fail pulling
 // its image from docker.io.
 func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
+	stacktest.Thorough(t)
+	host := stacktest.Require(t).BuildkitHost
 	shared := spectest.SharedDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -384,7 +385,7 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 	}
 	for _, prof := range profiles {
 		t.Run(prof.name, func(t *testing.T) {
-			var nodes []*Node
+			var nodes []*graph.Node
 			for _, lang := range slices.Sorted(maps.Keys(ids)) {
 				for _, p := range core.AllPlatforms() {
 					base, _, _ := prof.nodes(ids[lang])(t, p)
@@ -406,19 +407,20 @@ func TestOtherLanguageBasesFailAtFirstNetworkAccess(t *testing.T) {
 // (Options.Images, build --build-context): the bound node is not built and
 // its child builds FROM the image, on both platforms.
 func TestBuildFromGivenImage(t *testing.T) {
-	host := stackEnv(t, "BUILDKIT_HOST")
-	reg := stackEnv(t, "SWEBUILD_REGISTRY")
+	stacktest.Thorough(t)
+	st := stacktest.Require(t)
+	host, reg := st.BuildkitHost, st.Registry
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	salt := time.Now().UTC().Format(time.RFC3339Nano)
 	repo := reg + "/swebuild-test/given"
 
-	var parents, children []*Node
+	var parents, children []*graph.Node
 	for _, p := range core.AllPlatforms() {
 		key := "swebuild-test.given.base." + p.Arch() + ":latest"
-		parents = append(parents, &Node{Key: key, Kind: KindBase, Platform: p,
+		parents = append(parents, &graph.Node{Key: key, Kind: graph.KindBase, Platform: p,
 			Dockerfile: []byte("FROM scratch\nCOPY base.txt /\n"), Context: map[string][]byte{"base.txt": []byte(salt + p.Arch())}})
-		children = append(children, &Node{Key: "swebuild-test.given.env." + p.Arch() + ":latest", Kind: KindEnv, Platform: p,
+		children = append(children, &graph.Node{Key: "swebuild-test.given.env." + p.Arch() + ":latest", Kind: graph.KindEnv, Platform: p,
 			Parents: []string{key}, Dockerfile: []byte("FROM --platform=" + p.Dockerfile() + " " + key + "\nCOPY env.txt /\n"),
 			Context: map[string][]byte{"env.txt": []byte(salt)}})
 	}

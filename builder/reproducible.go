@@ -17,6 +17,8 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/pb"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
 // Reproducible builds
@@ -86,7 +88,7 @@ func (p *pushedRefs) add(id, ref string) {
 // bindAncestors returns the index of the first chain member to solve and
 // the bound ancestor (key -> pushed ref): the nearest ancestor of the node
 // (chain's last member) that was pushed, and nothing before it.
-func (p *pushedRefs) bindAncestors(chain []*Node) (int, map[string]string) {
+func (p *pushedRefs) bindAncestors(chain []*graph.Node) (int, map[string]string) {
 	if p == nil {
 		return 0, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/gittest"
 )
@@ -23,7 +24,7 @@ func TestReproducibleExports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch\n")}
+	n := &graph.Node{Key: "sweb.base.py.x86_64:latest", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch\n")}
 	for _, tc := range []struct {
 		name  string
 		repro *Reproducible
@@ -34,7 +35,7 @@ func TestReproducibleExports(t *testing.T) {
 		{name: "on, push and layout", repro: &Reproducible{SourceDateEpoch: 946684800}, push: "127.0.0.1:5000/x", want: "946684800"},
 		{name: "on, layout only, epoch 0", repro: &Reproducible{SourceDateEpoch: 0}, want: "0"},
 	} {
-		cb := &chainBuild{s: &bkSolver{push: tc.push, layout: l, repro: tc.repro}, job: Job{Node: n}, chain: []*Node{n}, done: map[string]solvedNode{}}
+		cb := &chainBuild{s: &bkSolver{push: tc.push, layout: l, repro: tc.repro}, job: Job{Node: n}, chain: []*graph.Node{n}, done: map[string]solvedNode{}}
 		so, err := cb.prepare()
 		if err != nil {
 			t.Fatal(err)
@@ -181,23 +182,23 @@ func TestParseSourceDateEpoch(t *testing.T) {
 // nothing before it is solved; with nothing pushed, or a parent that would
 // be neither solved nor bound, the whole chain is solved.
 func TestBindAncestors(t *testing.T) {
-	base := &Node{Key: "b", Platform: core.AMD64}
-	env := &Node{Key: "e", Platform: core.AMD64, Parents: []string{"b"}}
-	inst := &Node{Key: "i", Platform: core.AMD64, Parents: []string{"e"}}
-	two := &Node{Key: "t", Platform: core.AMD64, Parents: []string{"e", "b"}}
-	chain := []*Node{base, env, inst}
+	base := &graph.Node{Key: "b", Platform: core.AMD64}
+	env := &graph.Node{Key: "e", Platform: core.AMD64, Parents: []string{"b"}}
+	inst := &graph.Node{Key: "i", Platform: core.AMD64, Parents: []string{"e"}}
+	two := &graph.Node{Key: "t", Platform: core.AMD64, Parents: []string{"e", "b"}}
+	chain := []*graph.Node{base, env, inst}
 	for _, tc := range []struct {
 		name   string
 		pushed map[string]string
-		chain  []*Node
+		chain  []*graph.Node
 		from   int
 		bound  string
 	}{
 		{name: "nothing pushed", pushed: map[string]string{}, chain: chain},
 		{name: "base pushed", pushed: map[string]string{base.ID(): "r/x@b"}, chain: chain, from: 1, bound: "b=r/x@b"},
 		{name: "base and env pushed", pushed: map[string]string{base.ID(): "r/x@b", env.ID(): "r/x@e"}, chain: chain, from: 2, bound: "e=r/x@e"},
-		{name: "other platform", pushed: map[string]string{(&Node{Key: "e", Platform: core.ARM64}).ID(): "r/x@e"}, chain: chain},
-		{name: "two parents", pushed: map[string]string{env.ID(): "r/x@e"}, chain: []*Node{base, env, two}},
+		{name: "other platform", pushed: map[string]string{(&graph.Node{Key: "e", Platform: core.ARM64}).ID(): "r/x@e"}, chain: chain},
+		{name: "two parents", pushed: map[string]string{env.ID(): "r/x@e"}, chain: []*graph.Node{base, env, two}},
 	} {
 		p := &pushedRefs{m: tc.pushed}
 		from, bound := p.bindAncestors(tc.chain)

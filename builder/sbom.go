@@ -23,12 +23,13 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 
 	"github.com/swebuild/swebuild/attest"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/sbom"
 )
 
 // The resolved environment (SBOM)
 //
-// After an env or instance node whose Node.Inventory names listing commands
+// After an env or instance node whose graph.Node.Inventory names listing commands
 // is solved, and inside the same gateway build (as the verify hook), the
 // commands run once in one exec on the solved image: its file system and
 // config (ENV, WORKDIR), no network, each command's standard output, error
@@ -49,24 +50,6 @@ import (
 // summary lists it and Build returns an error (a user keeps the image and
 // gets a loud error).
 
-// Inventory is what a node's SBOM is made of: the listing commands, and the
-// identity of the instances the image serves.
-type Inventory struct {
-	Commands []ListingCommand
-	// Repo and Version are the spec identity (empty for an env serving
-	// several).
-	Repo, Version string
-	// InstanceIDs are the node's instance, or every instance an env serves.
-	InstanceIDs []string
-}
-
-// ListingCommand is one listing: Run, a bash command line, prints a listing
-// of Format (sbom.FormatPipFreeze, ...) on its standard output.
-type ListingCommand struct {
-	Format string
-	Run    string
-}
-
 // sbomMount is where the listing exec writes its outputs.
 const sbomMount = "/.swebuild-sbom"
 
@@ -79,12 +62,12 @@ type capture struct {
 
 func (cb *chainBuild) captures() bool {
 	n := cb.node()
-	return n.Inventory != nil && len(n.Inventory.Commands) > 0 && (n.Kind == KindEnv || n.Kind == KindInstance)
+	return n.Inventory != nil && len(n.Inventory.Commands) > 0 && (n.Kind == graph.KindEnv || n.Kind == graph.KindInstance)
 }
 
 // listingScript runs every command in a subshell of its own, each with its
 // output, error and exit code in files NAME.out, NAME.err, NAME.rc.
-func listingScript(cmds []ListingCommand) string {
+func listingScript(cmds []graph.ListingCommand) string {
 	var b strings.Builder
 	for i, c := range cmds {
 		fmt.Fprintf(&b, "( %s ) </dev/null >%s/%d.out 2>%s/%d.err; echo $? >%s/%d.rc\n", c.Run, sbomMount, i, sbomMount, i, sbomMount, i)
@@ -183,7 +166,7 @@ func (cb *chainBuild) document(subject string) (*sbom.Document, error) {
 	n := cb.node()
 	inv := n.Inventory
 	d := &sbom.Document{
-		Subject: subject, Kind: n.Kind, Image: strings.TrimSuffix(n.Key, ":latest"), Platform: n.Platform,
+		Subject: subject, Kind: string(n.Kind), Image: strings.TrimSuffix(n.Key, ":latest"), Platform: n.Platform,
 		Repo: inv.Repo, Version: inv.Version, InstanceIDs: append([]string(nil), inv.InstanceIDs...),
 		SpecKey: n.SpecKey,
 	}
@@ -311,7 +294,7 @@ func pushedSubject(resp *bkclient.SolveResponse, out *Outcome) (v1.Descriptor, e
 // setupSBOM readies the solver for the nodes' SBOMs: their spec keys, the
 // run directory's sbom/ and, when images are pushed, the registry client
 // that attaches them.
-func (s *bkSolver) setupSBOM(nodes []*Node, given map[string]string, opts Options) error {
+func (s *bkSolver) setupSBOM(nodes []*graph.Node, given map[string]string, opts Options) error {
 	want := false
 	for _, n := range nodes {
 		if n.Inventory != nil && len(n.Inventory.Commands) > 0 {

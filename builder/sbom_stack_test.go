@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/sbom"
@@ -20,6 +21,7 @@ import (
 // say which command failed with the tail of its output, are listed in the
 // summary, and make Build return an error; the good one's SBOM is attached.
 func TestSBOMCaptureFailures(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -27,17 +29,17 @@ func TestSBOMCaptureFailures(t *testing.T) {
 	salt := time.Now().Format(time.RFC3339Nano)
 	p := core.AMD64
 	baseKey := "swebuild-sbomtest.base.x86_64:latest"
-	dpkg := ListingCommand{Format: sbom.FormatDpkgQuery, Run: `dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n'`}
-	inst := func(id string, cmds ...ListingCommand) *Node {
-		return &Node{Key: "swebuild-sbomtest.eval.x86_64." + id + ":latest", Kind: KindInstance, Platform: p, InstanceID: "sbom__" + id + "-1",
+	dpkg := graph.ListingCommand{Format: sbom.FormatDpkgQuery, Run: `dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n'`}
+	inst := func(id string, cmds ...graph.ListingCommand) *graph.Node {
+		return &graph.Node{Key: "swebuild-sbomtest.eval.x86_64." + id + ":latest", Kind: graph.KindInstance, Platform: p, InstanceID: "sbom__" + id + "-1",
 			Parents: []string{baseKey}, Dockerfile: []byte("FROM " + baseKey + "\nRUN echo " + id + " " + salt + " > /id\n"),
-			Inventory: &Inventory{Commands: cmds, Repo: "sbom/" + id, Version: "1.0", InstanceIDs: []string{"sbom__" + id + "-1"}}}
+			Inventory: &graph.Inventory{Commands: cmds, Repo: "sbom/" + id, Version: "1.0", InstanceIDs: []string{"sbom__" + id + "-1"}}}
 	}
-	nodes := []*Node{
-		{Key: baseKey, Kind: KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
-		inst("good", dpkg, ListingCommand{Format: sbom.FormatPipFreeze, Run: "python3 -m venv --system-site-packages /tmp/v && /tmp/v/bin/python -m pip freeze --all"}),
-		inst("exits", dpkg, ListingCommand{Format: sbom.FormatPipFreeze, Run: "echo first-line; echo broken-env >&2; exit 3"}),
-		inst("garbage", ListingCommand{Format: sbom.FormatDpkgQuery, Run: "echo 'not a dpkg line'"}),
+	nodes := []*graph.Node{
+		{Key: baseKey, Kind: graph.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
+		inst("good", dpkg, graph.ListingCommand{Format: sbom.FormatPipFreeze, Run: "python3 -m venv --system-site-packages /tmp/v && /tmp/v/bin/python -m pip freeze --all"}),
+		inst("exits", dpkg, graph.ListingCommand{Format: sbom.FormatPipFreeze, Run: "echo first-line; echo broken-env >&2; exit 3"}),
+		inst("garbage", graph.ListingCommand{Format: sbom.FormatDpkgQuery, Run: "echo 'not a dpkg line'"}),
 	}
 	push := st.Registry + "/swebuild-test/sbom-failures"
 	runDir := t.TempDir()
@@ -65,7 +67,7 @@ func TestSBOMCaptureFailures(t *testing.T) {
 		if res.Status != StatusDone || o.Digest == "" || o.Ref == "" {
 			t.Errorf("%s: status %s digest %q ref %q: a failed listing must not fail the image", n.ID(), res.Status, o.Digest, o.Ref)
 		}
-		if n.Kind != KindInstance {
+		if n.Kind != graph.KindInstance {
 			continue
 		}
 		r := recs[n.InstanceID]

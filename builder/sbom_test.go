@@ -9,6 +9,7 @@ import (
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -18,9 +19,9 @@ import (
 func TestSBOMRecords(t *testing.T) {
 	dg := "sha256:" + strings.Repeat("ab", 32)
 	art := "sha256:" + strings.Repeat("cd", 32)
-	inv := &Inventory{Commands: []ListingCommand{{Format: "dpkg-query", Run: "dpkg-query -W"}}}
-	good := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM x"), Inventory: inv}
-	bad := &Node{Key: "sweb.eval.x86_64.a__b-2:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-2", Dockerfile: []byte("FROM y"), Inventory: inv}
+	inv := &graph.Inventory{Commands: []graph.ListingCommand{{Format: "dpkg-query", Run: "dpkg-query -W"}}}
+	good := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1", Dockerfile: []byte("FROM x"), Inventory: inv}
+	bad := &graph.Node{Key: "sweb.eval.x86_64.a__b-2:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-2", Dockerfile: []byte("FROM y"), Inventory: inv}
 	r := &Report{Results: []Result{
 		{Node: good, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "r@" + dg, SBOM: []byte("{}"), SBOMArtifact: art, SBOMArtifactSize: 658, SBOMSeconds: 1.5}},
 		{Node: bad, Status: StatusDone, Outcome: Outcome{Digest: dg, Ref: "r@" + dg, SBOMError: `listing command "dpkg-query -W" exited with 2`, SBOMSeconds: 0.5}},

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/swebuild/swebuild/builder/graph"
 )
 
 // Status of a node after a build.
@@ -22,8 +24,8 @@ const (
 // Job is one node handed to a Solver, with the ancestors it builds FROM in
 // dependency order (every ancestor comes after its own parents).
 type Job struct {
-	Node      *Node
-	Ancestors []*Node
+	Node      *graph.Node
+	Ancestors []*graph.Node
 	// Log receives the node's build log (already open; the solver must not
 	// close it).
 	Log io.Writer
@@ -85,7 +87,7 @@ type Solver interface {
 
 // Result is the outcome of one node of a build.
 type Result struct {
-	Node    *Node
+	Node    *graph.Node
 	Status  string // done, failed or skipped
 	Err     error  // why it failed or was skipped
 	Outcome Outcome
@@ -100,7 +102,7 @@ type Result struct {
 
 // scheduler runs Solver calls over the node graph.
 type scheduler struct {
-	nodes []*Node
+	nodes []*graph.Node
 	// given are images bound to parent keys (Options.Images): a parent
 	// that is given is not waited for.
 	given   map[string]string
@@ -108,7 +110,7 @@ type scheduler struct {
 	workers int
 	// openLog opens the log for a node; nil means io.Discard. The returned
 	// path is recorded in the Result.
-	openLog func(n *Node) (io.WriteCloser, string, error)
+	openLog func(n *graph.Node) (io.WriteCloser, string, error)
 	// now returns the time; tests use the real clock too.
 	now func() time.Time
 	// pool places nodes on BuildKit daemons and watches their health; nil:
@@ -157,7 +159,7 @@ func (s *scheduler) run(ctx context.Context) []Result {
 				break
 			}
 			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, g.index, i), lost: lost[i]}
-			if k := keys[i]; strings.HasPrefix(k, "prefix:") && s.nodes[i].Kind == KindInstance {
+			if k := keys[i]; strings.HasPrefix(k, "prefix:") && s.nodes[i].Kind == graph.KindInstance {
 				if _, ok := lead[k]; !ok {
 					lead[k] = i
 				}
@@ -224,10 +226,10 @@ func (s *scheduler) run(ctx context.Context) []Result {
 	return g.results
 }
 
-// graph is the scheduler's view of the nodes: which are finished, how many
+// depGraph is the scheduler's view of the nodes: which are finished, how many
 // unfinished parents each waits on, and which are ready to start.
-type graph struct {
-	nodes    []*Node
+type depGraph struct {
+	nodes    []*graph.Node
 	index    map[string]int // node id -> position in nodes
 	results  []Result       // in the order of nodes; Status "" until finished
 	pending  []int          // unfinished parents of each node
@@ -240,16 +242,16 @@ type graph struct {
 // instance's image, invalid, or naming a parent that is neither in the
 // graph nor given, skips their descendants, and queues the nodes with no
 // parent to wait for.
-func newGraph(nodes []*Node, given map[string]string) *graph {
+func newGraph(nodes []*graph.Node, given map[string]string) *depGraph {
 	n := len(nodes)
-	g := &graph{
+	g := &depGraph{
 		nodes: nodes, index: make(map[string]int, n), results: make([]Result, n),
 		pending: make([]int, n), children: make([][]int, n), finished: make([]bool, n),
 	}
 	for i, node := range nodes {
 		g.results[i].Node = node
 		if j, dup := g.index[node.ID()]; dup {
-			if node.Kind == KindInstance && nodes[j].Kind == KindInstance && node.InstanceID != nodes[j].InstanceID {
+			if node.Kind == graph.KindInstance && nodes[j].Kind == graph.KindInstance && node.InstanceID != nodes[j].InstanceID {
 				continue // two instances, one image: instanceClaims fails both
 			}
 			g.fail(i, fmt.Errorf("node %s: listed twice", node.ID()))
@@ -295,13 +297,13 @@ func newGraph(nodes []*Node, given map[string]string) *graph {
 }
 
 // fail marks node i failed before it started.
-func (g *graph) fail(i int, err error) {
+func (g *depGraph) fail(i int, err error) {
 	g.results[i].Status, g.results[i].Err = StatusFailed, err
 	g.finished[i] = true
 }
 
 // next takes a ready node off the queue and marks it started.
-func (g *graph) next() (int, bool) {
+func (g *depGraph) next() (int, bool) {
 	for len(g.ready) > 0 {
 		i := g.ready[0]
 		g.ready = g.ready[1:]
@@ -315,7 +317,7 @@ func (g *graph) next() (int, bool) {
 
 // finish records node i's result: its children move towards ready when it
 // is done; they are skipped when it is not.
-func (g *graph) finish(i int, res Result) {
+func (g *depGraph) finish(i int, res Result) {
 	g.results[i] = res
 	if res.Status != StatusDone {
 		g.skip(i, g.nodes[i].ID(), res.Err)
@@ -331,7 +333,7 @@ func (g *graph) finish(i int, res Result) {
 
 // skip marks the unfinished descendants of i as skipped, naming root, the
 // node that failed, and its error.
-func (g *graph) skip(i int, root string, cause error) {
+func (g *depGraph) skip(i int, root string, cause error) {
 	for _, c := range g.children[i] {
 		if g.finished[c] {
 			continue
@@ -344,7 +346,7 @@ func (g *graph) skip(i int, root string, cause error) {
 }
 
 // neverReady skips what never became ready: a cycle, or the context ended.
-func (g *graph) neverReady(ctx context.Context) {
+func (g *depGraph) neverReady(ctx context.Context) {
 	for i := range g.nodes {
 		if g.results[i].Status != "" {
 			continue
@@ -402,8 +404,8 @@ func (s *scheduler) runOne(ctx context.Context, job Job) Result {
 
 // ancestors lists the transitive parents of node i, each after its own
 // parents, without duplicates.
-func ancestors(nodes []*Node, index map[string]int, i int) []*Node {
-	var out []*Node
+func ancestors(nodes []*graph.Node, index map[string]int, i int) []*graph.Node {
+	var out []*graph.Node
 	seen := map[int]bool{}
 	var visit func(j int)
 	visit = func(j int) {
@@ -428,11 +430,11 @@ func ancestors(nodes []*Node, index map[string]int, i int) []*Node {
 // lower-case it too). Neither is built: which one the image would hold is
 // not for the builder to guess. Nodes already failed (listed twice) are left
 // out. The result maps node index to its error.
-func instanceClaims(nodes []*Node, results []Result) map[int]error {
+func instanceClaims(nodes []*graph.Node, results []Result) map[int]error {
 	byKey := map[string][]int{}
 	byID := map[string][]int{}
 	for i, n := range nodes {
-		if n.Kind != KindInstance || results[i].Status != "" {
+		if n.Kind != graph.KindInstance || results[i].Status != "" {
 			continue
 		}
 		byKey[n.ID()] = append(byKey[n.ID()], i)

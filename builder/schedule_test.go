@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -53,9 +54,9 @@ func (f *fakeSolver) Solve(ctx context.Context, job Job) (Outcome, error) {
 	return Outcome{Digest: "sha256:" + job.Node.Key}, nil
 }
 
-func node(key, kind string, platform core.Platform, parents ...string) *Node {
-	n := &Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
-	if kind == KindInstance {
+func node(key string, kind graph.Kind, platform core.Platform, parents ...string) *graph.Node {
+	n := &graph.Node{Key: key, Kind: kind, Platform: platform, Parents: parents, Dockerfile: []byte("FROM scratch\n")}
+	if kind == graph.KindInstance {
 		n.InstanceID = key
 	}
 	return n
@@ -63,22 +64,22 @@ func node(key, kind string, platform core.Platform, parents ...string) *Node {
 
 // fixtureGraph: one base per platform, two envs, four instances; env.b is
 // x86-only so it has no arm64 node.
-func fixtureGraph() []*Node {
-	var nodes []*Node
+func fixtureGraph() []*graph.Node {
+	var nodes []*graph.Node
 	for _, p := range core.AllPlatforms() {
-		nodes = append(nodes, node("base", KindBase, p))
-		nodes = append(nodes, node("env.a", KindEnv, p, "base"))
-		nodes = append(nodes, node("inst.a1", KindInstance, p, "env.a"), node("inst.a2", KindInstance, p, "env.a"))
+		nodes = append(nodes, node("base", graph.KindBase, p))
+		nodes = append(nodes, node("env.a", graph.KindEnv, p, "base"))
+		nodes = append(nodes, node("inst.a1", graph.KindInstance, p, "env.a"), node("inst.a2", graph.KindInstance, p, "env.a"))
 	}
-	nodes = append(nodes, node("env.b", KindEnv, core.AMD64, "base"))
-	nodes = append(nodes, node("inst.b1", KindInstance, core.AMD64, "env.b"), node("inst.b2", KindInstance, core.AMD64, "env.b"))
+	nodes = append(nodes, node("env.b", graph.KindEnv, core.AMD64, "base"))
+	nodes = append(nodes, node("inst.b1", graph.KindInstance, core.AMD64, "env.b"), node("inst.b2", graph.KindInstance, core.AMD64, "env.b"))
 	return nodes
 }
 
 func TestSchedulerStatuses(t *testing.T) {
 	tests := []struct {
 		name    string
-		nodes   []*Node
+		nodes   []*graph.Node
 		fail    []string
 		workers int
 		want    map[string]string // node ID -> status (all nodes listed)
@@ -123,11 +124,11 @@ func TestSchedulerStatuses(t *testing.T) {
 		},
 		{
 			name: "missing parent and x86-only arm64 node fail without building",
-			nodes: []*Node{
-				node("base", KindBase, core.AMD64),
-				node("env", KindEnv, core.AMD64, "nobase"),
-				node("inst", KindInstance, core.AMD64, "env"),
-				{Key: "x86inst", Kind: KindInstance, InstanceID: "x86inst", Platform: core.ARM64, X86Only: true, Dockerfile: []byte("FROM scratch")},
+			nodes: []*graph.Node{
+				node("base", graph.KindBase, core.AMD64),
+				node("env", graph.KindEnv, core.AMD64, "nobase"),
+				node("inst", graph.KindInstance, core.AMD64, "env"),
+				{Key: "x86inst", Kind: graph.KindInstance, InstanceID: "x86inst", Platform: core.ARM64, X86Only: true, Dockerfile: []byte("FROM scratch")},
 			},
 			workers: 4,
 			want: map[string]string{
@@ -145,17 +146,17 @@ func TestSchedulerStatuses(t *testing.T) {
 			// differ only in case under different keys would get one
 			// published name: neither is built either.
 			name: "instances claiming one image name",
-			nodes: []*Node{
-				node("base", KindBase, core.AMD64),
-				node("env", KindEnv, core.AMD64, "base"),
-				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "k.C-1", Kind: KindInstance, InstanceID: "C-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "k.c-1", Kind: KindInstance, InstanceID: "c-1", Platform: core.ARM64, Dockerfile: []byte("FROM scratch")},
-				node("inst", KindInstance, core.AMD64, "env"),
-				{Key: "noid", Kind: KindInstance, Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
-				{Key: "envwithid", Kind: KindEnv, InstanceID: "x", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+			nodes: []*graph.Node{
+				node("base", graph.KindBase, core.AMD64),
+				node("env", graph.KindEnv, core.AMD64, "base"),
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: graph.KindInstance, InstanceID: "c-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.C-1", Kind: graph.KindInstance, InstanceID: "C-1", Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "k.c-1", Kind: graph.KindInstance, InstanceID: "c-1", Platform: core.ARM64, Dockerfile: []byte("FROM scratch")},
+				node("inst", graph.KindInstance, core.AMD64, "env"),
+				{Key: "noid", Kind: graph.KindInstance, Platform: core.AMD64, Parents: []string{"env"}, Dockerfile: []byte("FROM env")},
+				{Key: "envwithid", Kind: graph.KindEnv, InstanceID: "x", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
 			},
 			workers: 2,
 			want: map[string]string{
@@ -173,14 +174,14 @@ func TestSchedulerStatuses(t *testing.T) {
 		},
 		{
 			name:    "cycle",
-			nodes:   []*Node{node("a", KindEnv, core.AMD64, "b"), node("b", KindEnv, core.AMD64, "a"), node("c", KindBase, core.AMD64)},
+			nodes:   []*graph.Node{node("a", graph.KindEnv, core.AMD64, "b"), node("b", graph.KindEnv, core.AMD64, "a"), node("c", graph.KindBase, core.AMD64)},
 			workers: 2,
 			want:    map[string]string{"a@linux/amd64": "skipped", "b@linux/amd64": "skipped", "c@linux/amd64": "done"},
 			wantErr: map[string]string{"a@linux/amd64": "dependency cycle"},
 		},
 		{
 			name:    "bad kind and no platform",
-			nodes:   []*Node{node("a", "weird", core.AMD64), node("b", KindBase, core.Platform{})},
+			nodes:   []*graph.Node{node("a", "weird", core.AMD64), node("b", graph.KindBase, core.Platform{})},
 			workers: 1,
 			want:    map[string]string{"a@linux/amd64": "failed", "b@": "failed"},
 			wantErr: map[string]string{"a@linux/amd64": "kind", "b@": "platform"},
@@ -237,9 +238,9 @@ func TestSchedulerStatuses(t *testing.T) {
 func TestSchedulerRunsInParallel(t *testing.T) {
 	// Eight independent bases, four workers and a 50ms solve: four must run
 	// at once (a scheduler running them one by one would peak at 1).
-	var nodes []*Node
+	var nodes []*graph.Node
 	for i := range 8 {
-		nodes = append(nodes, node(fmt.Sprintf("b%d", i), KindBase, core.AMD64))
+		nodes = append(nodes, node(fmt.Sprintf("b%d", i), graph.KindBase, core.AMD64))
 	}
 	f := &fakeSolver{done: map[string]bool{}, delay: 50 * time.Millisecond}
 	s := &scheduler{nodes: nodes, solver: f, workers: 4}
@@ -266,7 +267,7 @@ func TestSchedulerAncestorsAndLogs(t *testing.T) {
 			return Outcome{}, nil
 		}),
 		workers: 2,
-		openLog: func(n *Node) (io.WriteCloser, string, error) {
+		openLog: func(n *graph.Node) (io.WriteCloser, string, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			b := &strings.Builder{}
@@ -323,10 +324,10 @@ func (nopCloser) Close() error { return nil }
 // Both instances of a colliding pair fail, neither reaches the solver, and
 // the error names both ids.
 func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
-	nodes := []*Node{
-		node("base", KindBase, core.AMD64),
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+	nodes := []*graph.Node{
+		node("base", graph.KindBase, core.AMD64),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"base"}, Dockerfile: []byte("FROM base")},
 	}
 	f := &fakeSolver{fail: map[string]bool{}, done: map[string]bool{}}
 	results := (&scheduler{nodes: nodes, solver: f, workers: 2}).run(context.Background())
@@ -344,11 +345,11 @@ func TestSchedulerInstanceClaimsFailBoth(t *testing.T) {
 // instance nodes: every record reads back through the codec, none has an
 // empty instance id, and no two built records share an image name.
 func TestClaimsLeaveNoBadRecords(t *testing.T) {
-	nodes := []*Node{
-		node("sweb.base.py.x86_64:latest", KindBase, core.AMD64),
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
-		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
-		{Key: "sweb.eval.x86_64.noid:latest", Kind: KindInstance, Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+	nodes := []*graph.Node{
+		node("sweb.base.py.x86_64:latest", graph.KindBase, core.AMD64),
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "a__b-1", Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, InstanceID: "A__b-1", Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
+		{Key: "sweb.eval.x86_64.noid:latest", Kind: graph.KindInstance, Platform: core.AMD64, Parents: []string{"sweb.base.py.x86_64:latest"}, Dockerfile: []byte("FROM base")},
 	}
 	// The fake solver's digests are not real ones: the base fails too.
 	f := &fakeSolver{fail: map[string]bool{"sweb.base.py.x86_64:latest": true}, done: map[string]bool{}}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -12,12 +13,12 @@ import (
 // left once the bound ones are dropped), they differ from the unbound keys
 // only below a bound parent, and another bound digest gives another key.
 func TestSpecKeysBoundMatchRecords(t *testing.T) {
-	base := &Node{Key: "sweb.base.py.x86_64:latest", Kind: KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch")}
-	env := &Node{Key: "sweb.env.py.x86_64.0123456789abcdef012345:latest", Kind: KindEnv, Platform: core.AMD64,
+	base := &graph.Node{Key: "sweb.base.py.x86_64:latest", Kind: graph.KindBase, Platform: core.AMD64, Dockerfile: []byte("FROM scratch")}
+	env := &graph.Node{Key: "sweb.env.py.x86_64.0123456789abcdef012345:latest", Kind: graph.KindEnv, Platform: core.AMD64,
 		Parents: []string{base.Key}, Dockerfile: []byte("FROM sweb.base.py.x86_64:latest\nRUN true")}
-	inst := &Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
+	inst := &graph.Node{Key: "sweb.eval.x86_64.a__b-1:latest", Kind: graph.KindInstance, Platform: core.AMD64, InstanceID: "a__b-1",
 		Parents: []string{env.Key}, Dockerfile: []byte("FROM sweb.env.py.x86_64.0123456789abcdef012345:latest\nRUN echo")}
-	all := []*Node{base, env, inst}
+	all := []*graph.Node{base, env, inst}
 	refA := "127.0.0.1:5000/swebench/build-cache@sha256:" + strings.Repeat("a", 64)
 	refB := "127.0.0.1:5000/swebench/build-cache@sha256:" + strings.Repeat("b", 64)
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/registry"
 )
 
 // The verification statement
@@ -93,12 +92,9 @@ func (s *bkSolver) setupReferrers(opts Options, want bool) error {
 	if opts.Push == "" || !want || s.referrers != nil {
 		return nil
 	}
-	c := opts.Registry
-	if c == nil {
-		var err error
-		if c, err = registry.New(registry.Options{Keychain: opts.Keychain, Insecure: opts.Insecure}); err != nil {
-			return fmt.Errorf("registry client for attachments: %w", err)
-		}
+	c, err := s.client()
+	if err != nil {
+		return fmt.Errorf("registry client for attachments: %w", err)
 	}
 	s.referrers = &attest.Referrers{Client: c}
 	return nil

@@ -1,7 +1,6 @@
 package builder
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,34 +10,15 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/moby/buildkit/client/llb"
+	"github.com/swebuild/swebuild/builder/graph"
 )
-
-// contextFilesKey is the llb.State value key under which the builder hands
-// the verify hook the fingerprint of the on-disk context files of the image.
-type contextFilesKey struct{}
-
-// ContextFilesDigest returns the fingerprint of the on-disk context files
-// (rootfs tarballs, mounted directories) of every node the image state was
-// built from, as the builder attached it before calling Options.Verify; ok
-// is false when there is none. A local source's LLB names only the
-// directory, not its content, so a cache keyed on the LLB definition alone
-// must add this.
-func ContextFilesDigest(ctx context.Context, st llb.State) (digest string, ok bool) {
-	v, err := st.Value(ctx, contextFilesKey{})
-	if err != nil {
-		return "", false
-	}
-	s, ok := v.(string)
-	return s, ok && s != ""
-}
 
 // contextFingerprint hashes, for every node of chain and each of its context
 // files in name order, the name and, for the file and everything under it
 // (symlinks resolved at the top, as contextState does), the relative path,
 // mode, size and modification time. That is what BuildKit's own local
 // transfer compares to decide which files changed.
-func contextFingerprint(chain []*Node) (string, error) {
+func contextFingerprint(chain []*graph.Node) (string, error) {
 	h := sha256.New()
 	for _, n := range chain {
 		names := make([]string, 0, len(n.ContextFiles))

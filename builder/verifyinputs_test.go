@@ -1,13 +1,12 @@
 package builder
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/moby/buildkit/client/llb"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -24,7 +23,7 @@ func TestContextFingerprint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mirror, "objects", "a"), []byte("obj"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	chain := []*Node{
+	chain := []*graph.Node{
 		{Key: "base", Platform: core.AMD64, ContextFiles: map[string]string{"rootfs.tar": tar}},
 		{Key: "inst", Platform: core.AMD64, ContextFiles: map[string]string{"mirror": mirror}},
 	}
@@ -69,16 +68,5 @@ func TestContextFingerprint(t *testing.T) {
 	chain[0].ContextFiles = map[string]string{"rootfs.tar": filepath.Join(dir, "missing.tar")}
 	if _, err := contextFingerprint(chain); err == nil {
 		t.Error("missing context file: no error")
-	}
-}
-
-func TestContextFilesDigest(t *testing.T) {
-	ctx := context.Background()
-	if _, ok := ContextFilesDigest(ctx, llb.Scratch()); ok {
-		t.Error("state without a fingerprint: ok")
-	}
-	d, ok := ContextFilesDigest(ctx, llb.Scratch().WithValue(contextFilesKey{}, "abc"))
-	if !ok || d != "abc" {
-		t.Errorf("got %q, %t", d, ok)
 	}
 }

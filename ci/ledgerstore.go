@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -108,22 +109,14 @@ func PullLedger(ctx context.Context, c *registry.Client, repo, tag, path string)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("pulling ledger %s: %w", ref, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".pull-*")
+	err = core.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		n, err := io.Copy(w, io.LimitReader(rc, maxLedgerBytes+1))
+		if err == nil && n > maxLedgerBytes {
+			err = errors.New("larger than the 1 GiB limit of a ledger")
+		}
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("pulling ledger %s: %w", ref, err)
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, io.LimitReader(rc, maxLedgerBytes+1))
-	if err == nil && n > maxLedgerBytes {
-		err = errors.New("larger than the 1 GiB limit of a ledger")
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return false, fmt.Errorf("pulling ledger %s: %w", ref, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return false, fmt.Errorf("pulling ledger %s: %w", ref, err)
 	}
 	return true, nil

@@ -16,7 +16,7 @@ import (
 // client, an empty state directory); a repository with none reports it is
 // missing rather than an empty ledger; a second push replaces the first.
 func TestLedgerRoundTrip(t *testing.T) {
-	reg := regtest.Start(t, regtest.Options{})
+	reg := regtest.InProcess(t)
 	ctx := context.Background()
 	repo := reg.Host + "/swebench/nightly"
 	c, err := registry.New(registry.Options{})

@@ -183,7 +183,7 @@ func (r MergeReport) PublishRecords() ([]core.Image, error) {
 			}
 			out = append(out, core.Image{
 				Kind: core.KindInstance, InstanceID: o.InstanceID, Platform: img.Platform, Digest: img.Digest,
-				Ref: img.Ref, SpecKey: img.SpecKey, BaseCommit: img.BaseCommit, Dataset: img.Dataset,
+				Ref: img.Ref, SpecKey: img.SpecKey, Pins: img.Pins, BaseCommit: img.BaseCommit, Dataset: img.Dataset,
 				SBOM: img.SBOM, SBOMSize: img.SBOMSize, Attestation: img.Attestation, AttestationSize: img.AttestationSize,
 				Verification: img.Verification, VerificationSize: img.VerificationSize,
 				Verified: core.Bool(!img.IsFlaky()), Flaky: img.Flaky, Status: core.StatusBuilt,

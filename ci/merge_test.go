@@ -342,7 +342,8 @@ func TestSummary(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	opts := SummaryOptions{Sizes: "| image | growth |\n|---|---|\n| x | 30% |\n", SizesFailed: true,
-		Drift: "## Environment drift\n\n| package | A | B | images |\n|---|---|---|---|\n| `pypi/fixdep` | 1.0 | 1.1 | 1: env e linux/amd64 |\n", DriftFailed: true}
+		Drift: "## Environment drift\n\n| package | A | B | images |\n|---|---|---|---|\n| `pypi/fixdep` | 1.0 | 1.1 | 1: env e linux/amd64 |\n", DriftFailed: true,
+		Repair: "1 env(s) broke gold patches that passed last night\n\n### fixture/calc 1.0\n"}
 	if err := WriteSummary(&buf, rep, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,8 @@ func TestSummary(t *testing.T) {
 	if !strings.HasPrefix(out, "## swebuild nightly: FAILED: 1 regression, 1 new failure, size growth over the limit, environment drift over the limit\n") {
 		t.Errorf("verdict line wrong:\n%s", out)
 	}
-	order := []string{"### Regressions", "`c__c-1` | linux/amd64 | amd64-0 | gold patch did not verify", "### Failures", `build failed \| exit 1 see log`, "### Sizes", "| x | 30% |", "### Environment drift", "**Drift check failed.**", "| `pypi/fixdep` | 1.0 | 1.1 |", "### Work per platform", "Indexed (1)", "`a__a-1`"}
+	order := []string{"### Regressions", "`c__c-1` | linux/amd64 | amd64-0 | gold patch did not verify", "### Failures", `build failed \| exit 1 see log`,
+		"### Repair\n\n1 env(s) broke gold patches that passed last night\n\n### fixture/calc 1.0\n\n", "### Sizes", "| x | 30% |", "### Environment drift", "**Drift check failed.**", "| `pypi/fixdep` | 1.0 | 1.1 |", "### Work per platform", "Indexed (1)", "`a__a-1`"}
 	pos := 0
 	for _, s := range order {
 		i := strings.Index(out[pos:], s)
@@ -395,7 +397,7 @@ func TestLegacyLedger(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(legacy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(filepath.Join(dir, "ledger.jsonl"), nil)
+	recs, err := ReadLedger(context.Background(), filepath.Join(dir, "ledger.jsonl"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +406,7 @@ func TestLegacyLedger(t *testing.T) {
 	if len(ledger) != 2 || !Usable(c) || c.Ref != "reg/r/sweb.eval.arm64.c_1776_c-1@"+dC || Usable(d) || d.Error != "push: 500" {
 		t.Fatalf("ledger read as %+v", ledger)
 	}
-	if recs, err := ReadLedger(filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
+	if recs, err := ReadLedger(context.Background(), filepath.Join(dir, "missing.jsonl"), nil); err != nil || len(recs) != 0 {
 		t.Fatalf("a missing ledger is an empty one: %v %v", recs, err)
 	}
 }

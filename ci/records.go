@@ -2,6 +2,7 @@ package ci
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -106,9 +107,12 @@ func Latest(recs []core.Image) map[Key]core.Image {
 //
 // A ledger written before publish wrote core records is converted by
 // core's converter (a nightly reads the ledger before publish opens,
-// and so migrates, it).
-func ReadLedger(path string, warn io.Writer) ([]core.Image, error) {
-	data, err := os.ReadFile(path)
+// and so migrates, it). The file is read with the limits of every record
+// file before any conversion (core.ReadAllContext: at most
+// core.MaxFileBytes, a regular file refused by its size before a byte is
+// read), and reading stops when ctx is done.
+func ReadLedger(ctx context.Context, path string, warn io.Writer) ([]core.Image, error) {
+	data, err := core.ReadAllContext(ctx, path, core.MaxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

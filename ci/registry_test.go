@@ -69,7 +69,7 @@ func TestSkipExistingRealRegistry(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLedger(lpath, nil)
+	recs, err := ReadLedger(context.Background(), lpath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,9 @@ type SummaryOptions struct {
 	// DriftFailed is true when the drift step found more package changes
 	// than --max-drift allows, or could not read a document.
 	DriftFailed bool
+	// Repair is the Markdown of the night's repair (`ci repair`'s
+	// report.md), if any: shown after the regressions, under "Repair".
+	Repair string
 	// MaxListed caps the rows of each list; 0 means 200. GitHub caps a step
 	// summary at 1 MiB.
 	MaxListed int
@@ -74,6 +77,10 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 	writeProblems(bw, r, StatusRegressed, "Regressions (verified before, failing now)", maxListed)
 	writeProblems(bw, r, StatusFailed, "Failures (never verified)", maxListed)
 	writeFlaky(bw, r, maxListed)
+
+	if s := strings.TrimSpace(opts.Repair); s != "" {
+		fmt.Fprintf(bw, "### Repair\n\n%s\n\n", s)
+	}
 
 	if opts.Sizes != "" || opts.SizesFailed {
 		fmt.Fprintf(bw, "### Sizes\n\n")

@@ -252,8 +252,8 @@ func TestNightlyNoJobCompilesBuildKit(t *testing.T) {
 			}
 		}
 	}
-	if starts != 2 {
-		t.Errorf("%d jobs start BuildKit, want 2 (envs and build)", starts)
+	if starts != 3 {
+		t.Errorf("%d jobs start BuildKit, want 3 (envs, build and repair)", starts)
 	}
 }
 
@@ -316,5 +316,75 @@ func TestNightlyEnvStage(t *testing.T) {
 	}
 	if !saved || runs(jobs["merge"], ">> state/envs.jsonl") == nil {
 		t.Error("merge job: tonight's env records are not kept in the env ledger")
+	}
+}
+
+// TestNightlyRepair: the repair is wired in: it runs when a shard failed,
+// after the env stage and the shards, reads tonight's env records and shard
+// results and last night's env ledger, and uploads its report, proposal and
+// records; the merge merges its records after the shards', keeps its env
+// images in the env ledger, shows its report, and gives drift the ledger
+// and the limit of unrecorded changes.
+func TestNightlyRepair(t *testing.T) {
+	jobs := readNightly(t)
+	rep, ok := jobs["repair"]
+	if !ok {
+		t.Fatal("no repair job")
+	}
+	for _, n := range []string{"prepare", "buildkit", "envs", "build"} {
+		if !slices.Contains(rep.needs(), n) {
+			t.Errorf("repair job needs %v, not %s", rep.needs(), n)
+		}
+	}
+	if !strings.Contains(rep.If, "needs.build.result == 'failure'") {
+		t.Errorf("repair job if %q: must run when a shard failed", rep.If)
+	}
+	var run, pull string
+	uploads, shards := false, false
+	for _, s := range rep.Steps {
+		switch {
+		case strings.Contains(s.Run, "ci repair"):
+			run = s.Run
+		case strings.Contains(s.Run, "ci ledger pull"):
+			pull = s.Run
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == "repair":
+			uploads = strings.Contains(fmt.Sprint(s.With["path"]), "repair/proposal.json") && strings.Contains(fmt.Sprint(s.With["path"]), "repair/records.jsonl")
+		case strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["pattern"] == "shard-*":
+			shards = true
+		}
+	}
+	for _, want := range []string{"--plan plan/plan.json", "--results shards", "--envs envs", "--env-ledger state/envs.jsonl", "--push \"$REPO/build-cache\"", "--out repair"} {
+		if !strings.Contains(run, want) {
+			t.Errorf("repair step %q lacks %s", run, want)
+		}
+	}
+	if !strings.Contains(pull, "--tag swebuild-envs-ledger --file state/envs.jsonl") || !uploads || !shards {
+		t.Errorf("repair job: env ledger pull %q, uploads the repair artifact %v, downloads the shards %v", pull, uploads, shards)
+	}
+	merge := jobs["merge"]
+	if !slices.Contains(merge.needs(), "repair") {
+		t.Errorf("merge needs %v, not repair", merge.needs())
+	}
+	var mergeRun, driftRun, summaryRun, ledgerRun string
+	for _, s := range merge.Steps {
+		switch {
+		case strings.Contains(s.Run, "ci merge"):
+			mergeRun = s.Run
+		case strings.Contains(s.Run, "swebuild drift"):
+			driftRun = s.Run
+		case strings.Contains(s.Run, "ci summary"):
+			summaryRun = s.Run + fmt.Sprint(s.Env)
+		case strings.Contains(s.Run, ">> state/envs.jsonl"):
+			ledgerRun = s.Run
+		}
+	}
+	if !strings.Contains(mergeRun, "--results repair/records.jsonl") || strings.Index(mergeRun, "--results shards") > strings.Index(mergeRun, "repair/records.jsonl") {
+		t.Errorf("merge %q: the repair's records are not read after the shards'", mergeRun)
+	}
+	if !strings.Contains(ledgerRun, "repair") || !strings.Contains(summaryRun, "--repair") || !strings.Contains(summaryRun, "repair/report.md") {
+		t.Errorf("merge: env ledger %q, summary %q", ledgerRun, summaryRun)
+	}
+	if !strings.Contains(driftRun, "--ledger state/ledger.jsonl") || !strings.Contains(driftRun, "--max-unrecorded") {
+		t.Errorf("drift %q: no ledger or unrecorded limit", driftRun)
 	}
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,27 +232,12 @@ func Encode(w io.Writer, recs []Image) error {
 // WriteFile replaces path with recs, atomically (a temporary file in the
 // same directory, renamed over path), so a reader never sees half a file.
 func WriteFile(path string, recs []Image) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := Encode(tmp, recs); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return WriteAtomic(path, 0o644, func(w io.Writer) error {
+		if err := Encode(w, recs); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return nil
+	})
 }
 
 // ErrInUse is returned by OpenLog when another process holds the file.
@@ -273,22 +259,40 @@ type Log struct {
 // was none), for the warning ReadRecords writes.
 func (l *Log) Torn() *LineError { return l.torn }
 
-// OpenLog locks path (creating it if needed), reads the records already in
-// it as ReadRecords does, drops a torn last line (a kill mid-write) from the
-// file and opens it for appending.
+// OpenLog is OpenLogContext with a context that is never done.
+func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err error) {
+	return OpenLogContext(context.Background(), path)
+}
+
+// OpenLogContext locks path (creating it if needed), reads the records
+// already in it as ReadRecords does, drops a torn last line (a kill
+// mid-write) from the file and opens it for appending.
 // Damaged lines elsewhere are returned as *LineError values in damaged, not
 // as an error: a log is a record of work done, so a caller can skip those
 // lines and re-check what they were about.
-func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err error) {
+//
+// The file is checked before a byte of it is read (CheckLogFile): a log is
+// locked, appended to and truncated in place, so it must be a regular file
+// (not /dev/zero, a FIFO or a device), and no larger than MaxFileBytes.
+// Reading stops when ctx is done (a SIGTERM).
+func OpenLogContext(ctx context.Context, path string) (log *Log, recs []Image, damaged []*LineError, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := CheckLogFile(f); err != nil {
+		f.Close()
+		return nil, nil, nil, err
 	}
 	if err := Lock(f); err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
-	recs, derr := Decode(f, path)
+	recs, derr := Decode(ctxReader{ctx: ctx, r: f}, path)
+	if cerr := ctx.Err(); cerr != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", path, cerr)
+	}
 	lines, err := LineErrors(derr)
 	if err != nil {
 		f.Close()
@@ -317,6 +321,46 @@ func OpenLog(path string) (log *Log, recs []Image, damaged []*LineError, err err
 		}
 	}
 	return &Log{path: path, f: f, torn: tornLine}, recs, damaged, nil
+}
+
+// ErrNotRegular is wrapped by CheckLogFile's error for a log that is not a
+// regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// CheckLogFile checks an open log (a file of records that is locked,
+// appended to and truncated in place: the publish ledger) before any of it
+// is read: a regular file, at most MaxFileBytes long. /dev/zero, a FIFO or
+// a device would be read for ever or block; a larger file (a sparse one
+// included) is refused by its size.
+func CheckLogFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w but %s: a log is locked, appended to and truncated in place", f.Name(), ErrNotRegular, fileKind(fi.Mode()))
+	}
+	if fi.Size() > MaxFileBytes {
+		return fmt.Errorf("%s: %d bytes, more than %d: %w", f.Name(), fi.Size(), int64(MaxFileBytes), ErrFileTooLarge)
+	}
+	return nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "a file of mode " + m.Type().String()
 }
 
 // Lock takes the exclusive lock of a file of records (OpenLog's) without

@@ -104,6 +104,10 @@ type Image struct {
 	OCILayout string `json:"oci_layout,omitempty"`
 	// SpecKey identifies the build inputs (spec, scripts, pins, patch).
 	SpecKey string `json:"spec_key,omitempty"`
+	// Pins are the ids of the pin rules that changed the image's recipe
+	// (`swebuild pins list`, a pins file's rules, frozen), as rendered: a
+	// published digest that changes with them says so (drift's causes).
+	Pins []string `json:"pins,omitempty"`
 	// BaseCommit is the instance's base commit.
 	BaseCommit string `json:"base_commit,omitempty"`
 	// Dataset names the dataset the instance came from, with the revision

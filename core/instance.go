@@ -34,6 +34,12 @@ type Instance struct {
 	EvalType   string `json:"eval_type,omitempty"`
 	Image      string `json:"image,omitempty"`
 
+	// Extra are the record's other columns, those no field above holds
+	// (SWE-bench Verified's difficulty, anything a dataset adds), in the
+	// order read. They are kept so that a record written out again (a task
+	// repo's task.yaml) loses nothing.
+	Extra []Column `json:"-"`
+
 	// Source locates the record for error messages: "file:line" (JSONL,
 	// JSON array element) or "file:row N" (parquet, N counted from 0 as
 	// pandas and the HuggingFace viewer show it).
@@ -48,4 +54,23 @@ func (in *Instance) EnvSetupCommit() string {
 		return in.EnvironmentSetupCommit
 	}
 	return in.BaseCommit
+}
+
+// Column is one of a record's other columns: its name and its value as
+// JSON text (a string, number, boolean, null, array or object).
+type Column struct {
+	Name  string
+	Value string
+}
+
+// SetExtra sets column name to value (JSON text), replacing an earlier
+// one of that name, as a later key of a JSON object does.
+func (in *Instance) SetExtra(name, value string) {
+	for i := range in.Extra {
+		if in.Extra[i].Name == name {
+			in.Extra[i].Value = value
+			return
+		}
+	}
+	in.Extra = append(in.Extra, Column{Name: name, Value: value})
 }

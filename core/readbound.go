@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,23 +70,126 @@ func ReadFileContext(ctx context.Context, path string) ([]Image, error) {
 // ReadRecordsContext is ReadRecords that stops when ctx is done (a FIFO
 // with no writer, an endless file): see ReadFileContext.
 func ReadRecordsContext(ctx context.Context, path string, warn io.Writer) ([]Image, error) {
-	f, err := openContext(ctx, path)
+	f, err := OpenContext(ctx, path)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("reading records from %s: waiting for a writer: %w", path, err)
-		}
 		return nil, fmt.Errorf("reading records: %w", err)
 	}
 	defer f.Close()
-	// Closing the file ends a read blocked on a pipe (pipes are read
-	// through the runtime's poller).
-	stop := context.AfterFunc(ctx, func() { _ = f.Close() })
-	defer stop()
 	recs, err := readRecords(ctxReader{ctx: ctx, r: f}, path, warn)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("reading records from %s: %w", path, cerr)
 	}
 	return recs, err
+}
+
+// File is a file opened by OpenContext: it is closed when its context is
+// done, which ends a read blocked on a pipe (pipes are read through the
+// runtime's poller). Close it as any file.
+type File struct {
+	*os.File
+	stop func() bool
+}
+
+// Close closes the file and forgets its context.
+func (f *File) Close() error {
+	f.stop()
+	return f.File.Close()
+}
+
+// OpenContext opens path for reading and gives up when ctx is done: while
+// opening a FIFO no process writes to (the error then wraps ctx's and says
+// so), and afterwards while reading (the file is closed, so a read blocked
+// on a pipe that sends nothing returns).
+func OpenContext(ctx context.Context, path string) (*File, error) {
+	f, err := openContext(ctx, path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("opening %s: waiting for a writer: %w", path, err)
+		}
+		return nil, err
+	}
+	return &File{File: f, stop: context.AfterFunc(ctx, func() { _ = f.Close() })}, nil
+}
+
+// ErrTooLarge is wrapped by ReadAllContext's error for an input over its
+// limit.
+var ErrTooLarge = errors.New("more than the limit")
+
+// readChunk is how much ReadAllContext reads at a time from an input with
+// no size to check first.
+const readChunk = 1 << 20
+
+// ReadAllContext reads the file at path whole, at most max bytes, as the
+// dataset loader reads a dataset: a regular file longer than max is
+// refused by its size before any byte is read, and read into one buffer of
+// its size; anything else (a pipe, a FIFO, /dev/zero, a device) is read in
+// chunks of 1 MiB kept as they are and joined once (no growing buffer
+// copied over and over), and refused as soon as more than max bytes have
+// come. It gives up when ctx is done (a SIGTERM): while opening a FIFO no
+// process writes to, and between and during reads. Errors name the file.
+func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error) {
+	f, err := OpenContext(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var chunks [][]byte
+	var total int64
+	if fi.Mode().IsRegular() {
+		if fi.Size() > max {
+			return nil, fmt.Errorf("%s: %d bytes, %w of %d", path, fi.Size(), ErrTooLarge, max)
+		}
+		// One spare byte shows whether the file grew since Stat.
+		buf := make([]byte, fi.Size()+1)
+		n, err := io.ReadFull(ctxReader{ctx: ctx, r: f}, buf)
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			return buf[:n], nil
+		case err != nil:
+			return nil, readErr(ctx, path, err)
+		}
+		chunks, total = [][]byte{buf}, int64(n)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, readErr(ctx, path, err)
+		}
+		if total > max {
+			return nil, fmt.Errorf("%s: %w of %d bytes", path, ErrTooLarge, max)
+		}
+		buf := make([]byte, min(readChunk, max+1-total))
+		n, err := io.ReadFull(ctxReader{ctx: ctx, r: f}, buf)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+			total += int64(n)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if total > max {
+				return nil, fmt.Errorf("%s: %w of %d bytes", path, ErrTooLarge, max)
+			}
+			break
+		}
+		if err != nil {
+			return nil, readErr(ctx, path, err)
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	return bytes.Join(chunks, nil), nil
+}
+
+// readErr is a read of path that failed: ctx's error when ctx is done (the
+// file closed under the read), else err.
+func readErr(ctx context.Context, path string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
+	return fmt.Errorf("reading %s: %w", path, err)
 }
 
 // openContext opens path for reading. Opening a FIFO blocks until a writer

@@ -33,7 +33,10 @@ func TestChunkedJSONLMatchesOnePass(t *testing.T) {
 		case i%97 == 5:
 			b.Write(l[:len(l)/2]) // cut in the middle: malformed
 		case i%131 == 7:
-			b.Write(bytes.Replace(l, []byte(`"version":"`), []byte(`"version":"9`), 1)) // unknown version
+			// unknown version, in a record without its own eval_script (a
+			// record with one is not checked against the tables)
+			l = bytes.Replace(l, []byte(`"eval_script":"`), []byte(`"no_eval_script":"`), 1)
+			b.Write(bytes.Replace(l, []byte(`"version":"`), []byte(`"version":"9`), 1))
 		case i%151 == 3:
 			b.WriteString("  \r\n")
 			b.Write(l)

@@ -569,7 +569,7 @@ func (d *decoder) object(r *record) error {
 		d.pos++
 		d.field = f
 		if f < 0 {
-			err = d.skipValue(1)
+			err = d.otherColumn(r, key)
 		} else {
 			err = d.fieldValue(r, f)
 		}
@@ -587,6 +587,20 @@ func (d *decoder) object(r *record) error {
 			return d.unexpected("',' or '}' after object value")
 		}
 	}
+}
+
+// otherColumn keeps the value of a column the loader has no field for as
+// its JSON text (core.Instance.Extra), so a record written out again loses
+// nothing. key aliases the scratch buffer: it is copied.
+func (d *decoder) otherColumn(r *record, key []byte) error {
+	name := string(key)
+	d.peek()
+	start := d.pos
+	if err := d.skipValue(1); err != nil {
+		return err
+	}
+	r.inst.SetExtra(name, keepString(d.keepBytes(d.buf[start:d.pos])))
+	return nil
 }
 
 // fieldValue decodes the value of a known field. A later occurrence of the

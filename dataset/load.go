@@ -18,8 +18,10 @@ import (
 // LoadOptions configures Load.
 type LoadOptions struct {
 	// Known, when not nil, is the spec table: a record whose repo or version
-	// it does not know is invalid. Leave nil for datasets whose repos are
-	// outside the table (Multilingual, Multimodal).
+	// it does not know is invalid, unless the record carries its own
+	// eval_script, log_parser and image (a v5 record: verified and graded
+	// without the tables). Leave nil for datasets whose repos are outside
+	// the table (Multilingual, Multimodal).
 	Known Known
 	// Limits bound what a file may make the loader read and hold; zero
 	// fields take the defaults.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -81,6 +83,13 @@ func TestLoadMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// knownKeys are the record fields with a core.Instance field of their own.
+var knownKeys = map[string]bool{
+	"repo": true, "instance_id": true, "base_commit": true, "patch": true, "test_patch": true, "problem_statement": true,
+	"hints_text": true, "created_at": true, "version": true, "FAIL_TO_PASS": true, "PASS_TO_PASS": true,
+	"environment_setup_commit": true, "image_assets": true, "eval_script": true, "log_parser": true, "eval_type": true, "image": true,
+}
+
 // stdDecodeJSONL is a straightforward, slow reference decoder.
 func stdDecodeJSONL(t *testing.T, path string) []core.Instance {
 	t.Helper()
@@ -124,8 +133,28 @@ func stdDecodeJSONL(t *testing.T, path string) []core.Instance {
 			}
 			return out
 		}
+		// The other columns, in the order of the line, as written.
+		var extra []core.Column
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		if _, err := dec.Token(); err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, n, err)
+			}
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				t.Fatalf("%s:%d: %v", path, n, err)
+			}
+			if !knownKeys[k.(string)] {
+				extra = append(extra, core.Column{Name: k.(string), Value: string(raw)})
+			}
+		}
 		out = append(out, core.Instance{
-			Repo: str("repo"), InstanceID: str("instance_id"), BaseCommit: str("base_commit"),
+			Extra: extra,
+			Repo:  str("repo"), InstanceID: str("instance_id"), BaseCommit: str("base_commit"),
 			Patch: str("patch"), TestPatch: str("test_patch"), ProblemStatement: str("problem_statement"),
 			HintsText: str("hints_text"), CreatedAt: str("created_at"), Version: str("version"),
 			FailToPass: list("FAIL_TO_PASS"), PassToPass: list("PASS_TO_PASS"),
@@ -372,11 +401,16 @@ func TestBadInput(t *testing.T) {
 			field: "base_commit", want: []string{"not a full hex commit id"}},
 		{name: "bad environment_setup_commit", lines: []string{good, rec("acme__widget-2", map[string]any{"environment_setup_commit": "main"})},
 			field: "environment_setup_commit", want: []string{`"main" is not a full hex commit id`}},
-		{name: "unknown repo", known: widgetKnown, lines: []string{good, rec("acme__gadget-2", map[string]any{"repo": "acme/gadget"})},
+		// A record without its own eval_script (or log_parser, or image)
+		// needs the tables to be verified; one with all three does not
+		// (TestSelfContainedRecords).
+		{name: "unknown repo", known: widgetKnown, lines: []string{good, rec("acme__gadget-2", map[string]any{"repo": "acme/gadget", "eval_script": nil})},
 			field: "repo", want: []string{`unknown repo "acme/gadget"`}},
-		{name: "unknown version", known: widgetKnown, lines: []string{good, rec("acme__widget-2", map[string]any{"version": "9.9"})},
+		{name: "unknown repo, no image", known: widgetKnown, lines: []string{good, rec("acme__gadget-2", map[string]any{"repo": "acme/gadget", "image": nil})},
+			field: "repo", want: []string{`unknown repo "acme/gadget"`}},
+		{name: "unknown version", known: widgetKnown, lines: []string{good, rec("acme__widget-2", map[string]any{"version": "9.9", "log_parser": nil})},
 			field: "version", want: []string{`unknown version "9.9" for repo "acme/widget" (known: 0.9, 1.0, 1.1)`}},
-		{name: "unknown numeric version", known: widgetKnown, lines: []string{good, rec("acme__widget-2", map[string]any{"version": raw("2.0")})},
+		{name: "unknown numeric version", known: widgetKnown, lines: []string{good, rec("acme__widget-2", map[string]any{"version": raw("2.0"), "eval_script": ""})},
 			field: "version", want: []string{`unknown version "2.0"`}},
 		// JSON array files: the line is where the element starts.
 		{name: "array: record problem", file: "bad.json", lines: []string{good, rec("acme__widget-2", map[string]any{"base_commit": "x"})},
@@ -448,7 +482,7 @@ func TestAllProblemsReported(t *testing.T) {
 		"",
 		rec("acme__widget-3", nil),
 		rec("acme__widget-1", nil),
-		rec("acme__widget-4", map[string]any{"version": "7"}),
+		rec("acme__widget-4", map[string]any{"version": "7", "image": nil}),
 	}
 	path := writeFile(t, "mixed.jsonl", strings.Join(lines, "\n"))
 	got, err := Load(context.Background(), path, LoadOptions{Known: widgetKnown})
@@ -786,5 +820,86 @@ func TestImageAssets(t *testing.T) {
 		if got[i].ImageAssets != want {
 			t.Errorf("record %d: image_assets %q, want %q", i+1, got[i].ImageAssets, want)
 		}
+	}
+}
+
+// TestSelfContainedRecords: a record carrying its own eval_script,
+// log_parser and image (upstream v5) is not checked against the spec
+// tables, whatever its repo and version; the same record without one of
+// them is.
+func TestSelfContainedRecords(t *testing.T) {
+	lines := []string{
+		rec("acme__gadget-1", map[string]any{"repo": "acme/gadget"}),
+		rec("acme__widget-2", map[string]any{"version": "9.9"}),
+		rec("acme__gadget-3", map[string]any{"repo": "acme/gadget", "image": nil}),
+	}
+	path := writeFile(t, "v5.jsonl", strings.Join(lines, "\n"))
+	got, err := Load(context.Background(), path, LoadOptions{Known: widgetKnown})
+	var ids []string
+	for _, in := range got {
+		ids = append(ids, in.InstanceID)
+	}
+	if want := []string{"acme__gadget-1", "acme__widget-2"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("valid records %v, want %v", ids, want)
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || !strings.Contains(ve.Problems[0].Error(), `v5.jsonl:3: field "repo": unknown repo "acme/gadget"`) {
+		t.Errorf("err = %v, want only line 3's unknown repo", err)
+	}
+}
+
+// TestOtherColumnsKept: columns the loader has no field for are kept, in
+// the order read, as JSON text, from JSON lines, a JSON array and parquet
+// (scalars and lists); a repeated key keeps its last value.
+func TestOtherColumnsKept(t *testing.T) {
+	line := rec("acme__widget-1", map[string]any{"unknown_field": nil, "difficulty": "15 min - 1 hour",
+		"score": json.RawMessage("1.50"), "tags": []any{"a", 1, nil}, "meta": map[string]any{"k": "v"}})
+	want := []core.Column{{Name: "difficulty", Value: `"15 min - 1 hour"`}, {Name: "meta", Value: `{"k":"v"}`},
+		{Name: "score", Value: "1.50"}, {Name: "tags", Value: `["a",1,null]`}}
+	for _, tc := range []struct{ name, content string }{
+		{"x.jsonl", line + "\n"},
+		{"x.json", "[\n" + line + "\n]\n"},
+	} {
+		got, err := Load(context.Background(), writeFile(t, tc.name, tc.content), LoadOptions{})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		// json.Marshal writes keys sorted: the order read is that order.
+		if !reflect.DeepEqual(got[0].Extra, want) {
+			t.Errorf("%s: other columns\n got %q\nwant %q", tc.name, got[0].Extra, want)
+		}
+	}
+	dup := strings.Replace(line, `"difficulty":"15 min - 1 hour"`, `"difficulty":"easy","difficulty":"hard"`, 1)
+	got, err := Load(context.Background(), writeFile(t, "dup.jsonl", dup), LoadOptions{})
+	if err != nil || len(got) != 1 || got[0].Extra[0] != (core.Column{Name: "difficulty", Value: `"hard"`}) {
+		t.Errorf("a repeated key: %v, %q", err, got)
+	}
+
+	type pqOther struct {
+		InstanceID string   `parquet:"instance_id"`
+		Repo       string   `parquet:"repo"`
+		BaseCommit string   `parquet:"base_commit"`
+		TestPatch  string   `parquet:"test_patch"`
+		Version    string   `parquet:"version"`
+		Difficulty string   `parquet:"difficulty"`
+		Count      int64    `parquet:"eval_count"`
+		Ratio      float64  `parquet:"ratio"`
+		Flag       bool     `parquet:"flag"`
+		Tags       []string `parquet:"tags,list"`
+		Note       *string  `parquet:"note,optional"`
+	}
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	if err := parquet.WriteFile(path, []pqOther{{InstanceID: "acme__widget-1", Repo: "acme/widget", BaseCommit: strings.Repeat("a", 40),
+		TestPatch: "t", Version: "1.0", Difficulty: "<15 min", Count: 3, Ratio: 0.5, Flag: true, Tags: []string{"x", "y"}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = Load(context.Background(), path, LoadOptions{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("parquet: %v", err)
+	}
+	wantPQ := []core.Column{{Name: "difficulty", Value: `"<15 min"`}, {Name: "eval_count", Value: "3"}, {Name: "ratio", Value: "0.5"},
+		{Name: "flag", Value: "true"}, {Name: "tags", Value: `["x", "y"]`}, {Name: "note", Value: "null"}}
+	if !reflect.DeepEqual(got[0].Extra, wantPQ) {
+		t.Errorf("parquet: other columns\n got %q\nwant %q", got[0].Extra, wantPQ)
 	}
 }

@@ -3,6 +3,7 @@ package dataset
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +17,13 @@ import (
 
 // parquetColumn says how one leaf column feeds a record field.
 type parquetColumn struct {
-	field  int  // record field, or -1 for a column the loader ignores
+	field  int  // record field, or -1 for a column the loader has no field for
 	list   bool // the field is a LIST (leaf nested below the top-level field)
 	maxDef int  // the leaf's maximum definition level
+	// other names a column with no field of its own, kept as JSON text in
+	// core.Instance.Extra ("" for a field, or a struct or map column: not
+	// kept).
+	other string
 }
 
 // loadParquet reads a parquet file as written by HuggingFace datasets
@@ -36,16 +41,24 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 	paths := schema.Columns()
 	cols := make([]parquetColumn, len(paths))
 	leaves := [nFields]int{}
+	otherLeaves := map[string]int{}
 	for i, path := range paths {
 		f := fieldIndex([]byte(path[0]))
 		cols[i].field = f
-		if f < 0 {
-			continue
-		}
-		leaves[f]++
 		leaf, _ := schema.Lookup(path...)
 		cols[i].maxDef = leaf.MaxDefinitionLevel
 		cols[i].list = len(path) > 1
+		if f < 0 {
+			otherLeaves[path[0]]++
+			cols[i].other = path[0]
+			continue
+		}
+		leaves[f]++
+	}
+	for i := range cols {
+		if otherLeaves[cols[i].other] > 1 {
+			cols[i].other = "" // a struct or map: no JSON value of one leaf
+		}
 	}
 	// A field backed by several leaves is a struct or map: not usable.
 	var structField [nFields]bool
@@ -108,6 +121,9 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 				row.Range(func(col int, vals []parquet.Value) bool {
 					c := cols[col]
 					if c.field < 0 {
+						if c.other != "" {
+							r.inst.SetExtra(c.other, parquetJSON(c, vals))
+						}
 						return true
 					}
 					switch {
@@ -226,6 +242,63 @@ func parquetList(r *record, c parquetColumn, vals []parquet.Value) {
 		list = append(list, string(val.ByteArray()))
 	}
 	setList(r, f, list)
+}
+
+// parquetJSON is the JSON text of an other column's value: a scalar, or
+// the array of a LIST column (null for a null list).
+func parquetJSON(c parquetColumn, vals []parquet.Value) string {
+	if !c.list {
+		return parquetScalarJSON(vals[0])
+	}
+	if len(vals) == 1 && vals[0].DefinitionLevel() < c.maxDef {
+		if vals[0].DefinitionLevel() == 0 && c.maxDef > 0 {
+			return "null"
+		}
+		return "[]"
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if v.DefinitionLevel() < c.maxDef {
+			b.WriteString("null")
+			continue
+		}
+		b.WriteString(parquetScalarJSON(v))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// parquetScalarJSON is one leaf value as JSON text.
+func parquetScalarJSON(v parquet.Value) string {
+	if v.IsNull() {
+		return "null"
+	}
+	switch v.Kind() {
+	case parquet.Boolean:
+		return strconv.FormatBool(v.Boolean())
+	case parquet.Int32:
+		return strconv.FormatInt(int64(v.Int32()), 10)
+	case parquet.Int64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case parquet.Float, parquet.Double:
+		x, bits := v.Double(), 64
+		if v.Kind() == parquet.Float {
+			x, bits = float64(v.Float()), 32
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.Quote(pyFloat(x, bits)) // no JSON number for it
+		}
+		return pyFloat(x, bits)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(string(v.ByteArray())) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // pyFloat formats x as Python's repr would (3.0 -> "3.0", 0.1 -> "0.1").

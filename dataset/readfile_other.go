@@ -4,12 +4,15 @@ package dataset
 
 import (
 	"context"
-	"os"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // readFile is os.ReadFile refusing more than max bytes (see the Linux one).
 func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	// Opening a FIFO no process writes to blocks, and so does reading one
+	// that sends nothing: both give up when ctx is done (a SIGTERM).
+	f, err := core.OpenContext(ctx, path)
 	if err != nil {
 		return nil, err
 	}

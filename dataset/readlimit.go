@@ -44,8 +44,14 @@ func readAtMost(ctx context.Context, r io.Reader, max int64, start bool) ([]byte
 			break
 		}
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr // the file was closed under a blocked read
+			}
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if len(chunks) == 1 {
 		return chunks[0], nil

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/swebuild/swebuild/internal/fifotest"
 )
 
 // endlessFIFO is a FIFO a writer fills with line for ever (until the test
@@ -95,5 +98,29 @@ func TestNonRegularDatasetReadHonoursCancellation(t *testing.T) {
 	_, err := Load(ctx, fifo, LoadOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// A dataset FIFO that no process writes to, or whose writer sends
+// nothing, is given up when the context is done (SIGTERM): before, the
+// open or the first read blocked for ever and the command ignored SIGTERM.
+func TestDatasetFIFOHonoursCancellation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"no writer", func(t *testing.T) string { return fifotest.NoWriter(t, "", "dataset.jsonl") }},
+		{"silent writer", func(t *testing.T) string { return fifotest.Silent(t, "", "dataset.jsonl") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.path(t)
+			err := fifotest.Within(t, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error {
+				_, err := Load(ctx, p, LoadOptions{})
+				return err
+			})
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("err = %v; want context.Canceled naming %s", err, p)
+			}
+		})
 	}
 }

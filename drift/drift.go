@@ -42,6 +42,15 @@ type Image struct {
 	// Why says why an image has no document, when its record says
 	// (core.Image.SBOMError: the capture or the attachment failed).
 	Why string
+	// Inputs are the image's recorded build inputs (its record's spec
+	// key and pin rules); nil: no record says (a side read by name only).
+	Inputs *Inputs
+}
+
+// Inputs are what a record says an image was built from.
+type Inputs struct {
+	SpecKey string
+	Pins    []string
 }
 
 // Label names an image in reports: "env NAME linux/amd64".
@@ -108,6 +117,14 @@ type ImageResult struct {
 	PackagesA int      `json:"packages_a"`
 	PackagesB int      `json:"packages_b"`
 	Changes   []Change `json:"changes,omitempty"`
+	// Cause says why the image's digest changed from A to B (an image in
+	// both sets at two digests): the recorded change that explains it
+	// (CauseRepair, CausePin, CauseSpec), CauseRebuild (same inputs, same
+	// packages), CauseUnrecorded (same inputs, other packages: a silent
+	// change) or CauseUnknown (a side without records). CauseDetail
+	// names the rules added (+ID) and removed (-ID).
+	Cause       string `json:"cause,omitempty"`
+	CauseDetail string `json:"cause_detail,omitempty"`
 }
 
 // Label names the image in reports: "env NAME linux/amd64".
@@ -133,6 +150,94 @@ type Summary struct {
 	Changes int `json:"changes"`
 	// ImageChanges is the number of (image, package) changes.
 	ImageChanges int `json:"image_changes"`
+	// Causes counts the images whose digest changed, by Cause.
+	Causes map[string]int `json:"causes,omitempty"`
+}
+
+// Causes of a digest change (ImageResult.Cause), the recorded ones first.
+const (
+	// CauseRepair: the image gained a rule of a nightly's repair
+	// (package repair, ids "repair-..."): a recorded repair.
+	CauseRepair = "repair"
+	// CausePin: the pin rules applied to its recipe changed.
+	CausePin = "pin"
+	// CauseSpec: its spec key changed, same rules: the spec tables, the
+	// scripts or the build context changed.
+	CauseSpec = "spec"
+	// CauseRebuild: the same inputs built again, the same packages
+	// resolved (the bytes differ, e.g. file times).
+	CauseRebuild = "rebuild"
+	// CauseUnrecorded: the same inputs built again resolved other
+	// packages: nothing recorded says why it changed.
+	CauseUnrecorded = "unrecorded"
+	// CauseUnknown: a side has no record of the image's inputs.
+	CauseUnknown = "unknown"
+)
+
+// RepairRulePrefix starts the id of every rule a nightly's repair
+// proposes (repair.RuleID).
+const RepairRulePrefix = "repair-"
+
+// digestOf is the digest part of a pinned reference.
+func digestOf(ref string) string {
+	_, d, _ := strings.Cut(ref, "@")
+	return d
+}
+
+// cause says why an image at a (A) and b (B) changed digest, from their
+// records: the pin rules B gained or lost (a repair's first), the spec
+// key, else whether its packages changed.
+func cause(a, b *Image, changes int) (string, string) {
+	if a.Inputs == nil || b.Inputs == nil {
+		return CauseUnknown, "no record of the build inputs in " + map[bool]string{true: "A", false: "B"}[a.Inputs == nil]
+	}
+	var added, removed, detail []string
+	for _, p := range b.Inputs.Pins {
+		if !slices.Contains(a.Inputs.Pins, p) {
+			added = append(added, p)
+			detail = append(detail, "+"+p)
+		}
+	}
+	for _, p := range a.Inputs.Pins {
+		if !slices.Contains(b.Inputs.Pins, p) {
+			removed = append(removed, p)
+			detail = append(detail, "-"+p)
+		}
+	}
+	spec := a.Inputs.SpecKey != b.Inputs.SpecKey
+	switch {
+	case slices.ContainsFunc(added, func(p string) bool { return strings.HasPrefix(p, RepairRulePrefix) }):
+		return CauseRepair, strings.Join(detail, " ")
+	case len(detail) > 0:
+		return CausePin, strings.Join(detail, " ")
+	case spec:
+		return CauseSpec, "spec key " + short(a.Inputs.SpecKey) + " -> " + short(b.Inputs.SpecKey)
+	case changes > 0:
+		return CauseUnrecorded, fmt.Sprintf("same spec key and rules, %d package change(s)", changes)
+	case changes < 0:
+		return CauseUnknown, "same spec key and rules, packages unknown (no document)"
+	}
+	return CauseRebuild, "same spec key and rules, same packages"
+}
+
+func short(k string) string {
+	k = strings.TrimPrefix(k, "sha256:")
+	if len(k) > 12 {
+		return k[:12]
+	}
+	return k
+}
+
+// Unrecorded are the images whose digest changed with no recorded cause
+// and other packages.
+func (r *Report) Unrecorded() []ImageResult {
+	var out []ImageResult
+	for _, im := range r.Images {
+		if im.Cause == CauseUnrecorded {
+			out = append(out, im)
+		}
+	}
+	return out
 }
 
 // Report is a comparison of set A (the earlier publication, say last
@@ -216,6 +321,15 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 	groups := map[Change][]string{}
 	for _, p := range pairs {
 		r := compareOne(p.a, p.b)
+		if p.a != nil && p.b != nil {
+			if da, db := digestOf(p.a.Ref), digestOf(p.b.Ref); da != "" && db != "" && da != db {
+				n := len(r.Changes)
+				if r.Status == StatusNoDoc {
+					n = -1
+				}
+				r.Cause, r.CauseDetail = cause(p.a, p.b, n)
+			}
+		}
 		for _, c := range r.Changes {
 			groups[c] = append(groups[c], r.Label())
 		}
@@ -237,6 +351,12 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 	s.Images = len(rep.Images)
 	s.Changes = len(rep.Groups)
 	for _, r := range rep.Images {
+		if r.Cause != "" {
+			if s.Causes == nil {
+				s.Causes = map[string]int{}
+			}
+			s.Causes[r.Cause]++
+		}
 		switch r.Status {
 		case StatusUnchanged:
 			s.Unchanged++

@@ -32,6 +32,8 @@ type Target struct {
 	// record names it (core.Image.SBOM): read directly, in Ref's
 	// repository, instead of listing the image's referrers.
 	SBOM string
+	// Inputs are the record's spec key and pin rules (nil: no record).
+	Inputs *Inputs
 }
 
 // TargetsFromRecords returns the env and instance images of records (a
@@ -49,7 +51,7 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 	var out []Target
 	seen := map[string]int{}
 	for _, r := range ok {
-		t := Target{Platform: r.Platform, Ref: r.Ref, Why: r.SBOMError, SBOM: r.SBOM.String()}
+		t := Target{Platform: r.Platform, Ref: r.Ref, Why: r.SBOMError, SBOM: r.SBOM.String(), Inputs: InputsOf(r)}
 		if r.Kind == core.KindEnv {
 			t.Kind, t.Name = KindEnv, strings.TrimSuffix(r.Key, ":latest")
 		} else {
@@ -67,6 +69,33 @@ func TargetsFromRecords(where string, recs []core.Image) ([]Target, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// InputsOf is what record r says its image was built from; nil when it
+// has no spec key.
+func InputsOf(r core.Image) *Inputs {
+	if r.SpecKey == "" {
+		return nil
+	}
+	return &Inputs{SpecKey: r.SpecKey, Pins: slices.Clone(r.Pins)}
+}
+
+// AddInputs gives the targets of a prefix-named publication the inputs of
+// their records in recs (its publish ledger): the last published record of
+// the same instance, platform and digest.
+func AddInputs(targets []Target, recs []core.Image) {
+	byImage := map[string]core.Image{}
+	for _, r := range recs {
+		if r.Kind == core.KindInstance && r.OK() && r.Digest != "" {
+			byImage[r.InstanceID+" "+r.Platform.String()+" "+r.Digest.String()] = r
+		}
+	}
+	for i := range targets {
+		t := &targets[i]
+		if r, ok := byImage[t.Name+" "+t.Platform.String()+" "+digestOf(t.Ref)]; ok && t.Kind == KindInstance && t.Inputs == nil {
+			t.Inputs = InputsOf(r)
+		}
+	}
 }
 
 // TargetsFromPublication returns the per-arch instance images of a
@@ -124,7 +153,7 @@ func (f *Fetcher) Fetch(ctx context.Context, targets []Target) ([]Image, error) 
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		out[i] = Image{Kind: t.Kind, Name: t.Name, Platform: t.Platform, Ref: t.Ref, Why: t.Why}
+		out[i] = Image{Kind: t.Kind, Name: t.Name, Platform: t.Platform, Ref: t.Ref, Why: t.Why, Inputs: t.Inputs}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -96,7 +96,7 @@ func TestFetchFromReferrers(t *testing.T) {
 	if len(files) != 1 || filepath.Base(files[0]) != "env.with.linux-amd64.cdx.json" {
 		t.Fatalf("saved %v", files)
 	}
-	docs, err := pins.ReadFrozen(save)
+	docs, err := pins.ReadFrozen(context.Background(), save)
 	if err != nil || len(docs) != 1 || docs[0].Subject != want.Subject {
 		t.Fatalf("ReadFrozen = %v, %v", docs, err)
 	}

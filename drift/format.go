@@ -89,6 +89,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	} else if s.Drifted == 0 {
 		p("No package changed.\n\n")
 	}
+	if len(s.Causes) > 0 {
+		writeCauses(&b, r)
+	}
 	var nodoc, only []ImageResult
 	for _, im := range r.Images {
 		switch im.Status {
@@ -136,6 +139,50 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	return nil
 }
 
+// causeOrder lists the causes as the Markdown counts them.
+var causeOrder = []string{CauseRepair, CausePin, CauseSpec, CauseRebuild, CauseUnrecorded, CauseUnknown}
+
+// writeCauses says why each digest that changed did: the counts, then one
+// row per image, the unrecorded ones first.
+func writeCauses(b *strings.Builder, r *Report) {
+	var counts []string
+	total := 0
+	for _, c := range causeOrder {
+		if n := r.Summary.Causes[c]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, c))
+			total += n
+		}
+	}
+	fmt.Fprintf(b, "**Digests changed: %d** (%s).", total, strings.Join(counts, ", "))
+	if n := r.Summary.Causes[CauseUnrecorded]; n > 0 {
+		fmt.Fprintf(b, " **%d changed with nothing recorded** (same spec key and rules, other packages).", n)
+	}
+	b.WriteString("\n\n| image | cause | what |\n|---|---|---|\n")
+	var rows []ImageResult
+	for _, im := range r.Images {
+		if im.Cause == CauseUnrecorded {
+			rows = append(rows, im)
+		}
+	}
+	for _, im := range r.Images {
+		if im.Cause != "" && im.Cause != CauseUnrecorded {
+			rows = append(rows, im)
+		}
+	}
+	for i, im := range rows {
+		if i == mdListed {
+			fmt.Fprintf(b, "| … | | %d more |\n", len(rows)-mdListed)
+			break
+		}
+		c := im.Cause
+		if c == CauseUnrecorded {
+			c = "**" + c + "**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", mdCell(im.Label()), c, mdCell(im.CauseDetail))
+	}
+	b.WriteString("\n")
+}
+
 func missingSides(m string) string {
 	switch m {
 	case "a":
@@ -174,8 +221,8 @@ code{font-size:.95em}
 {{range .Groups}}<tr><td><code>{{.Key}}</code></td><td>{{dash .From}}</td><td>{{dash .To}}</td><td>{{len .Images}}: {{join .Images ", "}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Images</h2>
-<table><tr><th>kind</th><th>name</th><th>platform</th><th>status</th><th>packages A / B</th><th>changes</th></tr>
-{{range .Images}}<tr><td>{{.Kind}}</td><td><code>{{.Name}}</code>{{if .NameB}} / <code>{{.NameB}}</code>{{end}}</td><td>{{.Platform}}</td><td class="{{if eq .Status "drift"}}drift{{else if eq .Status "no-document"}}nodoc{{else if eq .Status "unchanged"}}ok{{end}}">{{.Status}}{{if .Missing}} (none in {{sides .Missing}}{{with .WhyA}}: A {{.}}{{end}}{{with .WhyB}}: B {{.}}{{end}}){{end}}</td><td>{{.PackagesA}} / {{.PackagesB}}</td><td>{{changes .Changes}}</td></tr>
+<table><tr><th>kind</th><th>name</th><th>platform</th><th>status</th><th>packages A / B</th><th>changes</th><th>digest changed: cause</th></tr>
+{{range .Images}}<tr><td>{{.Kind}}</td><td><code>{{.Name}}</code>{{if .NameB}} / <code>{{.NameB}}</code>{{end}}</td><td>{{.Platform}}</td><td class="{{if eq .Status "drift"}}drift{{else if eq .Status "no-document"}}nodoc{{else if eq .Status "unchanged"}}ok{{end}}">{{.Status}}{{if .Missing}} (none in {{sides .Missing}}{{with .WhyA}}: A {{.}}{{end}}{{with .WhyB}}: B {{.}}{{end}}){{end}}</td><td>{{.PackagesA}} / {{.PackagesB}}</td><td>{{changes .Changes}}</td><td>{{.Cause}}{{with .CauseDetail}}: {{.}}{{end}}</td></tr>
 {{end}}</table>
 </body>
 </html>

@@ -3,10 +3,10 @@
 // from GitHub raw at environment_setup_commit), with retries and an on-disk
 // cache, so that a run that once had the network can be repeated offline.
 //
-// The pure functions in reqs.go reproduce what upstream does with those
-// files (candidate URLs, "-r" includes, REPLACE_REQ_PACKAGES); the Client
-// methods Requirements and EnvironmentYML combine them with the download.
-// *Client also satisfies builder/render.Fetcher through Fetch.
+// What upstream does with those files (candidate URLs, "-r" includes,
+// REPLACE_REQ_PACKAGES) is package envfile, which asks an envfile.Source for
+// each URL; pipeline resolves the files a dataset needs through this client
+// before rendering (render does no I/O).
 //
 // Cache: one file per URL in CacheDir, named by the hex sha256 of the URL
 // (always the raw.githubusercontent.com form, whatever BaseURL is), written
@@ -45,8 +45,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
-	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/envfile"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // DefaultBaseURL is where upstream fetches from (SWE_BENCH_URL_RAW).
@@ -54,14 +57,23 @@ const DefaultBaseURL = "https://raw.githubusercontent.com"
 
 // Defaults for Options fields left zero.
 const (
-	DefaultTimeout       = 30 * time.Second
-	DefaultRetryMax      = 4
-	DefaultRetryWaitMin  = 500 * time.Millisecond
-	DefaultRetryWaitMax  = 30 * time.Second
-	DefaultMaxRetryAfter = 2 * time.Minute
 	DefaultMaxBodyBytes  = 64 << 20
 	DefaultProgressAfter = 5 * time.Second
 )
+
+// DefaultBudget is a download's retry budget (package retry): 5 attempts of
+// at most 30 s each (the whole attempt, body included), waits of at most
+// 0.5 + 1 + 2 + 4 s between them (or a 429/503's Retry-After, at most
+// 2 min), within 5 min in all.
+var DefaultBudget = retry.Budget{
+	Attempts:      5,
+	AnswerTimeout: 30 * time.Second,
+	MinBackoff:    250 * time.Millisecond,
+	MaxBackoff:    30 * time.Second,
+	MaxRetryAfter: 2 * time.Minute,
+	MaxElapsed:    5 * time.Minute,
+	Statuses:      retry.Statuses,
+}
 
 // ErrOffline is wrapped by the error Get returns in offline mode for a URL
 // that is not in the cache.
@@ -109,26 +121,16 @@ type Options struct {
 	// point it at an httptest server). URLs, cache keys and messages keep
 	// the DefaultBaseURL form. Default: DefaultBaseURL.
 	BaseURL string
-	// Timeout bounds each attempt. Default: DefaultTimeout.
-	Timeout time.Duration
-	// RetryMax is the number of retries after the first attempt (on
-	// connection errors, 429 and 5xx other than 501; never on 404).
-	// 0 means DefaultRetryMax; negative means no retries.
-	RetryMax int
-	// RetryWaitMin and RetryWaitMax bound the exponential backoff between
-	// attempts. Defaults: DefaultRetryWaitMin, DefaultRetryWaitMax.
-	RetryWaitMin, RetryWaitMax time.Duration
-	// MaxRetryAfter caps the wait a Retry-After header asks for.
-	// Default: DefaultMaxRetryAfter.
-	MaxRetryAfter time.Duration
+	// Budget bounds each download's attempts (AnswerTimeout: one whole
+	// attempt, body included); zero fields take DefaultBudget's. Retried:
+	// connection errors and retry.Statuses; never a 404.
+	Budget retry.Budget
 	// MaxBodyBytes caps a response body, and a cached body read back.
 	// Default: DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Replacements is upstream's REPLACE_REQ_PACKAGES, applied by
-	// Requirements and EnvironmentYML. Default: ReplaceReqPackages().
-	Replacements []Replacement
 	// HTTPClient is the underlying client (its Timeout is overridden by
-	// Timeout). Default: a pooled client honouring proxy variables.
+	// Budget.AnswerTimeout). Default: a pooled client honouring proxy
+	// variables.
 	HTTPClient *http.Client
 	// Log receives a line per retry and per ProgressAfter a download is
 	// still waiting. Default: nothing is logged.
@@ -145,10 +147,8 @@ type Client struct {
 	offline       bool
 	base          string
 	maxBody       int64
-	maxRetryAfter time.Duration
-	retryAfter    time.Duration // unit of a Retry-After in seconds; tests shrink it
-	repl          []Replacement
-	http          *retryablehttp.Client
+	budget        retry.Budget
+	http          *http.Client
 	group         singleflight.Group
 	log           io.Writer
 	progressAfter time.Duration
@@ -166,9 +166,7 @@ func New(opts Options) (*Client, error) {
 		offline:       opts.Offline,
 		base:          strings.TrimSuffix(opts.BaseURL, "/"),
 		maxBody:       opts.MaxBodyBytes,
-		maxRetryAfter: opts.MaxRetryAfter,
-		retryAfter:    time.Second,
-		repl:          opts.Replacements,
+		budget:        opts.Budget.Or(DefaultBudget),
 		log:           opts.Log,
 		progressAfter: opts.ProgressAfter,
 		failed:        map[string]error{},
@@ -190,12 +188,6 @@ func New(opts Options) (*Client, error) {
 	if c.maxBody <= 0 {
 		c.maxBody = DefaultMaxBodyBytes
 	}
-	if c.maxRetryAfter <= 0 {
-		c.maxRetryAfter = DefaultMaxRetryAfter
-	}
-	if c.repl == nil {
-		c.repl = ReplaceReqPackages()
-	}
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = cleanhttp.DefaultPooledClient()
@@ -203,40 +195,8 @@ func New(opts Options) (*Client, error) {
 		copied := *hc
 		hc = &copied
 	}
-	hc.Timeout = opts.Timeout
-	if hc.Timeout <= 0 {
-		hc.Timeout = DefaultTimeout
-	}
-	rc := &retryablehttp.Client{
-		HTTPClient:   hc,
-		Logger:       nil, // retryablehttp logs to stderr by default
-		RetryWaitMin: opts.RetryWaitMin,
-		RetryWaitMax: opts.RetryWaitMax,
-		RetryMax:     opts.RetryMax,
-		CheckRetry:   retryablehttp.DefaultRetryPolicy,
-		Backoff:      c.backoff,
-		ErrorHandler: func(resp *http.Response, err error, attempts int) (*http.Response, error) {
-			return resp, &exhausted{attempts: attempts, err: err}
-		},
-		RequestLogHook: func(_ retryablehttp.Logger, req *http.Request, retry int) {
-			if retry > 0 {
-				fmt.Fprintf(c.log, "fetch: GET %s: retry %d of %d\n", req.URL, retry, c.http.RetryMax)
-			}
-		},
-	}
-	if rc.RetryWaitMin <= 0 {
-		rc.RetryWaitMin = DefaultRetryWaitMin
-	}
-	if rc.RetryWaitMax <= 0 {
-		rc.RetryWaitMax = DefaultRetryWaitMax
-	}
-	switch {
-	case rc.RetryMax == 0:
-		rc.RetryMax = DefaultRetryMax
-	case rc.RetryMax < 0:
-		rc.RetryMax = 0
-	}
-	c.http = rc
+	hc.Timeout = c.budget.AnswerTimeout
+	c.http = hc
 	return c, nil
 }
 
@@ -251,54 +211,6 @@ type noAnswer struct {
 
 func (e *noAnswer) Error() string { return e.err.Error() }
 func (e *noAnswer) Unwrap() error { return e.err }
-
-// exhausted carries the attempt count out of retryablehttp.
-type exhausted struct {
-	attempts int
-	err      error
-}
-
-func (e *exhausted) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("giving up after %d attempts", e.attempts)
-	}
-	return fmt.Sprintf("giving up after %d attempts: %v", e.attempts, e.err)
-}
-
-func (e *exhausted) Unwrap() error { return e.err }
-
-// backoff honours Retry-After (seconds or an HTTP date) on any retried
-// answer, capped at MaxRetryAfter; otherwise it backs off exponentially.
-func (c *Client) backoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil {
-		if d, ok := c.parseRetryAfter(resp.Header.Get("Retry-After")); ok {
-			return d
-		}
-	}
-	return retryablehttp.DefaultBackoff(min, max, attempt, nil)
-}
-
-func (c *Client) parseRetryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0, false
-		}
-		if n > int64(c.maxRetryAfter/c.retryAfter) {
-			return c.maxRetryAfter, true
-		}
-		d = time.Duration(n) * c.retryAfter
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = max(time.Until(t), 0)
-	} else {
-		return 0, false
-	}
-	return min(d, c.maxRetryAfter), true
-}
 
 // cacheKey names a URL's cache file: the hex sha256 of the URL.
 func cacheKey(url string) string {
@@ -448,53 +360,74 @@ func (c *Client) download(ctx context.Context, url, path string) ([]byte, error)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, c.target(url), nil)
-	if err != nil {
+	var body []byte
+	answered := false // some attempt got an HTTP answer
+	attempts, err := c.budget.Do(ctx, func(ctx context.Context, n int) (*http.Response, error) {
+		if n > 1 {
+			fmt.Fprintf(c.log, "fetch: GET %s: retry %d of %d\n", url, n-1, c.budget.Attempts-1)
+		}
+		b, resp, err := c.attempt(ctx, url)
+		answered = answered || resp != nil
+		body = b
+		return resp, err
+	}, nil)
+	var herr *HTTPError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		if !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w: %v", ctx.Err(), err)
+		}
 		return nil, fmt.Errorf("GET %s: %w", url, err)
-	}
-	req.Header.Set("User-Agent", "swebuild (+https://github.com/swebuild/swebuild)")
-	resp, err := c.http.Do(req)
-	attempts := 1
-	var ex *exhausted
-	if errors.As(err, &ex) {
-		attempts = ex.attempts
-		err = ex.err
-	}
-	if resp == nil {
-		if err == nil {
-			err = errors.New("no response")
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-			err = fmt.Errorf("%w: %v", ctxErr, err)
-		}
-		if attempts > 1 {
-			return nil, &noAnswer{fmt.Errorf("GET %s: %w (after %d attempts)", url, err, attempts), err}
-		}
-		return nil, &noAnswer{fmt.Errorf("GET %s: %w", url, err), err}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		herr := &HTTPError{URL: url, StatusCode: resp.StatusCode, Status: resp.Status, Attempts: attempts}
+	case errors.As(err, &herr):
+		herr.Attempts = attempts
 		if errors.Is(herr, ErrNotFound) {
-			if err := writeAtomic(path+notFoundSuffix, []byte(resp.Status+"\n")); err != nil {
+			if err := writeAtomic(path+notFoundSuffix, []byte(herr.Status+"\n")); err != nil {
 				return nil, err
 			}
 		}
 		return nil, herr
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: reading body: %w", url, err)
-	}
-	if int64(len(body)) > c.maxBody {
-		return nil, fmt.Errorf("GET %s: body larger than %d bytes", url, c.maxBody)
+	case !answered && attempts > 1:
+		return nil, &noAnswer{fmt.Errorf("GET %s: %w (after %d attempts)", url, err, attempts), err}
+	case !answered:
+		return nil, &noAnswer{fmt.Errorf("GET %s: %w", url, err), err}
+	default:
+		return nil, err
 	}
 	if err := writeAtomic(path, body); err != nil {
 		return nil, err
 	}
 	os.Remove(path + notFoundSuffix)
 	return body, nil
+}
+
+// attempt makes one GET of url: the body of a 200 answer, or the answer
+// (its body drained and closed) and an *HTTPError for another status, or
+// no answer and the transport's error. A body that cannot be read whole is
+// not retried.
+func (c *Client) attempt(ctx context.Context, url string) ([]byte, *http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.target(url), nil)
+	if err != nil {
+		return nil, nil, retry.Stop(fmt.Errorf("GET %s: %w", url, err))
+	}
+	req.Header.Set("User-Agent", "swebuild (+https://github.com/swebuild/swebuild)")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, resp, &HTTPError{URL: url, StatusCode: resp.StatusCode, Status: resp.Status, Attempts: 1}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	if err != nil {
+		return nil, resp, retry.Stop(fmt.Errorf("GET %s: reading body: %w", url, err))
+	}
+	if int64(len(body)) > c.maxBody {
+		return nil, resp, retry.Stop(fmt.Errorf("GET %s: body larger than %d bytes", url, c.maxBody))
+	}
+	return body, resp, nil
 }
 
 // readCached reads a cached body, refusing one larger than MaxBodyBytes
@@ -519,41 +452,21 @@ func (c *Client) readCached(path string) ([]byte, error) {
 	return b, nil
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers see the whole file or none.
+// writeAtomic writes data to path (its directory made if missing) through
+// core.WriteBytesAtomic, so readers see the whole file or none.
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("fetch cache: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("fetch cache: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := core.WriteBytesAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("fetch cache: %w", err)
 	}
 	return nil
 }
 
-// Fetch is Get for callers that move on when a file does not exist (the
-// builder/render Fetcher interface): found is false for a 404 or 410, the
-// body is decoded as upstream's requests does (DecodeText), and any other
+// Fetch is Get for callers that move on when a file does not exist (an
+// envfile.Source): found is false for a 404 or 410, the body is decoded as
+// upstream's requests does (envfile.DecodeText), and any other
 // failure (offline miss, network, 5xx after retries) is an error.
 func (c *Client) Fetch(ctx context.Context, url string) (body string, found bool, err error) {
 	b, err := c.Get(ctx, url)
@@ -563,7 +476,7 @@ func (c *Client) Fetch(ctx context.Context, url string) (body string, found bool
 	case err != nil:
 		return "", false, err
 	}
-	return DecodeText(b), true, nil
+	return envfile.DecodeText(b), true, nil
 }
 
 // FirstOf returns the first of urls that exists, trying them in order as

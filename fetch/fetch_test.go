@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/swebuild/swebuild/envfile"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // server is an httptest server whose answers a test scripts per path; it
@@ -49,8 +52,8 @@ func newClient(t *testing.T, s *server, opts Options) *Client {
 	if s != nil {
 		opts.BaseURL = s.URL
 	}
-	if opts.RetryWaitMin == 0 {
-		opts.RetryWaitMin, opts.RetryWaitMax = time.Millisecond, 2*time.Millisecond
+	if opts.Budget.MinBackoff == 0 {
+		opts.Budget.MinBackoff, opts.Budget.MaxBackoff = time.Millisecond, 2*time.Millisecond
 	}
 	c, err := New(opts)
 	if err != nil {
@@ -159,7 +162,7 @@ func TestRetriesExhausted(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		http.Error(w, "down", http.StatusBadGateway)
 	})
-	c := newClient(t, s, Options{RetryMax: 2})
+	c := newClient(t, s, Options{Budget: retry.Budget{Attempts: 3}})
 	_, err := c.Get(context.Background(), testURL)
 	var he *HTTPError
 	if !errors.As(err, &he) || he.StatusCode != 502 || he.Attempts != 3 {
@@ -177,7 +180,7 @@ func TestRetriesExhausted(t *testing.T) {
 		t.Errorf("second Get: %d requests, err %v; want 3 and the first error", s.hits.Load(), err2)
 	}
 	// Nothing is cached on disk for a failure: the next run asks again.
-	c2 := newClient(t, s, Options{RetryMax: 2, CacheDir: c.CacheDir()})
+	c2 := newClient(t, s, Options{Budget: retry.Budget{Attempts: 3}, CacheDir: c.CacheDir()})
 	c2.Get(context.Background(), testURL)
 	if s.hits.Load() != 6 {
 		t.Errorf("%d requests, want 6", s.hits.Load())
@@ -208,7 +211,7 @@ func TestFirstOfFallsBackOn404(t *testing.T) {
 		}
 	})
 	dir := t.TempDir()
-	urls := Candidates("o/r", "abc", []string{"first.txt", "second.txt", "third.txt"})
+	urls := envfile.Candidates("o/r", "abc", []string{"first.txt", "second.txt", "third.txt"})
 	c := newClient(t, s, Options{CacheDir: dir})
 	u, b, err := c.FirstOf(context.Background(), urls)
 	if err != nil || u != urls[1] || string(b) != "second" {
@@ -224,7 +227,7 @@ func TestFirstOfFallsBackOn404(t *testing.T) {
 		t.Fatalf("offline FirstOf = %q, %q, %v", u, b, err)
 	}
 	// All missing: the error lists them and matches ErrNotFound.
-	none := Candidates("o/r", "abc", []string{"x.txt", "y.txt"})
+	none := envfile.Candidates("o/r", "abc", []string{"x.txt", "y.txt"})
 	_, _, err = c.FirstOf(context.Background(), none)
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), none[0]+", "+none[1]) {
 		t.Errorf("all missing: %v", err)
@@ -237,7 +240,7 @@ func TestFirstOfFallsBackOn404(t *testing.T) {
 		}
 		io.WriteString(w, "second")
 	})
-	c2 := newClient(t, s2, Options{RetryMax: -1})
+	c2 := newClient(t, s2, Options{Budget: retry.Budget{Attempts: 1}})
 	if _, _, err := c2.FirstOf(context.Background(), urls); err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "503") {
 		t.Errorf("503: %v", err)
 	}
@@ -246,45 +249,23 @@ func TestFirstOfFallsBackOn404(t *testing.T) {
 func TestRetryAfterHonoured(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
-			w.Header().Set("Retry-After", "150") // 150 ms with the test's unit
+			w.Header().Set("Retry-After", "1") // the backoff without it is 1-2 ms
 			http.Error(w, "slow down", http.StatusTooManyRequests)
 			return
 		}
 		io.WriteString(w, "ok")
 	})
 	c := newClient(t, s, Options{})
-	c.retryAfter = time.Millisecond // backoff without Retry-After is 1-2 ms
 	start := time.Now()
 	b, err := c.Get(context.Background(), testURL)
 	if err != nil || string(b) != "ok" {
 		t.Fatalf("Get = %q, %v", b, err)
 	}
-	if d := time.Since(start); d < 150*time.Millisecond {
-		t.Errorf("waited %v, want at least the 150ms Retry-After asked for", d)
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("waited %v, want at least the 1 s Retry-After asked for", d)
 	}
 	if s.hits.Load() != 2 {
 		t.Errorf("%d requests, want 2", s.hits.Load())
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	c := newClient(t, nil, Options{MaxRetryAfter: time.Minute})
-	for in, want := range map[string]time.Duration{
-		"0": 0, "7": 7 * time.Second, "3600": time.Minute, "99999999999999999": time.Minute,
-		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat): 0,
-		time.Now().Add(time.Hour).UTC().Format(http.TimeFormat):  time.Minute,
-	} {
-		if got, ok := c.parseRetryAfter(in); !ok || got != want {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{"", "-1", "soon"} {
-		if _, ok := c.parseRetryAfter(in); ok {
-			t.Errorf("parseRetryAfter(%q) accepted", in)
-		}
-	}
-	if d := c.backoff(time.Millisecond, time.Second, 3, &http.Response{Header: http.Header{}}); d != 8*time.Millisecond {
-		t.Errorf("backoff without Retry-After = %v, want 8ms", d)
 	}
 }
 
@@ -357,7 +338,7 @@ func TestPerRequestTimeout(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	c := newClient(t, s, Options{Timeout: 50 * time.Millisecond, RetryMax: 1})
+	c := newClient(t, s, Options{Budget: retry.Budget{AnswerTimeout: 50 * time.Millisecond, Attempts: 2}})
 	start := time.Now()
 	_, err := c.Get(context.Background(), testURL)
 	if err == nil || !strings.Contains(err.Error(), testURL) || !strings.Contains(err.Error(), "after 2 attempts") {
@@ -372,7 +353,7 @@ func TestContextCancelled(t *testing.T) {
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		http.Error(w, "x", http.StatusServiceUnavailable)
 	})
-	c := newClient(t, s, Options{RetryWaitMin: time.Hour, RetryWaitMax: time.Hour})
+	c := newClient(t, s, Options{Budget: retry.Budget{MinBackoff: time.Hour, MaxBackoff: time.Hour, MaxElapsed: 3 * time.Hour}})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := c.Get(ctx, testURL)
@@ -458,7 +439,7 @@ func TestFetch(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
-	c := newClient(t, s, Options{RetryMax: -1})
+	c := newClient(t, s, Options{Budget: retry.Budget{Attempts: 1}})
 	ctx := context.Background()
 	if body, found, err := c.Fetch(ctx, DefaultBaseURL+"/o/r/abc/ok.txt"); body != "caf\uFFFD\n" || !found || err != nil {
 		t.Errorf("ok: %q %v %v", body, found, err)

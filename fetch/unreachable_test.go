@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/internal/faultproxy"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // countingTransport counts the requests per URL path that reach the wire.
@@ -55,9 +56,9 @@ func TestUnreachableHostAskedOnce(t *testing.T) {
 			var logMu sync.Mutex
 			c, err := New(Options{
 				CacheDir: t.TempDir(), BaseURL: "http://" + tc.addr(t),
-				HTTPClient: &http.Client{Transport: ct}, Timeout: 150 * time.Millisecond,
-				RetryMax: 2, RetryWaitMin: time.Millisecond, RetryWaitMax: 2 * time.Millisecond,
-				Log: lockedWriter{&logMu, &log}, ProgressAfter: 100 * time.Millisecond,
+				HTTPClient: &http.Client{Transport: ct},
+				Budget:     retry.Budget{AnswerTimeout: 150 * time.Millisecond, Attempts: 3, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond},
+				Log:        lockedWriter{&logMu, &log}, ProgressAfter: 100 * time.Millisecond,
 			})
 			if err != nil {
 				t.Fatal(err)

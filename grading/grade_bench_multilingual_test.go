@@ -1,6 +1,7 @@
 package grading
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func BenchmarkGradeHugeLog(b *testing.B) {
 			b.ResetTimer()
 			cpu := startCPU()
 			for i := 0; i < b.N; i++ {
-				log, err := ReadLog(path, 0)
+				log, err := ReadLog(context.Background(), path, 0)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -4,11 +4,14 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // This file holds the small pieces of Python string semantics the upstream
-// log parsers rely on: universal-newline reading, str.isspace, str.split()
-// with no arguments, str.strip(), and the \d class of Python 3.11's re.
+// log parsers rely on: universal-newline reading, str.split() with no
+// arguments and the \d class of Python 3.11's re (str.isspace and
+// str.strip are internal/pystr's).
 
 // NormalizeNewlines does what Python's open(path).read() does to line ends
 // (universal newlines): "\r\n" and a lone "\r" both become "\n". The input is
@@ -33,96 +36,6 @@ func NormalizeNewlines(s string) string {
 	return b.String()
 }
 
-// asciiSpaceMask has bit c set for each ASCII character c for which
-// Python's str.isspace() is true: \t \n \v \f \r, the separators
-// \x1c-\x1f and the space.
-const asciiSpaceMask = 1<<'\t' | 1<<'\n' | 1<<'\v' | 1<<'\f' | 1<<'\r' |
-	1<<0x1c | 1<<0x1d | 1<<0x1e | 1<<0x1f | 1<<' '
-
-// isASCIISpace reports whether Python's str.isspace() is true for the ASCII
-// character c.
-func isASCIISpace(c byte) bool {
-	return c <= ' ' && (uint64(asciiSpaceMask)>>c)&1 == 1
-}
-
-// isPySpaceRune reports whether Python 3.11's str.isspace() (and re's \s for
-// str patterns) is true for r.
-func isPySpaceRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return isASCIISpace(byte(r))
-	}
-	switch {
-	case r == 0x85, r == 0xa0, r == 0x1680:
-		return true
-	case r >= 0x2000 && r <= 0x200a:
-		return true
-	case r == 0x2028, r == 0x2029, r == 0x202f, r == 0x205f, r == 0x3000:
-		return true
-	}
-	return false
-}
-
-// spaceAt reports whether a Python whitespace character starts at s[i] and
-// its length in bytes. Bytes that are not valid UTF-8 are never space (Python
-// would not have decoded them at all).
-func spaceAt(s string, i int) (bool, int) {
-	c := s[i]
-	if c < utf8.RuneSelf {
-		return isASCIISpace(c), 1
-	}
-	// Every non-ASCII Python space starts with 0xC2, 0xE1, 0xE2 or 0xE3.
-	if c != 0xc2 && c != 0xe1 && c != 0xe2 && c != 0xe3 {
-		return false, 1
-	}
-	r, n := utf8.DecodeRuneInString(s[i:])
-	return isPySpaceRune(r), n
-}
-
-// spaceBefore reports whether a Python whitespace character ends at s[i-1]
-// and its length in bytes.
-func spaceBefore(s string, i int) (bool, int) {
-	if i <= 0 {
-		return false, 0
-	}
-	c := s[i-1]
-	if c < utf8.RuneSelf {
-		return isASCIISpace(c), 1
-	}
-	r, n := utf8.DecodeLastRuneInString(s[:i])
-	return isPySpaceRune(r), n
-}
-
-// pyStrip is Python's str.strip() with no arguments.
-func pyStrip(s string) string {
-	return pyRStrip(pyLStrip(s))
-}
-
-// pyLStrip is Python's str.lstrip() with no arguments.
-func pyLStrip(s string) string {
-	i := 0
-	for i < len(s) {
-		sp, n := spaceAt(s, i)
-		if !sp {
-			break
-		}
-		i += n
-	}
-	return s[i:]
-}
-
-// pyRStrip is Python's str.rstrip() with no arguments.
-func pyRStrip(s string) string {
-	j := len(s)
-	for j > 0 {
-		sp, n := spaceBefore(s, j)
-		if !sp {
-			break
-		}
-		j -= n
-	}
-	return s[:j]
-}
-
 // pySplit2 returns the first two fields of Python's str.split() (no
 // arguments: runs of whitespace separate, leading and trailing whitespace is
 // ignored) and how many fields exist, counting at most 2.
@@ -132,13 +45,13 @@ func pySplit2(s string) (f0, f1 string, n int) {
 		// skip whitespace
 		for i < len(s) {
 			if c := s[i]; c < utf8.RuneSelf {
-				if !isASCIISpace(c) {
+				if !pystr.IsASCIISpace(c) {
 					break
 				}
 				i++
 				continue
 			}
-			sp, w := spaceAt(s, i)
+			sp, w := pystr.SpaceAt(s, i)
 			if !sp {
 				break
 			}
@@ -150,13 +63,13 @@ func pySplit2(s string) (f0, f1 string, n int) {
 		start := i
 		for i < len(s) {
 			if c := s[i]; c < utf8.RuneSelf {
-				if isASCIISpace(c) {
+				if pystr.IsASCIISpace(c) {
 					break
 				}
 				i++
 				continue
 			}
-			sp, w := spaceAt(s, i)
+			sp, w := pystr.SpaceAt(s, i)
 			if sp {
 				break
 			}

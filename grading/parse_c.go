@@ -2,6 +2,8 @@ package grading
 
 import (
 	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // The parsers of upstream's log_parsers/c.py. Each applies re.match to
@@ -13,7 +15,7 @@ import (
 // SKIPPED. Matched by hand (trimDuration, stripInFile).
 func parseRedis(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasPrefix(line, "[") {
 			return nil
 		}
@@ -40,7 +42,7 @@ func parseRedis(log string, sm *StatusMap) error {
 func stripInFile(name string) string {
 	i := len(name)
 	for i > 0 {
-		if sp, n := spaceBefore(name, i); sp {
+		if sp, n := pystr.SpaceBefore(name, i); sp {
 			break
 		} else {
 			i -= n
@@ -51,7 +53,7 @@ func stripInFile(name string) string {
 	}
 	j := i
 	for j > 0 {
-		sp, n := spaceBefore(name, j)
+		sp, n := pystr.SpaceBefore(name, j)
 		if !sp {
 			break
 		}
@@ -62,7 +64,7 @@ func stripInFile(name string) string {
 	}
 	k := j - 2
 	for k > 0 {
-		sp, n := spaceBefore(name, k)
+		sp, n := pystr.SpaceBefore(name, k)
 		if !sp {
 			break
 		}
@@ -77,7 +79,7 @@ func stripInFile(name string) string {
 // parseJq is upstream's parse_log_jq: ^\s*(PASS|FAIL):\s(.+)$ .
 func parseJq(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line) // so \s* matches nothing
+		line = pystr.Strip(line) // so \s* matches nothing
 		var status string
 		switch {
 		case strings.HasPrefix(line, "PASS:"):
@@ -91,7 +93,7 @@ func parseJq(log string, sm *StatusMap) error {
 		if rest == "" {
 			return nil
 		}
-		if sp, n := spaceAt(rest, 0); sp && len(rest) > n {
+		if sp, n := pystr.SpaceAt(rest, 0); sp && len(rest) > n {
 			sm.set(rest[n:], status)
 		}
 		return nil
@@ -102,7 +104,7 @@ func parseJq(log string, sm *StatusMap) error {
 // ^(pass|FAIL|skip)\s+(.+)$ .
 func parseMicropython(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		var status string
 		switch {
 		case strings.HasPrefix(line, "pass"):
@@ -120,10 +122,10 @@ func parseMicropython(log string, sm *StatusMap) error {
 		}
 		// \s+ takes the whole run of whitespace: the stripped line does not
 		// end in whitespace, so (.+) always gets what follows.
-		if sp, _ := spaceAt(rest, 0); !sp {
+		if sp, _ := pystr.SpaceAt(rest, 0); !sp {
 			return nil
 		}
-		if name := pyLStrip(rest); name != "" {
+		if name := pystr.LStrip(rest); name != "" {
 			sm.set(name, status)
 		}
 		return nil
@@ -138,7 +140,7 @@ func parseMicropython(log string, sm *StatusMap) error {
 // regexp, 11 ms by hand.
 func parseGoogletest(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasSuffix(line, ")") {
 			return nil
 		}
@@ -168,14 +170,14 @@ func googletestAt(line string, i int) (string, string, bool) {
 	if i >= len(line) || line[i] != ']' {
 		return "", "", false
 	}
-	sp, n := spaceAt(line, i+1)
+	sp, n := pystr.SpaceAt(line, i+1)
 	if !sp {
 		return "", "", false
 	}
 	g := i + 1 + n
 	// \s\( with the "(" before the final ")", as late as possible.
 	for p := strings.LastIndexByte(line[:len(line)-1], '('); p >= g; p = strings.LastIndexByte(line[:p], '(') {
-		if sp, n := spaceBefore(line, p); sp && p-n >= g {
+		if sp, n := pystr.SpaceBefore(line, p); sp && p-n >= g {
 			return line[g : p-n], status, true
 		}
 	}

@@ -1,6 +1,10 @@
 package grading
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
+)
 
 // parseDjango is upstream's parse_log_django: a per-line pass over stripped
 // lines, then three multi-line patterns searched over the whole text (done
@@ -15,7 +19,7 @@ func parseDjango(log string, sm *StatusMap) error {
 	lineNo := 0
 	for raw, ok := it.next(); ok; raw, ok = it.next() {
 		lineNo++
-		line := pyStrip(raw)
+		line := pystr.Strip(raw)
 		if line == "" {
 			continue // no check below can fire on an empty line
 		}
@@ -35,7 +39,7 @@ func parseDjango(log string, sm *StatusMap) error {
 			// the shortened line is what the checks below see.
 			if strings.HasPrefix(line, "Applying sites.0002_alter_domain_unique...test_no_migrations") {
 				k := strings.Index(line, "...")
-				line = pyStrip(line[k+3:])
+				line = pystr.Strip(line[k+3:])
 			}
 			test := line
 			if k := strings.LastIndex(line, suffix); k >= 0 {
@@ -67,7 +71,7 @@ func parseDjango(log string, sm *StatusMap) error {
 			}
 			sm.set(f1, StatusError)
 		}
-		if havePrev && strings.HasPrefix(pyLStrip(line), "ok") {
+		if havePrev && strings.HasPrefix(pystr.LStrip(line), "ok") {
 			sm.set(prevTest, StatusPassed)
 		}
 	}
@@ -190,7 +194,7 @@ func djangoScan(log, head string, sm *StatusMap, tail func(h int) int) {
 // Python whitespace character, newline included) and returns where the
 // first \s starts (the end of group 1).
 func dotsBefore(log string, t int) (int, bool) {
-	sp, n := spaceBefore(log, t)
+	sp, n := pystr.SpaceBefore(log, t)
 	if !sp {
 		return 0, false
 	}
@@ -199,7 +203,7 @@ func dotsBefore(log string, t int) (int, bool) {
 		return 0, false
 	}
 	t -= 3
-	sp, n = spaceBefore(log, t)
+	sp, n = pystr.SpaceBefore(log, t)
 	if !sp {
 		return 0, false
 	}

@@ -1,6 +1,10 @@
 package grading
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
+)
 
 // parseGotest is upstream's parse_log_gotest (go.py): re.match of
 // ^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$ on each stripped line, so indented
@@ -10,7 +14,7 @@ import "strings"
 // Go's regexp, 13 ms by hand.
 func parseGotest(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasPrefix(line, "--- ") || !strings.HasSuffix(line, ")") {
 			return nil
 		}

@@ -1,6 +1,10 @@
 package grading
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
+)
 
 // The parsers of upstream's log_parsers/java.py; each matches patterns with
 // re.match against line.strip() for every line of log.split("\n").
@@ -15,7 +19,7 @@ func parseMaven(log string, sm *StatusMap) error {
 	re := pyRegexp(`^.*-Dtest=(` + reNotS + `+).*$`)
 	current := "---NO TEST NAME FOUND YET---"
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if strings.Contains(line, "-Dtest=") {
 			if m := re.FindStringSubmatch(line); m != nil {
 				current = m[1]
@@ -37,7 +41,7 @@ func parseMaven(log string, sm *StatusMap) error {
 func parseAnt(log string, sm *StatusMap) error {
 	re := pyRegexp(`^` + reS + `*\[junit\]` + reS + `+\[(PASS|FAIL|ERR)\]` + reS + `+(.*)$`)
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasPrefix(line, "[junit]") {
 			return nil
 		}
@@ -60,7 +64,7 @@ func parseAnt(log string, sm *StatusMap) error {
 func parseGradleCustom(log string, sm *StatusMap) error {
 	re := pyRegexp(`^([^>].+)` + reS + `+(PASSED|FAILED)$`)
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasSuffix(line, "PASSED") && !strings.HasSuffix(line, "FAILED") {
 			return nil
 		}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // The parsers of upstream's log_parsers/javascript.py.
@@ -114,7 +116,7 @@ func parseCalypso(log string, sm *StatusMap) error {
 			if strings.HasPrefix(line, "Test Suites") || strings.HasPrefix(line, "  ● ") {
 				break
 			}
-			st := pyStrip(line)
+			st := pystr.Strip(line)
 			for _, mk := range marks {
 				if !strings.HasPrefix(st, mk.symbol) {
 					continue
@@ -132,7 +134,7 @@ func parseCalypso(log string, sm *StatusMap) error {
 				for i, b := range suite {
 					names[i] = b.name
 				}
-				sm.set(pyStrip(strings.Join(names, " - ")+" - "+m[1]), mk.status)
+				sm.set(pystr.Strip(strings.Join(names, " - ")+" - "+m[1]), mk.status)
 				continue lines
 			}
 			indent := indentOf(line)
@@ -184,7 +186,7 @@ func chromeFailure(log string, i int) (string, int, bool) {
 	if i >= len(log) {
 		return "", 0, false
 	}
-	sp, n := spaceAt(log, i)
+	sp, n := pystr.SpaceAt(log, i)
 	if !sp {
 		return "", 0, false
 	}
@@ -238,7 +240,7 @@ func blankAt(s string, i int) (bool, int) {
 	if i >= len(s) || s[i] == '\r' || s[i] == '\n' {
 		return false, 0
 	}
-	return spaceAt(s, i)
+	return pystr.SpaceAt(s, i)
 }
 
 // parseMarked is upstream's parse_log_marked: each line (not stripped)
@@ -257,8 +259,8 @@ func parseMarked(log string, sm *StatusMap) error {
 		if i == 0 || i+1 >= len(line) || line[i] != ')' {
 			return nil
 		}
-		if sp, n := spaceAt(line, i+1); sp {
-			sm.set(pyStrip(line[i+1+n:]), StatusFailed)
+		if sp, n := pystr.SpaceAt(line, i+1); sp {
+			sm.set(pystr.Strip(line[i+1+n:]), StatusFailed)
 		}
 		return nil
 	})
@@ -303,7 +305,7 @@ func parseReactPDF(log string, sm *StatusMap) error {
 // CPU with Go's regexp, 19 ms by hand.
 func parseJest(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		for _, m := range [...]struct{ mark, status string }{{"✓", StatusPassed}, {"✕", StatusFailed}, {"○", StatusSkipped}} {
 			if rest, ok := markThenRest(line, m.mark); ok {
 				sm.set(trimDuration(rest), m.status)
@@ -319,7 +321,7 @@ func parseJest(log string, sm *StatusMap) error {
 // ^\[(PASSED|FAILED)\]\s(.+)$ on the stripped line.
 func parseJestJSON(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		var status, rest string
 		switch {
 		case strings.HasPrefix(line, "[PASSED]"):
@@ -332,7 +334,7 @@ func parseJestJSON(log string, sm *StatusMap) error {
 		if rest == "" {
 			return nil
 		}
-		if sp, n := spaceAt(rest, 0); sp && len(rest) > n {
+		if sp, n := pystr.SpaceAt(rest, 0); sp && len(rest) > n {
 			sm.set(rest[n:], status)
 		}
 		return nil
@@ -344,7 +346,7 @@ func parseJestJSON(log string, sm *StatusMap) error {
 // ✓ is PASSED, × FAILED, ↓ SKIPPED. Matched by hand, see vitestName.
 func parseVitest(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		for _, m := range [...]struct{ mark, status string }{{"✓", StatusPassed}, {"×", StatusFailed}, {"↓", StatusSkipped}} {
 			if rest, ok := markThenRest(line, m.mark); ok {
 				sm.set(vitestName(rest), m.status)
@@ -363,14 +365,14 @@ func parseVitest(log string, sm *StatusMap) error {
 func vitestName(rest string) string {
 	skipped := -1
 	if strings.HasSuffix(rest, "[skipped]") {
-		if sp, n := spaceBefore(rest, len(rest)-len("[skipped]")); sp {
+		if sp, n := pystr.SpaceBefore(rest, len(rest)-len("[skipped]")); sp {
 			skipped = len(rest) - len("[skipped]") - n
 		}
 	}
 	tail := len(rest)
 	for tail > 0 {
 		r, n := utf8.DecodeLastRuneInString(rest[:tail])
-		if !isPyDigit(r) && !isPySpaceRune(r) && r != 'm' && r != 's' {
+		if !isPyDigit(r) && !pystr.IsSpace(r) && r != 'm' && r != 's' {
 			break
 		}
 		tail -= n
@@ -393,7 +395,7 @@ func vitestName(rest string) string {
 
 // isVitestDuration reports whether s[p:] is all of \s\d+\s*m?s? .
 func isVitestDuration(s string, p int) bool {
-	sp, n := spaceAt(s, p)
+	sp, n := pystr.SpaceAt(s, p)
 	if !sp {
 		return false
 	}
@@ -476,7 +478,7 @@ func parseKarma(log string, sm *StatusMap) error {
 func parseTap(log string, sm *StatusMap) error {
 	re := pyRegexp(`^(ok|not ok) (` + reD + `+) (.+)$`)
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasPrefix(line, "ok ") && !strings.HasPrefix(line, "not ok ") {
 			return nil
 		}
@@ -512,7 +514,7 @@ func parseP5js(log string, sm *StatusMap) error {
 		if p5ValidFail(body) {
 			parts := strings.Split(body, "\n")
 			for i, p := range parts {
-				parts[i] = pyStrip(p)
+				parts[i] = pystr.Strip(p)
 			}
 			sm.set(strings.Join(parts, ":"), StatusFailed)
 		}
@@ -537,7 +539,7 @@ func p5NextFailure(log string, pos int) (bodyStart, colon int, ok bool) {
 		// \s* (newlines included), then \d+ and ")".
 		i := p
 		for i < len(log) {
-			sp, n := spaceAt(log, i)
+			sp, n := pystr.SpaceAt(log, i)
 			if !sp {
 				break
 			}
@@ -604,7 +606,7 @@ func p5RemoveJSONBlocks(log string) string {
 	inBlock, inList, first := false, false, true
 	it := lineIter{s: log}
 	for line, ok := it.next(); ok; line, ok = it.next() {
-		s := pyRStrip(line)
+		s := pystr.RStrip(line)
 		switch {
 		case strings.HasSuffix(s, "{"):
 			inBlock = true

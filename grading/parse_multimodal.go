@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // The parsers upstream v5.0.2 added to log_parsers/javascript.py for
@@ -21,7 +23,7 @@ const pyWordClass = `[\p{L}\p{N}_]`
 
 // collapseSpaces is re.sub(r"\s+", " ", s).strip().
 func collapseSpaces(s string) string {
-	return pyStrip(strings.Join(pyFields(s), " "))
+	return pystr.Strip(strings.Join(pyFields(s), " "))
 }
 
 // parseCarbon is parse_log_carbon (also v5's parse_log_lighthouse_jest):
@@ -38,7 +40,7 @@ func parseGrommet(log string, sm *StatusMap) error {
 	timing := pyRegexp(reS + `\([` + pyDigitChars + `.]+` + reS + `?(?:ms|s)\)$`)
 	for _, w := range []struct{ word, status string }{{"FAIL", StatusFailed}, {"PASS", StatusPassed}} {
 		for _, m := range pyRegexp(`(?m)^`+w.word+reS+`(.*)`).FindAllStringSubmatch(log, -1) {
-			sm.set(timing.ReplaceAllString(pyStrip(m[1]), ""), w.status)
+			sm.set(timing.ReplaceAllString(pystr.Strip(m[1]), ""), w.status)
 		}
 	}
 	return nil
@@ -118,13 +120,13 @@ func parseHighlightJS(log string, sm *StatusMap) error {
 		if timing.MatchString(name) {
 			name = timing.ReplaceAllString(name, "")
 		}
-		return pyStrip(name)
+		return pystr.Strip(name)
 	}
 	failed := pyRegexp(`^` + reD + `+\)`)
 	var suite []string
 	full := func(name string) string { return strings.Join(append(append([]string{}, suite...), name), ".") }
 	return forEachLine(log, func(line string) error {
-		s := pyStrip(line)
+		s := pystr.Strip(line)
 		switch {
 		case strings.HasPrefix(s, "✓") || strings.HasPrefix(s, "✔"):
 			check := "✔"
@@ -169,7 +171,7 @@ func parseQuartoCLI(log string, sm *StatusMap) error {
 			}
 		}
 		name, _, _ := strings.Cut(line, "...")
-		name = pyStrip(name)
+		name = pystr.Strip(name)
 		reject := strings.HasPrefix(line, "test result:") ||
 			strings.Contains(line, "passed") && strings.Contains(line, "failed") && strings.Contains(line, "steps") ||
 			strings.Contains(line, "34mINFO")
@@ -221,7 +223,7 @@ func (s *indentSuite) push(line string) {
 	for len(s.names) > 0 && s.indent[len(s.indent)-1] >= ind {
 		s.names, s.indent = s.names[:len(s.names)-1], s.indent[:len(s.indent)-1]
 	}
-	s.names, s.indent = append(s.names, pyStrip(line)), append(s.indent, ind)
+	s.names, s.indent = append(s.names, pystr.Strip(line)), append(s.indent, ind)
 }
 
 func (s *indentSuite) key(test string) string {
@@ -244,10 +246,10 @@ func parseLighthouseMocha(log string, sm *StatusMap) error {
 		{pyRegexp(`^` + reD + `+\)` + reS + `(.*)`), StatusFailed},
 	}
 	for _, run := range runs[1:] {
-		run = pyStrip(passing.Split(run, 2)[0])
+		run = pystr.Strip(passing.Split(run, 2)[0])
 		var suite indentSuite
 		forEachLine(run, func(line string) error {
-			s := pyStrip(line)
+			s := pystr.Strip(line)
 			for _, p := range pats {
 				if m := p.re.FindStringSubmatch(s); m != nil {
 					sm.set(suite.key(m[1]), p.status)
@@ -266,7 +268,7 @@ func parseLighthouseMocha(log string, sm *StatusMap) error {
 // pyFloat is Python's float(s) for a version string, or an error where
 // float() raises ValueError.
 func pyFloat(s string) (float64, error) {
-	t := pyStrip(s)
+	t := pystr.Strip(s)
 	if strings.Contains(t, "__") || strings.HasPrefix(t, "_") || strings.HasSuffix(t, "_") {
 		return 0, fmt.Errorf("could not convert string to float: %q", s)
 	}
@@ -337,13 +339,13 @@ func parseNextV1(log string, sm *StatusMap) error {
 			if strings.HasPrefix(line, "TOTAL") {
 				break
 			}
-			if hasAnyPrefix(pyStrip(line), "ERROR", "LOG", "WARN", "Check", "in") {
+			if hasAnyPrefix(pystr.Strip(line), "ERROR", "LOG", "WARN", "Check", "in") {
 				continue
 			}
 			if _, rest, ok := strings.Cut(line, "✗"); ok {
-				sm.set(suite.key(pyLStrip(rest)), StatusFailed)
+				sm.set(suite.key(pystr.LStrip(rest)), StatusFailed)
 			} else if _, rest, ok := strings.Cut(line, "✓"); ok {
-				sm.set(suite.key(pyLStrip(rest)), StatusPassed)
+				sm.set(suite.key(pystr.LStrip(rest)), StatusPassed)
 			} else if indentOf(line) > 0 {
 				suite.push(line)
 			}
@@ -368,10 +370,10 @@ func parseNextV2(log string, sm *StatusMap) error {
 		}
 		section := log[m[1]:end]
 		for _, f := range fail.FindAllStringSubmatch(section, -1) {
-			sm.set(suite+": "+pyStrip(f[1]), StatusFailed)
+			sm.set(suite+": "+pystr.Strip(f[1]), StatusFailed)
 		}
 		for _, p := range pass.FindAllStringSubmatch(section, -1) {
-			sm.set(suite+": "+pyStrip(p[1]), StatusPassed)
+			sm.set(suite+": "+pystr.Strip(p[1]), StatusPassed)
 		}
 	}
 	return nil

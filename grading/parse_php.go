@@ -3,6 +3,8 @@ package grading
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // parsePHPUnit is upstream's parse_log_phpunit (php.py, PHPUnit --testdox).
@@ -17,7 +19,7 @@ func parsePHPUnit(log string, sm *StatusMap) error {
 			suite = s
 			return nil
 		}
-		rest := pyLStrip(line)
+		rest := pystr.LStrip(line)
 		var status string
 		switch {
 		case strings.HasPrefix(rest, "✔"):
@@ -30,7 +32,7 @@ func parsePHPUnit(log string, sm *StatusMap) error {
 			return nil
 		}
 		// All three marks are three bytes long in UTF-8.
-		sm.set(suite+" > "+pyLStrip(rest[3:]), status)
+		sm.set(suite+" > "+pystr.LStrip(rest[3:]), status)
 		return nil
 	})
 }

@@ -3,6 +3,8 @@ package grading
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // The parsers of upstream's log_parsers/ruby.py; each applies re.match to
@@ -23,7 +25,7 @@ import (
 // the last ". " that ends at or before e.
 func parseMinitest(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if name, outcome, ok := minitestMatch(line); ok {
 			if outcome == '.' {
 				sm.set(name, StatusPassed)
@@ -59,7 +61,7 @@ func minitestMatch(line string) (string, byte, bool) {
 // more, so a scenario whose first step did not pass is not recorded.
 func parseCucumber(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		for k := strings.LastIndexByte(line, ' '); k >= 0; k = strings.LastIndexByte(line[:k], ' ') {
 			d := k + 1
 			for d < len(line) && line[d] == '.' {
@@ -86,7 +88,7 @@ func parseCucumber(log string, sm *StatusMap) error {
 // the pattern is matched by hand (see rubyUnitMatch).
 func parseRubyUnit(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		name, outcome, ok := rubyUnitMatch(pyStrip(line))
+		name, outcome, ok := rubyUnitMatch(pystr.Strip(line))
 		if !ok {
 			return nil
 		}
@@ -121,7 +123,7 @@ func rubyUnitTail(s string) (string, byte, bool) {
 	for k := strings.LastIndexByte(s, ':'); k >= 1; k = strings.LastIndexByte(s[:k], ':') {
 		j := k + 1
 		for j < len(s) {
-			sp, n := spaceAt(s, j)
+			sp, n := pystr.SpaceAt(s, j)
 			if !sp {
 				break
 			}
@@ -153,7 +155,7 @@ func rubyUnitTail(s string) (string, byte, bool) {
 func parseRspecTransformedJSON(log string, sm *StatusMap) error {
 	re := pyRegexp(`^(.+) - (passed|failed)`)
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.Contains(line, " - ") {
 			return nil
 		}

@@ -1,6 +1,10 @@
 package grading
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
+)
 
 // parseCargo is upstream's parse_log_cargo (rust.py): re.match of
 // ^test\s+(\S+)\s+\.\.\.\s+(\w+)$ on the stripped line; outcome "ok" is
@@ -12,7 +16,7 @@ import "strings"
 func parseCargo(log string, sm *StatusMap) error {
 	re := pyRegexp(`^test` + reS + `+(` + reNotS + `+)` + reS + `+\.\.\.` + reS + `+(ok|FAILED)$`)
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if !strings.HasPrefix(line, "test") {
 			return nil
 		}

@@ -1,6 +1,10 @@
 package grading
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
+)
 
 // parseSympy is upstream's parse_log_sympy.
 //
@@ -40,7 +44,7 @@ func parseSympy(log string, sm *StatusMap) error {
 
 	it := lineIter{s: log}
 	for raw, ok := it.next(); ok; raw, ok = it.next() {
-		line := pyStrip(raw)
+		line := pystr.Strip(raw)
 		if !strings.HasPrefix(line, "test_") {
 			continue
 		}

@@ -1,6 +1,10 @@
 package grading
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
+)
 
 // The log parsers upstream v5.0.2 changed since v4.1.0 (RulesV5). Each is
 // the v4.1.0 function with v5's change; the others are unchanged.
@@ -22,7 +26,7 @@ func isSkipSummary(status, name string) bool {
 
 // pyFields is Python's str.split() with no arguments.
 func pyFields(s string) []string {
-	return strings.FieldsFunc(s, isPySpaceRune)
+	return strings.FieldsFunc(s, pystr.IsSpace)
 }
 
 // parsePytestV5 is v5's parse_log_pytest (and its aliases
@@ -110,7 +114,7 @@ func parseMavenV5(log string, sm *StatusMap) error {
 		}
 	}
 	err := forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if strings.Contains(line, "-Dtest=") {
 			if m := re.FindStringSubmatch(line); m != nil {
 				pending = append(pending, m[1])
@@ -148,7 +152,7 @@ func parseGradleCustomV5(log string, sm *StatusMap) error {
 	nameOnly := pyRegexp(`^([^>]` + reNotS + `*` + reS + `+>` + reS + `+` + reNotS + `+)$`)
 	pending := ""
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		if strings.HasSuffix(line, "PASSED") || strings.HasSuffix(line, "FAILED") {
 			if m := full.FindStringSubmatch(line); m != nil {
 				if m[2] == "PASSED" {
@@ -181,10 +185,10 @@ func parseGradleCustomV5(log string, sm *StatusMap) error {
 // parseJestV5 is v5's parse_log_jest: v4.1.0's with the name stripped.
 func parseJestV5(log string, sm *StatusMap) error {
 	return forEachLine(log, func(line string) error {
-		line = pyStrip(line)
+		line = pystr.Strip(line)
 		for _, m := range [...]struct{ mark, status string }{{"✓", StatusPassed}, {"✕", StatusFailed}, {"○", StatusSkipped}} {
 			if rest, ok := markThenRest(line, m.mark); ok {
-				sm.set(pyStrip(trimDuration(rest)), m.status)
+				sm.set(pystr.Strip(trimDuration(rest)), m.status)
 				break
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // Upstream's parsers use Python 3.11's re on str patterns, where \s, \d and
@@ -14,9 +16,6 @@ import (
 // therefore written with these explicit classes, taken from Python 3.11.2
 // (Unicode 14.0.0) by testing every code point against re's \s and \d.
 const (
-	// pySpaceChars is the body of Python's \s: the characters for which
-	// str.isspace() is true (the same set, see isPySpaceRune).
-	pySpaceChars = `\x{9}-\x{d}\x{1c}-\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}-\x{2029}\x{202f}\x{205f}\x{3000}`
 	// pyDigitChars is the body of Python's \d: Unicode 14.0 category Nd (the
 	// same set, see isPyDigit).
 	pyDigitChars = `0-9\x{660}-\x{669}\x{6f0}-\x{6f9}\x{7c0}-\x{7c9}\x{966}-\x{96f}\x{9e6}-\x{9ef}\x{a66}-\x{a6f}` +
@@ -32,8 +31,8 @@ const (
 		`\x{1e140}-\x{1e149}\x{1e2f0}-\x{1e2f9}\x{1e950}-\x{1e959}\x{1fbf0}-\x{1fbf9}`
 
 	// reS, reNotS and reD stand for Python's \s, \S and \d in a pattern.
-	reS    = `[` + pySpaceChars + `]`
-	reNotS = `[^` + pySpaceChars + `]`
+	reS    = `[` + pystr.SpaceClass + `]`
+	reNotS = `[^` + pystr.SpaceClass + `]`
 	reD    = `[` + pyDigitChars + `]`
 )
 
@@ -86,7 +85,7 @@ func pyLen(s string) int { return utf8.RuneCountInString(s) }
 
 // indentOf is Python's len(line) - len(line.lstrip()), in code points.
 func indentOf(line string) int {
-	return pyLen(line) - pyLen(pyLStrip(line))
+	return pyLen(line) - pyLen(pystr.LStrip(line))
 }
 
 // hasAnyPrefix reports whether s starts with one of prefixes.
@@ -103,7 +102,7 @@ func hasAnyPrefix(s string, prefixes ...string) bool {
 // at s[i].
 func skipSpaces(s string, i int) int {
 	for i < len(s) {
-		sp, n := spaceAt(s, i)
+		sp, n := pystr.SpaceAt(s, i)
 		if !sp {
 			break
 		}
@@ -135,7 +134,7 @@ func skipDigits(s string, i int) int {
 // isDurationTail reports whether s[p:] is all of \s\(\d+\s*m?s\) (the
 // optional duration of parse_log_jest and parse_log_redis).
 func isDurationTail(s string, p int) bool {
-	sp, n := spaceAt(s, p)
+	sp, n := pystr.SpaceAt(s, p)
 	if !sp {
 		return false
 	}
@@ -168,7 +167,7 @@ func trimDuration(rest string) string {
 	if k <= 0 {
 		return rest
 	}
-	if sp, n := spaceBefore(rest, k); sp && k-n >= 1 && isDurationTail(rest, k-n) {
+	if sp, n := pystr.SpaceBefore(rest, k); sp && k-n >= 1 && isDurationTail(rest, k-n) {
 		return rest[:k-n]
 	}
 	return rest
@@ -184,7 +183,7 @@ func markThenRest(line, mark string) (string, bool) {
 	if rest == "" {
 		return "", false
 	}
-	sp, n := spaceAt(rest, 0)
+	sp, n := pystr.SpaceAt(rest, 0)
 	if !sp || n == len(rest) {
 		return "", false
 	}

@@ -4,6 +4,8 @@ import (
 	"regexp/syntax"
 	"testing"
 	"unicode"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // classRunes parses a character class of this package into its ranges.
@@ -30,13 +32,13 @@ func classRunes(t *testing.T, class string) func(rune) bool {
 func TestPythonClasses(t *testing.T) {
 	inS, inD, inNotCRLF := classRunes(t, reS), classRunes(t, reD), classRunes(t, spaceNotCRLF)
 	for r := rune(0); r <= unicode.MaxRune; r++ {
-		if inS(r) != isPySpaceRune(r) {
-			t.Errorf("%U: reS %v, isPySpaceRune %v", r, inS(r), isPySpaceRune(r))
+		if inS(r) != pystr.IsSpace(r) {
+			t.Errorf("%U: reS %v, pystr.IsSpace %v", r, inS(r), pystr.IsSpace(r))
 		}
 		if inD(r) != isPyDigit(r) {
 			t.Errorf("%U: reD %v, isPyDigit %v", r, inD(r), isPyDigit(r))
 		}
-		if inNotCRLF(r) != (isPySpaceRune(r) && r != '\r' && r != '\n') {
+		if inNotCRLF(r) != (pystr.IsSpace(r) && r != '\r' && r != '\n') {
 			t.Errorf("%U: spaceNotCRLF %v", r, inNotCRLF(r))
 		}
 	}
@@ -46,8 +48,8 @@ func TestPythonClasses(t *testing.T) {
 		r            rune
 		space, digit bool
 	}{{'\x1c', true, false}, {'\u0661', false, true}, {'\u200b', false, false}, {'\v', true, false}, {'٣', false, true}} {
-		if isPySpaceRune(c.r) != c.space || isPyDigit(c.r) != c.digit {
-			t.Errorf("%U: space %v digit %v", c.r, isPySpaceRune(c.r), isPyDigit(c.r))
+		if pystr.IsSpace(c.r) != c.space || isPyDigit(c.r) != c.digit {
+			t.Errorf("%U: space %v digit %v", c.r, pystr.IsSpace(c.r), isPyDigit(c.r))
 		}
 	}
 }

@@ -1,11 +1,11 @@
 package grading
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"os"
 	"unsafe"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // MaxLogSize is the largest test log ReadLog reads by default: 256 MiB.
@@ -17,41 +17,18 @@ import (
 const MaxLogSize = 256 << 20
 
 // ReadLog reads the test log at path, at most limit bytes (MaxLogSize when
-// limit <= 0). A longer input is an error naming the file and the limit.
-func ReadLog(path string, limit int64) (string, error) {
+// limit <= 0), as a dataset is read (core.ReadAllContext): a regular file
+// longer than limit is refused by its size before it is read; anything else
+// (a pipe, a FIFO, /dev/zero) is read in chunks and refused once more than
+// limit bytes have come; a FIFO no process writes to, or one that sends
+// nothing, is given up when ctx is done (a SIGTERM). Errors name the file.
+func ReadLog(ctx context.Context, path string, limit int64) (string, error) {
 	if limit <= 0 {
 		limit = MaxLogSize
 	}
-	f, err := os.Open(path)
+	buf, err := core.ReadAllContext(ctx, path, limit)
 	if err != nil {
 		return "", fmt.Errorf("reading log: %w", err)
-	}
-	defer f.Close()
-	var size int64
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		if size = st.Size(); size > limit {
-			return "", fmt.Errorf("reading log %s: %d bytes, more than the limit of %d", path, size, limit)
-		}
-	}
-	// As os.ReadFile: one buffer the size of the file (plus room for the
-	// read that sees its end), grown only if the file grows.
-	r := io.LimitReader(f, limit+1)
-	buf := make([]byte, 0, size+512)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return "", fmt.Errorf("reading log %s: more than the limit of %d bytes", path, limit)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading log %s: %w", path, err)
-		}
 	}
 	// The buffer becomes the string without the copy string(buf) makes
 	// (nothing writes to buf after this): for a 200 MB log that copy took

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/swebuild/swebuild/core"
 )
@@ -247,34 +249,52 @@ func pyDigitValue(r rune) int {
 	return k % 10
 }
 
-// infraSignature is one row of INFRA_FAILURE_SIGNATURES.
-type infraSignature struct{ reason, tier, pattern string }
+// infraSignature is one row of INFRA_FAILURE_SIGNATURES, with needles:
+// strings one of which every text the pattern matches holds (a pattern
+// needs none of them to be searched for in a text holding none).
+type infraSignature struct {
+	reason, tier, pattern string
+	needles               []string
+}
 
 // infraSignatures is infra_failure.py's INFRA_FAILURE_SIGNATURES, in its
 // order (the first that matches wins); patterns under re.MULTILINE.
 func infraSignatures() [8]infraSignature {
 	return [...]infraSignature{
-		{"browser_launch_failed", TierEnvironment, `Failed to launch|Failed to connect to the bus`},
-		{"display_unavailable", TierEnvironment, `cannot open display|Missing X server|unable to open X display`},
-		{"out_of_memory", TierEnvironment, `Cannot allocate memory|OutOfMemoryError|^Killed$`},
-		{"container_unavailable", TierEnvironment, `Error response from daemon|Cannot connect to the Docker daemon`},
-		{"network_unreachable", TierEnvironment, `Could not resolve host|Temporary failure in name resolution`},
-		{"missing_module", TierAmbiguous, `Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError`},
-		{"no_tests_collected", TierAmbiguous, `no tests ran|collected 0 items`},
-		{"tests_timed_out", TierAmbiguous, `Timeout error: ` + reD + `+ seconds exceeded`},
+		{"browser_launch_failed", TierEnvironment, `Failed to launch|Failed to connect to the bus`, []string{"Failed to launch", "Failed to connect to the bus"}},
+		{"display_unavailable", TierEnvironment, `cannot open display|Missing X server|unable to open X display`, []string{"cannot open display", "Missing X server", "unable to open X display"}},
+		{"out_of_memory", TierEnvironment, `Cannot allocate memory|OutOfMemoryError|^Killed$`, []string{"Cannot allocate memory", "OutOfMemoryError", "Killed"}},
+		{"container_unavailable", TierEnvironment, `Error response from daemon|Cannot connect to the Docker daemon`, []string{"Error response from daemon", "Cannot connect to the Docker daemon"}},
+		{"network_unreachable", TierEnvironment, `Could not resolve host|Temporary failure in name resolution`, []string{"Could not resolve host", "Temporary failure in name resolution"}},
+		{"missing_module", TierAmbiguous, `Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError`, []string{"Cannot find module", "MODULE_NOT_FOUND", "ModuleNotFoundError"}},
+		{"no_tests_collected", TierAmbiguous, `no tests ran|collected 0 items`, []string{"no tests ran", "collected 0 items"}},
+		{"tests_timed_out", TierAmbiguous, `Timeout error: ` + reD + `+ seconds exceeded`, []string{"Timeout error: "}},
 	}
 }
+
+// infraMatchers are the signatures' patterns, compiled once.
+var infraMatchers = sync.OnceValue(func() (out [8]*regexp.Regexp) {
+	for i, s := range infraSignatures() {
+		out[i] = regexp.MustCompile(`(?m)` + s.pattern)
+	}
+	return out
+})
 
 // ClassifyInfra is v5's classify_text: the reason and tier of the first
 // infra-failure signature found in text (a log after universal newlines),
 // ok false when none matches or text is empty. classify_logs over several
-// files is ClassifyInfra of their texts joined by "\n".
+// files is ClassifyInfra of their texts joined by "\n". A pattern is
+// matched only against a text holding one of its needles: Go's regexp
+// scans an alternation of literals at a few MB/s, strings.Contains at
+// memory speed, and most logs hold no needle (measured: 362 reference
+// logs, 78% of grading's CPU in these matches before).
 func ClassifyInfra(text string) (reason, tier string, ok bool) {
 	if text == "" {
 		return "", "", false
 	}
-	for _, s := range infraSignatures() {
-		if regexp.MustCompile(`(?m)` + s.pattern).MatchString(text) {
+	res := infraMatchers()
+	for i, s := range infraSignatures() {
+		if slices.ContainsFunc(s.needles, func(n string) bool { return strings.Contains(text, n) }) && res[i].MatchString(text) {
 			return s.reason, s.tier, true
 		}
 	}

@@ -3,16 +3,14 @@ package grading
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf16"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/pyjson"
 )
 
 // v5Parsed is upstream-v5/grading/parsed/<name>.json: what upstream
@@ -229,102 +227,12 @@ func checkRunReport(t *testing.T, dir string, ref v5Parsed, log string, rep Repo
 }
 
 // pyDumpsIndent4 writes a JSON document as Python's json.dumps(obj,
-// indent=4) does (ensure_ascii, key order kept). It is the test's own
-// writer, independent of the package's.
+// indent=4) does (pyjson.DumpsIndent4).
 func pyDumpsIndent4(t *testing.T, raw json.RawMessage) []byte {
 	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out bytes.Buffer
-	var write func(level int) error
-	nl := func(level int) {
-		out.WriteByte('\n')
-		out.WriteString(strings.Repeat("    ", level))
-	}
-	write = func(level int) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			closer := map[json.Delim]string{'{': "}", '[': "]"}[v]
-			out.WriteString(string(v))
-			if !dec.More() {
-				_, err := dec.Token()
-				out.WriteString(closer)
-				return err
-			}
-			first := true
-			for dec.More() {
-				if !first {
-					out.WriteByte(',')
-				}
-				first = false
-				nl(level + 1)
-				if v == '{' {
-					kt, err := dec.Token()
-					if err != nil {
-						return err
-					}
-					writePyString(&out, kt.(string))
-					out.WriteString(": ")
-				}
-				if err := write(level + 1); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return err
-			}
-			nl(level)
-			out.WriteString(closer)
-		case string:
-			writePyString(&out, v)
-		case bool:
-			fmt.Fprint(&out, v)
-		case json.Number:
-			out.WriteString(v.String())
-		case nil:
-			out.WriteString("null")
-		}
-		return nil
-	}
-	if err := write(0); err != nil && err != io.EOF {
+	b, err := pyjson.DumpsIndent4(raw)
+	if err != nil {
 		t.Fatalf("re-encoding reference JSON: %v", err)
 	}
-	return out.Bytes()
-}
-
-// writePyString is json.dumps(s) with ensure_ascii=True.
-func writePyString(out *bytes.Buffer, s string) {
-	out.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			out.WriteString(`\"`)
-		case r == '\\':
-			out.WriteString(`\\`)
-		case r == '\n':
-			out.WriteString(`\n`)
-		case r == '\r':
-			out.WriteString(`\r`)
-		case r == '\t':
-			out.WriteString(`\t`)
-		case r == '\b':
-			out.WriteString(`\b`)
-		case r == '\f':
-			out.WriteString(`\f`)
-		case r < 0x20 || r > 0x7e:
-			if r > 0xffff {
-				a, b := utf16.EncodeRune(r)
-				fmt.Fprintf(out, `\u%04x\u%04x`, a, b)
-			} else {
-				fmt.Fprintf(out, `\u%04x`, r)
-			}
-		default:
-			out.WriteRune(r)
-		}
-	}
-	out.WriteByte('"')
+	return b
 }

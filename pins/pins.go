@@ -29,6 +29,7 @@ type Rule struct {
 type Set struct {
 	rules  []Rule
 	lifted []string // x86-only rules lifted (spec.X86Rules ids)
+	files  []string // pins files read (their rules are in rules)
 }
 
 // Apply runs every rule on rec in order and records the ids of the rules
@@ -77,16 +78,25 @@ func Named(name string) (*Set, error) { return Parse(name) }
 //	ID or +ID     add pin rule ID
 //	-ID           drop pin rule ID; for an x86-only rule, lift it (its
 //	              instances get a linux/arm64 image again, to try)
+//	FILE          add the hold rules of a pins file (ReadFile): an item
+//	              with a slash or ending in .json, e.g. a nightly's
+//	              proposal (default,./proposal.json)
 //
 // A list starting with -ID starts from default ("-ID" is "default,-ID");
 // one starting with ID from none ("ID,ID" is just those). Rules apply in
-// All's order whatever the order of the list. An unknown id is an error
-// naming the valid ones.
+// All's order whatever the order of the list, then the files' rules in the
+// order of the list. An unknown id is an error naming the valid ones; a
+// file that cannot be read or checked an error naming it (and the line and
+// field).
 func Parse(value string) (*Set, error) {
 	value = strings.TrimSpace(value)
 	all := All()
 	on := map[string]bool{}
 	lifted := map[string]bool{}
+	var (
+		files     []string
+		fileRules []Rule
+	)
 	setAll := func(v bool) {
 		for _, r := range all {
 			on[r.ID] = v
@@ -105,7 +115,24 @@ func Parse(value string) (*Set, error) {
 		switch {
 		case item == "" && value == "":
 		case item == "":
-			return nil, fmt.Errorf("pins %q: empty item (want a comma-separated list of none, default, ID, -ID)", value)
+			return nil, fmt.Errorf("pins %q: empty item (want a comma-separated list of none, default, ID, -ID, FILE)", value)
+		case isFileItem(id) && drop:
+			return nil, fmt.Errorf("pins %q: -%s: a pins file is added, not dropped (leave it out of the list)", value, id)
+		case isFileItem(id):
+			if slices.Contains(files, id) {
+				return nil, fmt.Errorf("pins %q: pins file %s listed twice", value, id)
+			}
+			_, rules, err := ReadFile(id)
+			if err != nil {
+				return nil, fmt.Errorf("pins %q: %w", value, err)
+			}
+			for _, r := range rules {
+				if slices.ContainsFunc(fileRules, func(o Rule) bool { return o.ID == r.ID }) {
+					return nil, fmt.Errorf("pins %q: %s: rule %q is also in another pins file of the list", value, id, r.ID)
+				}
+			}
+			files = append(files, id)
+			fileRules = append(fileRules, rules...)
 		case !drop && id == "default":
 			setAll(true)
 		case !drop && id == "none":
@@ -122,12 +149,13 @@ func Parse(value string) (*Set, error) {
 				value, id, strings.Join(ruleIDs(all), ", "), strings.Join(x86IDs(), ", "))
 		}
 	}
-	s := &Set{}
+	s := &Set{files: files}
 	for _, r := range all {
 		if on[r.ID] {
 			s.rules = append(s.rules, r)
 		}
 	}
+	s.rules = append(s.rules, fileRules...)
 	for _, r := range spec.X86Rules() {
 		if lifted[r.ID] {
 			s.lifted = append(s.lifted, r.ID)
@@ -146,12 +174,15 @@ func (s *Set) LiftedX86() []string {
 }
 
 // String is the selection in Parse's syntax: "none", "default",
-// "default,-ID...", or the ids, then the lifted x86-only rules as -ID.
+// "default,-ID...", or the ids, then the lifted x86-only rules as -ID,
+// then the pins files.
 func (s *Set) String() string {
 	all := All()
 	var on []string
 	for _, r := range s.Rules() {
-		on = append(on, r.ID)
+		if isPinRule(all, r.ID) {
+			on = append(on, r.ID)
+		}
 	}
 	var parts []string
 	switch {
@@ -171,6 +202,9 @@ func (s *Set) String() string {
 	}
 	for _, id := range s.LiftedX86() {
 		parts = append(parts, "-"+id)
+	}
+	if s != nil {
+		parts = append(parts, s.files...)
 	}
 	return strings.Join(parts, ",")
 }

@@ -7,12 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/taskrepo"
@@ -35,6 +34,12 @@ type BuildOptions struct {
 	ContextDirs []string
 	// MetadataFile, when set, receives one record per node (core.WriteFile).
 	MetadataFile string
+	// Until, when set (graph.KindBase or graph.KindEnv), builds only
+	// the dataset plan's images up to that kind: the base images, or the
+	// base and env images (e.g. the bases a task repo's Dockerfiles start
+	// FROM, pushed before it builds). Not with Verify, Publish or a task
+	// repo, which are about instance images.
+	Until string
 	// Verify, when set, runs each instance's gold patch on its solved
 	// image before it is exported (GoldCheck), and attaches what it found
 	// to the exported image as a verification statement by Verifier (the
@@ -56,10 +61,8 @@ type BuildOptions struct {
 // BuildResult is what Build did. Every field may be nil when Build returned
 // before that stage.
 type BuildResult struct {
-	Plan *plan.Plan
-	// TaskPlan is the plan of a task repo's tasks (Inputs.TaskRepo; Plan
-	// is then nil).
-	TaskPlan  *taskrepo.Plan
+	// Plan is what the input planned: each record's platforms, the nodes.
+	Plan      *Plan
 	Report    *builder.Report
 	Records   []core.Image
 	Gold      *GoldCheck
@@ -73,6 +76,9 @@ type BuildResult struct {
 // publish failures) and the result says what was done.
 func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	out, log := writerOr(o.Out), writerOr(o.Log)
+	if err := o.checkUntil(); err != nil {
+		return nil, err
+	}
 	loaded, problems, err := loadKeepGoing(ctx, o.Inputs, log)
 	if err != nil {
 		return nil, err
@@ -85,32 +91,24 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		return nil, err
 	}
 	res := &BuildResult{}
-	var (
-		nodes      []*builder.Node
-		notPlanned []builder.NotPlanned
-	)
-	if loaded.Tasks != nil {
-		tp := loaded.TaskPlan(o.Platforms)
-		res.TaskPlan = &tp
-		nodes = TaskNodes(tp)
-		notPlanned = taskNotPlanned(tp)
-	} else {
-		p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, o.Platforms)
-		if err != nil {
-			return nil, err
-		}
-		res.Plan = p
-		notPlanned = planNotPlanned(p, o.Platforms)
-		for _, e := range p.Errors {
-			fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-		}
-		if len(p.Errors) > 0 {
-			problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
-		}
-		if nodes, err = Nodes(p, loaded.Instances, o.ContextDirs); err != nil {
-			return nil, err
-		}
-		AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
+	p, err := loaded.Plan(ctx, o.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	res.Plan = p
+	for _, e := range p.Errors {
+		fmt.Fprintf(log, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
+	}
+	if len(p.Errors) > 0 {
+		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
+	}
+	nodes, err := p.Nodes(o.ContextDirs)
+	if err != nil {
+		return nil, err
+	}
+	notPlanned := p.NotPlanned()
+	if o.Until != "" {
+		nodes, notPlanned = NodesUntil(nodes, graph.Kind(o.Until)), nil // no instance image is asked for
 	}
 	bopts := o.Builder
 	bopts.NotPlanned = notPlanned
@@ -125,11 +123,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		bopts.Attest = gc.Attest(o.Verifier)
 		problems = append(problems, gc.Problems()...)
 	}
-	given := ""
-	if len(bopts.Images) > 0 && loaded.Tasks == nil {
-		given = " (less those bound to existing images, and the parents only they needed)"
-	}
-	fmt.Fprintf(log, "swebuild build: %d nodes%s; logs in %s\n", len(nodes), given, bopts.RunDir)
+	fmt.Fprintf(log, "swebuild build: %d nodes planned; logs in %s\n", len(nodes), bopts.RunDir)
 	report, err := builder.Build(ctx, nodes, bopts)
 	if report != nil {
 		res.Report = report
@@ -179,29 +173,38 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	return res, errors.Join(problems...)
 }
 
-// notPlanned are the instance images of the run the plan has no node for:
-// the x86-only instances on linux/arm64 (with the rule that decided it) and
-// the instances that could not be planned.
-func planNotPlanned(p *plan.Plan, platforms []core.Platform) []builder.NotPlanned {
-	var out []builder.NotPlanned
-	if slices.Contains(platforms, core.ARM64) {
-		for _, id := range p.X86Only {
-			out = append(out, builder.NotPlanned{InstanceID: id, Platform: core.ARM64, Reason: "x86-only (" + p.X86OnlyRule[id] + ")"})
-		}
+// checkUntil refuses an Until that is not a kind below instance, or one
+// given with what needs instance images.
+func (o BuildOptions) checkUntil() error {
+	switch {
+	case o.Until == "":
+		return nil
+	case graph.Kind(o.Until) != graph.KindBase && graph.Kind(o.Until) != graph.KindEnv:
+		return fmt.Errorf("build until %q: want %s or %s", o.Until, graph.KindBase, graph.KindEnv)
+	case o.TaskRepo != "":
+		return fmt.Errorf("build until %s: a task repo has only task images, no base or env images of its own", o.Until)
+	case o.Verify != nil:
+		return fmt.Errorf("build until %s: builds no instance images, so there is no gold patch to verify", o.Until)
+	case o.Publish != nil:
+		return fmt.Errorf("build until %s: builds no instance images, so there is nothing to publish", o.Until)
 	}
-	for _, e := range p.Errors {
-		out = append(out, builder.NotPlanned{InstanceID: e.InstanceID, Platform: e.Platform, Reason: "could not be planned"})
-	}
-	return out
+	return nil
 }
 
-// taskNotPlanned are a task repo's x86-only tasks on linux/arm64, with the
-// arm64 rule's reason.
-func taskNotPlanned(tp taskrepo.Plan) []builder.NotPlanned {
-	var out []builder.NotPlanned
-	for _, t := range tp.Tasks {
-		if t.X86Only != "" {
-			out = append(out, builder.NotPlanned{InstanceID: t.Task.Instance.InstanceID, Platform: core.ARM64, Reason: "x86-only (" + t.X86Only + ")"})
+// NodesUntil keeps the nodes up to kind until: graph.KindBase the base
+// images, graph.KindEnv the base and env images; "" keeps them all.
+func NodesUntil(nodes []*graph.Node, until graph.Kind) []*graph.Node {
+	keep := map[graph.Kind]bool{graph.KindBase: true}
+	switch until {
+	case "":
+		return nodes
+	case graph.KindEnv:
+		keep[graph.KindEnv] = true
+	}
+	var out []*graph.Node
+	for _, n := range nodes {
+		if keep[n.Kind] {
+			out = append(out, n)
 		}
 	}
 	return out
@@ -252,14 +255,14 @@ func writerOr(w io.Writer) io.Writer {
 	return w
 }
 
-// Nodes turns the plan into builder nodes: parents by key, rendered files in
-// memory, profile context files (e.g. rootfs-<arch>.tar) looked up in
-// contextDirs. Nodes used only by x86-only instances are marked X86Only, so
-// the builder refuses an arm64 image of them whatever the platforms asked.
-// An instance plan node becomes one builder node per instance: when two
-// instances share one image key (ids differing only in case), the builder
-// sees both and builds neither.
-func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builder.Node, error) {
+// Nodes makes the plan's nodes ready to build: profile context files (e.g.
+// rootfs-<arch>.tar, graph.Node.External) found in contextDirs, nodes used
+// only by x86-only instances marked X86Only (so the builder refuses an
+// arm64 image of them whatever the platforms asked), and an instance node
+// per instance with its id and base commit: when two instances share one
+// image key (ids differing only in case), the builder sees both and builds
+// neither. The plan's nodes are not changed.
+func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*graph.Node, error) {
 	x86 := map[string]bool{}
 	for _, id := range p.X86Only {
 		x86[id] = true
@@ -268,27 +271,18 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 	for _, inst := range insts {
 		commits[inst.InstanceID] = inst.BaseCommit
 	}
-	var nodes []*builder.Node
+	var nodes []*graph.Node
 	for _, pp := range p.Platforms {
 		for _, pn := range pp.Nodes {
-			b := pn.Build
-			n := &builder.Node{
-				Key:        pn.Key,
-				Kind:       string(pn.Kind),
-				Platform:   pn.Platform,
-				Dockerfile: b.Dockerfile,
-				Context:    b.Files,
-				X86Only:    len(pn.Instances) > 0,
-			}
+			n := *pn
+			n.X86Only = len(pn.Instances) > 0
 			for _, id := range pn.Instances {
 				if !x86[id] {
 					n.X86Only = false
 				}
 			}
-			if pn.Parent != "" {
-				n.Parents = []string{pn.Parent}
-			}
-			for _, name := range b.External {
+			n.ContextFiles = nil
+			for _, name := range pn.External {
 				path, err := findContextFile(name, contextDirs)
 				if err != nil {
 					return nil, fmt.Errorf("node %s (%s): %w", pn.Key, pn.Platform, err)
@@ -298,12 +292,12 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 				}
 				n.ContextFiles[name] = path
 			}
-			if pn.Kind != render.KindInstance {
-				nodes = append(nodes, n)
+			if pn.Kind != graph.KindInstance {
+				nodes = append(nodes, &n)
 				continue
 			}
 			for _, id := range pn.Instances {
-				c := *n
+				c := n
 				c.InstanceID, c.BaseCommit = id, commits[id]
 				nodes = append(nodes, &c)
 			}
@@ -317,21 +311,21 @@ func Nodes(p *plan.Plan, insts []core.Instance, contextDirs []string) ([]*builde
 // with its task directory as the whole build context, and the default task
 // listing for its SBOM (TaskInventory). The key is the instance image key
 // upstream's harness uses, sweb.eval.<arch>.<id>:latest.
-func TaskNodes(tp taskrepo.Plan) []*builder.Node {
-	var nodes []*builder.Node
+func TaskNodes(tp taskrepo.Plan) []*graph.Node {
+	var nodes []*graph.Node
 	for _, pt := range tp.Tasks {
 		in := pt.Task.Instance
 		for _, plat := range pt.Platforms {
-			nodes = append(nodes, &builder.Node{
+			nodes = append(nodes, &graph.Node{
 				Key:        "sweb.eval." + plat.Arch() + "." + strings.ToLower(in.InstanceID) + ":latest",
-				Kind:       builder.KindInstance,
+				Kind:       graph.KindInstance,
 				Platform:   plat,
 				InstanceID: in.InstanceID,
 				BaseCommit: in.BaseCommit,
 				X86Only:    pt.X86Only != "",
 				Dockerfile: pt.Dockerfiles[plat],
 				ContextDir: pt.Task.Dir,
-				Inventory: &builder.Inventory{Commands: TaskInventory(), Repo: in.Repo, Version: in.Version,
+				Inventory: &graph.Inventory{Commands: TaskInventory(), Repo: in.Repo, Version: in.Version,
 					InstanceIDs: []string{in.InstanceID}},
 			})
 		}

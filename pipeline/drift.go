@@ -32,6 +32,10 @@ type DriftOptions struct {
 	// Save, when set, is a directory A's documents are written to (the
 	// input of a frozen rebuild).
 	Save string
+	// Records are the publish ledger of a prefix-named side: they give its
+	// images' spec keys and pin rules (drift.AddInputs), so a changed
+	// digest gets its cause. A records-file side has its own.
+	Records []core.Image
 }
 
 // ErrNoInstances is a side named by a repository prefix with neither a
@@ -93,7 +97,7 @@ func (d *drifter) targets(ctx context.Context, set string) ([]drift.Target, erro
 		}
 		return drift.TargetsFromRecords(set, recs)
 	}
-	if d.o.Dataset == "" && d.o.TaskRepo == "" {
+	if !d.o.Inputs.Given() {
 		return nil, ErrNoInstances
 	}
 	if d.loaded == nil {
@@ -116,6 +120,7 @@ func (d *drifter) targets(ctx context.Context, set string) ([]drift.Target, erro
 	if err != nil {
 		return nil, err
 	}
+	drift.AddInputs(out, d.o.Records)
 	if missing > 0 {
 		fmt.Fprintf(d.log, "drift: %s: %d per-arch images missing (not compared)\n", set, missing)
 	}

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -49,14 +49,14 @@ func BuildEnvs(ctx context.Context, o BuildOptions, keys []string) (*builder.Rep
 	for _, k := range keys {
 		want[k] = true
 	}
-	byID := map[string]*builder.Node{}
+	byID := map[string]*graph.Node{}
 	for _, n := range nodes {
 		byID[n.ID()] = n
 	}
-	var sel []*builder.Node
+	var sel []*graph.Node
 	picked := map[string]bool{}
-	var pick func(n *builder.Node)
-	pick = func(n *builder.Node) {
+	var pick func(n *graph.Node)
+	pick = func(n *graph.Node) {
 		if picked[n.ID()] {
 			return
 		}
@@ -70,7 +70,7 @@ func BuildEnvs(ctx context.Context, o BuildOptions, keys []string) (*builder.Rep
 	}
 	found := map[string]bool{}
 	for _, n := range nodes {
-		if n.Kind == string(render.KindEnv) && want[n.Key] {
+		if n.Kind == graph.KindEnv && want[n.Key] {
 			found[n.Key] = true
 			pick(n)
 		}

@@ -10,8 +10,7 @@ import (
 	"sort"
 
 	"github.com/swebuild/swebuild/builder"
-	"github.com/swebuild/swebuild/builder/plan"
-	"github.com/swebuild/swebuild/builder/render"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
@@ -74,32 +73,21 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
-	// The platform decision (builder/spec) needs each record's repo and
-	// version; an id list gives only ids (see spec.Tables.PlatformsByID).
+	// The platform decision needs each record (Loaded.Decide); an id list
+	// gives only ids (see spec.Tables.PlatformsByID).
 	platformsFor := tables.PlatformsByID(insts)
-	var want []ci.Key
-	for _, id := range ids {
-		for _, p := range platformsFor(id) {
-			if len(o.Matrix.Platforms) == 0 || slices.Contains(o.Matrix.Platforms, p) {
-				want = append(want, ci.Key{InstanceID: id, Platform: p})
-			}
-		}
+	if loaded != nil {
+		platformsFor = loaded.PlatformsByID()
 	}
-	var previous, existing map[ci.Key]core.Image
-	if o.Ledger != "" {
-		recs, err := ci.ReadLedger(o.Ledger, log)
-		if err != nil {
-			return ci.Matrix{}, "", err
-		}
-		previous = ci.Latest(recs)
+	want := o.wanted(ids, platformsFor)
+	previous, err := o.previous(ctx, log)
+	if err != nil {
+		return ci.Matrix{}, "", err
 	}
 	skipping := o.SkipRepo != "" && !o.Force
-	var chk ci.DigestChecker = o.Checker
-	if skipping && chk == nil {
-		if o.Registry == nil {
-			return ci.Matrix{}, "", fmt.Errorf("skipping what %s holds: no registry client", o.SkipRepo)
-		}
-		chk = ci.ClientChecker{Client: o.Registry}
+	chk, err := o.checker(skipping)
+	if err != nil {
+		return ci.Matrix{}, "", err
 	}
 	g, err := o.trustedGraph(ctx, loaded, skipping, log)
 	if err != nil {
@@ -109,27 +97,15 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	if o.EnvStage && loaded == nil {
 		fmt.Fprintln(log, "ci matrix: no dataset records (--ids): no env stage, each shard builds the envs its instances need")
 	}
-	// Envs an earlier night built from the same inputs and the registry
-	// still holds are reused; the instance keys compared with the ledger
-	// are then those of builds starting from them.
 	var envReused map[ci.EnvKey]core.Image
 	if envStage && skipping && o.EnvLedger != "" {
-		recs, err := ci.ReadRecords([]string{o.EnvLedger}, log)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return ci.Matrix{}, "", fmt.Errorf("env ledger: %w", err)
-		}
-		if envReused, err = ci.FindExistingEnvs(ctx, ci.LatestEnvs(recs), g.envNeeds(want), o.SkipRepo, chk, o.Parallel); err != nil {
+		if envReused, err = o.reusedEnvs(ctx, g, want, chk, log); err != nil {
 			return ci.Matrix{}, "", err
 		}
 	}
+	var existing map[ci.Key]core.Image
 	if skipping {
-		var specKeys map[ci.Key]string
-		if g != nil {
-			if specKeys, err = g.instanceKeys(envReused); err != nil {
-				return ci.Matrix{}, "", err
-			}
-		}
-		if existing, err = ci.FindExisting(ctx, previous, want, specKeys, o.SkipRepo, chk, max(o.Parallel, 1)); err != nil {
+		if existing, err = o.existing(ctx, g, previous, want, envReused, chk); err != nil {
 			return ci.Matrix{}, "", err
 		}
 	}
@@ -143,49 +119,16 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	if err != nil {
 		return ci.Matrix{}, "", err
 	}
-	var envTargets []ci.EnvTarget
-	envOf := map[ci.Key]string{}
+	var envs *envStagePlan
 	if envStage {
-		var build []ci.Key
-		for _, j := range m.Include {
-			for _, id := range j.InstanceIDs() {
-				k := ci.Key{InstanceID: id, Platform: j.Platform}
-				build = append(build, k)
-				if env := g.envOf(k); env != nil {
-					envOf[k] = env.Key
-				}
-			}
-		}
-		var toBuild []ci.EnvNeed
-		for _, n := range g.envNeeds(build) {
-			if r, ok := envReused[ci.EnvKey{Key: n.Key, Platform: n.Platform}]; ok {
-				envTargets = append(envTargets, ci.EnvTarget{Key: n.Key, Platform: n.Platform, Base: n.Base, Action: ci.ActionExisting, Ref: r.Ref, SpecKey: r.SpecKey})
-				continue
-			}
-			toBuild = append(toBuild, n)
-		}
-		shards := max(o.EnvShards, 1)
-		if m.Envs, err = ci.BuildEnvMatrix(toBuild, mo.Platforms, shards, mo.Runners); err != nil {
+		if envs, err = o.envStage(g, &m, mo, envReused, log); err != nil {
 			return ci.Matrix{}, "", err
 		}
-		for _, j := range m.Envs.Include {
-			for _, k := range j.EnvKeys() {
-				n := g.byID[k+"@"+j.Platform.String()]
-				envTargets = append(envTargets, ci.EnvTarget{Key: k, Platform: j.Platform, Base: firstParent(n), Action: ci.ActionBuild, Shard: j.Name, SpecKey: g.unbound[n.ID()]})
-			}
-		}
-		sort.Slice(envTargets, func(a, b int) bool {
-			if envTargets[a].Platform != envTargets[b].Platform {
-				return envTargets[a].Platform.Compare(envTargets[b].Platform) < 0
-			}
-			return envTargets[a].Key < envTargets[b].Key
-		})
-		fmt.Fprintf(log, "env stage: %d env images to build in %d jobs, %d reused from the env ledger\n", len(toBuild), len(m.Envs.Include), len(envTargets)-len(toBuild))
 	}
 	if o.PlanOut != "" {
 		plan := ci.NewPlan(m, existing, previous, o.SkipRepo, mo.Platforms)
-		if envStage {
-			plan.SetEnvs(envTargets, envOf)
+		if envs != nil {
+			plan.SetEnvs(envs.targets, envs.envOf)
 		}
 		if err := ci.WritePlan(o.PlanOut, plan); err != nil {
 			return ci.Matrix{}, "", err
@@ -201,13 +144,127 @@ func Matrix(ctx context.Context, o MatrixOptions) (ci.Matrix, string, error) {
 	return m, string(out), nil
 }
 
+// wanted are the images the matrix is about: every id on each of its
+// platforms that the matrix builds (all when Matrix.Platforms is empty).
+func (o MatrixOptions) wanted(ids []string, platformsFor func(string) []core.Platform) []ci.Key {
+	var want []ci.Key
+	for _, id := range ids {
+		for _, p := range platformsFor(id) {
+			if len(o.Matrix.Platforms) == 0 || slices.Contains(o.Matrix.Platforms, p) {
+				want = append(want, ci.Key{InstanceID: id, Platform: p})
+			}
+		}
+	}
+	return want
+}
+
+// previous is the ledger's latest record per image (nil without a ledger).
+func (o MatrixOptions) previous(ctx context.Context, log io.Writer) (map[ci.Key]core.Image, error) {
+	if o.Ledger == "" {
+		return nil, nil
+	}
+	recs, err := ci.ReadLedger(ctx, o.Ledger, log)
+	if err != nil {
+		return nil, err
+	}
+	return ci.Latest(recs), nil
+}
+
+// checker answers the digest lookups of skipping: Checker, else the
+// registry client (required then).
+func (o MatrixOptions) checker(skipping bool) (ci.DigestChecker, error) {
+	if !skipping || o.Checker != nil {
+		return o.Checker, nil
+	}
+	if o.Registry == nil {
+		return nil, fmt.Errorf("skipping what %s holds: no registry client", o.SkipRepo)
+	}
+	return ci.ClientChecker{Client: o.Registry}, nil
+}
+
+// reusedEnvs are the env images an earlier night built from the same
+// inputs (the env ledger) and SkipRepo still holds: they are reused, and
+// the instance keys compared with the ledger are those of builds starting
+// from them. A missing env ledger reuses nothing.
+func (o MatrixOptions) reusedEnvs(ctx context.Context, g *matrixGraph, want []ci.Key, chk ci.DigestChecker, log io.Writer) (map[ci.EnvKey]core.Image, error) {
+	recs, err := ci.ReadRecords([]string{o.EnvLedger}, log)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("env ledger: %w", err)
+	}
+	return ci.FindExistingEnvs(ctx, ci.LatestEnvs(recs), g.envNeeds(want), o.SkipRepo, chk, o.Parallel)
+}
+
+// existing are the wanted images the ledger records and SkipRepo still
+// holds at the spec key the build would record now (g's, built from the
+// reused envs; none compared when g is nil).
+func (o MatrixOptions) existing(ctx context.Context, g *matrixGraph, previous map[ci.Key]core.Image, want []ci.Key, envReused map[ci.EnvKey]core.Image, chk ci.DigestChecker) (map[ci.Key]core.Image, error) {
+	var specKeys map[ci.Key]string
+	if g != nil {
+		var err error
+		if specKeys, err = g.instanceKeys(envReused); err != nil {
+			return nil, err
+		}
+	}
+	return ci.FindExisting(ctx, previous, want, specKeys, o.SkipRepo, chk, max(o.Parallel, 1))
+}
+
+// envStagePlan is the env stage of a matrix: every env image its shards
+// start from (built by an env job or reused), and each instance image's
+// env key.
+type envStagePlan struct {
+	targets []ci.EnvTarget
+	envOf   map[ci.Key]string
+}
+
+// envStage plans the env images the shards of m need: those envReused has
+// are reused, the others are built by m.Envs (EnvShards jobs per platform).
+func (o MatrixOptions) envStage(g *matrixGraph, m *ci.Matrix, mo ci.MatrixOptions, envReused map[ci.EnvKey]core.Image, log io.Writer) (*envStagePlan, error) {
+	e := &envStagePlan{envOf: map[ci.Key]string{}}
+	var build []ci.Key
+	for _, j := range m.Include {
+		for _, id := range j.InstanceIDs() {
+			k := ci.Key{InstanceID: id, Platform: j.Platform}
+			build = append(build, k)
+			if env := g.envOf(k); env != nil {
+				e.envOf[k] = env.Key
+			}
+		}
+	}
+	var toBuild []ci.EnvNeed
+	for _, n := range g.envNeeds(build) {
+		if r, ok := envReused[ci.EnvKey{Key: n.Key, Platform: n.Platform}]; ok {
+			e.targets = append(e.targets, ci.EnvTarget{Key: n.Key, Platform: n.Platform, Base: n.Base, Action: ci.ActionExisting, Ref: r.Ref, SpecKey: r.SpecKey})
+			continue
+		}
+		toBuild = append(toBuild, n)
+	}
+	var err error
+	if m.Envs, err = ci.BuildEnvMatrix(toBuild, mo.Platforms, max(o.EnvShards, 1), mo.Runners); err != nil {
+		return nil, err
+	}
+	for _, j := range m.Envs.Include {
+		for _, k := range j.EnvKeys() {
+			n := g.byID[k+"@"+j.Platform.String()]
+			e.targets = append(e.targets, ci.EnvTarget{Key: k, Platform: j.Platform, Base: firstParent(n), Action: ci.ActionBuild, Shard: j.Name, SpecKey: g.unbound[n.ID()]})
+		}
+	}
+	sort.Slice(e.targets, func(a, b int) bool {
+		if e.targets[a].Platform != e.targets[b].Platform {
+			return e.targets[a].Platform.Compare(e.targets[b].Platform) < 0
+		}
+		return e.targets[a].Key < e.targets[b].Key
+	})
+	fmt.Fprintf(log, "env stage: %d env images to build in %d jobs, %d reused from the env ledger\n", len(toBuild), len(m.Envs.Include), len(e.targets)-len(toBuild))
+	return e, nil
+}
+
 // matrixGraph is the build graph the matrix reasons about: the nodes a
 // build of the whole dataset would solve (plan, render, Nodes), by node
 // ID and by instance image, with their unbound spec keys.
 type matrixGraph struct {
-	nodes   []*builder.Node
-	byID    map[string]*builder.Node
-	inst    map[ci.Key]*builder.Node
+	nodes   []*graph.Node
+	byID    map[string]*graph.Node
+	inst    map[ci.Key]*graph.Node
 	unbound map[string]string
 }
 
@@ -230,21 +287,21 @@ func (o MatrixOptions) graph(ctx context.Context, loaded *Loaded, log io.Writer)
 			plats = append(plats, p)
 		}
 	}
-	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, plats)
+	p, err := loaded.Plan(ctx, plats)
 	if err != nil {
 		return nil, fmt.Errorf("the spec keys of the build cannot be computed: planning: %w", err)
 	}
-	nodes, err := Nodes(p, loaded.Instances, o.ContextDirs)
+	nodes, err := p.Nodes(o.ContextDirs)
 	if err != nil {
 		return nil, fmt.Errorf("the spec keys of the build cannot be computed: %w", err)
 	}
 	for _, e := range p.Errors {
 		fmt.Fprintf(log, "ci matrix: %s (%s) cannot be rendered now, so it is built again: %s\n", e.InstanceID, e.Platform, e.Error)
 	}
-	g := &matrixGraph{nodes: nodes, byID: map[string]*builder.Node{}, inst: map[ci.Key]*builder.Node{}, unbound: builder.SpecKeys(nodes)}
+	g := &matrixGraph{nodes: nodes, byID: map[string]*graph.Node{}, inst: map[ci.Key]*graph.Node{}, unbound: builder.SpecKeys(nodes)}
 	for _, n := range nodes {
 		g.byID[n.ID()] = n
-		if n.Kind == string(render.KindInstance) {
+		if n.Kind == graph.KindInstance {
 			g.inst[ci.Key{InstanceID: n.InstanceID, Platform: n.Platform}] = n
 		}
 	}
@@ -269,13 +326,13 @@ func (o MatrixOptions) trustedGraph(ctx context.Context, loaded *Loaded, skippin
 
 // envOf is the env node the instance image k builds FROM, nil when it has
 // none (a profile or layout without env images).
-func (g *matrixGraph) envOf(k ci.Key) *builder.Node {
+func (g *matrixGraph) envOf(k ci.Key) *graph.Node {
 	n := g.inst[k]
 	if n == nil || len(n.Parents) != 1 {
 		return nil
 	}
 	p := g.byID[n.Parents[0]+"@"+n.Platform.String()]
-	if p == nil || p.Kind != string(render.KindEnv) {
+	if p == nil || p.Kind != graph.KindEnv {
 		return nil
 	}
 	return p
@@ -309,7 +366,7 @@ func (g *matrixGraph) envNeeds(keys []ci.Key) []ci.EnvNeed {
 func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]string, error) {
 	keys := map[ci.Key]string{}
 	for _, p := range core.AllPlatforms() {
-		var nodes []*builder.Node
+		var nodes []*graph.Node
 		for _, n := range g.nodes {
 			if n.Platform == p {
 				nodes = append(nodes, n)
@@ -326,7 +383,7 @@ func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]s
 			return nil, fmt.Errorf("env ledger: %w", err)
 		}
 		for _, n := range nodes {
-			if n.Kind == string(render.KindInstance) {
+			if n.Kind == graph.KindInstance {
 				keys[ci.Key{InstanceID: n.InstanceID, Platform: p}] = byNode[n.ID()]
 			}
 		}
@@ -334,7 +391,7 @@ func (g *matrixGraph) instanceKeys(bound map[ci.EnvKey]core.Image) (map[ci.Key]s
 	return keys, nil
 }
 
-func firstParent(n *builder.Node) string {
+func firstParent(n *graph.Node) string {
 	if n == nil || len(n.Parents) == 0 {
 		return ""
 	}

@@ -262,6 +262,46 @@ func mustLoad(t *testing.T, o MatrixOptions) *Loaded {
 	return loaded
 }
 
+// TestMatrixTaskRepo: ci matrix takes a task repo as build does: each task
+// on the platforms its plan gives it (task.yaml's x86_only keeps one off
+// linux/arm64), no env stage (flat Dockerfiles have no env image).
+func TestMatrixTaskRepo(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.CopyFS(repo, os.DirFS(fixtureTaskRepo(t))); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(repo, "tasks", "fixture__textutil-2", "task.yaml")
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, append(b, "x86_only: override\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	m, _, err := Matrix(context.Background(), MatrixOptions{
+		Inputs:   Inputs{TaskRepo: repo, Pins: "default", CacheDir: t.TempDir()},
+		Matrix:   ci.MatrixOptions{Platforms: core.AllPlatforms(), Shards: 2},
+		EnvStage: true,
+		Log:      &log,
+	})
+	if err != nil {
+		t.Fatalf("Matrix: %v\n%s", err, log.String())
+	}
+	count := map[core.Platform]int{}
+	for _, j := range m.Include {
+		for _, id := range j.InstanceIDs() {
+			count[j.Platform]++
+			if id == "fixture__textutil-2" && j.Platform == core.ARM64 {
+				t.Errorf("fixture__textutil-2 (x86_only in task.yaml) in an arm64 job")
+			}
+		}
+	}
+	if count[core.AMD64] != 7 || count[core.ARM64] != 6 || len(m.Envs.Include) != 0 {
+		t.Errorf("jobs per platform %v, env jobs %d; want 7 amd64, 6 arm64, no env stage\n%s", count, len(m.Envs.Include), log.String())
+	}
+}
+
 // TestMatrixFailsClosedWithoutSpecKeys: the fixture's profiles ADD rootfs
 // tarballs found through --context-dir. Without them the spec keys the
 // build would record cannot be computed; a ledger recording every image

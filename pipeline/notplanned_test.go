@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
 )
@@ -23,11 +22,11 @@ func TestNotPlannedX86Only(t *testing.T) {
 		platforms []core.Platform
 		want      int
 	}{{core.AllPlatforms(), 15}, {[]core.Platform{core.AMD64}, 0}} {
-		p, err := plan.Build(context.Background(), loaded.Renderer, loaded.Instances, tc.platforms)
+		p, err := loaded.Plan(context.Background(), tc.platforms)
 		if err != nil {
 			t.Fatal(err)
 		}
-		np := planNotPlanned(p, tc.platforms)
+		np := p.NotPlanned()
 		if len(np) != tc.want {
 			t.Errorf("%v: %d not planned, want %d", tc.platforms, len(np), tc.want)
 		}

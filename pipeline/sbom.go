@@ -1,7 +1,7 @@
 package pipeline
 
 import (
-	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
@@ -12,7 +12,7 @@ import (
 // its repo's profile (spec.Tables.Inventory) and the identity its SBOM
 // names: the instance, or every instance an env serves (from the plan p), with their repo and version when they
 // share one. Nodes of repos with no listing commands get none.
-func AddInventory(nodes []*builder.Node, p *plan.Plan, insts []core.Instance, t *spec.Tables) {
+func AddInventory(nodes []*graph.Node, p *plan.Plan, insts []core.Instance, t *spec.Tables) {
 	servedBy := map[string][]string{} // builder node ID -> instance ids
 	for _, pp := range p.Platforms {
 		for _, pn := range pp.Nodes {
@@ -24,14 +24,14 @@ func AddInventory(nodes []*builder.Node, p *plan.Plan, insts []core.Instance, t 
 		byID[insts[i].InstanceID] = &insts[i]
 	}
 	for _, n := range nodes {
-		if n.Kind != builder.KindEnv && n.Kind != builder.KindInstance {
+		if n.Kind != graph.KindEnv && n.Kind != graph.KindInstance {
 			continue
 		}
 		ids := []string{n.InstanceID}
-		if n.Kind == builder.KindEnv {
+		if n.Kind == graph.KindEnv {
 			ids = servedBy[n.ID()]
 		}
-		inv := &builder.Inventory{InstanceIDs: ids}
+		inv := &graph.Inventory{InstanceIDs: ids}
 		for i, id := range ids {
 			in := byID[id]
 			if in == nil {
@@ -40,7 +40,7 @@ func AddInventory(nodes []*builder.Node, p *plan.Plan, insts []core.Instance, t 
 			if i == 0 {
 				inv.Repo, inv.Version = in.Repo, in.Version
 				for _, c := range t.Inventory(in.Repo) {
-					inv.Commands = append(inv.Commands, builder.ListingCommand{Format: c.Format, Run: c.Run})
+					inv.Commands = append(inv.Commands, graph.ListingCommand{Format: c.Format, Run: c.Run})
 				}
 			} else if in.Repo != inv.Repo || in.Version != inv.Version {
 				inv.Repo, inv.Version = "", ""
@@ -75,8 +75,8 @@ const (
 
 // TaskInventory is the default listing of a task image (task repos, flat
 // Dockerfiles): dpkg-query, then conda and pip where the image has them.
-func TaskInventory() []builder.ListingCommand {
-	return []builder.ListingCommand{
+func TaskInventory() []graph.ListingCommand {
+	return []graph.ListingCommand{
 		{Format: sbom.FormatDpkgQuery, Run: taskDpkgRun},
 		{Format: sbom.FormatCondaExplicit, Run: taskCondaRun},
 		{Format: sbom.FormatPipFreeze, Run: taskPipRun},

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
@@ -84,7 +84,7 @@ func TestAddInventory(t *testing.T) {
 				t.Fatal(err)
 			}
 			AddInventory(nodes, p, l.Instances, l.Renderer.Tables)
-			check := func(what string, inv *builder.Inventory, w want) {
+			check := func(what string, inv *graph.Inventory, w want) {
 				t.Helper()
 				if inv == nil {
 					t.Errorf("%s: no inventory", what)
@@ -108,18 +108,18 @@ func TestAddInventory(t *testing.T) {
 			seen := 0
 			for _, n := range nodes {
 				switch n.Kind {
-				case builder.KindBase:
+				case graph.KindBase:
 					if n.Inventory != nil {
 						t.Errorf("%s: a base node with an inventory", n.ID())
 					}
-				case builder.KindEnv:
+				case graph.KindEnv:
 					for prefix, w := range tc.envs {
 						if len(n.Key) > len(prefix) && n.Key[:len(prefix)] == prefix {
 							check(n.ID(), n.Inventory, w)
 							seen++
 						}
 					}
-				case builder.KindInstance:
+				case graph.KindInstance:
 					if w, ok := tc.instances[n.InstanceID]; ok {
 						check(n.ID(), n.Inventory, w)
 						seen++

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
@@ -34,9 +35,9 @@ func fixtureBases(t *testing.T, ctx context.Context, st stacktest.Stack) map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bases []*builder.Node
+	var bases []*graph.Node
 	for _, n := range nodes {
-		if n.Kind == builder.KindBase {
+		if n.Kind == graph.KindBase {
 			bases = append(bases, n)
 		}
 	}
@@ -76,6 +77,7 @@ func fixtureTaskRepoInputs(t *testing.T) Inputs {
 // patch inside the build with the task's own eval.sh and log parser, and
 // pushes by digest: 7 tasks x 2 platforms, all built, verified and pushed.
 func TestBuildFixtureTaskRepo(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -94,8 +96,8 @@ func TestBuildFixtureTaskRepo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
-	if len(res.TaskPlan.Tasks) != 7 {
-		t.Fatalf("%d tasks planned, want the fixture's 7", len(res.TaskPlan.Tasks))
+	if len(res.Plan.Records) != 7 {
+		t.Fatalf("%d tasks planned, want the fixture's 7", len(res.Plan.Records))
 	}
 	built := map[string]bool{}
 	for _, r := range res.Records {
@@ -105,10 +107,10 @@ func TestBuildFixtureTaskRepo(t *testing.T) {
 		}
 		built[r.InstanceID+"@"+r.Platform.String()] = true
 	}
-	for _, pt := range res.TaskPlan.Tasks {
+	for _, pr := range res.Plan.Records {
 		for _, p := range core.AllPlatforms() {
-			if !built[pt.Task.Instance.InstanceID+"@"+p.String()] {
-				t.Errorf("%s: no verified %s image", pt.Task.Instance.InstanceID, p)
+			if !built[pr.InstanceID+"@"+p.String()] {
+				t.Errorf("%s: no verified %s image", pr.InstanceID, p)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/registry"
@@ -26,6 +27,7 @@ import (
 // pip packages (pytest, and the task's own package installed editable);
 // the js images list no pip and no conda package and do not fail.
 func TestTaskRepoInventory(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -114,6 +116,7 @@ func TestTaskRepoInventory(t *testing.T) {
 // named, which shows that the listing activates testbed and reads
 // conda's output).
 func TestTaskInventoryBranches(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -127,13 +130,13 @@ activate) echo "$2" > /tmp/conda-env ;;
 list) echo "# platform: linux-64"; echo "@EXPLICIT"; echo "https://repo.anaconda.com/pkgs/main/linux-64/zlib-1.2.13-h5eee18b_1.conda#92e42d8310108b0a440fb2e60b2b2a25"; echo "https://repo.anaconda.com/pkgs/main/linux-64/env-$(cat /tmp/conda-env)-1.0-0.conda#00000000000000000000000000000000" ;;
 esac
 `
-	inst := func(id, df string, files map[string][]byte) *builder.Node {
-		return &builder.Node{Key: "swebuild-taskinv.eval.x86_64." + id + ":latest", Kind: builder.KindInstance, Platform: p, InstanceID: "taskinv__" + id + "-1",
+	inst := func(id, df string, files map[string][]byte) *graph.Node {
+		return &graph.Node{Key: "swebuild-taskinv.eval.x86_64." + id + ":latest", Kind: graph.KindInstance, Platform: p, InstanceID: "taskinv__" + id + "-1",
 			Parents: []string{baseKey}, Dockerfile: []byte("FROM " + baseKey + "\nRUN echo " + salt + " > /id\n" + df), Context: files,
-			Inventory: &builder.Inventory{Commands: TaskInventory(), InstanceIDs: []string{"taskinv__" + id + "-1"}}}
+			Inventory: &graph.Inventory{Commands: TaskInventory(), InstanceIDs: []string{"taskinv__" + id + "-1"}}}
 	}
-	nodes := []*builder.Node{
-		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
+	nodes := []*graph.Node{
+		{Key: baseKey, Kind: graph.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
 		inst("nopip", "", nil),
 		inst("conda", "COPY conda /opt/miniconda3/bin/conda\nRUN chmod +x /opt/miniconda3/bin/conda && echo 'export PATH=/opt/miniconda3/bin:$PATH' > /opt/miniconda3/bin/activate\n",
 			map[string][]byte{"conda": []byte(conda)}),
@@ -143,7 +146,7 @@ esac
 		t.Fatalf("Build: %v", err)
 	}
 	for _, r := range rep.Results {
-		if r.Node.Kind != builder.KindInstance {
+		if r.Node.Kind != graph.KindInstance {
 			continue
 		}
 		o := r.Outcome

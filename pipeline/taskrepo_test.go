@@ -25,28 +25,32 @@ func TestLoadTaskRepo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Tasks) != 7 || len(l.Instances) != 7 {
-		t.Fatalf("%d tasks, %d instances; want 7", len(l.Tasks), len(l.Instances))
+	if len(l.Instances) != 7 {
+		t.Fatalf("%d instances; want 7", len(l.Instances))
 	}
 	targets, errs := l.Targets(ctx, core.AllPlatforms(), nil, "")
 	if len(errs) > 0 || len(targets) != 14 {
 		t.Fatalf("%d targets, errors %v; want 7 tasks x 2 platforms", len(targets), errs)
 	}
 	for i, tg := range targets {
-		task := l.Tasks[i/2]
+		task := l.Instances[i/2]
 		// The task's own eval.sh as upstream v5 runs it: with the test
 		// command's exit status recorded after the end marker.
-		want, recorded := verify.EvalScriptV5(task.Instance.EvalScript)
-		if tg.EvalScript != want || !recorded || !tg.RecordsExit || tg.Parser != task.Instance.LogParser || tg.Instance.InstanceID != task.Instance.InstanceID {
+		want, recorded := verify.EvalScriptV5(task.EvalScript)
+		if tg.EvalScript != want || !recorded || !tg.RecordsExit || tg.Parser != task.LogParser || tg.Instance.InstanceID != task.InstanceID {
 			t.Errorf("target %d (%s %s): not the task's own eval.sh (exit status recorded) and parser", i, tg.Instance.InstanceID, tg.Platform)
 		}
 		if !strings.Contains(tg.EvalScript, "SWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\necho \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\"\n") {
 			t.Errorf("target %d: the script run does not record the test exit status once after the end marker:\n%s", i, tg.EvalScript)
 		}
 	}
-	nodes := TaskNodes(l.TaskPlan(core.AllPlatforms()))
-	if len(nodes) != 14 {
-		t.Fatalf("%d nodes, want 14", len(nodes))
+	p, err := l.Plan(ctx, core.AllPlatforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := p.Nodes(nil)
+	if err != nil || len(nodes) != 14 {
+		t.Fatalf("%d nodes (%v), want 14", len(nodes), err)
 	}
 	for _, n := range nodes {
 		if !filepath.IsAbs(n.ContextDir) || filepath.Base(n.ContextDir) != n.InstanceID || len(n.Context)+len(n.ContextFiles) != 0 {
@@ -89,11 +93,11 @@ func TestLoadTaskRepoErrors(t *testing.T) {
 			}
 			if tc.loaded < 0 {
 				if l != nil {
-					t.Fatalf("got %d tasks, want no Loaded", len(l.Tasks))
+					t.Fatalf("got %d tasks, want no Loaded", len(l.Instances))
 				}
 				return
 			}
-			if l == nil || len(l.Tasks) != tc.loaded {
+			if l == nil || len(l.Instances) != tc.loaded {
 				t.Fatalf("got %v, want %d tasks", l, tc.loaded)
 			}
 		})
@@ -114,8 +118,15 @@ func TestLoadedSelectTaskRepo(t *testing.T) {
 	if err := l.Select([]string{"fixture__semver-1", "fixture__calc-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Instances) != 2 || len(l.Tasks) != 2 || l.Tasks[0].Instance.InstanceID != "fixture__calc-1" || l.Tasks[1].Instance.InstanceID != "fixture__semver-1" {
-		t.Fatalf("selected %d instances, %d tasks; want calc-1 then semver-1 (the repo's order)", len(l.Instances), len(l.Tasks))
+	if len(l.Instances) != 2 || l.Instances[0].InstanceID != "fixture__calc-1" || l.Instances[1].InstanceID != "fixture__semver-1" {
+		t.Fatalf("selected %d instances; want calc-1 then semver-1 (the repo's order)", len(l.Instances))
+	}
+	p, err := l.Plan(ctx, core.AllPlatforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes, _ := p.Nodes(nil); len(p.Records) != 2 || len(nodes) != 4 {
+		t.Fatalf("plan of the selection: %d records, %d nodes; want 2 tasks x 2 platforms", len(p.Records), len(nodes))
 	}
 	targets, errs := l.Targets(ctx, core.AllPlatforms(), nil, "")
 	if len(errs) > 0 || len(targets) != 4 {

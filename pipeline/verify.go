@@ -81,6 +81,11 @@ type VerifyOptions struct {
 	EvalScript string
 	// Parser, when set, grades every repository with this upstream parser.
 	Parser string
+	// AllowHarnessChanges runs predictions whose patch changes the test
+	// harness (verify.HarnessChanges); otherwise they are not run and
+	// their result is verify.FailureHarness. Gold patches are never
+	// refused, only reported.
+	AllowHarnessChanges bool
 	// Baseline, when set, is an earlier summary: any regression against
 	// it (resolved -> unresolved) is an error, listed first.
 	Baseline string
@@ -145,6 +150,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if soft != nil {
 		problems = append(problems, soft)
 	}
+	if err := o.selectPredicted(loaded, preds); err != nil {
+		return nil, errors.Join(append(problems, err)...)
+	}
 	targets, err := o.targets(ctx, loaded, log, &problems)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
@@ -181,6 +189,8 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		RunDir:   runDir,
 		Grade:    grading.GradeOptions{Parser: o.Parser},
 		Progress: progress,
+
+		AllowHarnessChanges: o.AllowHarnessChanges,
 	}
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout
@@ -363,6 +373,25 @@ func (o VerifyOptions) predictions(selected []core.Instance, datasetIDs map[stri
 		soft = fmt.Errorf("predictions %s: %d usable prediction(s); see the errors above", o.PredictionsFile, len(preds))
 	}
 	return preds, soft, nil
+}
+
+// selectPredicted narrows a predictions run without --instance to the
+// predicted instances, as upstream's get_dataset_from_preds does: the run
+// is those, not the whole dataset. No prediction to run is an error.
+func (o VerifyOptions) selectPredicted(loaded *Loaded, preds map[string]verify.Prediction) error {
+	if preds == nil || len(o.Inputs.Instances) > 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(preds))
+	for _, in := range loaded.Instances {
+		if _, ok := preds[in.InstanceID]; ok {
+			ids = append(ids, in.InstanceID)
+		}
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("predictions %s: no prediction to run", o.PredictionsFile)
+	}
+	return loaded.Select(ids)
 }
 
 // scriptNote says which eval scripts the targets run, and how many records

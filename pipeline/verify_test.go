@@ -51,3 +51,57 @@ func TestVerifyPredictionsNotInDataset(t *testing.T) {
 		t.Errorf("the run directory was made: something ran (%v)", err)
 	}
 }
+
+// TestVerifyPredictionsRunPredictedOnly: as upstream's
+// get_dataset_from_preds, a predictions run without --instance runs the
+// predicted instances, each on its platforms (django__django-10097 is
+// USE_X86: linux/amd64 alone), not every record of the dataset (it used to
+// make a target of each of Verified's 500 and fail the ones without a
+// prediction). The count is what verify says before it connects to the
+// daemon, which is not there.
+func TestVerifyPredictionsRunPredictedOnly(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	dir := t.TempDir()
+	preds := filepath.Join(dir, "preds.jsonl")
+	if err := os.WriteFile(preds, []byte(`{"instance_id": "django__django-11099", "model_name_or_path": "m", "model_patch": "diff"}
+{"instance_id": "django__django-10097", "model_name_or_path": "m", "model_patch": "diff"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, preds string
+		instances   []string
+		want        string
+	}{
+		{"predicted ids", preds, nil, "verify: eval scripts: 3 from the dataset records (v5 rules), 0 generated"},
+		{"--instance narrows them", preds, []string{"django__django-10097"}, "verify: eval scripts: 1 from the dataset records (v5 rules), 0 generated"},
+		{"no prediction", empty, nil, "no prediction to run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			_, err := Verify(context.Background(), VerifyOptions{
+				Inputs: Inputs{
+					Dataset:   filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"),
+					CacheDir:  filepath.Join(dir, "cache"),
+					Instances: tc.instances,
+					Pins:      "none",
+				},
+				PredictionsFile: tc.preds,
+				Images:          "127.0.0.1:1/none",
+				BuildKit:        "unix://" + filepath.Join(dir, "no-buildkit.sock"),
+				RunDir:          filepath.Join(dir, "run-"+strings.ReplaceAll(tc.name, " ", "-")),
+				Log:             &stderr,
+			})
+			if err == nil {
+				t.Fatal("no error without a daemon")
+			}
+			if !strings.Contains(stderr.String()+err.Error(), tc.want) {
+				t.Errorf("want %q\nerr %v\n%s", tc.want, err, stderr.String())
+			}
+		})
+	}
+}

@@ -47,7 +47,7 @@ func childAttestation(im core.Image) *manifests.Attestation {
 }
 
 func (p *publisher) referrers() *attest.Referrers {
-	p.refOnce.Do(func() { p.refs = &attest.Referrers{Client: p.c} })
+	p.refOnce.Do(func() { p.refs = &attest.Referrers{Client: p.c, OnRetry: p.onRefRetry} })
 	return p.refs
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 )
 
@@ -223,6 +224,7 @@ func netns(t *testing.T) (string, string) {
 // for 10/8, 172.16/12 and 192.168/16 and sends the password); named, it is
 // reached, which shows the first run was not refused for another reason.
 func TestPlainHTTPToAPrivateAddressIsRefused(t *testing.T) {
+	stacktest.Thorough(t)
 	ns, ip := netns(t)
 	addr := ip + ":5000"
 	exe, err := os.Executable()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -113,6 +114,7 @@ func run(t *testing.T, env []string, timeout time.Duration, prefix []string, arg
 // accepted is uploaded a second time (blobs a killed run uploaded into one
 // repository are mounted from there into the others).
 func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
+	stacktest.Thorough(t)
 	needSkopeo(t)
 	bin := swebuildBinary(t)
 	src := regtest.Start(t, regtest.Options{})
@@ -202,6 +204,7 @@ func TestKillMidPublishThenResumeUploadsNoBlobTwice(t *testing.T) {
 // Credentials given to the tool (env or Docker config) never appear in its
 // output, debug log or ledger, on success or on failure.
 func TestCredentialsNeverPrinted(t *testing.T) {
+	stacktest.Thorough(t)
 	user, pass := "swebuild-user", "S3cr3t-Pa55-7f1c9e"
 	reg := regtest.Start(t, regtest.Options{User: user, Password: pass})
 	// The registry enforces auth.
@@ -305,6 +308,7 @@ func (s *authSpy) seen() (int, []string) {
 // that asks for Basic auth (a tampered file harvesting the release
 // password) gets nothing, while the release registry gets the password.
 func TestUnscopedCredentialsGoOnlyToTheRepoRegistry(t *testing.T) {
+	stacktest.Thorough(t)
 	user, pass := "release-bot", "R3lease-Pa55-c0ffee"
 	reg := regtest.Start(t, regtest.Options{User: user, Password: pass})
 	spy := startAuthSpy(t)
@@ -336,6 +340,7 @@ func TestUnscopedCredentialsGoOnlyToTheRepoRegistry(t *testing.T) {
 // Row 13 of issue 12: passwords holding '=' (base64 tokens) and ',' are
 // accepted, unscoped and scoped.
 func TestPasswordsWithEqualsAndCommas(t *testing.T) {
+	stacktest.Thorough(t)
 	user, pass := "tokenuser", "dG9r,ZW4=x=="
 	reg := regtest.Start(t, regtest.Options{User: user, Password: pass})
 	f := makeFixture(t, []string{"a__a-1"}, map[string]bool{"a__a-1": true}, 4096, 1)
@@ -360,6 +365,7 @@ func TestPasswordsWithEqualsAndCommas(t *testing.T) {
 // refused at once with an "in use" error naming the file; the first
 // completes; the ledger has no damaged line and later runs start.
 func TestTwoPublishesAtOnceOnOneLedger(t *testing.T) {
+	stacktest.Thorough(t)
 	reg := regtest.Start(t, regtest.Options{})
 	px := faultproxy.Start(t, reg.Host, faultproxy.Config{Seed: 3, RateSlow: 1, SlowDelay: 30 * time.Millisecond})
 	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4"}, nil, 16<<10, 2)
@@ -413,6 +419,7 @@ func TestTwoPublishesAtOnceOnOneLedger(t *testing.T) {
 // (registry.DefaultBudget.MaxWaits: seconds, not minutes): the first
 // requests pay the budget once, the rest fail at once.
 func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
+	stacktest.Thorough(t)
 	dead := faultproxy.Refused(t)
 	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5"}, nil, 4096, 1)
 	mdPath := f.writeMetadata(t)
@@ -465,6 +472,7 @@ func TestDeadRegistryGivesUpWithinTheBudget(t *testing.T) {
 // registry.DefaultBudget.AnswerTimeout per attempt until MaxElapsed, the
 // host is marked down, the rest fail at once.
 func TestSilentRegistryGivesUpWithinTheBudget(t *testing.T) {
+	stacktest.Thorough(t)
 	silent := faultproxy.Silent(t)
 	f := makeFixture(t, []string{"a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5", "f__f-6", "g__g-7", "h__h-8", "i__i-9", "j__j-10", "k__k-11", "l__l-12", "m__m-13"}, nil, 4096, 1)
 	mdPath := f.writeMetadata(t)
@@ -512,6 +520,7 @@ func TestSilentRegistryGivesUpWithinTheBudget(t *testing.T) {
 // below the layer size, and about what a 16 MiB layer needs. The release
 // registry holds the layer's exact bytes.
 func TestStreamingAGiBLayerAcrossRegistriesWithBoundedRSS(t *testing.T) {
+	stacktest.Thorough(t)
 	needSkopeo(t)
 	const bound = 160 << 20
 	src := regtest.Start(t, regtest.Options{})

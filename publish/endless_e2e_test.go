@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // `swebuild publish --metadata-file /dev/zero` ends by itself with an error
@@ -14,6 +16,7 @@ import (
 // waiting until SIGTERM, which ends it at once (issue 20 row 8: the first
 // spun at 100% CPU for ever, and both ignored SIGTERM).
 func TestEndlessMetadataFileEndsAndHonoursSIGTERM(t *testing.T) {
+	stacktest.Thorough(t)
 	r := run(t, cleanEnv(t), 30*time.Second, nil, "publish", "--unsigned", "--metadata-file", "/dev/zero", "--repo", "127.0.0.1:9/x", "--ledger", filepath.Join(t.TempDir(), "l.jsonl"))
 	t.Logf("/dev/zero: %v after %v:\n%s", r.err, r.elapsed.Round(time.Millisecond), r.out)
 	if r.err == nil || !bytes.Contains(r.out, []byte("over the size limit")) {

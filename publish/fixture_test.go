@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -28,8 +27,10 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // fixture is a set of tiny "built" images in one OCI layout: per platform a
@@ -174,7 +175,7 @@ func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { retur
 
 // testBudget retries like the default but waits less: a faulted request
 // is retried within milliseconds (Retry-After is capped at 2 s).
-var testBudget = registry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
+var testBudget = retry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
 
 // testClient returns a registry client with testBudget.
 func testClient(t testing.TB, rps float64) *registry.Client {
@@ -189,14 +190,7 @@ func testClient(t testing.TB, rps float64) *registry.Client {
 // needSkopeo returns the skopeo path or skips (fails under CI).
 func needSkopeo(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("skopeo")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("skopeo missing (apt-get install -y skopeo)")
-		}
-		t.Skip("skopeo missing (apt-get install -y skopeo)")
-	}
-	return p
+	return stacktest.LookPath(t, "skopeo")
 }
 
 // skopeoRaw fetches a manifest's raw bytes independently of our code.

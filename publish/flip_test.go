@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/internal/faultproxy"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // A staging registry whose proxy flips one byte of one layer on every GET
@@ -15,6 +16,7 @@ import (
 // error naming the blob and the source repository; the other instances
 // publish.
 func TestWrongBytesFromTheSourceAreReadTwiceThenNamed(t *testing.T) {
+	stacktest.Thorough(t)
 	r := startTwo(t)
 	f := makeFixture(t, []string{"django__django-11099", "psf__requests-2317"}, nil, 4096, 1)
 	f.stage(t, r.src.Host, r.srcPx.Host, "staging/build")

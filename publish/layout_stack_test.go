@@ -16,6 +16,7 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
@@ -34,6 +35,7 @@ import (
 // repository and the index repository, where attest.Referrers finds them
 // as referrers of the published image; the layout's bytes arrive unchanged.
 func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	baseDockerfile, baseFiles := stacktest.RootfsBase(t, "amd64")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -43,11 +45,11 @@ func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
 	baseKey := "swebuild-layoutref.base.x86_64:latest"
 	id := "layoutref__one-1"
 	df := "FROM " + baseKey + "\nRUN echo " + salt + " > /id\n"
-	nodes := []*builder.Node{
-		{Key: baseKey, Kind: builder.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
-		{Key: "swebuild-layoutref.eval.x86_64.one:latest", Kind: builder.KindInstance, Platform: p, InstanceID: id, SpecKey: "spec-" + salt,
+	nodes := []*graph.Node{
+		{Key: baseKey, Kind: graph.KindBase, Platform: p, Dockerfile: baseDockerfile, ContextFiles: baseFiles},
+		{Key: "swebuild-layoutref.eval.x86_64.one:latest", Kind: graph.KindInstance, Platform: p, InstanceID: id, SpecKey: "spec-" + salt,
 			Parents: []string{baseKey}, Dockerfile: []byte(df),
-			Inventory: &builder.Inventory{Repo: "layoutref/one", Version: "1.0", InstanceIDs: []string{id}, Commands: []builder.ListingCommand{
+			Inventory: &graph.Inventory{Repo: "layoutref/one", Version: "1.0", InstanceIDs: []string{id}, Commands: []graph.ListingCommand{
 				{Format: sbom.FormatDpkgQuery, Run: `dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n'`},
 				{Format: sbom.FormatPipFreeze, Run: "python3 -m venv --system-site-packages /tmp/v && /tmp/v/bin/python -m pip freeze --all"},
 			}}},
@@ -60,7 +62,7 @@ func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
 	}
 	var inst builder.Outcome
 	for _, res := range rep.Results {
-		if res.Node.Kind == builder.KindInstance {
+		if res.Node.Kind == graph.KindInstance {
 			inst = res.Outcome
 		}
 	}
@@ -218,7 +220,7 @@ func TestLayoutCarriesProvenanceAndSBOM(t *testing.T) {
 	}
 	for _, res := range rep2.Results {
 		o := res.Outcome
-		if res.Node.Kind != builder.KindInstance {
+		if res.Node.Kind != graph.KindInstance {
 			continue
 		}
 		if o.Ref == "" || o.Digest != inst.Digest || o.Attestation == "" || o.SBOMArtifact != inst.SBOMArtifact ||

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -43,11 +44,19 @@ type Ledger struct {
 // against the registry again, as if never published. A ledger in the older
 // format is converted first (Migrated).
 func OpenLedger(path string) (*Ledger, error) {
-	migrated, bad, err := migrateLegacy(path)
+	return OpenLedgerContext(context.Background(), path)
+}
+
+// OpenLedgerContext is OpenLedger that stops reading when ctx is done. The
+// ledger is read with the limits of every record file before any
+// conversion: a regular file (not /dev/zero, a FIFO or a device) of at
+// most core.MaxFileBytes, checked by its size before a byte is read.
+func OpenLedgerContext(ctx context.Context, path string) (*Ledger, error) {
+	migrated, bad, err := migrateLegacy(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("converting the publish ledger: %w", err)
 	}
-	log, recs, damaged, err := core.OpenLog(path)
+	log, recs, damaged, err := core.OpenLogContext(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the publish ledger: %w", err)
 	}

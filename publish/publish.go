@@ -439,7 +439,7 @@ func (p *publisher) image(ctx context.Context, id string, im core.Image) (publis
 	result := core.Image{
 		Kind: core.KindInstance, InstanceID: id, Platform: im.Platform, Digest: im.Digest,
 		Ref: repo.Digest(im.Digest.String()).String(), Tags: []string{tag, manifests.LatestTag},
-		SpecKey: im.SpecKey, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Flaky: im.Flaky, Status: core.StatusPublished,
+		SpecKey: im.SpecKey, Pins: im.Pins, BaseCommit: im.BaseCommit, Dataset: im.Dataset, Verified: im.Verified, Flaky: im.Flaky, Status: core.StatusPublished,
 		Attestation: im.Attestation, AttestationSize: im.AttestationSize,
 		SBOM: im.SBOM, SBOMSize: im.SBOMSize,
 		Verification: im.Verification, VerificationSize: im.VerificationSize,

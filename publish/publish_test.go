@@ -12,6 +12,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 func publishOnce(t *testing.T, host, prefix string, f *fixture, ledgerPath string, jobs int, mods ...func(*Options)) *Summary {
@@ -100,6 +101,7 @@ func checkUploads(t *testing.T, what string, st faultproxy.Stats, f *fixture) {
 // completes, every index is complete and lists exactly the built digests,
 // and each blob went to the release registry once.
 func TestCrossRegistryPublishUnderFaultsCompletesWithNoPartialIndex(t *testing.T) {
+	stacktest.Thorough(t)
 	needSkopeo(t)
 	r := startTwo(t)
 	f := makeFixture(t, fixtureIDs, map[string]bool{"psf__requests-2317": true}, 4096, 2)
@@ -134,6 +136,7 @@ func TestCrossRegistryPublishUnderFaultsCompletesWithNoPartialIndex(t *testing.T
 // 6/10 in the issue; this transport 3/10 before faults after the registry
 // acted were retried within the budget).
 func TestTenCrossRegistryRunsAt20PercentFaultsAllComplete(t *testing.T) {
+	stacktest.Thorough(t)
 	needSkopeo(t)
 	r := startTwo(t)
 	f := makeFixture(t, []string{"django__django-11099"}, nil, 64<<10, 2)

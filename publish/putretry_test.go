@@ -15,12 +15,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/registry"
 )
 
 // putManifest against a real distribution 2.8: an index whose child is not
 // in the repository is refused with MANIFEST_BLOB_UNKNOWN; the repair puts
 // the child and the index goes again. A refusal of another kind is not
-// retried, and a repair that never helps ends after putRefTries tries.
+// retried, and a repair that never helps ends after registry.RefTries tries.
 func TestPutManifestRetriesUnknownReference(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -42,7 +43,7 @@ func TestPutManifestRetriesUnknownReference(t *testing.T) {
 	}{
 		{name: "child written by the first repair", repo: "fixed", put: idx, fixOnRepair: 1, wantRepairs: 1},
 		{name: "child written by the third repair", repo: "late", put: idx, fixOnRepair: 3, wantRepairs: 3},
-		{name: "child never written", repo: "never", put: idx, wantRepairs: putRefTries - 1, wantErr: "MANIFEST_BLOB_UNKNOWN"},
+		{name: "child never written", repo: "never", put: idx, wantRepairs: registry.RefTries - 1, wantErr: "MANIFEST_BLOB_UNKNOWN"},
 		// distribution 2.8 answers schemaVersion 3 with UNKNOWN (a 500 the
 		// transport retries on its own budget), not an unknown reference.
 		{name: "another refusal is not repaired", repo: "invalid", put: garbage, wantRepairs: 0, wantErr: "UNKNOWN: unknown error"},
@@ -76,7 +77,7 @@ func TestPutManifestRetriesUnknownReference(t *testing.T) {
 					t.Fatalf("index not there after the put: %v %v", d, err)
 				}
 			}
-			if tc.wantErr != "" && tc.wantRepairs > 0 && !refsUnknown(err) {
+			if tc.wantErr != "" && tc.wantRepairs > 0 && !registry.RefsUnknown(err) {
 				t.Errorf("error %v is not a registry's unknown-reference answer", err)
 			}
 		})

@@ -68,7 +68,7 @@ func Run(ctx context.Context, images []core.Image, o RunOptions) (*Summary, erro
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := OpenLedger(o.LedgerPath)
+	ledger, err := OpenLedgerContext(ctx, o.LedgerPath)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/swebuild/swebuild/retry"
 )
 
 // Defaults for Options.
@@ -65,7 +67,11 @@ type Options struct {
 	Concurrency int
 	// Budget is the retry budget of every request; zero fields take
 	// DefaultBudget's.
-	Budget Budget
+	Budget retry.Budget
+	// CommitAnswerTimeout is how long a blob upload's PATCH or commit
+	// waits for the registry's answer; 0 means DefaultCommitAnswerTimeout
+	// (at least Budget.AnswerTimeout).
+	CommitAnswerTimeout time.Duration
 	// Keychain resolves credentials; nil means anonymous plus the Docker
 	// config (authn.DefaultKeychain).
 	Keychain authn.Keychain
@@ -122,7 +128,10 @@ func New(opts Options) (*Client, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	opts.Budget = opts.Budget.withDefaults()
+	opts.Budget = opts.Budget.Or(DefaultBudget)
+	if opts.CommitAnswerTimeout <= 0 {
+		opts.CommitAnswerTimeout = max(DefaultCommitAnswerTimeout, opts.Budget.AnswerTimeout)
+	}
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = DefaultStallTimeout
 	}
@@ -149,14 +158,14 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, keychain: kc, insecure: insecure, authed: map[string]*authEntry{}}
 	guard := schemeGuard{next: base, allowHTTP: c.plainHTTPAllowed}
-	timer := answerTimer{next: guard, budget: opts.Budget}
+	timer := answerTimer{next: guard, answer: opts.Budget.AnswerTimeout, commit: opts.CommitAnswerTimeout}
 	lim := &limitTransport{next: timer, limits: &hostLimits{rps: opts.MaxRPS, concurrency: opts.Concurrency, hosts: map[string]*hostLimiter{}}, logf: opts.Logf, stall: max(opts.StallTimeout, 0)}
 	c.inner = realmRoute{next: newRetryTransport(lim, opts.Budget, opts.Logf)}
 	return c, nil
 }
 
 // Budget returns the retry budget the client applies to every request.
-func (c *Client) Budget() Budget { return c.opts.Budget }
+func (c *Client) Budget() retry.Budget { return c.opts.Budget }
 
 func (c *Client) plainHTTPAllowed(host string) bool {
 	return c.opts.Insecure || IsLoopback(host) || c.insecure[host]

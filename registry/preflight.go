@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/swebuild/swebuild/retry"
 )
 
 // Checking a push before doing the work
@@ -29,7 +31,7 @@ import (
 // connections fails the check within its waits (MaxWaits: 7.5 s at most),
 // one that accepts connections and never answers after two attempts of
 // 6 s; a registry dropping one request in five still passes (6 attempts).
-var PushCheckBudget = Budget{
+var PushCheckBudget = retry.Budget{
 	Attempts:      6,
 	MaxElapsed:    12 * time.Second,
 	MinBackoff:    250 * time.Millisecond,
@@ -68,7 +70,7 @@ func (e *PushCheckError) Unwrap() error { return e.Err }
 // PushCheckBudget). Repositories are checked in order, each once; the
 // errors are *PushCheckError values, joined.
 func CheckPush(ctx context.Context, opts Options, repos ...string) error {
-	if opts.Budget == (Budget{}) {
+	if opts.Budget.IsZero() {
 		opts.Budget = PushCheckBudget
 	}
 	c, err := New(opts)

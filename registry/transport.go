@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/swebuild/swebuild/retry"
 )
 
 // The transport under go-containerregistry's auth transport, outermost
@@ -206,7 +208,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // retryTransport is the one retry layer (see Budget).
 type retryTransport struct {
 	next   http.RoundTripper
-	budget Budget
+	budget retry.Budget
 	logf   func(format string, args ...any)
 	now    func() time.Time
 
@@ -214,8 +216,8 @@ type retryTransport struct {
 	down map[string]*UnreachableError // host -> why it is skipped, until when
 }
 
-func newRetryTransport(next http.RoundTripper, b Budget, logf func(string, ...any)) *retryTransport {
-	return &retryTransport{next: next, budget: b.withDefaults(), logf: logf, now: time.Now, down: map[string]*UnreachableError{}}
+func newRetryTransport(next http.RoundTripper, b retry.Budget, logf func(string, ...any)) *retryTransport {
+	return &retryTransport{next: next, budget: b.Or(DefaultBudget), logf: logf, now: time.Now, down: map[string]*UnreachableError{}}
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -224,12 +226,15 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	now := t.now()
+	s := &tries{start: now, deadline: now.Add(t.budget.MaxElapsed), onlyDialErrors: true}
+	// Every attempt's waits for an answer end with the budget
+	// (answerTimer): a request is over within MaxElapsed.
+	req = req.WithContext(context.WithValue(req.Context(), budgetDeadlineKey{}, s.deadline))
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		// The body cannot be read again: one attempt.
 		return t.next.RoundTrip(req)
 	}
-	now := t.now()
-	s := &tries{start: now, deadline: now.Add(t.budget.MaxElapsed), onlyDialErrors: true}
 	resp, err := t.loop(req, s)
 	if err == nil && req.Method == http.MethodGet && resp.StatusCode == http.StatusOK && resp.Body != nil && resp.Body != http.NoBody {
 		resp.Body = &resumeBody{t: t, req: req, s: s, rc: resp.Body, first: resp}
@@ -296,7 +301,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // retryable reports whether an attempt's outcome is worth another one.
 func (t *retryTransport) retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if err == nil {
-		return retryStatus(resp.StatusCode)
+		return t.budget.RetryStatus(resp.StatusCode)
 	}
 	var bodyErr *rereadError
 	var dm *DigestMismatchError
@@ -312,7 +317,7 @@ func (t *retryTransport) nextWait(attempt int, deadline time.Time, resp *http.Re
 	if attempt >= t.budget.Attempts {
 		return 0, true
 	}
-	wait := t.budget.wait(attempt+1, resp, t.now())
+	wait := t.budget.Wait(attempt, resp, t.now())
 	return wait, t.now().Add(wait).After(deadline)
 }
 
@@ -419,7 +424,7 @@ func (t *retryTransport) landed(req *http.Request, commit bool) (resp *http.Resp
 		closeBody(req)
 		return &http.Response{Status: "201 Created", StatusCode: http.StatusCreated, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: hdr, Body: http.NoBody, ContentLength: 0, Request: req}, nil, true
-	case retryStatus(hresp.StatusCode):
+	case t.budget.RetryStatus(hresp.StatusCode):
 		hresp.Body = http.NoBody
 		return hresp, nil, true
 	}
@@ -660,23 +665,39 @@ func noAnswer(err error) bool {
 	return errors.As(err, &na)
 }
 
+// budgetDeadlineKey is the context key of the time a request's budget ends
+// (retryTransport sets it, answerTimer reads it).
+type budgetDeadlineKey struct{}
+
 // answerTimer bounds the two waits of an attempt on the registry: from the
 // start until the request's headers are written (connecting, the TLS
-// handshake), and from the end of its body until the answer's headers come.
+// handshake), and from the end of its body until the answer's headers come;
+// each AnswerTimeout at most, and never past the end of the request's
+// budget (a blob upload's answer, CommitAnswerTimeout, excepted).
 // Writing the body (a long upload) and reading the answer's body (a long
 // download) are not timed here.
 type answerTimer struct {
-	next   http.RoundTripper
-	budget Budget
+	next           http.RoundTripper
+	answer, commit time.Duration // AnswerTimeout, CommitAnswerTimeout
 }
 
 func (a answerTimer) RoundTrip(req *http.Request) (*http.Response, error) {
-	d := a.budget.AnswerTimeout
+	d := a.answer
 	wait := d
-	if (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL) {
+	upload := (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isUploadSession(req.URL)
+	if upload {
 		// The registry answers a blob upload's PATCH once the data is
 		// stored, its commit once the blob is checked.
-		wait = a.budget.CommitAnswerTimeout
+		wait = a.commit
+	}
+	if dl, ok := req.Context().Value(budgetDeadlineKey{}).(time.Time); ok {
+		// No wait outlasts the request's budget (MaxElapsed), except a
+		// blob upload's wait for the registry to store or check it.
+		left := max(time.Until(dl), time.Millisecond)
+		d = min(d, left)
+		if !upload {
+			wait = min(wait, left)
+		}
 	}
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(req.Context())

@@ -12,9 +12,16 @@
 # (scripts/check-attestations.sh), and print how long each step took.
 # Then the same for the fixture as an upstream v5 task repo
 # (testdata/fixture/taskrepo): one flat Dockerfile per task, built with its
-# task directory as the context, the fixture base images just pushed bound by
-# digest to the names the Dockerfiles start FROM; verified, pushed, published
-# under $DEMO_REPO/taskrepo and checked the same way.
+# task directory as the context, the fixture's base images bound by digest to
+# the names the Dockerfiles start FROM; verified, pushed, published under
+# $DEMO_REPO/taskrepo and checked the same way.
+#
+# The two builds share the base images and run together: the bases are
+# built and pushed first (build --until base, under a minute), then the
+# dataset's build (its bases cached) and the task repo's (bound to those
+# bases by digest) run side by side on the one BuildKit daemon, each line of
+# their output prefixed with its build, so the daemon's cores stay busy while
+# one of them waits (a lone QEMU test run, an export, a push).
 #
 # Last, one instance for both platforms is built, verified (the gold check's
 # verdict from the verification cache), pushed and published again through
@@ -58,14 +65,11 @@ trap print_times EXIT
 mkdir -p "$dir"
 # The fixture profiles bind-mount the projects' git mirrors (never copied into
 # an image) and ADD the rootfs tarballs; both reach the build as context dirs.
-repos() {
-	if [ ! -d "$dir/context/mirror" ]; then
-		rm -rf "$dir/context.tmp"
-		scripts/fixture.sh repos "$dir/context.tmp/mirror" >&2
-		mv "$dir/context.tmp" "$dir/context"
-	fi
-}
-step "git mirrors" repos
+# The mirrors' directory is made once per machine and version of the fixture
+# and shared with the tests (scripts/fixture.sh context): BuildKit keys a
+# local context by its directory, so the same directory shares the cache.
+mirrors() { context=$(scripts/fixture.sh context); }
+step "git mirrors" mirrors
 
 # The signing key pair (cosign.key, cosign.pub; empty password unless
 # COSIGN_PASSWORD is set), made once and kept with the stack's state.
@@ -77,16 +81,84 @@ fi
 log "plan"
 step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
 
-log "build --verify --push $repo (linux/amd64 native, linux/arm64 emulated)"
-status=0
-step "build, verify, push" "$bin" build --dataset "$dataset" --specs "$specs" \
+# The base images first: the task repo's Dockerfiles start FROM them, bound
+# by digest (a flat Dockerfile in a task dir cannot reach the rootfs
+# tarballs); the dataset's build finds them in the daemon's cache.
+log "bases: build --until base --push $repo/build"
+step "bases: build, push" "$bin" build --dataset "$dataset" --specs "$specs" --until base \
 	--platform linux/amd64,linux/arm64 \
-	--context-dir "$cache/rootfs" --context-dir "$dir/context" \
+	--context-dir "$cache/rootfs" --context-dir "$context" \
+	--push "$repo/build" --progress "${DEMO_PROGRESS:-plain}" \
+	--metadata-file "$dir/bases-metadata.jsonl" --run-dir "$dir/bases"
+
+# The task Dockerfiles start FROM swebuild-fixture-base-<py|js>-${TARGETARCH}:
+# the base images just pushed (kind "base" in the metadata file), bound to
+# those names.
+base_contexts() {
+	python3 - "$dir/bases-metadata.jsonl" <<'PY'
+import json, sys
+flavours = {"fixture": "py", "js": "js"}  # sweb.base.<language>.<arch>
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["kind"] == "base" and r.get("ref"):
+        flavour = flavours[r["key"].split(".")[2]]
+        arch = r["platform"].split("/")[1]
+        print(f'--build-context=swebuild-fixture-base-{flavour}-{arch}=docker-image://{r["ref"]}')
+PY
+}
+mapfile -t contexts < <(base_contexts)
+[ "${#contexts[@]}" -eq 4 ] || { log "expected 4 fixture base images in $dir/bases-metadata.jsonl, got ${#contexts[@]}"; exit 1; }
+
+taskrepo=testdata/fixture/taskrepo
+log "task repo: plan"
+step "task repo: plan" "$bin" plan --task-repo "$taskrepo" --specs "$specs" --platform linux/amd64,linux/arm64
+
+# alongside NAME CMD...: starts CMD in the background, each line of its
+# output prefixed with [NAME]; its wall time and exit status go to
+# $dir/NAME.time and $dir/NAME.rc (read back by joined).
+alongside() {
+	local name=$1
+	shift
+	(
+		t0=$EPOCHREALTIME rc=0
+		"$@" 2>&1 | sed -u "s/^/[$name] /" || rc=$?
+		awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' >"$dir/$name.time"
+		echo "$rc" >"$dir/$name.rc"
+	) &
+}
+# joined NAME=LABEL...: waits for the builds started by alongside, records
+# each one's wall time as the step LABEL, and fails when one of them failed.
+joined() {
+	local pair name rc=0
+	wait
+	for pair in "$@"; do
+		name=${pair%%=*}
+		times+=("$(printf '%-28s %7.1f s (alongside)' "${pair#*=}" "$(cat "$dir/$name.time")")")
+		if [ "$(cat "$dir/$name.rc")" -ne 0 ]; then
+			log "${pair#*=} failed (exit $(cat "$dir/$name.rc")); see its lines above, and $dir/$name-build"
+			rc=1
+		fi
+	done
+	return "$rc"
+}
+
+log "build --verify --push, the dataset ($repo/build) and the task repo ($repo/taskrepo-build) together (linux/amd64 native, linux/arm64 emulated)"
+rm -f "$dir"/dataset.rc "$dir"/taskrepo.rc
+t_builds=$EPOCHREALTIME
+alongside dataset "$bin" build --dataset "$dataset" --specs "$specs" \
+	--platform linux/amd64,linux/arm64 \
+	--context-dir "$cache/rootfs" --context-dir "$context" \
 	--verify --push "$repo/build" \
 	--progress "${DEMO_PROGRESS:-plain}" \
-	--metadata-file "$dir/metadata.jsonl" --run-dir "$dir/build" || status=$?
+	--metadata-file "$dir/metadata.jsonl" --run-dir "$dir/dataset-build"
+alongside taskrepo "$bin" build --task-repo "$taskrepo" --specs "$specs" "${contexts[@]}" \
+	--platform linux/amd64,linux/arm64 --verify --push "$repo/taskrepo-build" \
+	--progress "${DEMO_PROGRESS:-plain}" \
+	--metadata-file "$dir/taskrepo-metadata.jsonl" --run-dir "$dir/taskrepo-build"
+status=0
+joined "dataset=build, verify, push" "taskrepo=task repo: build, verify" || status=$?
+times+=("$(awk -v a="$t_builds" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", "both builds, wall", b - a }')")
 if [ "$status" -ne 0 ]; then
-	log "build failed (exit $status); see $dir/build"
 	exit "$status"
 fi
 
@@ -135,41 +207,7 @@ log "check with skopeo: each published image carries its verification statement,
 step "skopeo: attestations" scripts/check-attestations.sh "$dir/metadata.jsonl" "$repo"
 step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl"
 
-# --- the fixture as a task repo ---------------------------------------------------
-taskrepo=testdata/fixture/taskrepo
-
-# The task Dockerfiles start FROM swebuild-fixture-base-<py|js>-${TARGETARCH}:
-# the base images of the build above (kind "base" in its metadata file),
-# pushed by digest, bound to those names (a flat Dockerfile in a task dir
-# cannot reach the rootfs tarballs).
-base_contexts() {
-	python3 - "$dir/metadata.jsonl" <<'PY'
-import json, sys
-flavours = {"fixture": "py", "js": "js"}  # sweb.base.<language>.<arch>
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r["kind"] == "base" and r.get("ref"):
-        flavour = flavours[r["key"].split(".")[2]]
-        arch = r["platform"].split("/")[1]
-        print(f'--build-context=swebuild-fixture-base-{flavour}-{arch}=docker-image://{r["ref"]}')
-PY
-}
-mapfile -t contexts < <(base_contexts)
-[ "${#contexts[@]}" -eq 4 ] || { log "expected 4 fixture base images in $dir/metadata.jsonl, got ${#contexts[@]}"; exit 1; }
-
-log "task repo: plan"
-step "task repo: plan" "$bin" plan --task-repo "$taskrepo" --specs "$specs" --platform linux/amd64,linux/arm64
-
-log "task repo: build --verify --push $repo/taskrepo-build"
-status=0
-step "task repo: build, verify" "$bin" build --task-repo "$taskrepo" --specs "$specs" "${contexts[@]}" \
-	--platform linux/amd64,linux/arm64 --verify --push "$repo/taskrepo-build" \
-	--progress "${DEMO_PROGRESS:-plain}" \
-	--metadata-file "$dir/taskrepo-metadata.jsonl" --run-dir "$dir/taskrepo-build" || status=$?
-if [ "$status" -ne 0 ]; then
-	log "task repo build failed (exit $status); see $dir/taskrepo-build"
-	exit "$status"
-fi
+# --- the fixture as a task repo (built above, alongside) ----------------------
 
 log "task repo: publish $repo/taskrepo"
 step "task repo: publish" "$bin" publish --metadata-file "$dir/taskrepo-metadata.jsonl" --repo "$repo/taskrepo" \
@@ -193,7 +231,7 @@ if [ -n "$auth_registry" ]; then
 	log "build --verify --push and --publish $auth_repo (login from ${DOCKER_CONFIG:-~/.docker}/config.json)"
 	step "login registry: build, publish" env SWEBUILD_REGISTRY_AUTH= "$bin" build --dataset "$dataset" --specs "$specs" \
 		--instance fixture__calc-1 --platform linux/amd64,linux/arm64 --verify \
-		--context-dir "$cache/rootfs" --context-dir "$dir/context" \
+		--context-dir "$cache/rootfs" --context-dir "$context" \
 		--push "$auth_repo/build" --publish "$auth_repo" --ledger "$dir/auth-ledger.jsonl" \
 		--progress quiet --metadata-file "$dir/auth-metadata.jsonl" --run-dir "$dir/auth-build"
 	auth_check() {

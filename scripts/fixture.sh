@@ -15,6 +15,14 @@
 #       creates DIR/<project> (work trees) and DIR/<project>.git (bare mirrors) from
 #       testdata/fixture/projects/<project>/history with fixed authors and dates,
 #       so commit ids are the same on every machine.
+#   scripts/fixture.sh context
+#       prints the build context directory holding the mirrors under mirror/
+#       (as repos makes them), made once per version of the fixture (a hash of
+#       its projects and of the functions making them) in
+#       $SWEBUILD_CACHE/fixture-context/
+#       and shared by every later build: BuildKit keys a local context by its
+#       directory, so builds from the same directory (the demo's, every test's)
+#       share the daemon's cache, where fresh mirrors elsewhere never hit it.
 #   scripts/fixture.sh dataset [OUT]
 #       regenerates testdata/fixture/dataset.jsonl (or OUT) from the projects.
 #   scripts/fixture.sh commits DIR
@@ -31,6 +39,8 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT_DIR=$(cd "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=lib/progress.sh
+. "$SCRIPT_DIR/lib/progress.sh"
 FIXTURE_DIR=$ROOT_DIR/testdata/fixture
 PROJECTS_DIR=$FIXTURE_DIR/projects
 CACHE_DIR=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}
@@ -378,8 +388,12 @@ cmd_rootfs() {
 	local pids=() failed=0 p
 	for a in "${arches[@]}"; do
 		(
+			# Unpacking and configuring print nothing for a minute or more
+			# (arm64's QEMU runs): a line every 30 s says the build goes on.
 			for f in "${flavours[@]}"; do
+				progress_start "fixture: rootfs $f $a: building"
 				build_rootfs "$f" "$a"
+				progress_stop
 			done
 		) &
 		pids+=($!)
@@ -462,6 +476,27 @@ cmd_repos() {
 		make_repo "$p" "$dir"
 		log "repo $dir/$p, mirror $dir/$p.git"
 	done
+}
+
+cmd_context() {
+	local sum dir tmp
+	sum=$(
+		cd "$ROOT_DIR"
+		{
+			find testdata/fixture/projects -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+			declare -f fgit make_repo projects cmd_repos
+		} | sha256sum | cut -c1-16
+	)
+	dir=$CACHE_DIR/fixture-context/$sum
+	if [ ! -d "$dir/mirror" ]; then
+		mkdir -p "$CACHE_DIR/fixture-context"
+		tmp=$(mktemp -d "$CACHE_DIR/fixture-context/.tmp-$sum.XXXXXX")
+		cmd_repos "$tmp/mirror" >&2
+		# Another caller may have made it meanwhile: theirs is kept.
+		mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+		[ -d "$dir/mirror" ] || die "context: $dir/mirror not made"
+	fi
+	printf '%s\n' "$dir"
 }
 
 cmd_commits() {
@@ -801,10 +836,11 @@ case "${1:-}" in
 rootfs) shift; cmd_rootfs "$@" ;;
 taskrepo) shift; cmd_taskrepo "$@" ;;
 repos) shift; cmd_repos "$@" ;;
+context) shift; cmd_context "$@" ;;
 commits) shift; cmd_commits "$@" ;;
 dataset) shift; cmd_dataset "$@" ;;
 *)
-	echo "usage: $0 rootfs [amd64|arm64|all] [py|js|all] | repos DIR | dataset [OUT] | commits DIR | taskrepo [OUT]" >&2
+	echo "usage: $0 rootfs [amd64|arm64|all] [py|js|all] | repos DIR | context | dataset [OUT] | commits DIR | taskrepo [OUT]" >&2
 	exit 2
 	;;
 esac

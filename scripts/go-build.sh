@@ -12,11 +12,16 @@
 #                      -> 222-233 s (one build, these flags; 429-450 CPU s)
 #   swebuild after them   127 s (cgo, DWARF; buildkitd built in its own module)
 #                      -> 39 s (these flags) -> 25 s (buildkitd a tool of this module)
+# A cold compile is minutes of silence, so every 30 s a line says how long it
+# has run and how many packages it compiled (GO_BUILD_LABEL names it; `go
+# build -v` lists them; downloads and errors are printed as they come).
 #
 #   scripts/go-build.sh LDFLAGS go-build-arguments...   e.g.
 #   scripts/go-build.sh "-X main.version=v1" -o bin/swebuild ./cmd/swebuild
 set -euo pipefail
+# shellcheck source=lib/progress.sh
+. "$(dirname "$0")/lib/progress.sh"
 ldflags=$1
 shift
-CGO_ENABLED=0 exec go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w $ldflags" \
-	-tags "osusergo netgo static_build seccomp" "$@"
+CGO_ENABLED=0 go build -v -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w $ldflags" \
+	-tags "osusergo netgo static_build seccomp" "$@" 2>&1 | progress_go_build "${GO_BUILD_LABEL:-go build}"

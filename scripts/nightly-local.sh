@@ -7,6 +7,7 @@
 # Ends by counting, from the records, how often each env was built tonight.
 #
 #   scripts/nightly-local.sh [--break-gold ID] [--force] [--shards N] [--state DIR]
+#   scripts/nightly-local.sh --scenario breaking-dependency|breaking-together
 #
 #   --break-gold ID  replace ID's gold patch with one that cannot apply; the run
 #                    rebuilds everything (--force) and must fail naming ID
@@ -16,10 +17,19 @@
 #   --state DIR      keeps the ledger and the env ledger between runs (default
 #                    .nightly-local); a second run right after a good one
 #                    skips every image and every env
+#   --scenario NAME  two nights on a fresh state and repository with a package
+#                    index of the fixture's own (internal/pyindex): night 1 with
+#                    its first releases, night 2 after a release that breaks
+#                    calc's tests (breaking-dependency: one package;
+#                    breaking-together: two only together); night 2 repairs
+#                    (swebuild ci repair) and the script prints the repository,
+#                    the proposal and what the repair found (docs/nightly.md)
 # Environment: DATASET (default testdata/fixture/dataset.jsonl), SPECS (default
 # testdata/fixture/specs.json with the fixture dataset), PLATFORMS (default
-# linux/amd64,linux/arm64), MAX_GROWTH (default 10), MAX_DRIFT (default 0), VERIFY_FLAGS (default
-# --verify when `swebuild build` has it).
+# linux/amd64,linux/arm64), MAX_GROWTH (default 10), MAX_DRIFT (default 0), MAX_UNRECORDED (default
+# 0: published digests that changed with nothing recorded), VERIFY_FLAGS (default --verify when
+# `swebuild build` has it), PINS (the --pins of every step; default: default), REPAIR (default true:
+# run `swebuild ci repair` when a shard failed).
 # Exit status: that of the summary step (1 on any regression or failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +37,81 @@ cd "$(dirname "$0")/.."
 log() { printf '\nnightly-local: == %s\n' "$*" >&2; }
 die() { printf 'nightly-local: error: %s\n' "$*" >&2; exit 2; }
 
+# run_scenario NAME: two nights of the fixture with a package index of its own
+# (internal/pyindex): a fresh state directory and repository, night 1 with the
+# index's first releases, night 2 after the release; then what the repair found
+# and, for a proposal, the check that applying it (--pins default,FILE) plans
+# nothing to build (every image at the spec key the repaired night published).
+run_scenario() {
+	local name=$1 root stamp rc1=0 rc2=0
+	SWEBUILD=${SWEBUILD:-$PWD/bin/swebuild}
+	case "$name" in
+	breaking-dependency | breaking-together) ;;
+	*) die "--scenario $name: want breaking-dependency or breaking-together" ;;
+	esac
+	if [ -z "${BUILDKIT_HOST:-}" ] || [ -z "${SWEBUILD_REGISTRY:-}" ]; then
+		scripts/stack.sh status >/dev/null 2>&1 || die "the local stack is not running: scripts/stack.sh up"
+		eval "$(scripts/stack.sh env)"
+	fi
+	stamp=$(date -u +%Y%m%dT%H%M%SZ)
+	root=${SCENARIO_DIR:-.nightly-scenario}/$name-$stamp
+	case "$root" in /*) ;; *) root=$PWD/$root ;; esac
+	local repo=${REPO:-$SWEBUILD_REGISTRY/swebuild-scenario/$name-$(printf '%s' "$stamp" | tr 'A-Z' 'a-z')}
+	mkdir -p "$root/state"
+	log "scenario $name: package index and specs ($root/index)"
+	go run ./internal/pyindex/cmd/fixture-index --scenario "$name" --specs testdata/fixture/specs.json --out "$root/index"
+	cat "$root/index/scenario.txt" >&2
+	log "scenario $name: fixture git mirrors"
+	scripts/fixture.sh repos "$root/state/fixture-context/mirror" >&2
+	local rootfs=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs
+	local night
+	for night in 1 2; do
+		log "scenario $name: night $night"
+		local begin=$SECONDS
+		REPO=$repo SPECS=$root/index/specs.json DATASET=testdata/fixture/dataset.jsonl \
+			CONTEXT_DIRS="$rootfs:$root/state/fixture-context:$root/index/night$night" \
+			MAX_DRIFT=${MAX_DRIFT:--1} "$PWD/scripts/nightly-local.sh" --state "$root/state" --shards "${SCENARIO_SHARDS:-1}" \
+			>"$root/night$night.log" 2>&1 || eval "rc$night=\$?"
+		printf 'night%s_seconds=%s\n' "$night" "$((SECONDS - begin))" >>"$root/scenario.env"
+		printf 'night%s_run=%s\n' "$night" "$(ls -d "$root/state"/run-* | tail -n 1)" >>"$root/scenario.env"
+		printf 'night%s_exit=%s\n' "$night" "$(eval echo "\$rc$night")" >>"$root/scenario.env"
+		tail -n 30 "$root/night$night.log" >&2
+	done
+	local run2
+	run2=$(ls -d "$root/state"/run-* | tail -n 1)
+	local proposal="$run2/repair/proposal.json"
+	printf 'repository=%s\nstate=%s\n' "$repo" "$root/state" >>"$root/scenario.env"
+	log "scenario $name: what night 2's repair found"
+	if [ -f "$run2/repair/report.md" ]; then cat "$run2/repair/report.md"; else echo "(no repair ran: $run2/repair/report.md missing)"; fi
+	if [ -f "$proposal" ]; then
+		printf 'proposal=%s\n' "$proposal" >>"$root/scenario.env"
+		log "scenario $name: applying the proposal (--pins default,$proposal) plans nothing to build"
+		"$SWEBUILD" ci matrix --dataset testdata/fixture/dataset.jsonl --specs "$root/index/specs.json" \
+			--context-dir "$rootfs" --context-dir "$root/state/fixture-context" --context-dir "$root/index/night2" \
+			--pins "default,$proposal" --platform "${PLATFORMS:-linux/amd64,linux/arm64}" --shards 1 \
+			--skip-existing "$repo" --ledger "$root/state/ledger.jsonl" --env-ledger "$root/state/envs.jsonl" \
+			--plan-out "$root/applied-plan.json" --ids-dir "$root/applied-ids" --github-output "$root/applied-output" >/dev/null
+		python3 - "$root/applied-plan.json" "$root/scenario.env" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+build = sum(c["to_build"] for c in plan["counts"])
+wanted = sum(c["wanted"] for c in plan["counts"])
+envs = [e for e in plan.get("envs", []) if e["action"] == "build"]
+print(f"with the proposal applied: {build} of {wanted} images to build, {len(envs)} env images to build")
+with open(sys.argv[2], "a") as f:
+    f.write(f"applied_to_build={build}\napplied_envs_to_build={len(envs)}\n")
+PY
+	fi
+	printf '\nrepository: %s\n' "$repo"
+	if [ -f "$proposal" ]; then printf 'proposal:   %s\n' "$proposal"; else printf 'proposal:   none (no single package explains it: last night'"'"'s images kept)\n'; fi
+	printf 'report:     %s\nsummary:    %s\nnights:     %s, %s (exit %s, %s)\n' "$run2/repair/report.json" "$run2/summary.md" \
+		"$root/night1.log" "$root/night2.log" "$rc1" "$rc2"
+	[ "$rc1" -eq 0 ] || return "$rc1"
+	return 0
+}
+
 break_gold=""
+scenario=""
 force=false
 shards=2
 env_shards=1
@@ -39,10 +123,16 @@ while [ $# -gt 0 ]; do
 	--shards) shards=${2:?--shards needs a number}; shift 2 ;;
 	--env-shards) env_shards=${2:?--env-shards needs a number}; shift 2 ;;
 	--state) state=${2:?--state needs a directory}; shift 2 ;;
-	-h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+	--scenario) scenario=${2:?--scenario needs a name}; shift 2 ;;
+	-h | --help) sed -n '2,34p' "$0"; exit 0 ;;
 	*) die "unknown argument $1" ;;
 	esac
 done
+
+if [ -n "$scenario" ]; then
+	run_scenario "$scenario"
+	exit $?
+fi
 
 DATASET=${DATASET:-testdata/fixture/dataset.jsonl}
 if [ -z "${SPECS+set}" ] && [ "$DATASET" = testdata/fixture/dataset.jsonl ]; then
@@ -132,13 +222,15 @@ done
 log "prepare: plan, skip what the registry has, shard"
 "$SWEBUILD" ci matrix --dataset "$DATASET" "${specs_args[@]}" "${context_args[@]}" --platform "$PLATFORMS" --shards "$shards" \
 	--skip-existing "$REPO" --ledger "$ledger" --force="$force" \
-	--env-ledger "$env_ledger" --env-shards "$env_shards" \
+	--env-ledger "$env_ledger" --env-shards "$env_shards" ${PINS:+--pins "$PINS"} \
 	--runner "linux/amd64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
 	--runner "linux/arm64=local@$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')" \
 	--plan-out "$run/plan/plan.json" --ids-dir "$run/plan/ids" \
 	--github-output "$run/github-output" >"$run/matrix.json"
 
 runner_arch=$(uname -m | sed 's/x86_64/linux\/amd64/;s/aarch64/linux\/arm64/')
+# Last night's env images, for the repair (the env stage appends tonight's).
+if [ -f "$env_ledger" ]; then cp "$env_ledger" "$run/envs-before.jsonl"; else : >"$run/envs-before.jsonl"; fi
 log "env stage"
 env_rc=0
 while IFS='|' read -r name platform count; do
@@ -180,8 +272,32 @@ for j in json.load(open(sys.argv[1]))["include"]:
 ' "$run/matrix.json")
 [ "$shard_rc" -eq 0 ] || printf 'nightly-local: some shard reported failures; the merge decides\n' >&2
 
+# The repair: an env rebuilt tonight whose gold patches failed on images that
+# passed last night is bisected to the package that broke it; the images
+# rebuilt with the rule holding it back are verified and merged in place of
+# the broken ones, the rule proposed (repair/proposal.json).
+repair_results=()
+repair_args=()
+if [ "$shard_rc" -ne 0 ] && [ "${REPAIR:-true}" = true ]; then
+	log "repair ($run/repair)"
+	repair_begin=$SECONDS
+	pins_args=()
+	if [ -n "${PINS:-}" ]; then pins_args=(--pins "$PINS"); fi
+	if "$SWEBUILD" ci repair --dataset "$DATASET" "${specs_args[@]}" "${context_args[@]}" "${pins_args[@]}" \
+		--plan "$run/plan/plan.json" --results "$run/shards" --envs "$run/envs" --env-ledger "$run/envs-before.jsonl" \
+		--push "$REPO/build-cache" --out "$run/repair" --progress plain 2>"$run/repair.log"; then
+		repair_results=(--results "$run/repair/records.jsonl")
+		repair_args=(--repair "$run/repair/report.md")
+		cat "$run/repair/envs.jsonl" >>"$env_ledger"
+	else
+		printf 'nightly-local: the repair failed (log: %s); last lines:\n' "$run/repair.log" >&2
+		tail -n 20 "$run/repair.log" >&2 || true
+	fi
+	printf 'nightly-local: the repair took %s s\n' "$((SECONDS - repair_begin))" >&2
+fi
+
 log "merge"
-"$SWEBUILD" ci merge --plan "$run/plan/plan.json" --results "$run/shards" \
+"$SWEBUILD" ci merge --plan "$run/plan/plan.json" --results "$run/shards" "${repair_results[@]}" \
 	--out "$run/merge.json" --publish-metadata "$run/publish.jsonl" --fail-on-regression=false \
 	--github-output "$run/merge-output"
 
@@ -202,7 +318,8 @@ if ! grep -qx 'indexed=0' "$run/merge-output"; then
 	log "environment drift against what is published"
 	drift_args=(--drift "$run/drift.md")
 	"$SWEBUILD" drift --images "$REPO" --against "$run/publish.jsonl" --dataset "$DATASET" \
-		--specs "$SPECS" --max-drift "$MAX_DRIFT" --format md -o "$run/drift.md" || drift_failed=true
+		--specs "$SPECS" --max-drift "$MAX_DRIFT" --ledger "$ledger" --max-unrecorded "${MAX_UNRECORDED:-0}" \
+		--format md -o "$run/drift.md" || drift_failed=true
 fi
 
 log "publish indexes"
@@ -264,7 +381,7 @@ cat "$run/env-counts.txt"
 log "summary ($run/summary.md)"
 summary_rc=0
 "$SWEBUILD" ci summary --merge "$run/merge.json" "${sizes_args[@]}" --sizes-failed="$sizes_failed" \
-	"${drift_args[@]}" --drift-failed="$drift_failed" -o "$run/summary.md" || summary_rc=$?
+	"${drift_args[@]}" --drift-failed="$drift_failed" "${repair_args[@]}" -o "$run/summary.md" || summary_rc=$?
 cat "$run/summary.md"
 if [ "$envs_once" -ne 0 ]; then
 	printf 'nightly-local: an env was built more than once, or inside an instance shard\n' >&2

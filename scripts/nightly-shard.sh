@@ -27,6 +27,7 @@
 #   KEEP_STORAGE_MB BuildKit cache kept between images (default 6000; "none":
 #                  no prune, as scripts/nightly-local.sh runs on a shared stack)
 #   SPECS          extra specs file (a data-defined profile), passed as --specs
+#   PINS           the pin rules (--pins: default, default,-ID, default,FILE), if set
 #   BUILDER_ID     the provenance's runDetails.builder.id (--builder-id; the
 #                  workflow sets its run's URL); default: swebuild's own
 #   CONTEXT_DIRS   colon-separated directories of context files the profile
@@ -102,6 +103,9 @@ build_envs() {
 	if [ -n "${SPECS:-}" ]; then
 		extra+=(--specs "$SPECS")
 	fi
+	if [ -n "${PINS:-}" ]; then
+		extra+=(--pins "$PINS")
+	fi
 	local cd_args
 	mapfile -t cd_args < <(context_dir_args)
 	extra+=("${cd_args[@]}")
@@ -132,6 +136,9 @@ build_shard() {
 	local extra=()
 	if [ -n "${SPECS:-}" ]; then
 		extra+=(--specs "$SPECS")
+	fi
+	if [ -n "${PINS:-}" ]; then
+		extra+=(--pins "$PINS")
 	fi
 	local d dirs
 	IFS=: read -r -a dirs <<<"${CONTEXT_DIRS:-}"
@@ -204,7 +211,7 @@ free-disk) free_disk ;;
 build) build_shard ;;
 envs) build_envs ;;
 *)
-	sed -n '2,33p' "$0" >&2
+	sed -n '2,41p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -155,7 +155,8 @@ build_buildkit() {
 	(
 		cd "$ROOT_DIR"
 		export GOWORK=off
-		"$SCRIPT_DIR/go-build.sh" "$ldflags" -o "$tmp/" "$BUILDKIT_MODULE/cmd/buildkitd" "$BUILDKIT_MODULE/cmd/buildctl"
+		GO_BUILD_LABEL="stack: compiling buildkitd and buildctl" \
+			"$SCRIPT_DIR/go-build.sh" "$ldflags" -o "$tmp/" "$BUILDKIT_MODULE/cmd/buildkitd" "$BUILDKIT_MODULE/cmd/buildctl"
 	) >&2 || { rm -rf "$tmp"; die "building BuildKit failed"; }
 	mv "$tmp/buildkitd" "$tmp/buildctl" "$BIN_DIR/"
 	rmdir "$tmp"

@@ -2,8 +2,8 @@ package sizes
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
@@ -17,9 +17,12 @@ import (
 // are errors. Errors name the file, line and field.
 //
 // A publish ledger in the older format (before publish wrote core records)
-// is converted by core.ConvertLegacyLedger.
-func LoadImageFile(path string) ([]Target, error) {
-	data, err := os.ReadFile(path)
+// is converted by core.ConvertLegacyLedger. The file is read with the
+// limits of every record file before any conversion (at most
+// core.MaxFileBytes; core.ReadAllContext), and reading stops when ctx is
+// done.
+func LoadImageFile(ctx context.Context, path string) ([]Target, error) {
+	data, err := core.ReadAllContext(ctx, path, core.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading image file: %w", err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/publish"
 )
 
@@ -61,12 +62,7 @@ var fixtureIDs = []struct{ id, repo string }{
 
 func needTool(t *testing.T, tool string) {
 	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed (apt-get install -y %s)", tool, tool)
-		}
-		t.Skipf("%s not installed (apt-get install -y %s)", tool, tool)
-	}
+	stacktest.LookPath(t, tool)
 }
 
 func startFixture(t *testing.T) *regFixture {

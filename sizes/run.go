@@ -15,8 +15,12 @@ import (
 type Config struct {
 	// Images (set A) and Against (set B, optional) in ParseSet syntax.
 	Images, Against string
-	// Dataset lists the instance ids for sets given by naming scheme.
-	Dataset string
+	// Dataset lists the instance ids for sets given by naming scheme (a
+	// dataset file, or a .txt id list); Instances, when Dataset is empty,
+	// are those ids as the caller read them (a dataset or task repo loaded
+	// by package pipeline, with Policy its platform decision).
+	Dataset   string
+	Instances []Instance
 	// Platforms to measure ("linux/amd64", "linux/arm64"). For sets read
 	// from a file, the file's images are kept only when PlatformsGiven.
 	Platforms      []core.Platform
@@ -42,7 +46,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var instances []Instance
+	instances := cfg.Instances
 	if cfg.Dataset != "" {
 		if instances, err = LoadInstances(ctx, cfg.Dataset); err != nil {
 			return nil, err
@@ -55,7 +59,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cfg.Policy = platformPolicy(tables, instances)
 		}
 	}
-	if err := cfg.targets(sets, instances); err != nil {
+	if err := cfg.targets(ctx, sets, instances); err != nil {
 		return nil, err
 	}
 	src := cfg.Source
@@ -120,13 +124,13 @@ func (cfg *Config) parse() ([]*set, error) {
 // own (filtered to the dataset's instances and the platforms given); a set
 // named by scheme takes its (instance, platform) pairs from the dataset,
 // or, without one, from the first set read from a file.
-func (cfg *Config) targets(sets []*set, instances []Instance) error {
+func (cfg *Config) targets(ctx context.Context, sets []*set, instances []Instance) error {
 	var fileTargets []Target
 	for _, st := range sets {
 		if st.spec.Scheme != SchemeFile {
 			continue
 		}
-		ts, err := LoadImageFile(st.spec.File)
+		ts, err := LoadImageFile(ctx, st.spec.File)
 		if err != nil {
 			return err
 		}

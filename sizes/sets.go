@@ -14,6 +14,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Naming schemes known by name. Each expands to a reference template; the
@@ -122,7 +123,7 @@ func ExpandTemplate(tmpl, instanceID string, p core.Platform) string {
 	r := strings.NewReplacer(
 		"{arch}", arch,
 		"{goarch}", goarch,
-		"{id_1776}", strings.ReplaceAll(id, "__", "_1776_"),
+		"{id_1776}", naming.NoDoubleUnderscore(id),
 		"{id}", id,
 	)
 	return r.Replace(tmpl)
@@ -232,42 +233,55 @@ func sortTargets(ts []Target) {
 // one instance id per line ('#' starts a comment). Duplicate ids are an
 // error. The result is sorted by id.
 func LoadInstances(ctx context.Context, path string) ([]Instance, error) {
+	if strings.EqualFold(filepath.Ext(path), ".txt") {
+		return ReadIDList(path)
+	}
+	recs, err := dataset.Load(ctx, path, dataset.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Instance, 0, len(recs))
+	for _, r := range recs {
+		repo := r.Repo
+		if repo == "" {
+			repo = RepoFromID(r.InstanceID)
+		}
+		out = append(out, Instance{ID: r.InstanceID, Repo: repo, Version: r.Version})
+	}
+	return checkInstances(path, out, nil)
+}
+
+// ReadIDList reads a file of instance ids, one per line ('#' starts a
+// comment); each id's repo is derived from it. Duplicate ids are an error.
+// The result is sorted by id.
+func ReadIDList(path string) ([]Instance, error) {
 	var out []Instance
 	var errs []error
-	if strings.EqualFold(filepath.Ext(path), ".txt") {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading dataset: %w", err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		sc.Buffer(make([]byte, 1<<20), 1<<26)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			if strings.ContainsAny(line, " \t,") {
-				errs = append(errs, fmt.Errorf("%s:%d: instance_id: %q is not a single id", path, n, line))
-				continue
-			}
-			out = append(out, Instance{ID: line, Repo: RepoFromID(line)})
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-	} else {
-		recs, err := dataset.Load(ctx, path, dataset.LoadOptions{})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			repo := r.Repo
-			if repo == "" {
-				repo = RepoFromID(r.InstanceID)
-			}
-			out = append(out, Instance{ID: r.InstanceID, Repo: repo, Version: r.Version})
-		}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the id list: %w", err)
 	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.ContainsAny(line, " \t,") {
+			errs = append(errs, fmt.Errorf("%s:%d: instance_id: %q is not a single id", path, n, line))
+			continue
+		}
+		out = append(out, Instance{ID: line, Repo: RepoFromID(line)})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return checkInstances(path, out, errs)
+}
+
+// checkInstances refuses duplicate ids and an empty list, and sorts by id.
+func checkInstances(path string, out []Instance, errs []error) ([]Instance, error) {
 	seen := map[string]bool{}
 	for _, in := range out {
 		if seen[in.ID] {

@@ -312,7 +312,7 @@ func TestLoadImageFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := LoadImageFile(tc.path)
+			got, err := LoadImageFile(context.Background(), tc.path)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error = %v, want %q", err, tc.err)

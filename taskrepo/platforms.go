@@ -35,7 +35,7 @@ type Planned struct {
 	// linux/amd64, the rewritten one for linux/arm64.
 	Dockerfiles map[core.Platform][]byte
 	// Applied are the arm64 rules applied; X86Only the reason there is no
-	// arm64 image ("" when there is one or arm64 was not asked for).
+	// arm64 image ("" when there is one), asked for or not.
 	Applied []string
 	X86Only string
 }
@@ -56,9 +56,11 @@ type PlanOptions struct {
 }
 
 // PlanTasks decides each task's platforms: linux/amd64 always (the task
-// repo's Dockerfiles are written for it), linux/arm64 only when an arm64
-// rule covers the Dockerfile. An error of the rule set for one task is
-// that task's x86-only reason.
+// repo's Dockerfiles are written for it), linux/arm64 only when task.yaml
+// does not say the task is x86-only (Task.X86Only, whose reason it takes)
+// and an arm64 rule covers the Dockerfile. An error of the rule set for
+// one task is that task's x86-only reason. The decision and its reason are
+// made whether or not linux/arm64 is asked for.
 func PlanTasks(tasks []Task, o PlanOptions) Plan {
 	var p Plan
 	for i := range tasks {
@@ -69,31 +71,37 @@ func PlanTasks(tasks []Task, o PlanOptions) Plan {
 				pl.Language = l
 			}
 		}
+		arm := arm64Of(t, o.RewriteArm64)
+		pl.Applied, pl.X86Only = arm.Applied, arm.X86Only
 		for _, plat := range o.Platforms {
-			switch plat {
-			case core.AMD64:
+			switch {
+			case plat == core.AMD64:
 				pl.Platforms = append(pl.Platforms, plat)
 				pl.Dockerfiles[plat] = t.Dockerfile
-			case core.ARM64:
-				var res Arm64
-				var err error
-				if o.RewriteArm64 == nil {
-					res.X86Only = "no arm64 rule set"
-				} else if res, err = o.RewriteArm64(t.Dockerfile); err != nil {
-					res.X86Only = fmt.Sprintf("arm64 rules: %v", err)
-				}
-				pl.Applied = res.Applied
-				if res.X86Only != "" {
-					pl.X86Only = res.X86Only
-					continue
-				}
+			case plat == core.ARM64 && arm.X86Only == "":
 				pl.Platforms = append(pl.Platforms, plat)
-				pl.Dockerfiles[plat] = res.Dockerfile
+				pl.Dockerfiles[plat] = arm.Dockerfile
 			}
 		}
 		p.Tasks = append(p.Tasks, pl)
 	}
 	return p
+}
+
+// arm64Of is what the task's linux/arm64 image would build from, or why it
+// has none: task.yaml's x86_only first, then the arm64 rules.
+func arm64Of(t *Task, rewrite func([]byte) (Arm64, error)) Arm64 {
+	switch {
+	case t.X86Only != "":
+		return Arm64{X86Only: t.X86Only}
+	case rewrite == nil:
+		return Arm64{X86Only: "no arm64 rule set"}
+	}
+	res, err := rewrite(t.Dockerfile)
+	if err != nil {
+		return Arm64{X86Only: fmt.Sprintf("arm64 rules: %v", err)}
+	}
+	return res
 }
 
 // WriteTable prints the counts per language and platform, then how many

@@ -71,12 +71,20 @@ x86-only (no linux/arm64):
 	if b.String() != wantTable {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), wantTable)
 	}
-	// amd64 only asked: no rule runs, nothing is x86-only
+	// amd64 only asked: amd64 only, and the x86-only reasons are still
+	// said (as the dataset's plan says them whatever the platforms).
 	p = PlanTasks(tasks, PlanOptions{Platforms: []core.Platform{core.AMD64}, RewriteArm64: rules})
-	for _, pt := range p.Tasks {
-		if !slices.Equal(pt.Platforms, []core.Platform{core.AMD64}) || pt.X86Only != "" {
+	for i, pt := range p.Tasks {
+		if !slices.Equal(pt.Platforms, []core.Platform{core.AMD64}) || pt.X86Only != want[i].x86Only || pt.Dockerfiles[core.ARM64] != nil {
 			t.Errorf("%s: %v %q", pt.Task.Instance.InstanceID, pt.Platforms, pt.X86Only)
 		}
+	}
+	// task.yaml's x86_only wins over the rules, with its own reason.
+	x86 := tasks[0]
+	x86.X86Only = "USE_X86"
+	p = PlanTasks([]Task{x86}, PlanOptions{Platforms: core.AllPlatforms(), RewriteArm64: rules})
+	if pt := p.Tasks[0]; !slices.Equal(pt.Platforms, []core.Platform{core.AMD64}) || pt.X86Only != "USE_X86" || pt.Applied != nil {
+		t.Errorf("x86_only in task.yaml: %v %q %v; want linux/amd64 alone, USE_X86, no rule applied", pt.Platforms, pt.X86Only, pt.Applied)
 	}
 }
 

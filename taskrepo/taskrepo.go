@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -79,6 +80,9 @@ type Repo struct {
 	Invalid []string
 	// Warnings are problems that do not stop anything (eval cards).
 	Warnings []Problem
+	// realDir is Dir with symbolic links resolved: files a link leads
+	// out of are not read.
+	realDir string
 }
 
 // Task is one valid task.
@@ -92,6 +96,10 @@ type Task struct {
 	Dir string
 	// Dockerfile is the task's flat Dockerfile.
 	Dockerfile []byte
+	// X86Only, when set, is why the task gets no linux/arm64 image
+	// (task.yaml's x86_only: the decision of the dataset it was written
+	// from, e.g. USE_X86).
+	X86Only string
 }
 
 // Problem is one thing wrong with the repo. Where is "sweb.yaml",
@@ -145,7 +153,10 @@ func Open(dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task repo %s: %w", dir, err)
 	}
-	r := &Repo{Dir: abs}
+	r := &Repo{Dir: abs, realDir: abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		r.realDir = real
+	}
 	if err := r.loadConfig(); err != nil {
 		return nil, &CheckError{Dir: abs, Problems: []Problem{*err}}
 	}
@@ -156,6 +167,15 @@ func Open(dir string) (*Repo, error) {
 	}
 	var problems []Problem
 	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			// Upstream's checks follow it; here a task directory is a build
+			// context and must be a directory of the repo.
+			target, _ := os.Readlink(filepath.Join(root, e.Name()))
+			problems = append(problems, Problem{Task: e.Name(), Where: TasksDir + "/" + e.Name(),
+				Msg: fmt.Sprintf("a symbolic link (to %s), not a directory of the repo: left out (a task directory is its image's whole build context)", target)})
+			r.Invalid = append(r.Invalid, e.Name())
+			continue
+		}
 		if !e.IsDir() {
 			continue
 		}
@@ -189,7 +209,7 @@ func Open(dir string) (*Repo, error) {
 
 // loadConfig reads sweb.yaml.
 func (r *Repo) loadConfig() *Problem {
-	b, err := readLimited(filepath.Join(r.Dir, ConfigFile))
+	b, err := r.read(filepath.Join(r.Dir, ConfigFile))
 	if err != nil {
 		return &Problem{Where: ConfigFile, Msg: fmt.Sprintf("%s has no readable %s: %v", r.Dir, ConfigFile, err)}
 	}
@@ -212,58 +232,116 @@ func (r *Repo) loadConfig() *Problem {
 
 // loadTask reads one task directory: nil when it is not a task at all (no
 // task.yaml, reported); otherwise the task (partial when task.yaml cannot
-// be read) and its problems.
+// be read) and its problems. The steps: the files present, task.yaml,
+// tests.json, then the text files.
 func (r *Repo) loadTask(dir string) (*Task, []Problem) {
-	id := filepath.Base(dir)
-	where := func(file string) string { return TasksDir + "/" + id + "/" + file }
-	var ps []Problem
-	add := func(file, field, format string, a ...any) {
-		ps = append(ps, Problem{Task: id, Where: where(file), Field: field, Msg: fmt.Sprintf(format, a...)})
+	l := &taskLoader{repo: r, dir: dir, id: filepath.Base(dir)}
+	if !l.files() {
+		return nil, l.ps
 	}
-	if _, err := os.Stat(filepath.Join(dir, TaskFile)); err != nil {
-		add("", "", "no %s, so it is not a task", TaskFile)
-		return nil, ps
+	t := &Task{Dir: dir}
+	t.Instance.Source = l.where(TaskFile)
+	if !l.meta(t) {
+		return t, l.ps // left out as invalid
+	}
+	l.tests(t)
+	l.texts(t)
+	return t, l.ps
+}
+
+// taskLoader reads one task directory and collects its problems.
+type taskLoader struct {
+	repo *Repo
+	dir  string
+	id   string
+	ps   []Problem
+}
+
+func (l *taskLoader) where(file string) string { return TasksDir + "/" + l.id + "/" + file }
+
+func (l *taskLoader) add(file, field, format string, a ...any) {
+	l.ps = append(l.ps, Problem{Task: l.id, Where: l.where(file), Field: field, Msg: fmt.Sprintf(format, a...)})
+}
+
+// read reads a file of the task (the repo's read: bounded, no symbolic
+// link out of the repo).
+func (l *taskLoader) read(file string) ([]byte, error) {
+	return l.repo.read(filepath.Join(l.dir, file))
+}
+
+// files checks the files a task must have and the directory's name; false
+// when there is no task.yaml (not a task).
+func (l *taskLoader) files() bool {
+	if _, err := os.Stat(filepath.Join(l.dir, TaskFile)); err != nil {
+		l.add("", "", "no %s, so it is not a task", TaskFile)
+		return false
 	}
 	var missing []string
 	for _, f := range requiredFiles {
-		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := os.Stat(filepath.Join(l.dir, f)); err != nil || !fi.Mode().IsRegular() {
 			missing = append(missing, f)
 		}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		add("", "", "missing %s", strings.Join(missing, ", "))
+		l.add("", "", "missing %s", strings.Join(missing, ", "))
 	}
-	if err := naming.ValidateID(id); err != nil {
-		add("", "", "directory name: %v", err)
+	if err := naming.ValidateID(l.id); err != nil {
+		l.add("", "", "directory name: %v", err)
 	}
-	t := &Task{Dir: dir}
-	in := &t.Instance
-	in.Source = where(TaskFile)
+	return true
+}
 
-	meta, err := readLimited(filepath.Join(dir, TaskFile))
+// metaKeys are the task.yaml keys with a field of their own; any other key
+// is one of the record's other columns (core.Instance.Extra).
+var metaKeys = map[string]bool{
+	"instance_id": true, "repo": true, "version": true, "base_commit": true, "created_at": true,
+	"environment_setup_commit": true, "split": true, "datasets": true, "image": true, "log_parser": true,
+	"eval_type": true, "image_assets": true, X86OnlyKey: true,
+}
+
+// X86OnlyKey is the task.yaml key saying a task gets no linux/arm64 image,
+// and why (swebuild's; upstream's task repos are x86-only throughout and
+// have no such key): `swebuild render --task-repo-out` writes the decision
+// the dataset path made (USE_X86, a --specs x86_only list, an x86-only
+// rule), so the exported repo plans as the dataset does.
+const X86OnlyKey = "x86_only"
+
+// meta reads task.yaml into the task; false when it cannot be read as a
+// mapping at all.
+func (l *taskLoader) meta(t *Task) bool {
+	in := &t.Instance
+	b, err := l.read(TaskFile)
 	if err != nil {
-		add(TaskFile, "", "%v", err)
-		return t, ps // left out as invalid
+		l.add(TaskFile, "", "%v", err)
+		return false
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(meta, &doc); err != nil {
-		add(TaskFile, "", "not valid YAML: %v", err)
-		return t, ps // left out as invalid
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		l.add(TaskFile, "", "not valid YAML: %v", err)
+		return false
 	}
 	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		add(TaskFile, "", "not a mapping")
-		return t, ps // left out as invalid
+		l.add(TaskFile, "", "not a mapping")
+		return false
 	}
 	keys := map[string]*yaml.Node{}
 	m := doc.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		keys[m.Content[i].Value] = m.Content[i+1]
+		k, v := m.Content[i].Value, m.Content[i+1]
+		keys[k] = v
+		if !metaKeys[k] {
+			j, err := yamlJSON(v, 0)
+			if err != nil {
+				l.add(at(v), k, "%v", err)
+				continue
+			}
+			in.SetExtra(k, j)
+		}
 	}
-	at := func(n *yaml.Node) string { return fmt.Sprintf("%s:%d", TaskFile, n.Line) }
 	for _, k := range requiredKeys {
 		if _, ok := keys[k]; !ok {
-			add(TaskFile, k, "missing")
+			l.add(TaskFile, k, "missing")
 		}
 	}
 	str := func(key string, dst *string) {
@@ -272,7 +350,7 @@ func (r *Repo) loadTask(dir string) (*Task, []Problem) {
 			return
 		}
 		if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-			add(at(n), key, "not a string")
+			l.add(at(n), key, "not a string")
 			return
 		}
 		*dst = n.Value // the text as written: version 1.0 stays "1.0"
@@ -287,70 +365,95 @@ func (r *Repo) loadTask(dir string) (*Task, []Problem) {
 	str("image", &in.Image)
 	str("log_parser", &in.LogParser)
 	str("eval_type", &in.EvalType)
-	if in.InstanceID != "" && in.InstanceID != id {
-		add(at(keys["instance_id"]), "instance_id", "is %q, not the directory's name", in.InstanceID)
+	str(X86OnlyKey, &t.X86Only)
+	if n, ok := keys[X86OnlyKey]; ok && t.X86Only == "" && n.Tag != "!!null" {
+		l.add(at(n), X86OnlyKey, "empty: say why the task is x86-only, or leave the key out")
 	}
-	in.InstanceID = id
+	if in.InstanceID != "" && in.InstanceID != l.id {
+		l.add(at(keys["instance_id"]), "instance_id", "is %q, not the directory's name", in.InstanceID)
+	}
+	in.InstanceID = l.id
+	l.routing(t, keys)
+	if n, ok := keys["image"]; ok && in.Image != "" && in.Image != ExpectedImage(l.id) {
+		l.add(at(n), "image", "%q is not the derived name %s", in.Image, ExpectedImage(l.id))
+	}
+	if n, ok := keys["image_assets"]; ok && n.Tag != "!!null" {
+		if j, err := yamlJSON(n, 0); err != nil {
+			l.add(at(n), "image_assets", "%v", err)
+		} else {
+			in.ImageAssets = j
+		}
+	}
+	return true
+}
+
+// routing checks datasets and split against sweb.yaml.
+func (l *taskLoader) routing(t *Task, keys map[string]*yaml.Node) {
+	r := l.repo
 	if n, ok := keys["datasets"]; ok && n.Tag != "!!null" {
 		if err := n.Decode(&t.Datasets); err != nil {
-			add(at(n), "datasets", "not a list of strings")
+			l.add(at(n), "datasets", "not a list of strings")
 		} else if unknown := minus(t.Datasets, r.Datasets); len(unknown) > 0 {
-			add(at(n), "datasets", "not published by %s: %s", ConfigFile, strings.Join(unknown, " "))
+			l.add(at(n), "datasets", "not published by %s: %s", ConfigFile, strings.Join(unknown, " "))
 		}
 	}
 	if len(t.Datasets) == 0 && t.Split != DeprecatedSplit {
-		add(TaskFile, "datasets", "does not say which datasets it belongs to")
+		l.add(TaskFile, "datasets", "does not say which datasets it belongs to")
 	}
 	if n, ok := keys["split"]; ok && t.Split != "" && t.Split != DeprecatedSplit && !slices.Contains(r.Splits, t.Split) {
-		add(at(n), "split", "%q is not in %s", t.Split, ConfigFile)
+		l.add(at(n), "split", "%q is not in %s", t.Split, ConfigFile)
 	}
-	if n, ok := keys["image"]; ok && in.Image != "" && in.Image != ExpectedImage(id) {
-		add(at(n), "image", "%q is not the derived name %s", in.Image, ExpectedImage(id))
-	}
-	if n, ok := keys["image_assets"]; ok && n.Tag != "!!null" {
-		var v any
-		if err := n.Decode(&v); err != nil {
-			add(at(n), "image_assets", "%v", err)
-		} else if b, err := json.Marshal(v); err != nil {
-			add(at(n), "image_assets", "cannot be JSON: %v", err)
-		} else {
-			in.ImageAssets = string(b)
-		}
-	}
+}
 
-	// tests.json: JSON, never YAML (upstream: no implicit typing).
-	if b, err := readLimited(filepath.Join(dir, TestsFile)); err == nil {
-		var tests map[string]json.RawMessage
-		if err := json.Unmarshal(b, &tests); err != nil {
-			add(TestsFile, "", "not valid JSON: %v", err)
+// at is task.yaml's line of n.
+func at(n *yaml.Node) string { return fmt.Sprintf("%s:%d", TaskFile, n.Line) }
+
+// tests reads tests.json: JSON, never YAML (upstream: no implicit typing).
+func (l *taskLoader) tests(t *Task) {
+	in := &t.Instance
+	b, err := l.read(TestsFile)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.add(TestsFile, "", "%v", err)
+		}
+		return
+	}
+	var tests map[string]json.RawMessage
+	if err := json.Unmarshal(b, &tests); err != nil {
+		l.add(TestsFile, "", "not valid JSON: %v", err)
+		return
+	}
+	for _, k := range []string{"FAIL_TO_PASS", "PASS_TO_PASS"} {
+		raw, ok := tests[k]
+		if !ok {
+			l.add(TestsFile, k, "missing")
+			continue
+		}
+		var list []string
+		if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+			l.add(TestsFile, k, "not a list of strings")
+			continue
+		}
+		if k == "FAIL_TO_PASS" {
+			in.FailToPass = list
 		} else {
-			for _, k := range []string{"FAIL_TO_PASS", "PASS_TO_PASS"} {
-				raw, ok := tests[k]
-				if !ok {
-					add(TestsFile, k, "missing")
-					continue
-				}
-				var list []string
-				if err := json.Unmarshal(raw, &list); err != nil || list == nil {
-					add(TestsFile, k, "not a list of strings")
-					continue
-				}
-				if k == "FAIL_TO_PASS" {
-					in.FailToPass = list
-				} else {
-					in.PassToPass = list
-				}
-			}
-			if in.FailToPass != nil && len(in.FailToPass) == 0 && t.Split != DeprecatedSplit {
-				add(TestsFile, "FAIL_TO_PASS", "empty, so nothing grades this task")
-			}
+			in.PassToPass = list
 		}
 	}
+	if in.FailToPass != nil && len(in.FailToPass) == 0 && t.Split != DeprecatedSplit {
+		l.add(TestsFile, "FAIL_TO_PASS", "empty, so nothing grades this task")
+	}
+}
+
+// texts reads eval.sh (both markers), the patches (diffs), the problem
+// statement, the optional hints and the Dockerfile, bytes as they are.
+func (l *taskLoader) texts(t *Task) {
+	in := &t.Instance
 	text := func(file string, dst *string) []byte {
-		b, err := readLimited(filepath.Join(dir, file))
+		b, err := l.read(file)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
-				add(file, "", "%v", err)
+				l.add(file, "", "%v", err)
 			}
 			return nil
 		}
@@ -360,7 +463,7 @@ func (r *Repo) loadTask(dir string) (*Task, []Problem) {
 	if b := text(EvalScriptFile, &in.EvalScript); b != nil {
 		for _, mk := range evalMarkers {
 			if !bytes.Contains(b, []byte(mk)) {
-				add(EvalScriptFile, "", "has no %q marker", mk)
+				l.add(EvalScriptFile, "", "has no %q marker", mk)
 			}
 		}
 	}
@@ -369,7 +472,7 @@ func (r *Repo) loadTask(dir string) (*Task, []Problem) {
 		dst  *string
 	}{{GoldPatchFile, &in.Patch}, {TestPatchFile, &in.TestPatch}} {
 		if b := text(f.name, f.dst); len(b) > 0 && !bytes.Contains(b, []byte("diff --git")) {
-			add(f.name, "", "does not look like a diff")
+			l.add(f.name, "", "does not look like a diff")
 		}
 	}
 	text(ProblemFile, &in.ProblemStatement)
@@ -378,10 +481,9 @@ func (r *Repo) loadTask(dir string) (*Task, []Problem) {
 	if text(DockerfileName, &df) != nil {
 		t.Dockerfile = []byte(df)
 		if len(bytes.TrimSpace(t.Dockerfile)) == 0 {
-			add(DockerfileName, "", "empty")
+			l.add(DockerfileName, "", "empty")
 		}
 	}
-	return t, ps
 }
 
 // collisions reports tasks whose ids give the same image names.
@@ -496,6 +598,28 @@ func Instances(tasks []Task) []core.Instance {
 		out[i] = tasks[i].Instance
 	}
 	return out
+}
+
+// read reads a file of the repo, at most MaxFileBytes. A symbolic link is
+// followed only to a file inside the repo: one that leads out of it (to
+// /etc/passwd, another checkout) is refused, naming where it leads.
+func (r *Repo) read(path string) ([]byte, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return nil, fmt.Errorf("a symbolic link that does not resolve: %w", err)
+		}
+		if !within(r.realDir, target) {
+			return nil, fmt.Errorf("a symbolic link to %s, outside the task repo: not read", target)
+		}
+	}
+	return readLimited(path)
+}
+
+// within reports whether path is dir or below it (both resolved).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 func readLimited(path string) ([]byte, error) {

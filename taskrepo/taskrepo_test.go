@@ -335,3 +335,82 @@ func TestFixtureTaskRepo(t *testing.T) {
 		}
 	}
 }
+
+// TestSymlinks (issue 28, row "Low"): a task directory that is a symbolic
+// link is reported and left out (it used to be skipped without a word),
+// and a task file that is a symbolic link out of the repo is refused,
+// naming where it leads (it used to be read: /etc/passwd as a problem
+// statement); a link to a file inside the repo is read.
+func TestSymlinks(t *testing.T) {
+	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": nil, "b__b-2": nil, "c__c-3": nil})
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	write(t, outside, "not the repo's")
+	elsewhere := writeRepo(t, config, map[string]map[string]string{"d__d-4": nil})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(filepath.Join(elsewhere, TasksDir, "d__d-4"), filepath.Join(dir, TasksDir, "d__d-4")))
+	problem := filepath.Join(dir, TasksDir, "b__b-2", ProblemFile)
+	must(os.Remove(problem))
+	must(os.Symlink(outside, problem))
+	hints := filepath.Join(dir, TasksDir, "c__c-3", HintsFile)
+	must(os.Symlink(filepath.Join("..", "a__a-1", ProblemFile), hints))
+
+	r, err := Open(dir)
+	var ce *CheckError
+	if !errors.As(err, &ce) || len(ce.Problems) != 2 {
+		t.Fatalf("got %v, want two problems", err)
+	}
+	wants := []string{
+		"error: tasks/b__b-2/problem_statement.md: a symbolic link to " + outside + ", outside the task repo: not read",
+		"error: tasks/d__d-4: a symbolic link (to " + filepath.Join(elsewhere, TasksDir, "d__d-4") + "), not a directory of the repo: left out",
+	}
+	for i, w := range wants {
+		if !strings.Contains(ce.Problems[i].Error(), w) {
+			t.Errorf("problem %d: %q, want it to contain %q", i, ce.Problems[i].Error(), w)
+		}
+	}
+	var ids []string
+	for _, tk := range r.Tasks {
+		ids = append(ids, tk.Instance.InstanceID)
+		if strings.Contains(tk.Instance.ProblemStatement, "not the repo's") {
+			t.Errorf("%s: read the file outside the repo", tk.Instance.InstanceID)
+		}
+	}
+	slices.Sort(r.Invalid)
+	if !slices.Equal(ids, []string{"a__a-1", "c__c-3"}) || !slices.Equal(r.Invalid, []string{"b__b-2", "d__d-4"}) {
+		t.Errorf("tasks %v, invalid %v; want a__a-1 c__c-3, invalid b__b-2 d__d-4", ids, r.Invalid)
+	}
+	if got := r.Tasks[1].Instance.HintsText; got != "the issue for a__a-1" {
+		t.Errorf("a link inside the repo: hints %q, want a__a-1's problem statement", got)
+	}
+}
+
+// TestOtherKeysAndX86Only: task.yaml keys with no field of their own are
+// the record's other columns (core.Instance.Extra, JSON text, in order,
+// numbers as written); x86_only says why the task gets no linux/arm64, and
+// an empty one is an error.
+func TestOtherKeysAndX86Only(t *testing.T) {
+	meta := func(id, extra string) string {
+		return "instance_id: " + id + "\nrepo: x/y\nversion: '1.0'\nbase_commit: abc\nsplit: test\ndatasets:\n- x/y-dataset\n" +
+			"image: " + ExpectedImage(id) + "\nlog_parser: parse_log_pytest\neval_type: pass_and_fail\n" + extra
+	}
+	dir := writeRepo(t, config, map[string]map[string]string{
+		"a__a-1": {TaskFile: meta("a__a-1", "difficulty: 15 min - 1 hour\nscore: 1.50\ntags:\n- x\n- 2\nnested: {b: null, a: [true]}\nx86_only: USE_X86\n")},
+		"b__b-2": {TaskFile: meta("b__b-2", "x86_only: ''\n")},
+	})
+	r, err := Open(dir)
+	var ce *CheckError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0].Error(), `tasks/b__b-2/task.yaml:11: field "x86_only": empty`) {
+		t.Fatalf("got %v, want b__b-2's empty x86_only", err)
+	}
+	a := r.Tasks[0]
+	want := []core.Column{{Name: "difficulty", Value: `"15 min - 1 hour"`}, {Name: "score", Value: "1.50"},
+		{Name: "tags", Value: `["x",2]`}, {Name: "nested", Value: `{"b":null,"a":[true]}`}}
+	if !slices.Equal(a.Instance.Extra, want) || a.X86Only != "USE_X86" {
+		t.Errorf("other columns %q, x86-only %q; want %q, USE_X86", a.Instance.Extra, a.X86Only, want)
+	}
+}

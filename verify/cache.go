@@ -169,20 +169,8 @@ func (c *Cache) Store(rec *CacheRecord) error {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return fmt.Errorf("writing verification cache: %w", err)
 	}
-	f, err := os.CreateTemp(c.Dir, ".tmp-"+rec.Key+"-*")
-	if err != nil {
-		return fmt.Errorf("writing verification cache: %w", err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(append(b, '\n'))
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing verification cache %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, c.path(rec.Key)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing verification cache: %w", err)
+	if err := core.WriteBytesAtomic(c.path(rec.Key), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("verification cache: %w", err)
 	}
 	return nil
 }

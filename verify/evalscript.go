@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // Which eval script a run uses (Target.Script.Source).
@@ -53,7 +55,7 @@ func scriptInfo(source, text, fallback string) ScriptInfo {
 // untouched and trusts the log alone).
 func EvalScriptV5(s string) (script string, recorded bool) {
 	var lines []string
-	for _, l := range strings.Split(pyStrip(s), "\n") {
+	for _, l := range strings.Split(pystr.Strip(s), "\n") {
 		if l != "#!/bin/bash" && l != "set -uxo pipefail" {
 			lines = append(lines, l)
 		}
@@ -72,24 +74,13 @@ func EvalScriptV5(s string) (script string, recorded bool) {
 }
 
 // exitTrailer ends the script verify runs when the script records the test
-// command's exit status: eval.sh then exits with it, so the wrapper takes
-// it as the exit status of its own child, which no process of the run can
-// write (the echoed line is the code under test's output like any other).
+// command's exit status: eval.sh then exits with it, and the engine takes it
+// from the container runtime as the exit status of the test process, which
+// no process of the run can write (the echoed line is the code under test's
+// output like any other).
 // It prints nothing (xtrace is off for it, its trace going nowhere), so the
 // test output is upstream's.
 const exitTrailer = "{ set +x; } 2>/dev/null; exit \"${" + TestExitCodeVar + ":-255}\"\n"
-
-// pyStrip is Python's str.strip(): it removes leading and trailing
-// characters for which str.isspace() is true.
-func pyStrip(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool {
-		switch r {
-		case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-			return true
-		}
-		return 0x2000 <= r && r <= 0x200a
-	})
-}
 
 // testExitCodeRE is upstream's TEST_EXIT_CODE_RE.
 var testExitCodeRE = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
@@ -109,11 +100,13 @@ func LogExitCode(log string) *int {
 	return &n
 }
 
-// ExitStatus is the test command's exit status as the wrapper took it and
-// as the log says it, and whether they disagree.
+// ExitStatus is the test command's exit status as the runtime reported it
+// and as the log says it, and whether they disagree.
 type ExitStatus struct {
-	// Wrapper is the exit status the wrapper observed (nil: the script does
-	// not record it, or the run timed out).
+	// Wrapper is the exit status of the test process (eval.sh, which exits
+	// with the test command's status) as the container runtime reported it
+	// (nil: the script does not record it, or the run timed out). The name
+	// is kept from when a wrapper script in the container took it.
 	Wrapper *int `json:"wrapper"`
 	// Log is the first ">>>>> Test Exit Code" line's (nil: none).
 	Log *int `json:"log"`
@@ -129,5 +122,5 @@ func (e ExitStatus) String() string {
 		}
 		return strconv.Itoa(*p)
 	}
-	return fmt.Sprintf("test command exit status %s (wrapper), %s (log)", show(e.Wrapper), show(e.Log))
+	return fmt.Sprintf("test command exit status %s (runtime), %s (log)", show(e.Wrapper), show(e.Log))
 }

@@ -48,7 +48,7 @@ func TestLeakCheckOnFixtureRepos(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	repos := stacktest.FixtureRepos(t)
+	repos := stacktest.SharedRepos(t) // read only: cloned
 	commits := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(must(os.ReadFile(filepath.Join(repos.Dir, "calc.commits"))))), "\n") {
 		f := strings.Fields(l)

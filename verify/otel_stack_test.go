@@ -34,6 +34,7 @@ import (
 // (bkdaemon.Daemon.OTELSocket, scripts/stack.sh --otel-socket-path), 0 of
 // 20 (94 cycles, 153 s), 0 of 15 and 0 of 30 (643 cycles, no pause).
 func TestTracingSocketCoveredWhileDaemonsComeAndGo(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	_, amdImage := testImage(t)
 	_, armImage := testImageFor(t, core.ARM64)

@@ -1,41 +1,63 @@
 package verify
 
-// The run half: a patch applied and eval.sh run in a container of an
-// instance image, the way upstream v4.1.0's run_instance does, then graded.
+// The run half: a patch applied and eval.sh run in containers of an instance
+// image, the way upstream's run_instance does, then graded.
 //
-// One container run (an Engine call) does, in a wrapper script:
-//  1. the history leak check (leak.go) on /testbed, before anything changes;
-//  2. the patch copied to /tmp/patch.diff and applied in /testbed with each of
-//     upstream's GIT_APPLY_CMDS in turn until one exits 0;
-//  3. `git -c core.fileMode=false diff` before the tests;
-//  4. eval.sh copied to /eval.sh and run as `/bin/bash /eval.sh` under
-//     `timeout`, stdout and stderr together into test_output.txt, with the
-//     clock read (bash's EPOCHREALTIME, else date +%s.%N) just before and after;
-//  5. the diff again after the tests.
+// A run is two containers of the image, neither with a network:
 //
-// The script always exits 0, so a failing test or patch never fails the
-// container run; exit codes are written to files and come back in RunOutput.
+//  1. prepare (prepareScript, the container's only program): the history
+//     leak check on /testbed (leak.go) before anything changes; the patch
+//     copied to /tmp/patch.diff and applied with each of upstream's
+//     GIT_APPLY_CMDS in turn until one exits 0; `git diff` before the tests;
+//     /eval.sh made a link to eval.sh in the run's read-only input mount.
+//     Its results are files in outDir of its own file system, read when it
+//     has ended. Nothing of the patch has run yet: only git and patch,
+//     reading the repository as the image has it (a patch that writes
+//     .git/ is one that changes the harness: HarnessChanges).
+//  2. tests: a new container on the file system the first one left (the
+//     patched repository), whose one program (testArgs: a launcher that
+//     execs `/bin/bash /eval.sh 2>&1`, so eval.sh is pid 1 of the
+//     container's pid namespace) the engine starts with its own writer on
+//     the process's output: the test output is what the runtime streams
+//     from that process, hashed as it arrives (outputCapture), and the
+//     exit status is the runtime's. Nothing runs in that container after
+//     eval.sh: when pid 1 exits the kernel kills every other process of
+//     the namespace, and at the time limit the engine kills pid 1 itself
+//     (superviseTests), which ends them all whatever they do (stopped,
+//     detached, holding the output pipe), and releases the container.
+//     eval.sh is read from a read-only mount, so the tests cannot rewrite
+//     the part bash has not read yet.
+//
+// The code under test can therefore print (its output is the test output,
+// as upstream's), and exit the test command with a status of its choosing
+// (eval.sh records it, as upstream's does); it cannot reach a file, a
+// process or a stream swebuild reads its results from. docs/verify.md
+// lists what a patch can and cannot influence.
 //
 // What the code under test can reach is only what upstream's container
 // gives it: no network, and nothing of BuildKit. BuildKit bind-mounts its
 // tracing socket at /dev/otel-grpc.sock into every container it runs and
-// names it in OTEL_* variables (and passes TRACEPARENT); RunInGateway covers
-// the socket with an empty read-only file, the wrapper drops the variables
-// the image does not set itself, and refuses to run anything (an
-// infrastructure error) if the socket is still there, or reachable again
-// after eval.sh (the cover is lost when the socket's host path is removed:
-// coverTracingSocket).
+// names it in OTEL_* variables (and passes TRACEPARENT); the engine covers
+// the socket with an empty read-only file, both programs drop the variables
+// the image does not set itself, and refuse to run anything (an
+// infrastructure error) if the socket is still there (the cover is lost when
+// the socket's host path is removed: coverTracingSocket).
 //
-// Outputs are bounded: the test output, the diffs and the patch-apply
-// output each keep their first and last Job.MaxOutput/2 bytes when longer,
-// cut inside the container (so no huge file is left in BuildKit's cache) and
-// read back in pieces below BuildKit's 16 MiB gRPC message limit.
+// Outputs are bounded: the test output, the diff and the patch-apply
+// outputs each keep their first and last Job.MaxOutput/2 bytes when longer
+// (the prepare container cuts its own files; the test output is cut as it
+// streams in).
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/swebuild/swebuild/core"
@@ -52,6 +74,16 @@ const (
 	DefaultTimeout = 1800 * time.Second
 )
 
+// DefaultPrepareTimeout is Job.PrepareTimeout's default: the leak check,
+// the patch and the diff of a large repository take well under a minute;
+// the limit only stops a wedged container.
+const DefaultPrepareTimeout = 30 * time.Minute
+
+// killGrace is how long a run may take to end once its time limit has
+// passed and its test process was killed, before the engine gives up on it
+// (an infrastructure error) and releases its container.
+const killGrace = 2 * time.Minute
+
 // GitApplyCmds is upstream v4.1.0's GIT_APPLY_CMDS, tried in order.
 var gitApplyCmds = [...]string{
 	"git apply --verbose",
@@ -62,7 +94,7 @@ var gitApplyCmds = [...]string{
 // GitApplyCmds returns upstream's patch-apply commands in the order tried.
 func GitApplyCmds() []string { return gitApplyCmds[:] }
 
-// Job is one container run.
+// Job is one run.
 type Job struct {
 	// Image is a pullable reference of the instance image, e.g.
 	// 127.0.0.1:5000/swebench/sweb.eval.x86_64.x@sha256:... . Engines that
@@ -79,15 +111,18 @@ type Job struct {
 	EvalScript string
 	// BaseCommit is the commit the leak check compares the history with.
 	BaseCommit string
-	// Timeout limits eval.sh (default DefaultTimeout).
+	// Timeout limits the test process, eval.sh (default DefaultTimeout).
 	Timeout time.Duration
+	// PrepareTimeout limits the prepare container (default
+	// DefaultPrepareTimeout).
+	PrepareTimeout time.Duration
 	// Nonce makes every run a new container run (no cache hit).
 	Nonce string
-	// MaxOutput bounds each captured output (eval.sh's, the diffs, the
+	// MaxOutput bounds each captured output (eval.sh's, the diff, the
 	// patch-apply commands'): a longer one keeps its first and last
 	// MaxOutput/2 bytes (default DefaultMaxOutput).
 	MaxOutput int64
-	// UnsetEnv are variables the wrapper removes before anything runs:
+	// UnsetEnv are variables both programs remove before anything runs:
 	// BuildKit's tracing variables that the image does not set itself.
 	UnsetEnv []string
 }
@@ -106,8 +141,9 @@ const TracingSocket = "/dev/otel-grpc.sock"
 // util/tracing/childprocess), and the nonce the runner adds.
 var tracingEnv = [...]string{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "TRACEPARENT", "TRACESTATE"}
 
-// nonceEnv carries Job.Nonce into the exec, so that its definition differs
-// from every other run's; the wrapper drops it.
+// nonceEnv carries Job.Nonce into the prepare exec, so that its definition
+// differs from every other run's; the prepare script drops it, and the test
+// container never has it.
 const nonceEnv = "SWEBUILD_VERIFY_NONCE"
 
 func (j Job) maxOutput() int64 {
@@ -117,6 +153,20 @@ func (j Job) maxOutput() int64 {
 	return j.MaxOutput
 }
 
+func (j Job) timeout() time.Duration {
+	if j.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return j.Timeout
+}
+
+func (j Job) prepareTimeout() time.Duration {
+	if j.PrepareTimeout <= 0 {
+		return DefaultPrepareTimeout
+	}
+	return j.PrepareTimeout
+}
+
 // ApplyAttempt is one patch-apply command run.
 type ApplyAttempt struct {
 	Cmd      string
@@ -124,67 +174,86 @@ type ApplyAttempt struct {
 	Output   string
 }
 
-// RunOutput is what a container run produced.
+// RunOutput is what a run produced.
 type RunOutput struct {
-	// InfraError is set when the wrapper could not do its job (no /testbed,
+	// InfraError is set when the run could not do its job (no /testbed,
 	// no bash, ...): not a verdict on the patch or the tests.
 	InfraError string
 	Attempts   []ApplyAttempt
 	// Applied: an apply command exited 0 (or SkipApply).
 	Applied    bool
 	DiffBefore string
-	DiffAfter  string
-	// TestOutput is eval.sh's output; TestRan says eval.sh was started.
-	// When the output was longer than Job.MaxOutput, TestOutput is its
-	// head and tail joined by a line saying how many bytes were left out
-	// (TestOutputOmitted), and TestOutputSize is what eval.sh wrote.
+	// TestOutput is eval.sh's output (stdout and stderr, one stream) as
+	// the runtime streamed it; TestRan says eval.sh was started. When the
+	// output was longer than Job.MaxOutput, TestOutput is its head and tail
+	// joined by a line saying how many bytes were left out
+	// (TestOutputOmitted), and TestOutputSize is what eval.sh wrote;
+	// TestOutputSHA256 is the sha256 of all of it.
 	TestOutput        string
 	TestOutputSize    int64
 	TestOutputOmitted int64
+	TestOutputSHA256  string
 	TestRan           bool
-	TestExit          int
-	TimedOut          bool
-	// TestSeconds is the time eval.sh took, measured inside the container.
+	// TestExit is the test process's exit status as the runtime reports it
+	// (124 when the engine ended it at the time limit: TimedOut).
+	TestExit int
+	TimedOut bool
+	// TestSeconds is the time from the test process's start to its end,
+	// measured by the engine.
 	TestSeconds float64
 	// Leak is the raw history dump for CheckLeak.
 	Leak LeakDump
-	// InContainerSeconds is the time the wrapper script took (leak check,
-	// patch apply, diffs and tests), measured inside the container.
+	// InContainerSeconds is the prepare script's time (leak check, patch
+	// apply, diff), measured inside its container, plus TestSeconds.
 	InContainerSeconds float64
-	// Wall is the time of the whole container run, measured by the engine
-	// (container start, copies, apply, tests, reading the results back).
+	// Wall is the time of the whole run, measured by the engine (containers
+	// started, inputs copied, prepare, tests, results read back).
 	Wall time.Duration
 }
 
-// Engine runs a Job in a container with no network and returns its output.
+// Engine runs a Job in containers with no network and returns its output.
 // An error means the run itself failed (an infrastructure error).
 type Engine interface {
 	Run(ctx context.Context, job Job) (*RunOutput, error)
 }
 
-// Files of the wrapper's input and output directories.
+// Files of the prepare script's input and output directories.
 const (
-	inDir       = "/swebuild-verify/in"
-	outDir      = "/swebuild-verify/out"
-	fileRun     = "run.sh"
-	filePatch   = "patch.diff"
-	fileEval    = "eval.sh"
-	fileTimeout = "timeout"
-	fileBase    = "base_commit"
-	fileSkip    = "skip_apply"
-	fileKeep    = "keep"
-	fileUnset   = "unset_env"
+	inDir     = "/swebuild-verify/in"
+	outDir    = "/swebuild-verify/out"
+	fileRun   = "run.sh"
+	filePatch = "patch.diff"
+	fileEval  = "eval.sh"
+	fileBase  = "base_commit"
+	fileSkip  = "skip_apply"
+	fileKeep  = "keep"
+	fileUnset = "unset_env"
 )
 
-// wrapperScript is the script the container runs (bash). It reads its
-// inputs from inDir and writes every result to a file in outDir.
-func wrapperScript() string {
+// evalPath is where eval.sh runs from, as upstream's: a link to the run's
+// read-only copy in inDir.
+const evalPath = "/eval.sh"
+
+// socketMountsFn is a bash function listing the mountinfo lines at the
+// tracing socket's path, for errors (a socket whose host path was removed
+// shows as "...//deleted").
+const socketMountsFn = `socket_mounts() {
+	local l
+	while read -r l; do [[ $l == *" ` + TracingSocket + ` "* ]] && printf '%s; ' "$l"; done </proc/self/mountinfo
+}
+`
+
+// prepareScript is the prepare container's program (bash). It reads its
+// inputs from inDir and writes every result to a file in outDir, and always
+// exits 0: a failing patch never fails the container.
+func prepareScript() string {
 	var b strings.Builder
 	b.WriteString(`#!/bin/bash
-# swebuild verify: leak check, patch apply, eval.sh under timeout.
+# swebuild verify, prepare: leak check, patch apply, git diff, /eval.sh.
 set +e
 in=` + inDir + `
 out=` + outDir + `
+mkdir -p "$out" || exit 0
 # Clock readings and inputs with bash builtins, not date/cat processes: under
 # QEMU every process started costs ~0.1 s. EPOCHREALTIME (bash >= 5) uses the
 # locale's decimal mark.
@@ -195,28 +264,13 @@ now() {
 }
 now wrap_start
 trap 'now wrap_end' EXIT
-startdir=$PWD
-# The run must have a pid namespace of its own, with this script as its
-# init: once eval.sh exits, every other process in it is killed before any
-# result is collected (testsScript).
-if [ "$$" != 1 ]; then
-	echo "the run has no pid namespace of its own (the wrapper is pid $$, not 1): processes the tests leave behind could not all be stopped before the results are read" >"$out/sandbox_error"
-	exit 0
-fi
 read -r base <"$in/` + fileBase + `"
-read -r tmo <"$in/` + fileTimeout + `"
 read -r keep_head keep_tail <"$in/` + fileKeep + `"
-# Nothing of BuildKit for the code under test: its tracing variables go, and
-# its tracing socket must be covered (RunInGateway mounts a file over it).
+# Nothing of BuildKit: its tracing variables go, and its tracing socket must
+# be covered (the engine mounts a file over it).
 while read -r v; do [ -n "$v" ] && unset "$v"; done <"$in/` + fileUnset + `"
-# socket_mounts: the mountinfo lines at the socket's path, for the error
-# (a socket whose host path was removed shows as "...//deleted").
-socket_mounts() {
-	local l
-	while read -r l; do [[ $l == *" ` + TracingSocket + ` "* ]] && printf '%s; ' "$l"; done </proc/self/mountinfo
-}
-if [ -S ` + TracingSocket + ` ]; then
-	echo "BuildKit's tracing socket ` + TracingSocket + ` is reachable in the container; refusing to run code under test next to it (mounts there: $(socket_mounts))" >"$out/sandbox_error"
+` + socketMountsFn + `if [ -S ` + TracingSocket + ` ]; then
+	echo "BuildKit's tracing socket ` + TracingSocket + ` is reachable in the container; refusing to run next to it (mounts there: $(socket_mounts))" >"$out/sandbox_error"
 	exit 0
 fi
 # capped NAME CMD...: run CMD with stdout and stderr into $out/NAME; if it
@@ -257,152 +311,75 @@ else
 	for _, c := range gitApplyCmds {
 		fmt.Fprintf(&b, "\tif [ $applied = 0 ]; then\n\t\ti=$((i+1))\n\t\tcapped apply.$i.out %s %s\n\t\trc=$?\n\t\techo $rc >\"$out/apply.$i.rc\"\n\t\t[ $rc = 0 ] && applied=1\n\tfi\n", c, DockerPatch)
 	}
+	// The diff is upstream's `git -c core.fileMode=false diff`, with no
+	// program the repository's configuration could name (an external diff,
+	// textconv, an fsmonitor hook): the same text for every repository
+	// whose configuration is the image's.
 	b.WriteString(`fi
 if [ $applied = 0 ]; then exit 0; fi
-capped diff_before git -c core.fileMode=false diff
-cp "$in/` + fileEval + `" /eval.sh
-`)
-	b.WriteString(testsScript())
-	b.WriteString(`cd ` + DockerWorkdir + `
-capped diff_after git -c core.fileMode=false diff
+capped diff_before git -c core.fileMode=false -c core.fsmonitor=false diff --no-ext-diff --no-textconv
+if ! err=$(ln -sfn "$in/` + fileEval + `" ` + evalPath + ` 2>&1); then
+	echo "cannot link ` + evalPath + ` to the run's eval.sh: $err" >"$out/sandbox_error"
+	exit 0
+fi
+echo ok >"$out/prepared"
 exit 0
 `)
 	return b.String()
 }
 
-// captureDir holds the test output while the tests run: outside outDir
-// (never read back), in the container's own file system.
-const captureDir = "/swebuild-verify/capture"
+// launcherMark starts what the launcher writes on stderr when it refuses to
+// start the tests.
+const launcherMark = "swebuild-verify-launcher:"
 
-// testsScript runs eval.sh and collects its results only once every other
-// process of the run is gone (upstream issue 20 row 3: code under test can
-// leave a process behind, e.g. a conftest.py whose pytest_unconfigure
-// double-forks, that rewrites the recorded output and exit status after
-// eval.sh ends).
-//
-//   - eval.sh's stdout and stderr go to a pipe (the wrapper's, no path) read
-//     by tee, which writes the file the wrapper created and opened before
-//     the tests (it keeps read descriptors on it, not its path) and passes
-//     the stream on to sha256sum;
-//   - eval.sh's exit status is the wrapper's own wait result, held in its
-//     memory (with a dataset script eval.sh exits with the test command's
-//     status: exitTrailer);
-//   - once eval.sh (timeout) exits, every process but the wrapper (pid 1 of
-//     the run's pid namespace) and the capture pipeline is stopped at once
-//     (kill -STOP -1, one signal to all) and then killed; the capture is
-//     resumed and drains the pipe, whose writers are all gone;
-//   - the file's sha256 must equal the stream's, and the files the wrapper
-//     wrote before the tests must be unchanged: else the run is an
-//     infrastructure error saying what was changed;
-//   - only then are the test output, exit status and clock readings written
-//     to the output directory, over whatever the tests left at those names,
-//     and anything else the tests put there is removed.
-func testsScript() string {
-	return `# Fingerprints of what the wrapper wrote so far, and the entries it made.
-cd "$out" || exit 0
-before=(*)
-pre=$(sha256sum -- "${before[@]}" 2>&1)
-cap=` + captureDir + `
-mkdir -p "$cap" && : >"$cap/test_output" && : >"$cap/sum" || {
-	echo "cannot make the capture directory $cap" >"$out/sandbox_error"
-	exit 0
-}
-exec 6>"$cap/test_output" 7<"$cap/test_output" 8>"$cap/sum" 9<"$cap/sum"
-exec 5> >(exec 7<&- 9<&- 5>&-; tee /dev/fd/6 | sha256sum >&8)
-cappid=$!
-exec 6>&- 8>&-
-cd "$startdir"
-t_start=${EPOCHREALTIME:-$(date +%s.%N)}
-timeout -k 10 "$tmo" /bin/bash /eval.sh >&5 2>&5 5>&- 7<&- 9<&- &
-evalpid=$!
-exec 5>&-
-wait "$evalpid"
-rc=$?
-t_end=${EPOCHREALTIME:-$(date +%s.%N)}
-# Stop every process of the run but this one at once, then kill all but the
-# capture pipeline (the process substitution and its children).
-kill -STOP -1 2>/dev/null
-survivors=
-for pass in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-	survivors=
-	for d in /proc/[0-9]*; do
-		p=${d#/proc/}
-		[ "$p" = 1 ] || [ "$p" = "$cappid" ] && continue
-		line=
-		read -r line <"$d/stat" 2>/dev/null || continue
-		rest=${line##*) }
-		st=${rest%% *}
-		rest=${rest#* }
-		ppid=${rest%% *}
-		[ "$st" = Z ] || [ "$st" = X ] || [ "$ppid" = "$cappid" ] && continue
-		kill -KILL "$p" 2>/dev/null && survivors="$survivors $p"
-	done
-	[ -z "$survivors" ] && break
-	sleep 0.05 2>/dev/null
-done
-kill -CONT "$cappid" 2>/dev/null
-for d in /proc/[0-9]*; do
-	line=
-	read -r line <"$d/stat" 2>/dev/null || continue
-	rest=${line##*) }
-	rest=${rest#* }
-	[ "${rest%% *}" = "$cappid" ] && kill -CONT "${d#/proc/}" 2>/dev/null
-done
-wait "$cappid" 2>/dev/null
-streamsum=
-for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-	read -r streamsum _ <&9 && break
-	sleep 0.1 2>/dev/null
-done
-cd "$out" || exit 0
-post=$(sha256sum -- "${before[@]}" 2>&1)
-filesum=$(sha256sum <&7)
-filesum=${filesum%% *}
-problem=
-if [ -n "$survivors" ]; then
-	problem="processes of the run survived SIGKILL:$survivors"
-elif [ -z "$streamsum" ]; then
-	problem="the capture of the test output did not finish"
-elif [ "$streamsum" != "$filesum" ]; then
-	problem="the test output file was changed while the tests ran (sha256 of what eval.sh wrote $streamsum, of the file $filesum)"
-elif [ "$pre" != "$post" ]; then
-	problem="files the wrapper wrote before the tests were changed while the tests ran"
-elif [ -S ` + TracingSocket + ` ]; then
-	problem="BuildKit's tracing socket ` + TracingSocket + ` became reachable while the tests ran (mounts there: $(socket_mounts))"
-fi
-# Whatever the tests put in the output directory goes.
-for f in * .[!.]* ..?*; do
-	[ -e "$f" ] || [ -L "$f" ] || continue
-	keep=0
-	for k in "${before[@]}"; do [ "$f" = "$k" ] && keep=1 && break; done
-	[ $keep = 1 ] || rm -rf -- "$f"
-done
-if [ -n "$problem" ]; then
-	echo "$problem" >"$out/sandbox_error"
-	exit 0
-fi
-capped test_output.txt cat /dev/fd/7
-printf '%s\n' "${t_start/,/.}" >"$out/test_start"
-printf '%s\n' "${t_end/,/.}" >"$out/test_end"
-echo "$rc" >"$out/test_rc"
-`
-}
+// launcherRefused is the launcher's exit status when it refuses.
+const launcherRefused = 125
 
-// inputFiles are the files the wrapper reads from inDir.
-func inputFiles(job Job) map[string]inputFile {
-	t := job.Timeout
-	if t <= 0 {
-		t = DefaultTimeout
+// testArgs is the test container's program: a launcher (bash) that checks
+// it is pid 1 of its own pid namespace (so that every process the tests
+// leave behind dies with eval.sh) and that BuildKit's tracing socket is
+// covered, drops BuildKit's tracing variables, and execs
+// `/bin/bash /eval.sh` with stderr on stdout: one stream, ordered as
+// written. On refusal it writes launcherMark and why on stderr, which
+// nothing after the exec can write to, and exits launcherRefused.
+func testArgs(job Job) []string {
+	var b strings.Builder
+	b.WriteString(`if [ "$$" != 1 ]; then echo "` + launcherMark + ` the tests would be pid $$, not pid 1 of a pid namespace of their own: processes they leave behind would outlive them" >&2; exit ` + strconv.Itoa(launcherRefused) + `; fi
+` + socketMountsFn + `if [ -S ` + TracingSocket + ` ]; then echo "` + launcherMark + ` BuildKit's tracing socket ` + TracingSocket + ` is reachable in the container; refusing to run code under test next to it (mounts there: $(socket_mounts))" >&2; exit ` + strconv.Itoa(launcherRefused) + `; fi
+`)
+	for _, v := range job.UnsetEnv {
+		if envName(v) {
+			b.WriteString("unset -v " + v + "\n")
+		}
 	}
+	b.WriteString("exec /bin/bash " + evalPath + " 2>&1\n")
+	return []string{"/bin/bash", "-c", b.String()}
+}
+
+// envName reports whether s is a shell variable name.
+func envName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// inputFiles are the files of inDir: the prepare script and its inputs, and
+// eval.sh.
+func inputFiles(job Job) map[string]inputFile {
 	max := job.maxOutput()
 	files := map[string]inputFile{
-		fileRun:     {data: []byte(wrapperScript()), mode: 0o755},
-		filePatch:   {data: []byte(job.Patch), mode: 0o644},
-		fileEval:    {data: []byte(job.EvalScript), mode: 0o644},
-		fileTimeout: {data: []byte(strconv.FormatInt(int64((t+time.Second-1)/time.Second), 10)), mode: 0o644},
-		fileBase:    {data: []byte(job.BaseCommit), mode: 0o644},
-		fileKeep:    {data: fmt.Appendf(nil, "%d %d\n", max/2, max-max/2), mode: 0o644},
-		fileUnset:   {data: []byte(strings.Join(append([]string{nonceEnv}, job.UnsetEnv...), "\n") + "\n"), mode: 0o644},
+		fileRun:   {data: []byte(prepareScript()), mode: 0o755},
+		filePatch: {data: []byte(job.Patch), mode: 0o644},
+		fileEval:  {data: []byte(job.EvalScript), mode: 0o644},
+		fileBase:  {data: []byte(job.BaseCommit), mode: 0o644},
+		fileKeep:  {data: fmt.Appendf(nil, "%d %d\n", max/2, max-max/2), mode: 0o644},
+		fileUnset: {data: []byte(strings.Join(append([]string{nonceEnv}, job.UnsetEnv...), "\n") + "\n"), mode: 0o644},
 	}
 	if job.SkipApply {
 		files[fileSkip] = inputFile{mode: 0o644}
@@ -410,20 +387,22 @@ func inputFiles(job Job) map[string]inputFile {
 	return files
 }
 
-// parseOutputs builds a RunOutput from the wrapper's output files (name ->
-// content; absent files are missing from the map).
-func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
-	out := &RunOutput{}
+// parseOutputs builds a RunOutput from the prepare script's output files
+// (name -> content; absent files are missing from the map). ready says the
+// tests can run: the patch applied (or none was to be) and /eval.sh is in
+// place.
+func parseOutputs(job Job, files map[string]string) (out *RunOutput, ready bool, err error) {
+	out = &RunOutput{}
 	if s, e := seconds(files["wrap_start"], files["wrap_end"]); e {
 		out.InContainerSeconds = s
 	}
 	if e, ok := files["sandbox_error"]; ok && strings.TrimSpace(e) != "" {
 		out.InfraError = strings.TrimSpace(e)
-		return out, nil
+		return out, false, nil
 	}
 	if e, ok := files["infra_error"]; ok && strings.TrimSpace(e) != "" {
 		out.InfraError = fmt.Sprintf("cannot enter %s: %s", DockerWorkdir, strings.TrimSpace(e))
-		return out, nil
+		return out, false, nil
 	}
 	out.Leak = leakDumpFrom(files)
 	if _, ok := files["apply_skipped"]; ok {
@@ -436,7 +415,7 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 		}
 		rc, err := strconv.Atoi(strings.TrimSpace(rcText))
 		if err != nil {
-			return nil, fmt.Errorf("reading exit code of %q: %q is not a number", c, rcText)
+			return nil, false, fmt.Errorf("reading exit code of %q: %q is not a number", c, rcText)
 		}
 		out.Attempts = append(out.Attempts, ApplyAttempt{Cmd: c, ExitCode: rc, Output: files[fmt.Sprintf("apply.%d.out", i+1)]})
 		if rc == 0 {
@@ -444,40 +423,207 @@ func parseOutputs(job Job, files map[string]string) (*RunOutput, error) {
 		}
 	}
 	if !job.SkipApply && len(out.Attempts) == 0 {
-		out.InfraError = "the wrapper ran no patch-apply command"
-		return out, nil
+		out.InfraError = "the prepare script ran no patch-apply command"
+		return out, false, nil
 	}
 	out.DiffBefore = files["diff_before"]
-	out.DiffAfter = files["diff_after"]
-	rcText, ran := files["test_rc"]
 	if !out.Applied {
-		return out, nil
+		return out, false, nil
 	}
-	if !ran {
-		out.InfraError = "eval.sh did not finish (no exit code written)"
-		return out, nil
+	if _, ok := files["prepared"]; !ok {
+		out.InfraError = "the prepare script did not finish (the patch applied; no /eval.sh link made)"
+		return out, false, nil
+	}
+	return out, true, nil
+}
+
+// testResult is what an engine got of the test process.
+type testResult struct {
+	// exit is the process's exit status; timedOut: the engine ended it at
+	// the time limit.
+	exit     int
+	timedOut bool
+	seconds  float64
+	output   *outputCapture
+	// refused is the launcher's reason when it refused to start eval.sh.
+	refused string
+}
+
+// addTests records the test process's result in out.
+func (out *RunOutput) addTests(t testResult) {
+	if t.refused != "" {
+		out.InfraError = t.refused
+		return
 	}
 	out.TestRan = true
-	out.TestOutput = files["test_output.txt"]
-	rc, err := strconv.Atoi(strings.TrimSpace(rcText))
-	if err != nil {
-		return nil, fmt.Errorf("reading exit code of eval.sh: %q is not a number", rcText)
+	out.TestOutput, out.TestOutputSize, out.TestOutputOmitted, out.TestOutputSHA256 = t.output.result()
+	out.TestExit = t.exit
+	out.TimedOut = t.timedOut
+	if t.timedOut {
+		// As timeout(1) reports a command it ended.
+		out.TestExit = 124
 	}
-	out.TestExit = rc
-	if s, ok := seconds(files["test_start"], files["test_end"]); ok {
-		out.TestSeconds = s
+	out.TestSeconds = t.seconds
+	out.InContainerSeconds += t.seconds
+}
+
+// launcherRefusal is the launcher's reason for not starting eval.sh, from
+// the exit status and what the process wrote on stderr ("" when it started
+// eval.sh: nothing but the launcher can write there).
+func launcherRefusal(exit int, stderr string) string {
+	if exit != launcherRefused {
+		return ""
 	}
-	// timeout(1) exits 124 when the limit was hit, 137 when it also had
-	// to SIGKILL. eval.sh may exit 124 itself (it exits with the test
-	// command's status when it records it), so the time must be up too.
-	t := job.Timeout
-	if t <= 0 {
-		t = DefaultTimeout
+	i := strings.Index(stderr, launcherMark)
+	if i < 0 {
+		return ""
 	}
-	if (rc == 124 || rc == 137) && out.TestSeconds >= t.Seconds()-1 {
-		out.TimedOut = true
+	return strings.TrimSpace(stderr[i+len(launcherMark):])
+}
+
+// outputCapture is the writer an engine gives the test process's output
+// stream: it hashes every byte as it arrives and keeps the first max/2
+// bytes and the last max-max/2 (all of it when it is no longer).
+type outputCapture struct {
+	mu     sync.Mutex
+	sum    hash.Hash
+	head   []byte
+	ring   []byte // the last bytes, ring[pos:] then ring[:pos] once full
+	pos    int
+	full   bool
+	total  int64
+	headN  int
+	closed bool
+}
+
+func newOutputCapture(max int64) *outputCapture {
+	return &outputCapture{sum: sha256.New(), headN: int(max / 2), ring: make([]byte, 0, max-max/2)}
+}
+
+func (c *outputCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	c.sum.Write(p)
+	c.total += int64(n)
+	if k := min(len(p), c.headN-len(c.head)); k > 0 {
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
 	}
-	return out, nil
+	size := cap(c.ring)
+	if size == 0 {
+		return n, nil
+	}
+	if len(p) >= size {
+		p = p[len(p)-size:]
+	}
+	for len(p) > 0 {
+		if !c.full {
+			k := min(len(p), size-len(c.ring))
+			c.ring = append(c.ring, p[:k]...)
+			p = p[k:]
+			if len(c.ring) == size {
+				c.full, c.pos = true, 0
+			}
+			continue
+		}
+		k := copy(c.ring[c.pos:], p)
+		p = p[k:]
+		c.pos = (c.pos + k) % size
+	}
+	return n, nil
+}
+
+// Close marks the stream's end (the engines close their writers when the
+// stream ends).
+func (c *outputCapture) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return nil
+}
+
+// result is the text kept (head and tail joined by joinHeadTail when bytes
+// were left out), the size of the whole stream, the bytes left out and the
+// stream's sha256.
+func (c *outputCapture) result() (text string, size, omitted int64, sum string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tail := c.ring
+	if c.full && c.pos > 0 {
+		tail = append(append([]byte{}, c.ring[c.pos:]...), c.ring[:c.pos]...)
+	}
+	sum = hex.EncodeToString(c.sum.Sum(nil))
+	if c.total <= int64(len(c.head)+len(tail)) {
+		return string(c.head) + string(tail), c.total, 0, sum
+	}
+	text, omitted = joinHeadTail(c.head, tail, c.total)
+	return text, c.total, omitted, sum
+}
+
+// testProcess is the test process an engine started, for superviseTests.
+type testProcess interface {
+	// wait blocks until the process has exited and its output stream has
+	// ended, and returns its exit status.
+	wait() (int, error)
+	// kill kills the process (pid 1 of its container: the kernel ends the
+	// rest of the container's processes with it).
+	kill(ctx context.Context) error
+}
+
+// errGaveUp says a run did not end after its time limit and the kill.
+var errGaveUp = errors.New("the run did not end")
+
+// superviseTests waits for p with the time limit limit: the process's exit
+// status and its time, or, once the limit has passed, p killed and
+// timedOut. When p does not end within grace of the kill (or of ctx
+// ending), the error says so (errGaveUp): the caller then releases the
+// container, and ends the streams it reads. The engines give killGrace.
+func superviseTests(ctx context.Context, p testProcess, limit, grace time.Duration, started time.Time) (exit int, timedOut bool, secs float64, err error) {
+	type res struct {
+		exit int
+		err  error
+	}
+	done := make(chan res, 1)
+	go func() {
+		code, err := p.wait()
+		done <- res{code, err}
+	}()
+	timer := time.NewTimer(limit - time.Since(started))
+	defer timer.Stop()
+	var why error
+	select {
+	case r := <-done:
+		return r.exit, false, time.Since(started).Seconds(), r.err
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		why = context.Cause(ctx)
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	kerr := p.kill(kctx)
+	select {
+	case r := <-done:
+		secs = time.Since(started).Seconds()
+		if why != nil {
+			return r.exit, false, secs, why
+		}
+		return r.exit, true, secs, nil
+	case <-kctx.Done():
+		secs = time.Since(started).Seconds()
+		if why == nil {
+			why = fmt.Errorf("its time limit of %s passed", limit)
+		}
+		return 0, timedOut, secs, fmt.Errorf("%w: %v, the test process was killed (%v) and %s later it had still not ended", errGaveUp, why, errOr(kerr), grace)
+	}
+}
+
+func errOr(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
 }
 
 // seconds is end - start for two clock readings (seconds.fraction).

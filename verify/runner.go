@@ -19,8 +19,8 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/tonistiigi/fsutil"
 
-	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/ctxdigest"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/verification"
 )
@@ -102,6 +102,13 @@ type Runner struct {
 	// image fails as not discriminating.
 	Control bool
 
+	// AllowHarnessChanges runs predictions whose patch changes the test
+	// harness (HarnessChanges). Otherwise such a prediction is not run: its
+	// result is FailureHarness, naming the files. Gold patches (and
+	// predictions equal to the gold patch) are never refused: the files are
+	// only reported.
+	AllowHarnessChanges bool
+
 	// MaxOutput bounds each run's test output (Job.MaxOutput; default
 	// DefaultMaxOutput): a longer one is kept as its first and last halves
 	// and graded from them (Attempt.Truncated says so).
@@ -160,6 +167,8 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 		if pr, ok := preds[t.Instance.InstanceID]; ok {
 			if pr.EmptyPatch() {
 				empties = append(empties, r.describe(aggregate(t, ModePredictions, pr.Model, []Attempt{r.emptyPatch(t, pr)}), t))
+			} else if h := t.harnessChanges(*pr.Patch); len(h) > 0 && !r.AllowHarnessChanges && *pr.Patch != t.Instance.Patch {
+				empties = append(empties, r.describe(aggregate(t, ModePredictions, pr.Model, []Attempt{r.harnessRefusal(t, pr, h)}), t))
 			} else {
 				specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch})
 			}
@@ -300,7 +309,7 @@ func (r *Runner) cacheKey(ctx context.Context, t Target, image llb.State) (key, 
 	if err != nil {
 		return "", err.Error()
 	}
-	files, ok := builder.ContextFilesDigest(ctx, image)
+	files, ok := ctxdigest.Of(ctx, image)
 	if locals && !ok {
 		return "", "the image reads local files the builder did not fingerprint"
 	}
@@ -514,7 +523,10 @@ func (r *Runner) runOne(ctx context.Context, s runSpec, k, repeat int, engine En
 		verdict += ": " + a.Error
 	}
 	if a.Exit != nil && a.Exit.Disagree {
-		verdict += "; the log's exit-code line disagrees with the wrapper: " + a.Exit.String()
+		verdict += "; the log's exit-code line disagrees with the runtime's exit status: " + a.Exit.String()
+	}
+	if len(a.Harness) > 0 {
+		verdict += "; the patch changes the test harness: " + strings.Join(HarnessPaths(a.Harness), ", ")
 	}
 	r.progress("%s %s %s: %s in %.1fs (tests %.1fs)", t.Instance.InstanceID, t.Platform, mode, verdict, a.Seconds, a.TestSeconds)
 	return a
@@ -535,6 +547,9 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	t, mode, patch := s.t, s.mode, s.patch
 	inst := t.Instance
 	a := Attempt{Run: k}
+	if patch != nil && !s.skipApply {
+		a.Harness = t.harnessChanges(*patch)
+	}
 	fail := func(class, format string, args ...any) Attempt {
 		a.Failure = class
 		a.Error = fmt.Sprintf(format, args...)
@@ -582,6 +597,7 @@ func (r *Runner) attempt(ctx context.Context, s runSpec, k, repeat int, engine E
 	a.Leak = leak
 	graded := log
 	if out.TestRan {
+		a.Output = &OutputDigest{Size: out.TestOutputSize, SHA256: out.TestOutputSHA256}
 		graded = testOutput(out, timeout)
 		if err := os.WriteFile(filepath.Join(a.Dir, "test_output.txt"), []byte(graded), 0o644); err != nil {
 			return fail(FailureInfra, "writing test_output.txt: %v", err)
@@ -640,6 +656,33 @@ func (r *Runner) emptyPatch(t Target, pr Prediction) Attempt {
 	}
 	a.Dir = dir
 	a.count(t.Instance, rep)
+	r.writeRecord(runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch}, &a)
+	r.progress("%s %s model %q: %s", t.Instance.InstanceID, t.Platform, pr.Model, a.Error)
+	return a
+}
+
+// harnessChanges lists the files of patch that change t's test harness.
+func (t Target) harnessChanges(patch string) []HarnessFile {
+	return HarnessChanges(patch, t.Instance.TestPatch, t.runScript())
+}
+
+// harnessRefusal is the attempt of a prediction whose patch changes the test
+// harness (files): nothing runs, the run directory gets the patch, eval.sh
+// and verify.json naming the files, and no report.json (upstream has no such
+// verdict; the run report counts it with the errors).
+func (r *Runner) harnessRefusal(t Target, pr Prediction, files []HarnessFile) Attempt {
+	a := Attempt{Run: 1, Failure: FailureHarness, Labels: map[string]string{}, Harness: files,
+		F2P: Counts{Total: len(t.Instance.FailToPass)}, P2P: Counts{Total: len(t.Instance.PassToPass)}}
+	a.Error = fmt.Sprintf("the patch changes the test harness (%s): not run, since harness changes are not allowed", strings.Join(HarnessPaths(files), ", "))
+	dir, err := r.runDir(t, ModePredictions, pr.Model, 1, 1)
+	if err == nil {
+		err = writeInputs(dir, *pr.Patch, t.runScript())
+	}
+	if err != nil {
+		a.Failure, a.Error = FailureInfra, fmt.Sprintf("%s; writing its run directory: %v", a.Error, err)
+		return a
+	}
+	a.Dir = dir
 	r.writeRecord(runSpec{t: t, mode: ModePredictions, model: pr.Model, patch: pr.Patch}, &a)
 	r.progress("%s %s model %q: %s", t.Instance.InstanceID, t.Platform, pr.Model, a.Error)
 	return a
@@ -707,6 +750,13 @@ type RunRecord struct {
 	Resolved   bool          `json:"resolved"`
 	Failure    string        `json:"failure,omitempty"`
 	Error      string        `json:"error,omitempty"`
+	// Harness are the files of the patch that change the test harness
+	// (reported for gold patches, refused for predictions unless allowed).
+	Harness []HarnessFile `json:"harness_files,omitempty"`
+	// TestOutput is the size and sha256 of the test output as the runtime
+	// streamed it (all of it, also when test_output.txt keeps only its head
+	// and tail).
+	TestOutput *OutputDigest `json:"test_output,omitempty"`
 }
 
 // parserName names the parser grading t uses: the one set, else upstream's
@@ -730,7 +780,7 @@ func (r *Runner) writeRecord(s runSpec, a *Attempt) {
 	rec := RunRecord{
 		InstanceID: s.t.Instance.InstanceID, Platform: s.t.Platform, Mode: s.mode, Model: s.model,
 		Script: s.t.Script, Parser: r.parserName(s.t), Rules: r.gradeOptions(s.t).Rules, Exit: a.Exit, Decision: a.Decision,
-		Resolved: a.Resolved, Failure: a.Failure, Error: a.Error,
+		Resolved: a.Resolved, Failure: a.Failure, Error: a.Error, Harness: a.Harness, TestOutput: a.Output,
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err == nil {
@@ -868,18 +918,18 @@ func instanceLog(id string, t Target, job Job, out *RunOutput) string {
 	}
 	fmt.Fprintf(&b, "Git diff before:\n%s\n", strings.TrimSpace(out.DiffBefore))
 	if out.TestRan {
-		fmt.Fprintf(&b, "Test runtime: %.2f seconds (whole in-container script %.2f seconds)\n", out.TestSeconds, out.InContainerSeconds)
-		fmt.Fprintf(&b, "eval.sh exit code: %d\n", out.TestExit)
+		fmt.Fprintf(&b, "Test runtime: %.2f seconds (prepare and tests in the containers %.2f seconds)\n", out.TestSeconds, out.InContainerSeconds)
+		fmt.Fprintf(&b, "eval.sh exit code: %d (the runtime's exit status of the test process)\n", out.TestExit)
 		if out.TestOutputOmitted > 0 {
 			fmt.Fprintf(&b, "Test output: %d bytes, more than the %d-byte limit: kept its head and tail, left %d bytes out (test_output.txt says where)\n", out.TestOutputSize, job.maxOutput(), out.TestOutputOmitted)
 		}
 		if out.TimedOut {
 			fmt.Fprintf(&b, "%s after %d seconds\n", grading.TestsTimeout, int64(job.Timeout/time.Second))
 		}
-		fmt.Fprintf(&b, "Git diff after:\n%s\n", strings.TrimSpace(out.DiffAfter))
-		if strings.TrimSpace(out.DiffAfter) != strings.TrimSpace(out.DiffBefore) {
-			b.WriteString("Git diff changed after running eval script\n")
-		}
+		fmt.Fprintf(&b, "Test output: %d bytes, sha256 %s (as the runtime streamed it)\n", out.TestOutputSize, out.TestOutputSHA256)
+		// Upstream runs git diff again in the container after the tests;
+		// nothing runs there after the tests here (docs/verify.md).
+		b.WriteString("Git diff after: not taken (nothing runs in the tested container after the tests)\n")
 	}
 	return b.String()
 }

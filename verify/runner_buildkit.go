@@ -6,15 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	gatewaypb "github.com/moby/buildkit/frontend/gateway/pb"
 	"github.com/moby/buildkit/session"
 	"github.com/moby/buildkit/solver/pb"
 	"github.com/tonistiigi/fsutil"
@@ -105,6 +109,11 @@ var runIDs atomic.Uint64
 // then carry the image config, e.g. llb.State.WithImageConfig). The
 // session's InputsMount must be inputs (Runner.InputMounts). Wall is the
 // time of this call.
+//
+// The prepare container is an exec of the image (its root, with the patch
+// applied, is the exec's output); the test container is a gateway container
+// on that root, with the run's inputs mounted read-only at inDir, whose one
+// process the engine starts with its own writers on stdout and stderr.
 func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job Job, inputs *InputFS) (*RunOutput, error) {
 	start := time.Now()
 	p := job.Platform
@@ -129,42 +138,200 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 	}
 	defer inputs.remove(id)
 
+	args := []string{"/bin/bash", inDir + "/" + fileRun}
 	opts := []llb.RunOption{
-		llb.Args([]string{"/bin/bash", inDir + "/" + fileRun}),
+		llb.Args(args),
 		llb.AddMount(inDir, inputs.state(id), llb.SourcePath("/"+id), llb.Readonly),
 		llb.IgnoreCache,
-		llb.WithCustomName("[verify] apply patch and run eval.sh"),
+		llb.WithCustomName("[verify] leak check, apply the patch, git diff"),
 	}
 	opts = append(opts, coverTracingSocket()...)
-	run := image.Network(pb.NetMode_NONE).AddEnv(nonceEnv, job.Nonce).Run(opts...)
-	outState := run.AddMount(outDir, llb.Scratch())
-	def, err := outState.Marshal(ctx, llb.Platform(p.OCI()))
+	root := image.Network(pb.NetMode_NONE).AddEnv(nonceEnv, job.Nonce).Run(opts...).Root()
+	def, err := root.Marshal(ctx, llb.Platform(p.OCI()))
 	if err != nil {
 		return nil, fmt.Errorf("running verification: marshaling the run: %w", err)
 	}
-	res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: def.ToPB(), Evaluate: true})
+	meta, err := execMeta(def.ToPB(), args)
 	if err != nil {
+		return nil, fmt.Errorf("running verification: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, job.prepareTimeout())
+	res, err := gc.Solve(pctx, gateway.SolveRequest{Definition: def.ToPB(), Evaluate: true})
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return nil, fmt.Errorf("running verification: the prepare container (leak check, patch, diff) ran longer than %s", job.prepareTimeout())
+		}
 		return nil, fmt.Errorf("running verification: %w", err)
 	}
 	ref, err := res.SingleRef()
 	if err != nil {
 		return nil, fmt.Errorf("running verification: %w", err)
 	}
-	files, cut, err := readOutputs(ctx, ref, job.maxOutput())
+	files, _, err := readOutputs(ctx, ref, outDir, job.maxOutput())
 	if err != nil {
 		return nil, fmt.Errorf("running verification: %w", err)
 	}
-	out, err := parseOutputs(job, files)
+	out, ready, err := parseOutputs(job, files)
 	if err != nil {
 		return nil, fmt.Errorf("running verification: %w", err)
 	}
-	if c, ok := cut["test_output.txt"]; ok {
-		out.TestOutputSize, out.TestOutputOmitted = c.size, c.omitted
-	} else {
-		out.TestOutputSize = int64(len(out.TestOutput))
+	if ready {
+		t, err := runTestsInGateway(ctx, gc, ref, inputs.state(id), id, meta, job)
+		if err != nil {
+			return nil, fmt.Errorf("running verification: %w", err)
+		}
+		out.addTests(t)
 	}
 	out.Wall = time.Since(start)
 	return out, nil
+}
+
+// execMeta is the Meta (environment, working directory, user) of the exec
+// op in def whose arguments are args: what BuildKit runs the prepare
+// container with, from the image's config, and so what the test container
+// gets too (less the nonce).
+func execMeta(def *pb.Definition, args []string) (*pb.Meta, error) {
+	for _, dt := range def.Def {
+		var op pb.Op
+		if err := op.UnmarshalVT(dt); err != nil {
+			return nil, fmt.Errorf("reading the run's definition: %w", err)
+		}
+		if e := op.GetExec(); e != nil && e.Meta != nil && slices.Equal(e.Meta.Args, args) {
+			return e.Meta, nil
+		}
+	}
+	return nil, errors.New("reading the run's definition: no exec of the prepare script in it")
+}
+
+// solveRef solves st (on platform p) and returns its one reference.
+func solveRef(ctx context.Context, gc gateway.Client, st llb.State, p llb.ConstraintsOpt) (gateway.Reference, error) {
+	def, err := st.Marshal(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: def.ToPB(), Evaluate: true})
+	if err != nil {
+		return nil, err
+	}
+	return res.SingleRef()
+}
+
+// runTestsInGateway runs the test container: a gateway container on root
+// (the prepare exec's output) with the run's input directory id of in
+// mounted read-only at inDir and BuildKit's tracing socket covered, no
+// network, and one process, testArgs, started with the prepare exec's
+// environment (less the nonce), working directory and user.
+func runTestsInGateway(ctx context.Context, gc gateway.Client, root gateway.Reference, in llb.State, id string, meta *pb.Meta, job Job) (testResult, error) {
+	plat := llb.Platform(job.Platform.OCI())
+	inRef, err := solveRef(ctx, gc, in, plat)
+	if err != nil {
+		return testResult{}, fmt.Errorf("mounting the inputs of the tests: %w", err)
+	}
+	mounts := []gateway.Mount{
+		{Dest: "/", MountType: pb.MountType_BIND, Ref: root},
+		{Dest: inDir, MountType: pb.MountType_BIND, Ref: inRef, Selector: "/" + id, Readonly: true},
+	}
+	for _, c := range tracingCovers {
+		ref, err := solveRef(ctx, gc, c.state(), plat)
+		if err != nil {
+			return testResult{}, fmt.Errorf("covering BuildKit's tracing socket: %w", err)
+		}
+		mounts = append(mounts, gateway.Mount{Dest: c.dest, MountType: pb.MountType_BIND, Ref: ref, Selector: "/" + c.name, Readonly: true})
+	}
+	op := job.Platform.OCI()
+	ctr, err := gc.NewContainer(ctx, gateway.NewContainerRequest{
+		Mounts:   mounts,
+		NetMode:  pb.NetMode_NONE,
+		Platform: &pb.Platform{OS: op.OS, Architecture: op.Architecture, Variant: op.Variant},
+	})
+	if err != nil {
+		return testResult{}, fmt.Errorf("creating the test container: %w", err)
+	}
+	defer func() {
+		// Released even when ctx is done; Release waits for the
+		// container's processes, which the kill has ended.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killGrace)
+		defer cancel()
+		_ = ctr.Release(rctx)
+	}()
+	var env []string
+	for _, e := range meta.Env {
+		if !strings.HasPrefix(e, nonceEnv+"=") {
+			env = append(env, e)
+		}
+	}
+	capture := newOutputCapture(job.maxOutput())
+	stderr := &limitedBuffer{max: 64 << 10}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := time.Now()
+	proc, err := ctr.Start(sctx, gateway.StartRequest{
+		Args: testArgs(job), Env: env, Cwd: meta.Cwd, User: meta.User,
+		Stdout: capture, Stderr: stderr,
+	})
+	if err != nil {
+		return testResult{}, fmt.Errorf("starting the tests: %w", err)
+	}
+	exit, timedOut, secs, err := superviseTests(ctx, gatewayProcess{proc: proc, cancel: cancel}, job.timeout(), killGrace, started)
+	if err != nil {
+		return testResult{}, fmt.Errorf("running the tests: %w", err)
+	}
+	return testResult{exit: exit, timedOut: timedOut, seconds: secs, output: capture, refused: launcherRefusal(exit, stderr.String())}, nil
+}
+
+// gatewayProcess is a gateway container process as superviseTests sees it.
+type gatewayProcess struct {
+	proc   gateway.ContainerProcess
+	cancel context.CancelFunc
+}
+
+func (g gatewayProcess) wait() (int, error) {
+	err := g.proc.Wait()
+	if err == nil {
+		return 0, nil
+	}
+	var ee *gatewaypb.ExitError
+	if errors.As(err, &ee) {
+		return int(ee.ExitCode), nil
+	}
+	return 0, err
+}
+
+// kill sends SIGKILL to the process (pid 1 of the container); if the
+// container still holds it, the caller cancels the stream and releases the
+// container.
+func (g gatewayProcess) kill(ctx context.Context) error {
+	err := g.proc.Signal(ctx, syscall.SIGKILL)
+	go func() {
+		<-ctx.Done()
+		g.cancel()
+	}()
+	return err
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	b   bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := min(len(p), l.max-l.b.Len()); k > 0 {
+		l.b.Write(p[:k])
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) Close() error { return nil }
+
+func (l *limitedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // coverTracingSocket are two mounts that leave TracingSocket covered by an
@@ -176,7 +343,7 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 // once runc cleans it) is mounted after it, on top. The two sources must
 // differ: BuildKit releases a source mounted twice twice. The wrapper checks
 // the result and refuses to run if a socket is still there, and checks again
-// after eval.sh.
+// before the tests.
 //
 // The cover is mounted on the socket's own dentry, and removing a file
 // detaches every mount stacked on it in all mount namespaces: when the
@@ -186,15 +353,25 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 // prevent or undo that; the daemons must each have a socket path of their
 // own (scripts/stack.sh, internal/bkdaemon; docs/verify.md).
 func coverTracingSocket() []llb.RunOption {
-	cover := func(dest, name string) llb.RunOption {
-		st := llb.Scratch().File(llb.Mkfile("/"+name, 0o444, nil, llb.WithCreatedTime(time.Unix(0, 0).UTC())),
-			llb.WithCustomName("[verify] cover BuildKit's tracing socket"))
-		return llb.AddMount(dest, st, llb.SourcePath("/"+name), llb.Readonly)
+	var opts []llb.RunOption
+	for _, c := range tracingCovers {
+		opts = append(opts, llb.AddMount(c.dest, c.state(), llb.SourcePath("/"+c.name), llb.Readonly))
 	}
-	return []llb.RunOption{
-		cover(TracingSocket, "tracing-socket-placeholder"),
-		cover(TracingSocket+"/", "tracing-socket-cover"),
-	}
+	return opts
+}
+
+// tracingCover is one of the two mounts of coverTracingSocket: an empty
+// read-only file name in a scratch state of its own, mounted at dest.
+type tracingCover struct{ dest, name string }
+
+var tracingCovers = [...]tracingCover{
+	{TracingSocket, "tracing-socket-placeholder"},
+	{TracingSocket + "/", "tracing-socket-cover"},
+}
+
+func (c tracingCover) state() llb.State {
+	return llb.Scratch().File(llb.Mkfile("/"+c.name, 0o444, nil, llb.WithCreatedTime(time.Unix(0, 0).UTC())),
+		llb.WithCustomName("[verify] cover BuildKit's tracing socket"))
 }
 
 // readChunk is the largest piece read back at once: well below BuildKit's
@@ -206,11 +383,10 @@ type cutInfo struct {
 	size, omitted int64
 }
 
-// cappedOutputs are the outputs the wrapper runs through capped: they may
-// come as NAME (the head), NAME.tail and NAME.size.
+// cappedOutputs are the outputs the prepare script runs through capped:
+// they may come as NAME (the head), NAME.tail and NAME.size.
 func cappedOutput(name string) bool {
-	switch name {
-	case "test_output.txt", "diff_before", "diff_after":
+	if name == "diff_before" {
 		return true
 	}
 	return strings.HasPrefix(name, "apply.") && strings.HasSuffix(name, ".out")
@@ -221,13 +397,11 @@ func cappedOutput(name string) bool {
 // repository with 30,000 commits is about 2 MB.
 const maxWrapperFile = 64 << 20
 
-// wrapperOutput reports whether name is one of the files the wrapper
-// writes; anything else in the output directory was put there by the code
-// under test and is not read.
+// wrapperOutput reports whether name is one of the files the prepare
+// script writes; nothing else in the output directory is read.
 func wrapperOutput(name string) bool {
 	switch name {
-	case "wrap_start", "wrap_end", "infra_error", "sandbox_error", "cut_err", "apply_skipped",
-		"test_rc", "test_start", "test_end":
+	case "wrap_start", "wrap_end", "infra_error", "sandbox_error", "cut_err", "apply_skipped", "prepared":
 		return true
 	}
 	if strings.HasPrefix(name, "leak_") {
@@ -242,15 +416,16 @@ func wrapperOutput(name string) bool {
 	return false
 }
 
-// readOutputs reads the wrapper's output files from ref. A capped output
+// readOutputs reads the prepare script's output files from directory dir
+// of ref. A capped output
 // longer than max comes back as its first and last max/2 bytes, cut at line
 // ends and joined by a line saying what was left out (the wrapper has cut it
 // already; if it could not, only those ranges are read). The wrapper's
 // other files are small: one larger than maxWrapperFile is an error. Files
 // the wrapper does not write are not read. Reads go in pieces of readChunk,
 // concurrently: each is a round trip to the daemon.
-func readOutputs(ctx context.Context, ref gateway.Reference, max int64) (map[string]string, map[string]cutInfo, error) {
-	entries, err := ref.ReadDir(ctx, gateway.ReadDirRequest{Path: "/"})
+func readOutputs(ctx context.Context, ref gateway.Reference, dir string, max int64) (map[string]string, map[string]cutInfo, error) {
+	entries, err := ref.ReadDir(ctx, gateway.ReadDirRequest{Path: dir})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing outputs: %w", err)
 	}
@@ -275,7 +450,7 @@ func readOutputs(ctx context.Context, ref gateway.Reference, max int64) (map[str
 				if size > maxWrapperFile {
 					return fmt.Errorf("output %s is %d bytes, more than the %d-byte limit", name, size, int64(maxWrapperFile))
 				}
-				b, err := readRange(gctx, ref, name, 0, size)
+				b, err := readRange(gctx, ref, dir, name, 0, size)
 				if err != nil {
 					return err
 				}
@@ -288,24 +463,24 @@ func readOutputs(ctx context.Context, ref gateway.Reference, max int64) (map[str
 			total := size
 			if tsize, ok := sizes[name+".tail"]; ok {
 				// Cut by the wrapper: NAME is the head.
-				if total, err = readSize(gctx, ref, name+".size", sizes[name+".size"]); err != nil {
+				if total, err = readSize(gctx, ref, dir, name+".size", sizes[name+".size"]); err != nil {
 					return err
 				}
-				if h, err = readRange(gctx, ref, name, 0, min(size, head)); err != nil {
+				if h, err = readRange(gctx, ref, dir, name, 0, min(size, head)); err != nil {
 					return err
 				}
-				if t, err = readRange(gctx, ref, name+".tail", max0(tsize-tail), min(tsize, tail)); err != nil {
+				if t, err = readRange(gctx, ref, dir, name+".tail", max0(tsize-tail), min(tsize, tail)); err != nil {
 					return err
 				}
 			} else if size > head+tail {
-				if h, err = readRange(gctx, ref, name, 0, head); err != nil {
+				if h, err = readRange(gctx, ref, dir, name, 0, head); err != nil {
 					return err
 				}
-				if t, err = readRange(gctx, ref, name, size-tail, tail); err != nil {
+				if t, err = readRange(gctx, ref, dir, name, size-tail, tail); err != nil {
 					return err
 				}
 			} else {
-				b, err := readRange(gctx, ref, name, 0, size)
+				b, err := readRange(gctx, ref, dir, name, 0, size)
 				if err != nil {
 					return err
 				}
@@ -331,8 +506,8 @@ func readOutputs(ctx context.Context, ref gateway.Reference, max int64) (map[str
 func max0(n int64) int64 { return max(n, 0) }
 
 // readSize reads a NAME.size file: the byte count the wrapper wrote.
-func readSize(ctx context.Context, ref gateway.Reference, name string, size int64) (int64, error) {
-	b, err := readRange(ctx, ref, name, 0, min(size, 64))
+func readSize(ctx context.Context, ref gateway.Reference, dir, name string, size int64) (int64, error) {
+	b, err := readRange(ctx, ref, dir, name, 0, min(size, 64))
 	if err != nil {
 		return 0, err
 	}
@@ -343,12 +518,12 @@ func readSize(ctx context.Context, ref gateway.Reference, name string, size int6
 	return n, nil
 }
 
-// readRange reads n bytes of name from off, in pieces of readChunk.
-func readRange(ctx context.Context, ref gateway.Reference, name string, off, n int64) ([]byte, error) {
+// readRange reads n bytes of dir/name from off, in pieces of readChunk.
+func readRange(ctx context.Context, ref gateway.Reference, dir, name string, off, n int64) ([]byte, error) {
 	buf := make([]byte, 0, n)
 	for int64(len(buf)) < n {
 		want := min(n-int64(len(buf)), readChunk)
-		b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: "/" + name, Range: &gateway.FileRange{Offset: int(off) + len(buf), Length: int(want)}})
+		b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: path.Join("/", dir, name), Range: &gateway.FileRange{Offset: int(off) + len(buf), Length: int(want)}})
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}

@@ -20,6 +20,7 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	dockerclient "github.com/moby/moby/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	fstypes "github.com/tonistiigi/fsutil/types"
@@ -28,22 +29,21 @@ import (
 )
 
 // DockerEngine runs jobs in containers of a Docker daemon, through the
-// Docker Engine API: the same wrapper script (wrapperScript), the same input
-// files (inputFiles) and the same reading of the outputs (readOutputs,
-// parseOutputs) as BuildKitEngine, so both engines grade a run alike.
+// Docker Engine API: the same prepare script (prepareScript), input files
+// (inputFiles), reading of the prepare outputs (readOutputs, parseOutputs)
+// and test program (testArgs) as BuildKitEngine, so both engines grade a run
+// alike.
 //
 // A run: the image is pulled for the job's platform (once per reference and
-// platform in the engine's life), a container is created from the pulled
-// image's id with no network (NetworkMode none) and the wrapper as its
-// command, the inputs are copied in (a tar to /), it runs, the output
-// directory is copied out (a tar) and the container is removed.
+// platform in the engine's life); a volume gets the inputs; a container of
+// the image with no network (NetworkMode none) runs the prepare script; a
+// commit of it is the image of the test container, whose output stream the
+// engine reads through an attach made before it starts and whose exit
+// status is the daemon's; then the containers, the commit and the volume are
+// removed.
 type DockerEngine struct {
 	// Client talks to the daemon (NewDockerEngine).
 	Client *dockerclient.Client
-	// Grace is how long a container may run beyond the job's timeout (the
-	// leak check, the patch, the diffs) before it is killed and the run is
-	// an infrastructure error (default DefaultDockerGrace).
-	Grace time.Duration
 	// Progress, when set, receives a line when a pull starts and ends.
 	Progress io.Writer
 
@@ -52,12 +52,14 @@ type DockerEngine struct {
 	locks  map[string]*sync.Mutex
 }
 
-// DefaultDockerGrace is DockerEngine.Grace's default.
-const DefaultDockerGrace = 30 * time.Minute
+// DockerPingTimeout bounds NewDockerEngine's first request: a socket that
+// accepts and never answers is an error, not a wait for ever.
+const DockerPingTimeout = 20 * time.Second
 
 // NewDockerEngine connects to the Docker daemon at host (unix:///path or
 // tcp://host:port; "" is the client's default, unix:///var/run/docker.sock),
-// negotiating the API version with it, and checks that it answers.
+// negotiating the API version with it, and checks that it answers within
+// DockerPingTimeout.
 func NewDockerEngine(ctx context.Context, host string) (*DockerEngine, error) {
 	opts := []dockerclient.Opt{dockerclient.WithAPIVersionNegotiation()}
 	if host != "" {
@@ -67,8 +69,13 @@ func NewDockerEngine(ctx context.Context, host string) (*DockerEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Docker at %s: %w", dockerHostName(host), err)
 	}
-	if _, err := c.Ping(ctx, dockerclient.PingOptions{NegotiateAPIVersion: true}); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, DockerPingTimeout)
+	defer cancel()
+	if _, err := c.Ping(pctx, dockerclient.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		c.Close()
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to Docker at %s: no answer within %s", dockerHostName(host), DockerPingTimeout)
+		}
 		return nil, fmt.Errorf("connecting to Docker at %s: %w", dockerHostName(host), err)
 	}
 	return &DockerEngine{Client: c}, nil
@@ -172,80 +179,186 @@ func (e *DockerEngine) progress(format string, args ...any) {
 	}
 }
 
-// runContainer runs job in a new container of the image id and removes it.
+// runContainer runs job in containers of the image id: the run's inputs go
+// into a new volume (through a loader container that is never started),
+// mounted read-only at inDir in both containers; the prepare container runs
+// prepareScript; a commit of it (its file system: the patched repository and
+// /eval.sh) is the image of the test container, attached to before it
+// starts, whose one process is testArgs. Every container, the commit and the
+// volume are removed, also when the run fails or is cancelled.
 func (e *DockerEngine) runContainer(ctx context.Context, id string, job Job) (out *RunOutput, err error) {
-	plat := job.Platform.OCI()
-	created, err := e.Client.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
-		Config: &container.Config{
-			Image: id,
-			// The image's ENV, WORKDIR and USER stay, as BuildKit
-			// keeps them; its ENTRYPOINT and CMD give way to the
-			// wrapper.
-			Entrypoint:      []string{"/bin/bash"},
-			Cmd:             []string{inDir + "/" + fileRun},
-			NetworkDisabled: true,
-			Labels:          map[string]string{"swebuild.verify": job.Nonce},
-		},
-		HostConfig: &container.HostConfig{NetworkMode: "none"},
-		Platform:   &plat,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the container: %w", err)
-	}
-	cid := created.ID
+	r := &dockerRun{e: e, job: job, labels: map[string]string{"swebuild.verify": job.Nonce}}
 	defer func() {
-		// Removed even when ctx is done.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if _, rerr := e.Client.ContainerRemove(rctx, cid, dockerclient.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && err == nil {
-			err = fmt.Errorf("removing container %s: %w", shortID(cid), rerr)
+		if cerr := r.removeAll(ctx); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
+	if err := r.loadInputs(ctx, id); err != nil {
+		return nil, err
+	}
 
-	in, err := inputTar(inputFiles(job))
+	// Prepare.
+	prep, err := r.create(ctx, id, []string{"/bin/bash", inDir + "/" + fileRun})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.Client.CopyToContainer(ctx, cid, dockerclient.CopyToContainerOptions{DestinationPath: "/", Content: in}); err != nil {
-		return nil, fmt.Errorf("copying the inputs into container %s: %w", shortID(cid), err)
+	code, err := e.runToEnd(ctx, prep, job.prepareTimeout())
+	if err != nil {
+		return nil, fmt.Errorf("the prepare container (leak check, patch, diff): %w", err)
+	}
+	if code != 0 {
+		// The prepare script always exits 0: bash is missing, or the
+		// container was killed.
+		return nil, fmt.Errorf("the prepare script exited %d in container %s: %s", code, shortID(prep), e.logTail(ctx, prep))
+	}
+	files, err := e.copyOutputs(ctx, prep, job)
+	if err != nil {
+		return nil, err
+	}
+	out, ready, err := parseOutputs(job, files)
+	if err != nil || !ready {
+		return out, err
 	}
 
-	limit := job.Timeout
-	if limit <= 0 {
-		limit = DefaultTimeout
+	// The tests, in a container of the prepared file system.
+	commit, err := e.Client.ContainerCommit(ctx, prep, dockerclient.ContainerCommitOptions{Comment: "swebuild verify: prepared " + job.Nonce})
+	if err != nil {
+		return nil, fmt.Errorf("committing the prepared container %s: %w", shortID(prep), err)
 	}
-	grace := e.Grace
-	if grace <= 0 {
-		grace = DefaultDockerGrace
+	r.cleanup = append(r.cleanup, func(ctx context.Context) error {
+		if _, err := e.Client.ImageRemove(ctx, commit.ID, dockerclient.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			return fmt.Errorf("removing image %s: %w", shortID(commit.ID), err)
+		}
+		return nil
+	})
+	tc, err := r.create(ctx, commit.ID, testArgs(job))
+	if err != nil {
+		return nil, err
 	}
-	limit += grace
+	t, err := e.runTests(ctx, tc, job)
+	if err != nil {
+		return nil, err
+	}
+	out.addTests(t)
+	return out, nil
+}
+
+// dockerRun is what one run made on the daemon: the inputs volume, its
+// containers and commit, each with a clean-up.
+type dockerRun struct {
+	e       *DockerEngine
+	job     Job
+	labels  map[string]string
+	volume  string
+	cleanup []func(context.Context) error
+}
+
+// removeAll removes what the run made, newest first, even when ctx is done.
+func (r *dockerRun) removeAll(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var first error
+	for i := len(r.cleanup) - 1; i >= 0; i-- {
+		if err := r.cleanup[i](rctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// loadInputs makes the inputs volume and copies the run's inputs into it
+// through a container of image that never runs.
+func (r *dockerRun) loadInputs(ctx context.Context, image string) error {
+	vol, err := r.e.Client.VolumeCreate(ctx, dockerclient.VolumeCreateOptions{Labels: r.labels})
+	if err != nil {
+		return fmt.Errorf("creating the inputs volume: %w", err)
+	}
+	r.volume = vol.Volume.Name
+	r.cleanup = append(r.cleanup, func(ctx context.Context) error {
+		if _, err := r.e.Client.VolumeRemove(ctx, vol.Volume.Name, dockerclient.VolumeRemoveOptions{Force: true}); err != nil {
+			return fmt.Errorf("removing volume %s: %w", shortID(vol.Volume.Name), err)
+		}
+		return nil
+	})
+	loader, err := r.createWith(ctx, image, []string{"/bin/true"}, false)
+	if err != nil {
+		return err
+	}
+	in, err := inputTar(inputFiles(r.job))
+	if err != nil {
+		return err
+	}
+	if _, err := r.e.Client.CopyToContainer(ctx, loader, dockerclient.CopyToContainerOptions{DestinationPath: "/", Content: in}); err != nil {
+		return fmt.Errorf("copying the inputs into volume %s: %w", shortID(vol.Volume.Name), err)
+	}
+	return nil
+}
+
+// create makes a container of image running cmd with no network and the
+// inputs volume mounted read-only at inDir.
+func (r *dockerRun) create(ctx context.Context, image string, cmd []string) (string, error) {
+	return r.createWith(ctx, image, cmd, true)
+}
+
+func (r *dockerRun) createWith(ctx context.Context, image string, cmd []string, readOnly bool) (string, error) {
+	plat := r.job.Platform.OCI()
+	created, err := r.e.Client.ContainerCreate(ctx, dockerclient.ContainerCreateOptions{
+		Config: &container.Config{
+			Image: image,
+			// The image's ENV, WORKDIR and USER stay, as BuildKit keeps
+			// them; its ENTRYPOINT and CMD give way.
+			Entrypoint:      cmd[:1],
+			Cmd:             cmd[1:],
+			NetworkDisabled: true,
+			Labels:          r.labels,
+			AttachStdout:    true,
+			AttachStderr:    true,
+		},
+		HostConfig: &container.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: r.volume, Target: inDir, ReadOnly: readOnly}}},
+		Platform:   &plat,
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating a container: %w", err)
+	}
+	cid := created.ID
+	r.cleanup = append(r.cleanup, func(ctx context.Context) error {
+		if _, err := r.e.Client.ContainerRemove(ctx, cid, dockerclient.ContainerRemoveOptions{Force: true}); err != nil {
+			return fmt.Errorf("removing container %s: %w", shortID(cid), err)
+		}
+		return nil
+	})
+	return cid, nil
+}
+
+// runToEnd starts container cid and waits for it to exit, for at most
+// limit (then it is killed and the error says so), and returns its exit
+// status.
+func (e *DockerEngine) runToEnd(ctx context.Context, cid string, limit time.Duration) (int, error) {
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	// Waiting for the next exit is registered before the start, so a
 	// quick exit is not missed.
 	wait := e.Client.ContainerWait(wctx, cid, dockerclient.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := e.Client.ContainerStart(ctx, cid, dockerclient.ContainerStartOptions{}); err != nil {
-		return nil, fmt.Errorf("starting container %s: %w", shortID(cid), err)
+		return 0, fmt.Errorf("starting container %s: %w", shortID(cid), err)
 	}
-	var code int64
 	select {
 	case res := <-wait.Result:
 		if res.Error != nil && res.Error.Message != "" {
-			return nil, fmt.Errorf("waiting for container %s: %s", shortID(cid), res.Error.Message)
+			return 0, fmt.Errorf("waiting for container %s: %s", shortID(cid), res.Error.Message)
 		}
-		code = res.StatusCode
+		return int(res.StatusCode), nil
 	case werr := <-wait.Error:
 		if ctx.Err() == nil && wctx.Err() != nil {
-			return nil, fmt.Errorf("container %s ran longer than the %s allowed (the tests' timeout and %s for the rest); killed", shortID(cid), limit, grace)
+			return 0, fmt.Errorf("container %s ran longer than the %s allowed; killed", shortID(cid), limit)
 		}
-		return nil, fmt.Errorf("waiting for container %s: %w", shortID(cid), werr)
+		return 0, fmt.Errorf("waiting for container %s: %w", shortID(cid), werr)
 	}
-	if code != 0 {
-		// The wrapper always exits 0: bash is missing, or the
-		// container was killed.
-		return nil, fmt.Errorf("the wrapper script exited %d in container %s: %s", code, shortID(cid), e.logTail(ctx, cid))
-	}
+}
 
+// copyOutputs reads the prepare script's outputs out of the stopped
+// container cid (a tar of outDir).
+func (e *DockerEngine) copyOutputs(ctx context.Context, cid string, job Job) (map[string]string, error) {
 	rc, err := e.Client.CopyFromContainer(ctx, cid, dockerclient.CopyFromContainerOptions{SourcePath: outDir})
 	if err != nil {
 		return nil, fmt.Errorf("copying the outputs out of container %s: %w", shortID(cid), err)
@@ -259,20 +372,86 @@ func (e *DockerEngine) runContainer(ctx context.Context, id string, job Job) (ou
 	if err := extractOutputs(rc.Content, tmp); err != nil {
 		return nil, fmt.Errorf("reading the outputs of container %s: %w", shortID(cid), err)
 	}
-	files, cut, err := readOutputs(ctx, dirRef{dir: tmp}, job.maxOutput())
+	files, _, err := readOutputs(ctx, dirRef{dir: tmp}, "/", job.maxOutput())
 	if err != nil {
 		return nil, fmt.Errorf("reading the outputs: %w", err)
 	}
-	out, err = parseOutputs(job, files)
+	return files, nil
+}
+
+// runTests attaches to the created test container cid, starts it and reads
+// its output stream (stdout into the capture, stderr for the launcher) until
+// it exits, or kills it at the time limit.
+func (e *DockerEngine) runTests(ctx context.Context, cid string, job Job) (testResult, error) {
+	att, err := e.Client.ContainerAttach(ctx, cid, dockerclient.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
-		return nil, err
+		return testResult{}, fmt.Errorf("attaching to container %s: %w", shortID(cid), err)
 	}
-	if c, ok := cut["test_output.txt"]; ok {
-		out.TestOutputSize, out.TestOutputOmitted = c.size, c.omitted
-	} else {
-		out.TestOutputSize = int64(len(out.TestOutput))
+	defer att.Close()
+	capture := newOutputCapture(job.maxOutput())
+	stderr := &limitedBuffer{max: 64 << 10}
+	streamed := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(capture, stderr, att.Reader)
+		streamed <- err
+	}()
+	wait := e.Client.ContainerWait(ctx, cid, dockerclient.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	started := time.Now()
+	if _, err := e.Client.ContainerStart(ctx, cid, dockerclient.ContainerStartOptions{}); err != nil {
+		return testResult{}, fmt.Errorf("starting container %s: %w", shortID(cid), err)
 	}
-	return out, nil
+	exit, timedOut, secs, err := superviseTests(ctx, &dockerProcess{e: e, cid: cid, waited: wait, streamed: streamed, att: att}, job.timeout(), killGrace, started)
+	if err != nil {
+		return testResult{}, fmt.Errorf("running the tests in container %s: %w", shortID(cid), err)
+	}
+	return testResult{exit: exit, timedOut: timedOut, seconds: secs, output: capture, refused: launcherRefusal(exit, stderr.String())}, nil
+}
+
+// dockerProcess is a test container as superviseTests sees it.
+type dockerProcess struct {
+	e        *DockerEngine
+	cid      string
+	waited   dockerclient.ContainerWaitResult
+	streamed chan error
+	att      dockerclient.ContainerAttachResult
+}
+
+// streamGrace is how long the output stream may go on after the container
+// has exited (the daemon sends what it has buffered, then ends it).
+const streamGrace = 30 * time.Second
+
+func (d *dockerProcess) wait() (int, error) {
+	var code int
+	select {
+	case res := <-d.waited.Result:
+		if res.Error != nil && res.Error.Message != "" {
+			return 0, fmt.Errorf("waiting for the container: %s", res.Error.Message)
+		}
+		code = int(res.StatusCode)
+	case err := <-d.waited.Error:
+		return 0, fmt.Errorf("waiting for the container: %w", err)
+	}
+	select {
+	case err := <-d.streamed:
+		if err != nil {
+			return code, fmt.Errorf("reading the test output: %w", err)
+		}
+		return code, nil
+	case <-time.After(streamGrace):
+		d.att.Close()
+		return code, fmt.Errorf("the test output stream went on %s after the container exited", streamGrace)
+	}
+}
+
+// kill kills the container's pid 1 (and so all its processes); the wait
+// then sees its exit.
+func (d *dockerProcess) kill(ctx context.Context) error {
+	_, err := d.e.Client.ContainerKill(ctx, d.cid, dockerclient.ContainerKillOptions{Signal: "KILL"})
+	go func() {
+		<-ctx.Done()
+		d.att.Close()
+	}()
+	return err
 }
 
 // logTail is the last 2 KiB of what the container wrote to stdout and

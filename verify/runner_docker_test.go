@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/internal/faultproxy"
 	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
@@ -76,10 +80,10 @@ func TestInputTar(t *testing.T) {
 }
 
 // TestExtractOutputs: the output directory's tar as the daemon sends it
-// (entries out/NAME) is read as the BuildKit engine reads its output mount:
-// the wrapper's files only (not links, not subdirectories, not what the
-// code under test left there), a cut output joined from its head and tail
-// with the count left out.
+// (entries out/NAME) is read as the BuildKit engine reads its output
+// directory: the prepare script's files only (not links, not
+// subdirectories, not other files), a cut output joined from its head and
+// tail with the count left out.
 func TestExtractOutputs(t *testing.T) {
 	head := strings.Repeat("h\n", 8)             // 16 bytes kept from the start
 	tailText := "x\n" + strings.Repeat("t\n", 7) // last 16 bytes, starting mid-line
@@ -93,17 +97,14 @@ func TestExtractOutputs(t *testing.T) {
 		{name: "out/wrap_end", body: "110.5\n"},
 		{name: "out/apply.1.out", body: "Checking patch a.txt...\n"},
 		{name: "out/apply.1.rc", body: "0\n"},
-		{name: "out/diff_before", body: "diff --git a/a.txt b/a.txt\n"},
-		{name: "out/test_start", body: "101\n"},
-		{name: "out/test_end", body: "109\n"},
+		{name: "out/diff_before", body: head},
+		{name: "out/diff_before.tail", body: tailText},
+		{name: "out/diff_before.size", body: "1000\n"},
+		{name: "out/prepared", body: "ok\n"},
+		{name: "out/junk.txt", body: "left there\n"},
 		{name: "out/test_rc", body: "0\n"},
-		{name: "out/test_output.txt", body: head},
-		{name: "out/test_output.txt.tail", body: tailText},
-		{name: "out/test_output.txt.size", body: "1000\n"},
-		{name: "out/diff_after", body: "diff --git a/a.txt b/a.txt\n"},
-		{name: "out/junk.txt", body: "left by the tests\n"},
 		{name: "out/sub/", typ: tar.TypeDir},
-		{name: "out/sub/test_rc", body: "7\n"},
+		{name: "out/sub/apply.1.rc", body: "7\n"},
 		{name: "out/leak_x", typ: tar.TypeSymlink, link: "/etc/shadow"},
 	}
 	var buf bytes.Buffer
@@ -133,34 +134,34 @@ func TestExtractOutputs(t *testing.T) {
 	if err := extractOutputs(&buf, dir); err != nil {
 		t.Fatal(err)
 	}
-	files, cut, err := readOutputs(context.Background(), dirRef{dir: dir}, 32)
+	files, cut, err := readOutputs(context.Background(), dirRef{dir: dir}, "/", 32)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"junk.txt", "sub", "leak_x", "test_output.txt.tail", "test_output.txt.size"} {
+	for _, bad := range []string{"junk.txt", "test_rc", "sub", "leak_x", "diff_before.tail", "diff_before.size"} {
 		if _, ok := files[bad]; ok {
 			t.Errorf("%s was read", bad)
 		}
 	}
-	out, err := parseOutputs(Job{Timeout: time.Minute}, files)
+	out, ready, err := parseOutputs(Job{Timeout: time.Minute}, files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out.Applied || !out.TestRan || out.TestExit != 0 || len(out.Attempts) != 1 || out.Attempts[0].Output != "Checking patch a.txt...\n" {
-		t.Errorf("parsed %+v", out)
+	if !ready || !out.Applied || out.TestRan || len(out.Attempts) != 1 || out.Attempts[0].Output != "Checking patch a.txt...\n" {
+		t.Errorf("parsed %+v (ready %v)", out, ready)
 	}
-	if out.TestSeconds != 8 || out.InContainerSeconds != 10 {
-		t.Errorf("clock: tests %v s, wrapper %v s; want 8 and 10", out.TestSeconds, out.InContainerSeconds)
+	if out.InContainerSeconds != 10 {
+		t.Errorf("clock: prepare %v s; want 10", out.InContainerSeconds)
 	}
-	c, ok := cut["test_output.txt"]
+	c, ok := cut["diff_before"]
 	// 1000 bytes written; kept: 16 of the head and the 14 of the tail after
 	// its first newline.
 	if !ok || c.size != 1000 || c.omitted != 1000-16-14 {
 		t.Errorf("cut %+v, want size 1000, %d omitted", c, 1000-16-14)
 	}
 	want := head + "[swebuild verify: 970 bytes of output left out here: it was 1000 bytes; the first 16 and the last 14 are kept]\n" + strings.Repeat("t\n", 7)
-	if out.TestOutput != want {
-		t.Errorf("test output %q, want %q", out.TestOutput, want)
+	if out.DiffBefore != want {
+		t.Errorf("diff %q, want %q", out.DiffBefore, want)
 	}
 }
 
@@ -176,27 +177,37 @@ func dockerEngine(t *testing.T) *DockerEngine {
 	return e
 }
 
-// verifyContainers counts the daemon's containers the engine made (its
-// label), running or not.
-func verifyContainers(t *testing.T, e *DockerEngine) int {
+// verifyLeftovers counts the daemon's containers (running or not), volumes
+// and images that carry the engine's label: what runs leave behind.
+func verifyLeftovers(t *testing.T, e *DockerEngine) string {
 	t.Helper()
-	res, err := e.Client.ContainerList(context.Background(), dockerclient.ContainerListOptions{All: true, Filters: dockerclient.Filters{}.Add("label", "swebuild.verify")})
+	ctx := context.Background()
+	f := dockerclient.Filters{}.Add("label", "swebuild.verify")
+	cs, err := e.Client.ContainerList(ctx, dockerclient.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(res.Items)
+	vs, err := e.Client.VolumeList(ctx, dockerclient.VolumeListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := e.Client.ImageList(ctx, dockerclient.ImageListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d containers, %d volumes, %d images", len(cs.Items), len(vs.Items), len(is.Items))
 }
 
 // TestDockerEngineStack runs jobs on the stack's Docker daemon with an
 // image the BuildKit tests push: both engines give the same run for the
 // same job; the container has no network but loopback; a run over its
 // timeout is cut and says so; a long output comes back as head and tail;
-// no container is left behind.
+// no container, volume or image is left behind.
 func TestDockerEngineStack(t *testing.T) {
 	c, image := testImage(t)
 	e := dockerEngine(t)
 	ctx := context.Background()
-	before := verifyContainers(t, e)
+	before := verifyLeftovers(t, e)
 
 	t.Run("same as buildkit", func(t *testing.T) {
 		eval := "#!/bin/bash\necho '" + grading.StartTestOutput + "'\ncat /testbed/a.txt\npwd\nid -u\necho \"PATH=$PATH\"\necho '" + grading.EndTestOutput + "'\n"
@@ -213,7 +224,7 @@ func TestDockerEngineStack(t *testing.T) {
 		if dk.InfraError != "" || !dk.Applied || !dk.TestRan || dk.TestExit != 0 || dk.TimedOut {
 			t.Fatalf("docker run: %+v", dk)
 		}
-		if dk.TestOutput != bk.TestOutput || dk.DiffBefore != bk.DiffBefore || dk.DiffAfter != bk.DiffAfter ||
+		if dk.TestOutput != bk.TestOutput || dk.TestOutputSHA256 != bk.TestOutputSHA256 || dk.DiffBefore != bk.DiffBefore || dk.TestExit != bk.TestExit ||
 			fmt.Sprint(dk.Attempts) != fmt.Sprint(bk.Attempts) || dk.Leak.Commits != bk.Leak.Commits || dk.Leak.Refs != bk.Leak.Refs {
 			t.Errorf("engines differ:\nbuildkit %+v\ndocker   %+v", bk, dk)
 		}
@@ -262,14 +273,15 @@ func TestDockerEngineStack(t *testing.T) {
 		}
 	})
 
-	if after := verifyContainers(t, e); after != before {
-		t.Errorf("%d verify containers on the daemon after the runs, %d before", after, before)
+	if after := verifyLeftovers(t, e); after != before {
+		t.Errorf("the engine's label on the daemon: %s after the runs, %s before", after, before)
 	}
 }
 
 // TestDockerEngineWrongPlatform: an image asked for a platform it does not
 // have is an error naming the platform, not a run of another architecture.
 func TestDockerEngineWrongPlatform(t *testing.T) {
+	stacktest.Thorough(t)
 	_, image := testImageFor(t, core.AMD64)
 	e := dockerEngine(t)
 	job := testJob(t, image, "#!/bin/bash\nuname -m\n")
@@ -296,5 +308,60 @@ func TestNewDockerEngineNoDaemon(t *testing.T) {
 		if !strings.Contains(err.Error(), host) {
 			t.Errorf("%s: error %q does not name the address", host, err)
 		}
+	}
+}
+
+// TestNewDockerEngineSilentDaemon: an address that accepts connections and
+// never answers (a unix socket and a TCP port) is an error naming it within
+// DockerPingTimeout, not a wait for ever (issue 28, row "Low").
+func TestNewDockerEngineSilentDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				_, _ = io.Copy(io.Discard, c) // read, never answer
+			}()
+		}
+	}()
+	hosts := []string{"unix://" + sock, "tcp://" + faultproxy.Silent(t)}
+	errs := make([]error, len(hosts))
+	took := make([]time.Duration, len(hosts))
+	var wg sync.WaitGroup
+	for i, host := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			begin := time.Now()
+			e, err := NewDockerEngine(context.Background(), host)
+			if e != nil {
+				e.Close()
+			}
+			errs[i], took[i] = err, time.Since(begin)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(DockerPingTimeout + 2*time.Minute):
+		t.Fatalf("NewDockerEngine still waiting %s after its %s limit", 2*time.Minute, DockerPingTimeout)
+	}
+	for i, host := range hosts {
+		if errs[i] == nil || !strings.Contains(errs[i].Error(), host) || !strings.Contains(errs[i].Error(), "no answer within") {
+			t.Errorf("%s: error %v after %s, want one naming the address and the limit", host, errs[i], took[i])
+		}
+		t.Logf("%s: %v (after %s)", host, errs[i], took[i].Round(time.Millisecond))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +161,83 @@ func TestNewRunDir(t *testing.T) {
 		if err != nil || !st.IsDir() || st.Mode().Perm() != 0o755 || filepath.Dir(d) != parent || !strings.HasPrefix(filepath.Base(d), "verify-20260102-030405-") {
 			t.Errorf("%s: %v %v", d, st.Mode(), err)
 		}
+	}
+}
+
+// countingEngine is patchEngine counting the patches it was given.
+type countingEngine struct {
+	mu      sync.Mutex
+	patches []string
+}
+
+func (c *countingEngine) Run(ctx context.Context, job Job) (*RunOutput, error) {
+	c.mu.Lock()
+	c.patches = append(c.patches, job.Patch)
+	c.mu.Unlock()
+	return patchEngine{}.Run(ctx, job)
+}
+
+// TestHarnessChangesRefusedOrReported: a gold patch that adds a conftest.py
+// runs and resolves, its result naming the file; the same change in a
+// prediction is not run (patch_modifies_test_harness, the file named in the
+// result and in verify.json, no report.json, an error in the run report),
+// unless harness changes are allowed; a prediction equal to the gold patch
+// runs.
+func TestHarnessChangesRefusedOrReported(t *testing.T) {
+	conftest := "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+# fix\n"
+	inst := core.Instance{Repo: "o/r", InstanceID: "o__r-1", BaseCommit: "abc", Patch: conftest,
+		FailToPass: []string{"tests/test_a.py::test_fix"}}
+	target := Target{Instance: inst, Platform: core.AMD64, EvalScript: "#!/bin/bash\n", Parser: "parse_log_pytest"}
+	model := conftest + "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+	for _, tc := range []struct {
+		name   string
+		patch  string
+		allow  bool
+		runs   int // engine runs: gold, then the prediction if it runs
+		failed string
+	}{
+		{"refused", model, false, 1, FailureHarness},
+		{"allowed", model, true, 2, ""},
+		{"equal to the gold patch", conftest, false, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &countingEngine{}
+			r := &Runner{Engine: e, RunDir: t.TempDir(), AllowHarnessChanges: tc.allow}
+			p := tc.patch
+			sum, err := r.Verify(context.Background(), []Target{target}, true, false, map[string]Prediction{inst.InstanceID: {InstanceID: inst.InstanceID, Model: "m", Patch: &p}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(e.patches) != tc.runs {
+				t.Errorf("%d runs, want %d", len(e.patches), tc.runs)
+			}
+			var gold, pred Result
+			for _, res := range sum.Results {
+				if res.Mode == ModeGold {
+					gold = res
+				} else {
+					pred = res
+				}
+			}
+			if !gold.Resolved || !gold.OK() || len(gold.Harness) != 1 || gold.Harness[0].Path != "conftest.py" {
+				t.Errorf("gold: resolved %v, ok %v, harness %+v: want resolved, conftest.py reported", gold.Resolved, gold.OK(), gold.Harness)
+			}
+			if pred.Failure != tc.failed || len(pred.Harness) != 1 || pred.Harness[0].Path != "conftest.py" || !pred.OK() {
+				t.Errorf("prediction: failure %q (%s), harness %+v, ok %v; want failure %q, conftest.py named", pred.Failure, pred.Error, pred.Harness, pred.OK(), tc.failed)
+			}
+			rec, err := os.ReadFile(filepath.Join(pred.Dir, "verify.json"))
+			if err != nil || !strings.Contains(string(rec), `"harness_files": [`) || !strings.Contains(string(rec), `"path": "conftest.py"`) {
+				t.Errorf("verify.json: %v\n%s", err, rec)
+			}
+			_, err = os.Stat(filepath.Join(pred.Dir, "report.json"))
+			rep := MakeRunReport([]string{inst.InstanceID}, map[string]Prediction{inst.InstanceID: {InstanceID: inst.InstanceID, Model: "m", Patch: &p}}, sum.Results, core.AMD64)
+			if tc.failed != "" {
+				if pred.Resolved || !os.IsNotExist(err) || len(rep.ErrorIDs) != 1 || rep.ResolvedInstances != 0 {
+					t.Errorf("refused: resolved %v, report.json %v, run report errors %v resolved %d", pred.Resolved, err, rep.ErrorIDs, rep.ResolvedInstances)
+				}
+			} else if !pred.Resolved || err != nil || rep.ResolvedInstances != 1 {
+				t.Errorf("ran: resolved %v, report.json %v, run report resolved %d", pred.Resolved, err, rep.ResolvedInstances)
+			}
+		})
 	}
 }

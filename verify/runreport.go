@@ -51,8 +51,9 @@ func (p Prediction) EmptyPatch() bool { return p.Patch == nil || *p.Patch == "" 
 //     null or "" an empty patch (and nothing else);
 //   - a graded run (a report.json upstream would have written) is completed,
 //     resolved or not; a run upstream ends with an EvaluationError (the
-//     patch did not apply, the tests timed out, an infrastructure error) or
-//     one not run at all is an error;
+//     patch did not apply, the tests timed out, an infrastructure error),
+//     one not run at all, and one not run because its patch changes the test
+//     harness (FailureHarness, swebuild's own) are errors;
 //   - unresolved and error runs are classified from their test_output.txt
 //     and run_instance.log (grading.ClassifyRun): environment-tier labels
 //     make infra_failure_ids, the others ambiguous_failure_ids, and every
@@ -133,7 +134,7 @@ func MakeRunReport(datasetIDs []string, submitted map[string]Prediction, results
 // the end, and the whole output was graded.
 func graded(r Result) bool {
 	switch r.Failure {
-	case FailureInfra, FailurePatch, FailureTimeout, FailureTruncated:
+	case FailureInfra, FailurePatch, FailureTimeout, FailureTruncated, FailureHarness:
 		return false
 	}
 	return true

@@ -37,6 +37,11 @@ const (
 	// not run (upstream counts it in empty_patch_ids); its report.json is
 	// what grading says of it (patch_is_None for null).
 	FailureEmptyPatch = "empty_patch"
+	// FailureHarness: a prediction whose patch changes the test harness
+	// (HarnessChanges: what the test runner loads before or around the
+	// tests) is not run, unless such changes are allowed
+	// (Runner.AllowHarnessChanges); Attempt.Harness names the files.
+	FailureHarness = "patch_modifies_test_harness"
 )
 
 // Truncation says a run's test output was longer than the limit: Size bytes,
@@ -44,6 +49,13 @@ const (
 type Truncation struct {
 	Size    int64 `json:"size"`
 	Omitted int64 `json:"omitted"`
+}
+
+// OutputDigest is the size and sha256 of an output stream (a run's whole
+// test output as the runtime streamed it).
+type OutputDigest struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
 }
 
 // Counts are labelled tests that passed, of all labelled.
@@ -77,7 +89,14 @@ type Attempt struct {
 	// Decision is, under v5's rules, the branch of get_logs_eval that
 	// decided (grading.Report.Decision).
 	Decision string `json:"decision,omitempty"`
-	Dir      string `json:"dir"`
+	// Harness are the files of the patch that change the test harness:
+	// reported for gold patches and allowed predictions, the reason a
+	// prediction was not run (FailureHarness).
+	Harness []HarnessFile `json:"harness_files,omitempty"`
+	// Output is the size and sha256 of the whole test output as the
+	// runtime streamed it.
+	Output *OutputDigest `json:"test_output,omitempty"`
+	Dir    string        `json:"dir"`
 	// Labels maps each labelled test to pass or fail.
 	Labels map[string]string `json:"-"`
 }
@@ -121,6 +140,8 @@ type Result struct {
 	Leak       *LeakReport `json:"leak,omitempty"`
 	// Truncated is the first run's whose test output was cut.
 	Truncated *Truncation `json:"truncated,omitempty"`
+	// Harness are the first run's files that change the test harness.
+	Harness []HarnessFile `json:"harness_files,omitempty"`
 	// Discriminates (gold and predictions, when a control ran): the control
 	// run of the same instance and platform came out unresolved.
 	Discriminates *bool     `json:"discriminates,omitempty"`
@@ -257,7 +278,7 @@ func (r Result) Why() string {
 func aggregate(t Target, mode, model string, runs []Attempt) Result {
 	res := Result{InstanceID: t.Instance.InstanceID, Platform: t.Platform, Mode: mode, Model: model, Image: t.Image, Runs: runs, Resolved: len(runs) > 0}
 	if len(runs) > 0 {
-		res.F2P, res.P2P, res.Dir, res.Leak = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak
+		res.F2P, res.P2P, res.Dir, res.Leak, res.Harness = runs[0].F2P, runs[0].P2P, runs[0].Dir, runs[0].Leak, runs[0].Harness
 	}
 	for _, a := range runs {
 		res.Seconds += a.Seconds / float64(len(runs))

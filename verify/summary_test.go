@@ -164,68 +164,62 @@ func TestParseOutputs(t *testing.T) {
 		name  string
 		job   Job
 		files map[string]string
+		ready bool
 		check func(t *testing.T, o *RunOutput)
 	}{
-		{"no testbed", job, map[string]string{"infra_error": "cd: /testbed: No such file"}, func(t *testing.T, o *RunOutput) {
+		{"no testbed", job, map[string]string{"infra_error": "cd: /testbed: No such file"}, false, func(t *testing.T, o *RunOutput) {
 			if !strings.Contains(o.InfraError, "/testbed") {
 				t.Errorf("infra error %q", o.InfraError)
 			}
 		}},
-		{"base commit line splits into commit+tree and time", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "0"}), func(t *testing.T, o *RunOutput) {
+		{"base commit line splits into commit+tree and time", job, with(map[string]string{"apply.1.rc": "0", "prepared": "ok"}), true, func(t *testing.T, o *RunOutput) {
 			if o.InfraError != "" || o.Leak.Base != "aaaa bbbb\n" || o.Leak.BaseTime != "100\n" {
 				t.Errorf("infra error %q, leak base %q time %q", o.InfraError, o.Leak.Base, o.Leak.BaseTime)
 			}
 		}},
-		{"first command applies", job, with(map[string]string{"apply.1.rc": "0\n", "apply.1.out": "Applied patch x cleanly.", "test_rc": "1\n", "test_start": "5.0", "test_end": "7.5", "test_output.txt": "log"}), func(t *testing.T, o *RunOutput) {
-			if !o.Applied || len(o.Attempts) != 1 || o.Attempts[0].Cmd != "git apply --verbose" || !o.TestRan || o.TestExit != 1 || o.TestSeconds != 2.5 || o.TimedOut || o.TestOutput != "log" {
+		{"first command applies", job, with(map[string]string{"apply.1.rc": "0\n", "apply.1.out": "Applied patch x cleanly.", "diff_before": "d", "prepared": "ok", "wrap_start": "5.0", "wrap_end": "7.5"}), true, func(t *testing.T, o *RunOutput) {
+			if !o.Applied || len(o.Attempts) != 1 || o.Attempts[0].Cmd != "git apply --verbose" || o.TestRan || o.DiffBefore != "d" || o.InContainerSeconds != 2.5 {
 				t.Errorf("%+v", o)
 			}
 		}},
-		{"third command applies", job, with(map[string]string{"apply.1.rc": "1", "apply.2.rc": "1", "apply.3.rc": "0", "test_rc": "0", "test_start": "1", "test_end": "2"}), func(t *testing.T, o *RunOutput) {
+		{"third command applies", job, with(map[string]string{"apply.1.rc": "1", "apply.2.rc": "1", "apply.3.rc": "0", "prepared": "ok"}), true, func(t *testing.T, o *RunOutput) {
 			if !o.Applied || len(o.Attempts) != 3 || o.Attempts[2].Cmd != "patch --batch --fuzz=5 -p1 -i" {
 				t.Errorf("%+v", o)
 			}
 		}},
-		{"nothing applies", job, with(map[string]string{"apply.1.rc": "1", "apply.2.rc": "1", "apply.3.rc": "2"}), func(t *testing.T, o *RunOutput) {
+		{"nothing applies", job, with(map[string]string{"apply.1.rc": "1", "apply.2.rc": "1", "apply.3.rc": "2"}), false, func(t *testing.T, o *RunOutput) {
 			if o.Applied || o.TestRan || o.InfraError != "" || len(o.Attempts) != 3 {
 				t.Errorf("%+v", o)
 			}
 		}},
-		{"timeout 124", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "124", "test_start": "0", "test_end": "10.01"}), func(t *testing.T, o *RunOutput) {
-			if !o.TimedOut {
-				t.Errorf("%+v", o)
-			}
-		}},
-		{"killed after the limit", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "137", "test_start": "0", "test_end": "20"}), func(t *testing.T, o *RunOutput) {
-			if !o.TimedOut {
-				t.Errorf("%+v", o)
-			}
-		}},
-		{"killed before the limit is no timeout", job, with(map[string]string{"apply.1.rc": "0", "test_rc": "137", "test_start": "0", "test_end": "3"}), func(t *testing.T, o *RunOutput) {
-			if o.TimedOut || o.TestExit != 137 {
-				t.Errorf("%+v", o)
-			}
-		}},
-		{"eval.sh never finished", job, with(map[string]string{"apply.1.rc": "0"}), func(t *testing.T, o *RunOutput) {
+		{"applied, /eval.sh never linked", job, with(map[string]string{"apply.1.rc": "0"}), false, func(t *testing.T, o *RunOutput) {
 			if o.InfraError == "" {
 				t.Errorf("%+v", o)
 			}
 		}},
-		{"control skips apply", Job{SkipApply: true}, with(map[string]string{"apply_skipped": "skipped", "test_rc": "1", "test_start": "0", "test_end": "1"}), func(t *testing.T, o *RunOutput) {
-			if !o.Applied || len(o.Attempts) != 0 || !o.TestRan {
+		{"the tracing socket reachable", job, with(map[string]string{"sandbox_error": "BuildKit's tracing socket is reachable"}), false, func(t *testing.T, o *RunOutput) {
+			if !strings.Contains(o.InfraError, "tracing socket") {
+				t.Errorf("%+v", o)
+			}
+		}},
+		{"control skips apply", Job{SkipApply: true}, with(map[string]string{"apply_skipped": "skipped", "prepared": "ok"}), true, func(t *testing.T, o *RunOutput) {
+			if !o.Applied || len(o.Attempts) != 0 || o.TestRan {
 				t.Errorf("%+v", o)
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := parseOutputs(tc.job, tc.files)
+			o, ready, err := parseOutputs(tc.job, tc.files)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if ready != tc.ready {
+				t.Errorf("ready %v, want %v", ready, tc.ready)
 			}
 			tc.check(t, o)
 		})
 	}
-	if _, err := parseOutputs(job, with(map[string]string{"apply.1.rc": "x"})); err == nil {
+	if _, _, err := parseOutputs(job, with(map[string]string{"apply.1.rc": "x"})); err == nil {
 		t.Error("non-numeric exit code: no error")
 	}
 }

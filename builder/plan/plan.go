@@ -15,24 +15,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 )
-
-// Node is one image of the graph.
-type Node struct {
-	Kind     render.NodeKind `json:"kind"`
-	Key      string          `json:"key"`
-	Parent   string          `json:"parent,omitempty"`
-	Platform core.Platform   `json:"platform"`
-	// Instances are the instance ids using this node (sorted; one for an
-	// instance node).
-	Instances []string `json:"instances"`
-
-	// Build is what the builder solves for this node (Dockerfile and
-	// context files). Not part of the JSON output.
-	Build render.Node `json:"-"`
-}
 
 // Totals counts nodes of one platform.
 type Totals struct {
@@ -45,8 +31,11 @@ type Totals struct {
 // then envs, then instances, each sorted by key).
 type PlatformPlan struct {
 	Platform core.Platform `json:"platform"`
-	Nodes    []*Node       `json:"nodes"`
-	Totals   Totals        `json:"totals"`
+	// Nodes are the rendered nodes with the instances using each
+	// (graph.Node.Instances); JSON shows kind, key, parent, platform and
+	// instances.
+	Nodes  []*graph.Node `json:"nodes"`
+	Totals Totals        `json:"totals"`
 	// Skipped are the ids that get no node on this platform (x86-only).
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -121,21 +110,21 @@ func Build(ctx context.Context, r *render.Renderer, insts []core.Instance, platf
 			return nil, errors.New("no platform (want linux/amd64 or linux/arm64)")
 		}
 		pp := PlatformPlan{Platform: platform}
-		byKey := map[string]*Node{}
-		add := func(n render.Node, id string) {
+		byKey := map[string]*graph.Node{}
+		add := func(n graph.Node, id string) {
 			if old, ok := byKey[n.Key]; ok {
-				if old.Parent != n.Parent {
+				if old.Parent() != n.Parent() {
 					// Same key, different parent: cannot happen for keys that
 					// include the arch; report rather than hide it.
 					p.Errors = append(p.Errors, InstanceError{InstanceID: id, Platform: platform,
-						Error: fmt.Sprintf("node %s has parents %s and %s", n.Key, old.Parent, n.Parent)})
+						Error: fmt.Sprintf("node %s has parents %s and %s", n.Key, old.Parent(), n.Parent())})
 				}
 				old.Instances = append(old.Instances, id)
 				return
 			}
-			node := &Node{Kind: n.Kind, Key: n.Key, Parent: n.Parent, Platform: platform, Instances: []string{id}, Build: n}
-			byKey[n.Key] = node
-			pp.Nodes = append(pp.Nodes, node)
+			n.Instances = []string{id}
+			byKey[n.Key] = &n
+			pp.Nodes = append(pp.Nodes, &n)
 		}
 		for i := range insts {
 			if err := ctx.Err(); err != nil {
@@ -155,7 +144,7 @@ func Build(ctx context.Context, r *render.Renderer, insts []core.Instance, platf
 				add(n, inst.InstanceID)
 			}
 		}
-		order := map[render.NodeKind]int{render.KindBase: 0, render.KindEnv: 1, render.KindInstance: 2}
+		order := map[graph.Kind]int{graph.KindBase: 0, graph.KindEnv: 1, graph.KindInstance: 2}
 		sort.SliceStable(pp.Nodes, func(a, b int) bool {
 			na, nb := pp.Nodes[a], pp.Nodes[b]
 			if order[na.Kind] != order[nb.Kind] {
@@ -166,11 +155,11 @@ func Build(ctx context.Context, r *render.Renderer, insts []core.Instance, platf
 		for _, n := range pp.Nodes {
 			sort.Strings(n.Instances)
 			switch n.Kind {
-			case render.KindBase:
+			case graph.KindBase:
 				pp.Totals.Base++
-			case render.KindEnv:
+			case graph.KindEnv:
 				pp.Totals.Env++
-			case render.KindInstance:
+			case graph.KindInstance:
 				pp.Totals.Instance++
 			}
 		}
@@ -224,12 +213,12 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "PLATFORM\tKIND\tKEY\tPARENT\tINSTANCES")
 	for _, pp := range p.Platforms {
 		for _, n := range pp.Nodes {
-			parent := n.Parent
+			parent := n.Parent()
 			if parent == "" {
 				parent = "-"
 			}
 			users := fmt.Sprint(len(n.Instances))
-			if n.Kind == render.KindInstance {
+			if n.Kind == graph.KindInstance {
 				users = n.Instances[0]
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", pp.Platform, n.Kind, n.Key, parent, users)

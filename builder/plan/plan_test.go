@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
@@ -91,7 +92,7 @@ func TestPlanVerified(t *testing.T) {
 		}
 		for _, n := range pp.Nodes {
 			switch n.Kind {
-			case render.KindEnv:
+			case graph.KindEnv:
 				want := wantEnv[n.Key]
 				sort.Strings(want)
 				if strings.Join(n.Instances, ",") != strings.Join(want, ",") {
@@ -105,14 +106,14 @@ func TestPlanVerified(t *testing.T) {
 						t.Errorf("env node %s shared by %s and %s with different setup_env.sh", n.Key, n.Instances[0], id)
 					}
 				}
-				if n.Parent != "sweb.base.py."+arch+":latest" {
-					t.Errorf("env node %s parent %s", n.Key, n.Parent)
+				if n.Parent() != "sweb.base.py."+arch+":latest" {
+					t.Errorf("env node %s parent %s", n.Key, n.Parent())
 				}
-			case render.KindInstance:
-				if wantInst[n.Key] != n.Parent {
-					t.Errorf("instance node %s: parent %s, want %s", n.Key, n.Parent, wantInst[n.Key])
+			case graph.KindInstance:
+				if wantInst[n.Key] != n.Parent() {
+					t.Errorf("instance node %s: parent %s, want %s", n.Key, n.Parent(), wantInst[n.Key])
 				}
-				if string(n.Build.Files[render.FileSetupRepo]) == "" || len(n.Build.Dockerfile) == 0 {
+				if string(n.Context[render.FileSetupRepo]) == "" || len(n.Dockerfile) == 0 {
 					t.Errorf("instance node %s has no build input", n.Key)
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
 // FileFlatDockerfile is the flat layout's one Dockerfile per instance and
@@ -36,18 +38,18 @@ func (r *Result) flat(imageAssets string, keepRepeatedBase bool) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("image_assets: %w", err)
 	}
-	base := pyStrip(r.BaseDockerfile)
+	base := pystr.Strip(r.BaseDockerfile)
 	base = strings.ReplaceAll(base, "--platform=linux/x86_64", "--platform=linux/amd64")
 	base = strings.ReplaceAll(base, "ubuntu:22.04", "ubuntu:jammy")
 	parts := []string{base, ""}
 	env, envFlags := dropScriptLines(dropFrom(r.EnvDockerfile), FileSetupEnv)
 	if !r.EnvFromBase || keepRepeatedBase {
-		parts = append(parts, pyStrip(env), "")
+		parts = append(parts, pystr.Strip(env), "")
 	}
 	inst, instFlags := dropScriptLines(dropFrom(r.InstanceDockerfile), FileSetupRepo)
 	parts = append(parts,
 		asHeredocRun(envFlags, r.SetupEnv), "",
-		pyStrip(inst), "",
+		pystr.Strip(inst), "",
 		asHeredocRun(instFlags, r.SetupRepo), "",
 		assets, "",
 		"WORKDIR /testbed", "")
@@ -75,7 +77,7 @@ func asHeredocRun(flags, script string) string {
 	for strings.Contains(script, d) {
 		d = heredocDelimiter(script, d)
 	}
-	return "RUN " + flags + "<<" + d + "\n" + pyRstrip(script) + "\n" + d + "\n"
+	return "RUN " + flags + "<<" + d + "\n" + pystr.RStrip(script) + "\n" + d + "\n"
 }
 
 // dropFrom removes the lines whose left-stripped text starts with "FROM ".
@@ -83,7 +85,7 @@ func dropFrom(dockerfile string) string {
 	lines := strings.Split(dockerfile, "\n")
 	out := lines[:0:0]
 	for _, l := range lines {
-		if !strings.HasPrefix(pyLstrip(l), "FROM ") {
+		if !strings.HasPrefix(pystr.LStrip(l), "FROM ") {
 			out = append(out, l)
 		}
 	}
@@ -100,7 +102,7 @@ func dropScriptLines(dockerfile, script string) (_ string, flags string) {
 	out := lines[:0:0]
 	for _, l := range lines {
 		if strings.Contains(l, script) && copyOrRun(l) {
-			if rest, ok := strings.CutPrefix(pyLstrip(l), "RUN"); ok {
+			if rest, ok := strings.CutPrefix(pystr.LStrip(l), "RUN"); ok {
 				flags = ""
 				for _, f := range strings.Fields(rest) {
 					if !strings.HasPrefix(f, "--") {
@@ -118,7 +120,7 @@ func dropScriptLines(dockerfile, script string) (_ string, flags string) {
 
 // copyOrRun is re.match(r"\s*(COPY|RUN)\b", line).
 func copyOrRun(line string) bool {
-	s := pyLstrip(line)
+	s := pystr.LStrip(line)
 	for _, kw := range []string{"COPY", "RUN"} {
 		if rest, ok := strings.CutPrefix(s, kw); ok {
 			r, _ := utf8.DecodeRuneInString(rest)
@@ -129,13 +131,6 @@ func copyOrRun(line string) bool {
 	}
 	return false
 }
-
-// pyIsSpace is str.isspace for one character.
-func pyIsSpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }
-
-func pyStrip(s string) string  { return strings.TrimFunc(s, pyIsSpace) }
-func pyLstrip(s string) string { return strings.TrimLeftFunc(s, pyIsSpace) }
-func pyRstrip(s string) string { return strings.TrimRightFunc(s, pyIsSpace) }
 
 // imageAssetsBlock is upstream's image_assets_block: a heredoc that
 // downloads every problem_statement, patch and test_patch asset into

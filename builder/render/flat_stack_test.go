@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/internal/stacktest"
@@ -124,7 +125,7 @@ func fileTree(t *testing.T, ref string) map[string]entry {
 
 // buildNodes turns a result's layered nodes, or its flat Dockerfile, into
 // builder nodes whose context files are found in dirs.
-func buildNodes(t *testing.T, res *render.Result, flat string, dirs []string) (layered []*builder.Node, flatNode *builder.Node) {
+func buildNodes(t *testing.T, res *render.Result, flat string, dirs []string) (layered []*graph.Node, flatNode *graph.Node) {
 	t.Helper()
 	find := func(name string) string {
 		for _, d := range dirs {
@@ -135,16 +136,14 @@ func buildNodes(t *testing.T, res *render.Result, flat string, dirs []string) (l
 		t.Fatalf("context file %s not in %v", name, dirs)
 		return ""
 	}
-	flatNode = &builder.Node{
-		Key: "sweb.flat." + res.Arch() + "." + strings.ToLower(res.InstanceID) + ":latest", Kind: builder.KindBase,
+	flatNode = &graph.Node{
+		Key: "sweb.flat." + res.Arch() + "." + strings.ToLower(res.InstanceID) + ":latest", Kind: graph.KindBase,
 		Platform: res.Platform, Dockerfile: []byte(flat), ContextFiles: map[string]string{},
 	}
 	for _, n := range res.Nodes() {
-		b := &builder.Node{Key: n.Key, Kind: string(n.Kind), Platform: n.Platform, Dockerfile: n.Dockerfile, Context: n.Files, ContextFiles: map[string]string{}}
-		if n.Parent != "" {
-			b.Parents = []string{n.Parent}
-		}
-		if n.Kind == render.KindInstance {
+		b := &n
+		b.ContextFiles = map[string]string{}
+		if n.Kind == graph.KindInstance {
 			b.InstanceID = res.InstanceID
 		}
 		for _, ext := range n.External {
@@ -175,6 +174,7 @@ func honestDifference(path string) string {
 // owners, link targets and contents. Needs the stack (BUILDKIT_HOST,
 // SWEBUILD_REGISTRY) and the fixture rootfs tarballs.
 func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
+	stacktest.Thorough(t)
 	st := stacktest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -187,9 +187,9 @@ func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nodes []*builder.Node
-	flatKeys := map[string]*builder.Node{}
-	layeredKeys := map[string]*builder.Node{}
+	var nodes []*graph.Node
+	flatKeys := map[string]*graph.Node{}
+	layeredKeys := map[string]*graph.Node{}
 	for i := range loaded.Instances {
 		inst := &loaded.Instances[i]
 		res, err := loaded.Renderer.Render(ctx, inst, core.AMD64)
@@ -216,7 +216,7 @@ func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs := map[*builder.Node]string{}
+	refs := map[*graph.Node]string{}
 	for _, r := range rep.Results {
 		if r.Status != "done" {
 			log, _ := os.ReadFile(r.LogPath)
@@ -290,7 +290,7 @@ func TestFlatAndLayeredFixtureSameTree(t *testing.T) {
 	}
 }
 
-func containsKey(nodes []*builder.Node, n *builder.Node) bool {
+func containsKey(nodes []*graph.Node, n *graph.Node) bool {
 	for _, m := range nodes {
 		if m.Key == n.Key && m.Platform == n.Platform {
 			return true

@@ -68,7 +68,7 @@ func pinLines(raw []byte) []string {
 //     and eval.sh are byte-identical, Dockerfile.instance differs only in
 //     the env key, and the pins gain "frozen".
 //
-// The frozen renders need no download (the renderer has no Fetcher);
+// The frozen renders embed no repository file (the renderer has no RepoFiles);
 // unfrozen renders that need one (requirements.txt, environment.yml) are
 // counted and checked for the frozen properties alone.
 func TestFrozenCondaVerified(t *testing.T) {

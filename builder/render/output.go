@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 )
 
@@ -122,34 +123,14 @@ func mkdir(dir string) error {
 	return err
 }
 
-// NodeKind is the layer of the image graph.
-type NodeKind string
-
-// Node kinds.
-const (
-	KindBase     NodeKind = "base"
-	KindEnv      NodeKind = "env"
-	KindInstance NodeKind = "instance"
-)
-
-// Node is what the builder solves for one image: the Dockerfile, the build
-// context files rendered here, and context files it must supply itself
-// (External, e.g. rootfs-amd64.tar for the fixture profile's base).
-type Node struct {
-	Kind       NodeKind
-	Key        string
-	Parent     string // key of the parent image; "" for base
-	Platform   core.Platform
-	Dockerfile []byte
-	Files      map[string][]byte
-	External   []string
-}
-
 // Nodes returns the base, env and instance nodes of this result, in build
-// order. Every call returns fresh maps and slices.
-func (r *Result) Nodes() []Node {
+// order: Dockerfiles, the rendered scripts as in-memory context, and the
+// profile's context files by name (graph.Node.External, e.g.
+// rootfs-amd64.tar for the fixture profile's base). Every call returns fresh
+// maps and slices.
+func (r *Result) Nodes() []graph.Node {
 	ociArch := r.Platform.GOARCH()
-	ext := func(kind NodeKind) []string {
+	ext := func(kind graph.Kind) []string {
 		names := r.contextFiles[string(kind)]
 		if len(names) == 0 {
 			return nil
@@ -160,12 +141,13 @@ func (r *Result) Nodes() []Node {
 		}
 		return out
 	}
-	return []Node{
-		{Kind: KindBase, Key: r.BaseKey, Platform: r.Platform,
-			Dockerfile: []byte(r.BaseDockerfile), Files: map[string][]byte{}, External: ext(KindBase)},
-		{Kind: KindEnv, Key: r.EnvKey, Parent: r.BaseKey, Platform: r.Platform,
-			Dockerfile: []byte(r.EnvDockerfile), Files: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(KindEnv)},
-		{Kind: KindInstance, Key: r.InstanceKey, Parent: r.EnvKey, Platform: r.Platform,
-			Dockerfile: []byte(r.InstanceDockerfile), Files: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(KindInstance)},
+	pins := func() []string { return append([]string(nil), r.Pins...) }
+	return []graph.Node{
+		{Kind: graph.KindBase, Key: r.BaseKey, Platform: r.Platform,
+			Dockerfile: []byte(r.BaseDockerfile), Context: map[string][]byte{}, External: ext(graph.KindBase), Pins: pins()},
+		{Kind: graph.KindEnv, Key: r.EnvKey, Parents: []string{r.BaseKey}, Platform: r.Platform,
+			Dockerfile: []byte(r.EnvDockerfile), Context: map[string][]byte{FileSetupEnv: []byte(r.SetupEnv)}, External: ext(graph.KindEnv), Pins: pins()},
+		{Kind: graph.KindInstance, Key: r.InstanceKey, Parents: []string{r.EnvKey}, Platform: r.Platform,
+			Dockerfile: []byte(r.InstanceDockerfile), Context: map[string][]byte{FileSetupRepo: []byte(r.SetupRepo)}, External: ext(graph.KindInstance), Pins: pins()},
 	}
 }

@@ -72,8 +72,8 @@ func TestFixtureProfile(t *testing.T) {
 			t.Errorf("external context: %v %v %v", nodes[0].External, nodes[1].External, nodes[2].External)
 		}
 		if !strings.Contains(string(nodes[2].Dockerfile), "RUN --mount=type=bind,source=mirror,target=/mirror /bin/bash /root/setup_repo.sh") ||
-			nodes[2].Parent != res.EnvKey || nodes[1].Parent != res.BaseKey {
-			t.Errorf("instance node: parent %s\n%s", nodes[2].Parent, nodes[2].Dockerfile)
+			nodes[2].Parent() != res.EnvKey || nodes[1].Parent() != res.BaseKey {
+			t.Errorf("instance node: parent %s\n%s", nodes[2].Parent(), nodes[2].Dockerfile)
 		}
 	}
 	// Deterministic: a second, fresh render gives the same bytes.

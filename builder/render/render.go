@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/pyrepr"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/manifests/naming"
 )
 
 // Pinner edits a recipe before rendering (implemented by package pins).
@@ -23,12 +24,14 @@ type Pinner interface {
 	Apply(rec *spec.Recipe)
 }
 
-// Renderer renders instances. Tables is required; Pins and Fetcher are
-// optional (nil: upstream exactly; no network).
+// Renderer renders instances. Tables is required; Pins is optional (nil:
+// upstream exactly). RepoFiles are the repository files the env scripts of the
+// instances to render embed, resolved before (see Needs); an instance whose
+// file is missing fails with ErrNeedsNetwork. A Renderer does no I/O.
 type Renderer struct {
-	Tables  *spec.Tables
-	Pins    Pinner
-	Fetcher Fetcher
+	Tables    *spec.Tables
+	Pins      Pinner
+	RepoFiles RepoFiles
 }
 
 // Result is everything rendered for one instance and platform.
@@ -80,8 +83,8 @@ type Result struct {
 // Arch is the upstream arch name of the result's platform (x86_64, arm64).
 func (r *Result) Arch() string { return r.Platform.Arch() }
 
-// Render renders one instance for one platform.
-func (r *Renderer) Render(ctx context.Context, inst *core.Instance, p core.Platform) (*Result, error) {
+// recipe is the spec of inst on p with the pin rules applied.
+func (r *Renderer) recipe(inst *core.Instance, p core.Platform) (*spec.Recipe, error) {
 	rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
 	if err != nil {
 		return nil, err
@@ -89,12 +92,28 @@ func (r *Renderer) Render(ctx context.Context, inst *core.Instance, p core.Platf
 	if r.Pins != nil {
 		r.Pins.Apply(rec)
 	}
-	return r.renderRecipe(ctx, rec, inst, nil, nil)
+	return rec, nil
+}
+
+// Render renders one instance for one platform (ctx: a cancelled context
+// stops it before it starts).
+func (r *Renderer) Render(ctx context.Context, inst *core.Instance, p core.Platform) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rec, err := r.recipe(inst, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.renderRecipe(rec, inst, nil, nil)
 }
 
 // RenderRecipe renders an already prepared (and possibly pinned) recipe.
 func (r *Renderer) RenderRecipe(ctx context.Context, rec *spec.Recipe, inst *core.Instance) (*Result, error) {
-	return r.renderRecipe(ctx, rec, inst, nil, nil)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.renderRecipe(rec, inst, nil, nil)
 }
 
 // RenderArches renders one instance for several platforms. Scripts that do
@@ -104,15 +123,15 @@ func (r *Renderer) RenderArches(ctx context.Context, inst *core.Instance, platfo
 	out := make([]*Result, 0, len(platforms))
 	var prevRec *spec.Recipe
 	var prev *Result
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for _, p := range platforms {
-		rec, err := r.Tables.NewRecipe(inst.InstanceID, inst.Repo, inst.Version, p)
+		rec, err := r.recipe(inst, p)
 		if err != nil {
 			return nil, err
 		}
-		if r.Pins != nil {
-			r.Pins.Apply(rec)
-		}
-		res, err := r.renderRecipe(ctx, rec, inst, prevRec, prev)
+		res, err := r.renderRecipe(rec, inst, prevRec, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +172,7 @@ func sameScripts(a, b *spec.Recipe) (same, sameEnv bool) {
 	return same, sameEnv
 }
 
-func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *core.Instance, prevRec *spec.Recipe, prev *Result) (*Result, error) {
+func (r *Renderer) renderRecipe(rec *spec.Recipe, inst *core.Instance, prevRec *spec.Recipe, prev *Result) (*Result, error) {
 	common := rec.Language != spec.LangPython && rec.Profile == nil
 	if common && len(rec.Spec.TestCmds) == 0 || !common && rec.Spec.TestCmd == "" {
 		return nil, fmt.Errorf("spec %s %s has no test_cmd", rec.Repo, rec.Version)
@@ -205,7 +224,7 @@ func (r *Renderer) renderRecipe(ctx context.Context, rec *spec.Recipe, inst *cor
 	case common:
 		res.EnvScriptList = envScriptListCommon(rec)
 	default:
-		if res.EnvScriptList, err = r.envScriptList(ctx, rec, inst); err != nil {
+		if res.EnvScriptList, err = r.envScriptList(rec, inst); err != nil {
 			return nil, fmt.Errorf("env script: %w", err)
 		}
 	}
@@ -305,5 +324,5 @@ func EnvHash(envScriptList []string, ds spec.DockerSpecs) string {
 // RemoteInstanceKey is the instance key under a registry namespace, with
 // "__" written "_1776_" as upstream does.
 func RemoteInstanceKey(namespace, instanceKey string) string {
-	return strings.ReplaceAll(namespace+"/"+instanceKey, "__", "_1776_")
+	return naming.NoDoubleUnderscore(namespace + "/" + instanceKey)
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"context"
 	"strings"
 
 	"github.com/swebuild/swebuild/builder/spec"
@@ -70,7 +69,7 @@ func (r *Renderer) repoScriptList(rec *spec.Recipe, inst *core.Instance) []strin
 
 // envScriptList ports make_env_script_list_py (and _from_conda for the
 // bundled environment.yml files).
-func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *core.Instance) ([]string, error) {
+func (r *Renderer) envScriptList(rec *spec.Recipe, inst *core.Instance) ([]string, error) {
 	t := r.Tables
 	s := &rec.Spec
 	if rec.Profile != nil {
@@ -94,9 +93,9 @@ func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *co
 	}
 	cmds := []string{condaSource}
 	switch s.Packages {
-	case "requirements.txt":
+	case FileRequirements:
 		cmds = append(cmds, "conda create -n "+envName+" python="+s.Python+" -y")
-		reqs, err := r.requirements(ctx, inst)
+		reqs, err := r.file(inst, FileRequirements)
 		if err != nil {
 			return nil, err
 		}
@@ -105,8 +104,8 @@ func (r *Renderer) envScriptList(ctx context.Context, rec *spec.Recipe, inst *co
 			"cat <<'"+t.HeredocEnv+"' > "+path+"\n"+reqs+"\n"+t.HeredocEnv,
 			"conda activate "+envName+" && python -m pip install -r "+path,
 			"rm "+path)
-	case "environment.yml":
-		yml, err := r.environmentYML(ctx, inst)
+	case FileEnvironmentYML:
+		yml, err := r.file(inst, FileEnvironmentYML)
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/manifests/naming"
 	"github.com/swebuild/swebuild/sbom"
 )
 
@@ -108,8 +108,8 @@ func (t *Tables) LoadExtra(path string) error {
 		}
 	}
 	for i, id := range x.X86Only {
-		if msg := dataset.CheckID(id); msg != "" {
-			return fmt.Errorf("%s: x86_only[%d]: instance id %s", path, i, msg)
+		if err := naming.ValidateID(id); err != nil {
+			return fmt.Errorf("%s: x86_only[%d]: %w", path, i, err)
 		}
 		t.OverridePlatforms(id, []core.Platform{core.AMD64})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/builder/graph"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/registry"
@@ -64,6 +65,7 @@ type buildFlags struct {
 	runDir       string
 	contextDirs  []string
 	buildCtxs    []string
+	until        string
 	verifyGold   bool
 	reproducible bool
 	sourceDate   string
@@ -96,6 +98,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; with --task-repo, NAME=docker-image://REF binds a name the flat Dockerfiles start FROM; repeatable")
 	fs.BoolVar(&f.reproducible, "reproducible", false, "reproducible images (docs/reproducible.md): SOURCE_DATE_EPOCH for the image configs and every RUN step, layer file times rewritten to it, deterministic git and pip steps; nothing rendered changes")
 	fs.StringVar(&f.sourceDate, "source-date-epoch", strconv.FormatInt(builder.DefaultSourceDateEpoch, 10), "with --reproducible: the epoch (seconds since 1970) files and configs are dated with (default 2000-01-01T00:00:00Z)")
+	fs.StringVar(&f.until, "until", "", "build only up to this kind of image: base (the base images) or env (the base and env images), e.g. the bases a task repo's Dockerfiles start FROM, pushed before it builds; not with --verify, --publish or --task-repo")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
 	f.registerBuilderID(fs)
@@ -112,6 +115,12 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 	plats, err := core.PlatformSet(f.platforms)
 	if err != nil {
 		return bo, fmt.Errorf("--platform: %w", err)
+	}
+	switch {
+	case f.until != "" && graph.Kind(f.until) != graph.KindBase && graph.Kind(f.until) != graph.KindEnv:
+		return bo, fmt.Errorf("--until %q: want base or env", f.until)
+	case f.until != "" && (f.verifyGold || f.pub.repo != "" || f.g.taskRepo != ""):
+		return bo, fmt.Errorf("--until %s builds no instance images: not with --verify, --publish or --task-repo", f.until)
 	}
 	if f.pub.repo != "" && f.push == "" && len(f.outputs) == 0 {
 		return bo, errors.New("--publish needs --push REPO or --output type=oci,dest=DIR: the images are published from the registry they were pushed to, or from the OCI layout")
@@ -156,6 +165,7 @@ func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, e
 		Builder:      opts,
 		ContextDirs:  f.contextDirs,
 		MetadataFile: f.metadataFile,
+		Until:        f.until,
 		Out:          stdout,
 		Log:          stderr,
 	}
@@ -246,7 +256,9 @@ func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
 			return opts, fmt.Errorf("--source-date-epoch: %w", err)
 		}
 		opts.Reproducible = &builder.Reproducible{SourceDateEpoch: sde}
-	} else if f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+	} else if f.sourceDate != "" && f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
+		// "" is a command that has no --source-date-epoch (ci envs, ci
+		// repair): nothing was asked for.
 		return opts, errors.New("--source-date-epoch is only used with --reproducible")
 	}
 	if opts.RunDir == "" {

@@ -13,14 +13,15 @@ import (
 )
 
 // TestCheckCLI runs `swebuild check` on the offline fixture against an
-// empty real registry: every reference is a gap (20: 7 indexes, 7 amd64
-// names, 6 arm64 names, fixture__textutil-2 being x86-only), the command
-// fails, and --digests still writes one line per instance. The
+// empty registry (in-process: the registry is not what is tested): every
+// reference is a gap (20: 7 indexes, 7 amd64 names, 6 arm64 names,
+// fixture__textutil-2 being x86-only), the command fails, and --digests
+// still writes one line per instance. The
 // all-present and deleted-manifest cases are check's own test
 // (TestCheckRealRegistry).
 func TestCheckCLI(t *testing.T) {
 	t.Setenv(envSigningKey, "")
-	reg := regtest.Start(t, regtest.Options{})
+	reg := regtest.InProcess(t)
 	root := filepath.Join("..", "..", "testdata", "fixture")
 	digests := filepath.Join(t.TempDir(), "digests.jsonl")
 	var stdout, stderr bytes.Buffer

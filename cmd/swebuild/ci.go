@@ -31,6 +31,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(w, "  envs      build and push by digest one env-stage job's base and env images")
 		fmt.Fprintln(w, "  contexts  print the --build-context of an instance's env from the env stage")
 		fmt.Fprintln(w, "  ids       print the instance ids of one matrix job, one per line")
+		fmt.Fprintln(w, "  repair    find the package that broke tonight's gold patches, pin it with evidence")
 		fmt.Fprintln(w, "  merge     decide per instance what to index and what regressed")
 		fmt.Fprintln(w, "  summary   write the Markdown job summary; fail on regressions")
 		fmt.Fprintln(w, "  ledger    pull or push a ledger kept as an artifact in the target repository")
@@ -51,6 +52,8 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runCIEnvs(ctx, args[1:], stdout, stderr)
 	case "contexts":
 		return runCIContexts(args[1:], stdout, stderr)
+	case "repair":
+		return runCIRepair(ctx, args[1:], stdout, stderr)
 	case "merge":
 		return runCIMerge(args[1:], stdout, stderr)
 	case "summary":
@@ -116,15 +119,13 @@ func requireFlags(fs *pflag.FlagSet, stderr io.Writer, reqs ...requiredFlag) err
 }
 
 func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newCIFlags("matrix", "(--dataset FILE | --ids FILE) [OPTIONS]",
+	fs := newCIFlags("matrix", "(--dataset FILE | --task-repo DIR | --ids FILE) [OPTIONS]",
 		"Shard the instances per platform into a GitHub Actions matrix ({\"include\":[...]}) on stdout.\n"+
 			"Never more than 256 jobs; shard sizes per platform differ by at most one; x86-only\n"+
 			"instances (USE_X86) get no arm64 job.", stderr)
-	var ds datasetFlags
-	ds.register(fs)
-	specsPath := fs.String("specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json); its platform overrides apply")
-	idsPath := fs.String("ids", "", "file of instance ids, one per line")
-	pinsSel := fs.String("pins", "default", "pin rules the build uses (as for build): the spec keys compared with the ledger's depend on them")
+	var g genInputs
+	g.register(fs)
+	idsPath := fs.String("ids", "", "file of instance ids, one per line, instead of --dataset or --task-repo (platforms decided from the id alone)")
 	contextDirs := fs.StringArray("context-dir", nil, "directory holding profile context files, as for build (default $SWEBUILD_CACHE/rootfs)")
 	var platforms []core.Platform
 	platformsVar(fs, &platforms, "platform", core.AllPlatforms(), "platforms to build")
@@ -146,8 +147,8 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
 		return err
 	}
-	if (ds.dataset == "") == (*idsPath == "") {
-		return usageErr(fs, stderr, "exactly one of --dataset and --ids is required")
+	if g.given() == (*idsPath != "") {
+		return usageErr(fs, stderr, "exactly one of --dataset, --task-repo and --ids is required")
 	}
 	runners, err := parseRunners(*runnerFlags)
 	if err != nil {
@@ -156,15 +157,16 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *envShards < 1 {
 		return usageErr(fs, stderr, "--env-shards %d: want at least 1", *envShards)
 	}
+	var in pipeline.Inputs
+	if g.given() {
+		if in, err = g.inputs(stderr); err != nil {
+			return usageErr(fs, stderr, "%v", err)
+		}
+	} else {
+		in = pipeline.Inputs{Specs: g.specs, Pins: g.pins, SpecsVersion: g.specsVer}
+	}
 	o := pipeline.MatrixOptions{
-		Inputs: pipeline.Inputs{
-			Dataset:  ds.dataset,
-			Specs:    *specsPath,
-			Pins:     *pinsSel,
-			CacheDir: ds.cacheDir,
-			Offline:  ds.offline,
-			Hub:      pipeline.HubOptions{Endpoint: ds.env.hfEndpoint, Token: ds.env.hfToken},
-		},
+		Inputs:   in,
 		IDsFile:  *idsPath,
 		Matrix:   ci.MatrixOptions{Platforms: platforms, Shards: *shards, MaxJobs: *maxJobs, Runners: runners},
 		Ledger:   *ledgerPath,
@@ -181,7 +183,7 @@ func runCIMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	o.ContextDirs = *contextDirs
 	if len(o.ContextDirs) == 0 {
-		o.ContextDirs = []string{filepath.Join(ds.env.cacheRoot, "rootfs")}
+		o.ContextDirs = []string{filepath.Join(g.env.cacheRoot, "rootfs")}
 	}
 	if *skipRepo != "" && !*force {
 		dest, err := registry.RegistryOf(*skipRepo)
@@ -460,6 +462,7 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 	sizesFailed := fs.Bool("sizes-failed", false, "the sizes step failed (growth over --max-growth): a regression")
 	driftPath := fs.String("drift", "", "Markdown report from `swebuild drift --format md` to include")
 	driftFailed := fs.Bool("drift-failed", false, "the drift step failed (more package changes than --max-drift, or a document unreadable)")
+	repairPath := fs.String("repair", "", "Markdown report from `swebuild ci repair` (its report.md) to include")
 	title := fs.String("title", "", "heading (default \"swebuild nightly\")")
 	outPath := fs.StringP("output", "o", "", "write here instead of stdout (appends, like $GITHUB_STEP_SUMMARY)")
 	failOn := fs.Bool("fail-on-regression", true, "exit 1 when the run has regressions")
@@ -481,6 +484,17 @@ func runCISummary(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("reading drift report: %w", err)
 		default:
 			opts.Drift = string(b)
+		}
+	}
+	if *repairPath != "" {
+		b, err := os.ReadFile(*repairPath)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			opts.Repair = fmt.Sprintf("(no repair report: %s is missing)", *repairPath)
+		case err != nil:
+			return fmt.Errorf("reading repair report: %w", err)
+		default:
+			opts.Repair = string(b)
 		}
 	}
 	if *sizesPath != "" {

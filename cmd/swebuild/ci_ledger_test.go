@@ -16,7 +16,7 @@ import (
 // nothing; after `ci ledger push` the next pull (another state directory)
 // gets the same bytes.
 func TestCILedgerPushPull(t *testing.T) {
-	reg := regtest.Start(t, regtest.Options{})
+	reg := regtest.InProcess(t)
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	repo := reg.Host + "/swebench/nightly"
 	dir := t.TempDir()

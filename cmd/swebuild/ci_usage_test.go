@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"testing"
+
+	"github.com/swebuild/swebuild/builder"
 )
 
 // TestCIRequiredFlags: each ci command that needs a flag says which one,
@@ -26,7 +29,12 @@ func TestCIRequiredFlags(t *testing.T) {
 		{[]string{"contexts", "--plan", plan, "--instance", "a__a-1", "--platform", "linux/s390x"},
 			"swebuild ci contexts: --platform: "},
 		{[]string{"merge"}, "swebuild ci merge: --plan is required"},
-		{[]string{"matrix"}, "swebuild ci matrix: exactly one of --dataset and --ids is required"},
+		{[]string{"repair"}, "swebuild ci repair: --plan is required"},
+		{[]string{"repair", "--plan", plan}, "swebuild ci repair: --env-ledger is required: last night's env images come from it"},
+		{[]string{"repair", "--plan", plan, "--env-ledger", "l"}, "swebuild ci repair: --push is required: the repaired images are published from it"},
+		{[]string{"repair", "--plan", plan, "--env-ledger", "l", "--push", "r/x", "--envs", "e"},
+			"swebuild ci repair: --results and --envs are required: tonight's gold results and env images"},
+		{[]string{"matrix"}, "swebuild ci matrix: exactly one of --dataset, --task-repo and --ids is required"},
 		{[]string{"matrix", "--ids", "x", "--env-shards", "0"}, "swebuild ci matrix: --env-shards 0: want at least 1"},
 		{[]string{"ids", "--ids", "a", "--ids-file", "f"}, "swebuild ci ids: only one of --ids and --ids-file"},
 	} {
@@ -40,5 +48,21 @@ func TestCIRequiredFlags(t *testing.T) {
 		if tc.want[len(tc.want)-1] != ' ' && got != tc.want+suffix {
 			t.Errorf("ci %v: stderr %q, want %q", tc.args, got, tc.want+suffix)
 		}
+	}
+}
+
+// TestBuilderOptionsWithoutEpochFlag: the ci commands that build (ci envs,
+// ci repair) have no --source-date-epoch; their builder options are not
+// refused for a flag nobody gave (on main before this, every `ci envs` of
+// the nightly stopped with "--source-date-epoch is only used with
+// --reproducible").
+func TestBuilderOptionsWithoutEpochFlag(t *testing.T) {
+	f := buildFlags{workers: 2, progress: "plain", downAfter: builder.DefaultDownAfter}
+	if _, err := f.builderOptions(io.Discard); err != nil {
+		t.Errorf("builder options of a command without --source-date-epoch: %v", err)
+	}
+	f.sourceDate = "5"
+	if _, err := f.builderOptions(io.Discard); err == nil {
+		t.Error("--source-date-epoch 5 without --reproducible accepted")
 	}
 }

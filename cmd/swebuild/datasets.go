@@ -14,21 +14,18 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/dataset/hub"
-	"github.com/swebuild/swebuild/fetch"
 	"github.com/swebuild/swebuild/pipeline"
 )
 
-// datasetFlags are the flags of every subcommand that reads a dataset
-// (--dataset, --offline, --cache-dir), with the environment they default
+// datasetFlags are the dataset half of the input flags (genInputs, every
+// command that reads records; pins list reads datasets with them too):
+// --dataset, --offline, --cache-dir, with the environment they default
 // from, read once here.
 type datasetFlags struct {
 	dataset  string
 	offline  bool
 	cacheDir string
 	env      datasetEnv
-	// source is where open read the records from: the file, or
-	// NAME@COMMIT:SPLIT for a hub dataset (for core.Image.Dataset).
-	source dataset.Source
 }
 
 // datasetEnv is the environment the dataset flags use.
@@ -74,15 +71,6 @@ func (d *datasetFlags) root() (string, error) {
 	return d.cacheDir, nil
 }
 
-// fetchClient is the client for requirements.txt / environment.yml.
-func (d *datasetFlags) fetchClient() (*fetch.Client, error) {
-	root, err := d.root()
-	if err != nil {
-		return nil, err
-	}
-	return fetch.New(fetch.Options{CacheDir: filepath.Join(root, "http"), Offline: d.offline})
-}
-
 // open reads the dataset: the valid records and, when some records are
 // bad, a *dataset.ValidationError listing them. Downloads are logged to
 // stderr.
@@ -98,8 +86,7 @@ func (d *datasetFlags) open(ctx context.Context, known dataset.Known, stderr io.
 		}
 		opts.Hub = c
 	}
-	insts, src, err := dataset.Open(ctx, d.dataset, opts)
-	d.source = src
+	insts, _, err := dataset.Open(ctx, d.dataset, opts)
 	return insts, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/check"
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/drift"
 	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/publication"
@@ -33,6 +34,8 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	format := fs.String("format", "md", "output format: "+strings.Join(drift.Formats, ", "))
 	out := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	maxDrift := fs.Int("max-drift", -1, "exit non-zero when more than N distinct package changes (package, from, to; counted once whatever the number of images) are found; -1: no limit")
+	maxUnrecorded := fs.Int("max-unrecorded", -1, "exit non-zero when more than N images changed digest with nothing recorded (same spec key and pin rules, other packages); -1: no limit")
+	ledger := fs.String("ledger", "", "publish ledger of a repository-prefix side: its records give the images' spec keys and pin rules, so each changed digest gets its cause (spec, pin, repair)")
 	fs.StringVar(&o.Save, "save", "", "write A's environment documents to this directory (the input of --freeze DIR on render/plan/build)")
 	fs.StringVar(&o.Prefix.Tag, "tag", check.DefaultTag, "tag read on every name of a repository prefix")
 	fs.BoolVar(&o.Prefix.KeepDoubleUnderscore, "keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
@@ -44,8 +47,12 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"Compare the resolved environments (the CycloneDX documents attached to each env and\n"+
 			"instance image) of two publications: per image, matched by kind, name and platform,\n"+
 			"the packages added, removed or changed from A to B, grouped by change. An image with\n"+
-			"no document is reported as such. Exits non-zero when a document cannot be read, or\n"+
-			"with --max-drift N when more than N distinct package changes are found.\n\nOptions:\n%s", fs.FlagUsages())
+			"no document is reported as such. An image whose digest changed gets its cause from\n"+
+			"the records (a repair's rule, other pin rules, another spec key; else a rebuild of the\n"+
+			"same inputs, or an unrecorded change: same inputs, other packages); --ledger gives a\n"+
+			"repository prefix its records. Exits non-zero when a document cannot be read, with\n"+
+			"--max-drift N when more than N distinct package changes are found, or with\n"+
+			"--max-unrecorded N when more than N digests changed with nothing recorded.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -59,8 +66,17 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr(fs, stderr, "--format: unknown format %q (want one of %s)", *format, strings.Join(drift.Formats, ", "))
 	case *maxDrift < -1:
 		return usageErr(fs, stderr, "--max-drift: %d (want N >= 0, or -1 for no limit)", *maxDrift)
+	case *maxUnrecorded < -1:
+		return usageErr(fs, stderr, "--max-unrecorded: %d (want N >= 0, or -1 for no limit)", *maxUnrecorded)
 	}
-	if g.dataset != "" || g.taskRepo != "" {
+	if *ledger != "" {
+		recs, err := core.ReadRecords(*ledger, stderr)
+		if err != nil {
+			return fmt.Errorf("--ledger: %w", err)
+		}
+		o.Records = recs
+	}
+	if g.given() {
 		in, err := g.inputs(stderr)
 		if err != nil {
 			return usageErr(fs, stderr, "%v", err)
@@ -83,10 +99,22 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := writeReport(stdout, *out, buf.Bytes()); err != nil {
 		return err
 	}
+	var fails []string
 	if *maxDrift >= 0 {
 		if over, msg := rep.Exceeds(*maxDrift); over {
-			return errors.New(msg)
+			fails = append(fails, msg)
 		}
+	}
+	if un := rep.Unrecorded(); *maxUnrecorded >= 0 && len(un) > *maxUnrecorded {
+		var names []string
+		for _, im := range un {
+			names = append(names, im.Label())
+		}
+		fails = append(fails, fmt.Sprintf("%d image(s) changed digest with nothing recorded (same spec key and pin rules, other packages), more than the %d allowed: %s",
+			len(un), *maxUnrecorded, strings.Join(names, ", ")))
+	}
+	if len(fails) > 0 {
+		return errors.New(strings.Join(fails, "; "))
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/drift"
 	"github.com/swebuild/swebuild/internal/regtest"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/sbom"
 )
@@ -106,6 +107,7 @@ func driftSpecs(t *testing.T, fixtureSpecs, out string) {
 // rebuild from A's documents (--freeze, both wheels present) gives an
 // empty drift against A.
 func TestDriftFixture(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()

@@ -22,7 +22,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		return tc{args: args, code: 2, stderr: append([]string{"swebuild " + cmd + ": "}, append(want, see)...)}
 	}
 	cmds := map[string][]string{ // a flag every command has, taking one value
-		"render": {"--out"}, "plan": {"--format"}, "grade": {"--log"}, "build": {"--progress"},
+		"render": {"--out"}, "plan": {"--format"}, "grade": {"--run-dir"}, "build": {"--progress"},
 		"verify": {"--timeout", "1m"}, "publish": {"--repo"}, "sizes": {"--format"},
 		"ci matrix": {"--shards", "2"}, "ci ids": {"--ids-file"}, "ci merge": {"--plan"}, "ci summary": {"--merge"},
 		"ci envs": {"--plan"}, "ci contexts": {"--plan"}, "ci ledger pull": {"--repo"}, "ci ledger push": {"--file"},
@@ -65,7 +65,7 @@ func TestFlagErrorsSpeak(t *testing.T) {
 		errCase("drift", []string{"drift", "--images", "a", "--against", "b", "--format", "csv"}, `--format: unknown format "csv" (want one of md, json, html)`),
 		errCase("drift", []string{"drift", "--images", "/nonexistent/a", "--against", "b"}, "--images /nonexistent/a: not a file, so a repository prefix: --dataset is required"),
 		errCase("plan", []string{"plan", "stray"}, "unexpected argument(s): stray"),
-		errCase("ci matrix", []string{"ci", "matrix"}, "exactly one of --dataset and --ids is required"),
+		errCase("ci matrix", []string{"ci", "matrix"}, "exactly one of --dataset, --task-repo and --ids is required"),
 		errCase("plan", []string{"plan", "--dataset", "x", "--pins", "default,-chrome"}, `--pins: pins "default,-chrome": unknown rule "chrome"; pin rules: sphinx-pygments-2.18,`),
 		// Repeatable flags stay repeatable.
 		errCase("render", []string{"render", "--instance", "a", "--instance", "b", "--arch", "all"}, "--out or --task-repo-out is required"),

@@ -10,14 +10,15 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/pipeline"
 )
 
-// runGrade implements `swebuild grade`: grade one test log exactly as
-// upstream SWE-bench v5.0.2 or v4.1.0 does and print its report.json (or
-// the parsed status map).
+// runGrade implements `swebuild grade`: grade test logs exactly as
+// upstream SWE-bench v5.0.2 or v4.1.0 does, in one process. One log: print
+// its report.json (or the parsed status map). Many (--log repeated, or an
+// upstream run directory, --run-dir): write each report.json beside its log
+// as upstream's harness does and print one line per log.
 func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("grade", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,160 +26,239 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f gradeFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild grade --dataset FILE --instance ID --log FILE [--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
-			"Grade a test log as upstream SWE-bench v5.0.2 (--grading v5) or v4.1.0 (--grading v4.1) does and print\n"+
-			"report.json; which rules and parser graded is said on stderr.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild grade --dataset FILE|--task-repo DIR (--log [ID=]FILE [--instance ID] | --log [ID=]FILE... | --run-dir DIR) [--predictions FILE|--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
+			"Grade test logs as upstream SWE-bench v5.0.2 (--grading v5) or v4.1.0 (--grading v4.1) does, in one process.\n"+
+			"One log: print its report.json; which rules and parser graded is said on stderr. Several --log, or an\n"+
+			"upstream run directory (--run-dir logs/run_evaluation/<run_id>: <model>/<instance_id>/test_output.txt):\n"+
+			"write each report.json beside its log, as upstream's harness does, and print one line per log. A log's\n"+
+			"instance is ID=, --instance (one log), or the name of the directory holding it.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, true, stdout, stderr); done {
 		return err
 	}
 	f.exitCodeSet = fs.Changed("exit-code")
-	if err := f.check(fs.Args()); err != nil {
+	o, err := f.options(fs.Args(), stderr)
+	if err != nil {
 		return usageErr(fs, stderr, "%v", err)
 	}
-	inst, err := findInstance(ctx, &f.ds, f.instanceID, stderr)
-	if err != nil {
+	results, err := pipeline.Grade(ctx, o)
+	if !o.WriteReports {
+		if len(results) == 1 && results[0].Err == nil {
+			return errors.Join(f.print(results[0], stdout, stderr), err)
+		}
 		return err
 	}
-	return f.grade(inst, stdout, stderr)
+	return errors.Join(writeGradeLines(results, stdout, stderr), err)
 }
 
 // gradeFlags are the flags of `swebuild grade`.
 type gradeFlags struct {
-	ds                                 datasetFlags
-	instanceID, logPath, patchPath     string
+	g                                  genInputs
+	logs                               []string
+	runDir, predictions, patchPath     string
 	parser, rules                      string
 	gold, wholeLog, statusMap, noPatch bool
 	maxLogSize                         int64
-	exitCode                           int
+	exitCode, jobs                     int
 	exitCodeSet                        bool
 }
 
 func (f *gradeFlags) register(fs *pflag.FlagSet) {
-	f.ds.register(fs)
-	fs.StringVar(&f.instanceID, "instance", "", "instance id to grade")
-	fs.StringVar(&f.logPath, "log", "", "test log to grade (test_output.txt)")
+	f.g.register(fs)
+	fs.StringArrayVar(&f.logs, "log", nil, "test log to grade (test_output.txt), [ID=]FILE; repeatable: each report.json is written beside its log")
+	fs.StringVar(&f.runDir, "run-dir", "", "upstream run directory (logs/run_evaluation/<run_id>): grade every <model>/<instance_id>/test_output.txt and write report.json beside it")
+	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file: a null model_patch is patch_is_None; logs without a prediction (of that model) are not graded, as upstream's --rewrite_reports")
 	fs.StringVar(&f.patchPath, "patch", "", "the evaluated patch (its content is not graded; it only has to exist)")
 	fs.BoolVar(&f.gold, "gold", false, "the evaluated patch is the dataset's gold patch (the default when no --patch is given)")
 	fs.BoolVar(&f.noPatch, "no-patch", false, "the prediction had no patch (model_patch None): report patch_is_None without reading the log")
 	fs.BoolVar(&f.wholeLog, "whole-log", false, "parse the whole log and do not require the Start/End Test Output markers (logs of pre-marker harnesses)")
-	fs.BoolVar(&f.statusMap, "status-map", false, "print the parsed test status map instead of the report")
+	fs.BoolVar(&f.statusMap, "status-map", false, "print the parsed test status map instead of the report (one log)")
 	fs.Int64Var(&f.maxLogSize, "max-log-size", grading.MaxLogSize, "largest log to read, in bytes (a longer one is an error)")
 	fs.StringVar(&f.parser, "parser", "", "parser to use instead of the record's log_parser (v5) or the repo's (v4.1): "+grading.ParserHelp()+
 		"; under v5 also the aliases of upstream's PARSER_REGISTRY (parse_log_sphinx, parse_log_xarray, ...)")
 	fs.StringVar(&f.rules, "grading", "", "grading rules: v5 (upstream 5.0.2) or v4.1 (upstream 4.1.0); default v5 for a record with log_parser, else v4.1")
-	fs.IntVar(&f.exitCode, "exit-code", 0, "the test command's exit status as observed outside the container; under v5 it replaces the log's '>>>>> Test Exit Code: N' line")
+	fs.IntVar(&f.exitCode, "exit-code", 0, "the test command's exit status as observed outside the container (one log); under v5 it replaces the log's '>>>>> Test Exit Code: N' line")
+	fs.IntVarP(&f.jobs, "jobs", "j", 0, "logs graded at once (default: one per CPU)")
 }
 
-// check reports the first usage problem: arguments, a missing required
-// flag, flags that exclude each other, a bad size.
+// options check the flags and make the pipeline's options: the first usage
+// problem is the error.
+func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOptions, error) {
+	var o pipeline.GradeOptions
+	if err := f.check(args); err != nil {
+		return o, err
+	}
+	in, err := f.g.inputs(stderr)
+	if err != nil {
+		return o, err
+	}
+	patch, err := f.patch()
+	if err != nil {
+		return o, err
+	}
+	many := f.many()
+	if !many {
+		in.Instances = nil // the one log's instance: f.gradeLogs
+	}
+	o.Inputs, o.Logs, o.RunDir, o.PredictionsFile, o.Patch = in, f.gradeLogs(), f.runDir, f.predictions, patch
+	o.StatusMap, o.MaxLogSize, o.WriteReports, o.Jobs, o.Log = f.statusMap, f.maxLogSize, many, f.jobs, stderr
+	o.Grade = grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser, Rules: grading.Rules(f.rules)}
+	if f.exitCodeSet {
+		o.Grade.ExitCode = &f.exitCode
+	}
+	return o, nil
+}
+
+// many says whether several logs are graded (their reports written beside
+// them) rather than one (its report printed).
+func (f *gradeFlags) many() bool { return len(f.logs) > 1 || f.runDir != "" }
+
+// check reports the first usage problem: arguments, what to grade, flags
+// that exclude each other, values out of range.
 func (f *gradeFlags) check(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 	}
-	var missing []string
-	for _, r := range []struct{ name, val string }{{"--dataset", f.ds.dataset}, {"--instance", f.instanceID}, {"--log", f.logPath}} {
-		if r.val == "" {
-			missing = append(missing, r.name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s required", strings.Join(missing, ", "))
+	if len(f.logs) == 0 && f.runDir == "" {
+		return errors.New("--log FILE (or --run-dir DIR) is required")
 	}
 	n := 0
-	for _, set := range []bool{f.patchPath != "", f.gold, f.noPatch} {
+	for _, set := range []bool{f.patchPath != "", f.gold, f.noPatch, f.predictions != ""} {
 		if set {
 			n++
 		}
-	}
-	if n > 1 {
-		return errors.New("--patch, --gold and --no-patch exclude each other")
-	}
-	if f.maxLogSize <= 0 {
-		return errors.New("--max-log-size must be a positive number of bytes")
 	}
 	switch grading.Rules(f.rules) {
 	case "", grading.RulesV5, grading.RulesV41:
 	default:
 		return fmt.Errorf("--grading %q: want %s or %s", f.rules, grading.RulesV5, grading.RulesV41)
 	}
-	if f.exitCodeSet && grading.Rules(f.rules) == grading.RulesV41 {
+	switch many := f.many(); {
+	case n > 1:
+		return errors.New("--patch, --gold, --no-patch and --predictions exclude each other")
+	case f.maxLogSize <= 0:
+		return errors.New("--max-log-size must be a positive number of bytes")
+	case f.jobs < 0:
+		return fmt.Errorf("--jobs %d: want at least 1 (or 0: one per CPU)", f.jobs)
+	case f.exitCodeSet && grading.Rules(f.rules) == grading.RulesV41:
 		return errors.New("--exit-code needs v5 rules (v4.1 has no exit-status rule)")
+	case many && f.exitCodeSet:
+		return errors.New("--exit-code is one log's exit status: give one --log")
+	case many && f.statusMap:
+		return errors.New("--status-map prints one log's status map: give one --log")
+	case !many && len(f.g.instances) > 1:
+		return errors.New("one --log is graded against one --instance")
 	}
 	return nil
 }
 
-// patch is the evaluated patch as grading takes it: nil for --no-patch, ""
-// for --patch (grading only needs it to exist, upstream's patch_exists; its
-// content is never read), the gold patch otherwise.
-func (f *gradeFlags) patch(inst core.Instance) (*string, error) {
+// gradeLogs are the --log values: ID=FILE names the instance; one log
+// takes the one --instance; otherwise the directory holding the log names
+// it (pipeline.GradeOptions.Logs).
+func (f *gradeFlags) gradeLogs() []pipeline.GradeLog {
+	var out []pipeline.GradeLog
+	for _, l := range f.logs {
+		gl := pipeline.GradeLog{Path: l}
+		if id, path, ok := strings.Cut(l, "="); ok && id != "" && !strings.ContainsRune(id, os.PathSeparator) {
+			gl = pipeline.GradeLog{InstanceID: id, Path: path}
+		} else if !f.many() && len(f.g.instances) == 1 {
+			gl.InstanceID = f.g.instances[0]
+		}
+		out = append(out, gl)
+	}
+	return out
+}
+
+// patch is what was evaluated, as pipeline.GradeOptions.Patch takes it: a
+// --patch must exist (grading only needs it to, upstream's patch_exists;
+// its content is never read).
+func (f *gradeFlags) patch() (string, error) {
 	switch {
 	case f.noPatch:
-		return nil, nil
+		return pipeline.PatchNone, nil
 	case f.patchPath != "":
 		st, err := os.Stat(f.patchPath)
 		if err != nil {
-			return nil, fmt.Errorf("reading patch: %w", err)
+			return "", fmt.Errorf("reading patch: %w", err)
 		}
 		if st.IsDir() {
-			return nil, fmt.Errorf("reading patch %s: is a directory", f.patchPath)
+			return "", fmt.Errorf("reading patch %s: is a directory", f.patchPath)
 		}
-		p := ""
-		return &p, nil
-	default:
-		return &inst.Patch, nil
+		return pipeline.PatchGiven, nil
 	}
+	return pipeline.PatchGold, nil
 }
 
-// grade reads the log, grades it for inst and prints the report (or the
-// status map), with what upstream would not have applied on stderr.
-func (f *gradeFlags) grade(inst core.Instance, stdout, stderr io.Writer) error {
-	patch, err := f.patch(inst)
-	if err != nil {
-		return err
+// print prints one log's report (or status map) on stdout, with what
+// upstream would not have applied on stderr.
+func (f *gradeFlags) print(res pipeline.GradeResult, stdout, stderr io.Writer) error {
+	path := res.Path
+	if res.Skipped != "" {
+		return fmt.Errorf("%s: not graded: %s", path, res.Skipped)
 	}
-	var log string
-	if patch != nil || f.statusMap {
-		if log, err = grading.ReadLog(f.logPath, f.maxLogSize); err != nil {
-			return err
+	if er := res.EvalResult; er != nil {
+		fmt.Fprintf(stderr, "swebuild grade: %s: %s rules, parser %s%s\n", path, upstreamName(er.Rules), parserLabel(er.Registry, er.Parser), decisionLabel(er.Decision))
+		if !er.Applied {
+			fmt.Fprintf(stderr, "swebuild grade: %s: not applied for %s: %s\n", path, upstreamName(er.Rules), er.Reason)
+		} else if er.FellBack {
+			fmt.Fprintf(stderr, "swebuild grade: %s: nothing parsed between the markers; parsed the whole log with %s (as upstream does)\n", path, er.Parser)
 		}
+		return writeOut(stdout, er.StatusMap.JSON())
 	}
-	opts := grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser, Rules: grading.Rules(f.rules)}
-	if f.exitCodeSet {
-		opts.ExitCode = &f.exitCode
-	}
-	if f.statusMap {
-		res, err := grading.EvalLog(inst, log, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.logPath, err)
-		}
-		fmt.Fprintf(stderr, "swebuild grade: %s: %s rules, parser %s%s\n", f.logPath, upstreamName(res.Rules), parserLabel(res.Registry, res.Parser), decisionLabel(res.Decision))
-		if !res.Applied {
-			fmt.Fprintf(stderr, "swebuild grade: %s: not applied for %s: %s\n", f.logPath, upstreamName(res.Rules), res.Reason)
-		} else if res.FellBack {
-			fmt.Fprintf(stderr, "swebuild grade: %s: nothing parsed between the markers; parsed the whole log with %s (as upstream does)\n", f.logPath, res.Parser)
-		}
-		return writeOut(stdout, res.StatusMap.JSON())
-	}
-	rep, err := grading.Grade(inst, log, patch, opts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", f.logPath, err)
-	}
-	fmt.Fprintf(stderr, "swebuild grade: %s: %s rules, parser %s%s\n", f.logPath, upstreamName(rep.Rules), parserLabel(rep.ParserRegistry, rep.Parser), decisionLabel(rep.Decision))
+	rep := res.Report
+	fmt.Fprintf(stderr, "swebuild grade: %s: %s rules, parser %s%s\n", path, upstreamName(rep.Rules), parserLabel(rep.ParserRegistry, rep.Parser), decisionLabel(rep.Decision))
 	if rep.ExitCodeDisagrees {
-		fmt.Fprintf(stderr, "swebuild grade: %s: the log's exit-code line says %d but the test command exited %d; graded with %d\n", f.logPath, *rep.LogExitCode, *rep.ExitCode, *rep.ExitCode)
+		fmt.Fprintf(stderr, "swebuild grade: %s: the log's exit-code line says %d but the test command exited %d; graded with %d\n", path, *rep.LogExitCode, *rep.ExitCode, *rep.ExitCode)
 	}
 	if rep.NotApplied != "" {
 		hint := ""
-		if !f.wholeLog && !strings.Contains(log, grading.StartTestOutput) {
+		if !f.wholeLog && !res.StartMarker {
 			hint = " (a log from a harness older than the markers needs --whole-log)"
 		}
-		fmt.Fprintf(stderr, "swebuild grade: %s: not applied for %s: %s%s\n", f.logPath, upstreamName(rep.Rules), rep.NotApplied, hint)
+		fmt.Fprintf(stderr, "swebuild grade: %s: not applied for %s: %s%s\n", path, upstreamName(rep.Rules), rep.NotApplied, hint)
 	}
 	if rep.InfraFailureReason != "" {
-		fmt.Fprintf(stderr, "swebuild grade: %s: infra_failure_reason %s (%s tier)\n", f.logPath, rep.InfraFailureReason, rep.InfraTier)
+		fmt.Fprintf(stderr, "swebuild grade: %s: infra_failure_reason %s (%s tier)\n", path, rep.InfraFailureReason, rep.InfraTier)
 	}
 	return writeOut(stdout, rep.JSON())
+}
+
+// writeGradeLines prints one line per log (its verdict, or why it was not
+// graded) and the totals.
+func writeGradeLines(results []pipeline.GradeResult, stdout, stderr io.Writer) error {
+	var resolved, unresolved, none, skipped, failed int
+	var b strings.Builder
+	for _, r := range results {
+		verdict := ""
+		switch {
+		case r.Err != nil:
+			failed++
+			fmt.Fprintf(stderr, "swebuild grade: %v\n", r.Err)
+			continue
+		case r.Skipped != "":
+			skipped++
+			verdict = "not graded: " + r.Skipped
+		case r.Report.PatchIsNone:
+			none++
+			verdict = "patch_is_None"
+		case r.Report.Resolved:
+			resolved++
+			verdict = "resolved"
+		default:
+			unresolved++
+			verdict = "unresolved"
+			if r.Report.Decision != "" && r.Report.Decision != grading.DecisionGraded {
+				verdict += " (" + r.Report.Decision + ")"
+			}
+		}
+		fmt.Fprintf(&b, "%s: %s\n", r.Path, verdict)
+	}
+	fmt.Fprintf(&b, "graded %d of %d logs: %d resolved, %d unresolved, %d patch_is_None; %d not graded, %d errors; report.json beside each graded log\n",
+		resolved+unresolved+none, len(results), resolved, unresolved, none, skipped, failed)
+	if _, err := io.WriteString(stdout, b.String()); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
 }
 
 // upstreamName names the upstream release whose rules r are.
@@ -215,37 +295,4 @@ func writeOut(w io.Writer, b []byte) error {
 		return fmt.Errorf("writing output: %w", err)
 	}
 	return nil
-}
-
-// findInstance loads the dataset and returns the record of id. Problems in
-// other records are printed as warnings; a problem in the record itself is
-// the error.
-func findInstance(ctx context.Context, ds *datasetFlags, id string, stderr io.Writer) (core.Instance, error) {
-	insts, err := ds.open(ctx, nil, stderr)
-	path := ds.source.String()
-	var verr *dataset.ValidationError
-	if err != nil && !errors.As(err, &verr) {
-		return core.Instance{}, err
-	}
-	for _, inst := range insts {
-		if inst.InstanceID == id {
-			if verr != nil {
-				fmt.Fprintf(stderr, "swebuild grade: warning: %d problem(s) in other records of %s (first: %v)\n", len(verr.Problems), path, verr.Problems[0])
-			}
-			return inst, nil
-		}
-	}
-	if verr != nil {
-		var own []string
-		for _, p := range verr.Problems {
-			if p.InstanceID == id {
-				own = append(own, p.Error())
-			}
-		}
-		if len(own) > 0 {
-			return core.Instance{}, fmt.Errorf("instance %s: %s", id, strings.Join(own, "; "))
-		}
-		return core.Instance{}, fmt.Errorf("instance %s not found among the valid records of %s: %w", id, path, err)
-	}
-	return core.Instance{}, fmt.Errorf("instance %s not found in %s", id, path)
 }

@@ -148,7 +148,11 @@ func TestGradeCommandErrors(t *testing.T) {
 		usage bool
 		msg   string
 	}{
-		{"missing flags", []string{"--log", logPath}, true, "--dataset, --instance required"},
+		{"missing flags", []string{"--log", logPath}, true, "--dataset is required (or --task-repo DIR)"},
+		{"no log", []string{"--dataset", ds}, true, "--log FILE (or --run-dir DIR) is required"},
+		{"two instances for one log", []string{"--dataset", ds, "--instance", "a", "--instance", "b", "--log", logPath}, true, "one --log is graded against one --instance"},
+		{"exit code of many logs", []string{"--dataset", ds, "--log", logPath, "--log", logPath, "--exit-code", "1"}, true, "give one --log"},
+		{"predictions and no-patch", []string{"--dataset", ds, "--log", logPath, "--predictions", logPath, "--no-patch"}, true, "exclude each other"},
 		{"exclusive", []string{"--dataset", ds, "--instance", "x", "--log", logPath, "--gold", "--no-patch"}, true, "exclude each other"},
 		{"unknown instance", []string{"--dataset", ds, "--instance", "nope", "--log", logPath}, false, "not found"},
 		{"no parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath}, false, "no log parser"},
@@ -159,7 +163,7 @@ func TestGradeCommandErrors(t *testing.T) {
 		{"exit code under v4.1", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v4.1", "--exit-code", "1"}, true, "--exit-code needs v5"},
 		{"v5 without log_parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v5"}, false, "no log_parser"},
 		{"v5 unknown parser", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--grading", "v5", "--parser", "parse_log_nope"}, false, "parse_log_nope"},
-		{"patch is a directory", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--patch", dir}, false, "is a directory"},
+		{"patch is a directory", []string{"--dataset", ds, "--instance", "getmoto__moto-1", "--log", logPath, "--patch", dir}, true, "is a directory"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

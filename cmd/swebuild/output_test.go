@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/verify"
 )
@@ -40,6 +41,7 @@ import (
 //   - a build with neither --push nor --output says nothing was exported,
 //     and publish and verify refuse its records saying how to export.
 func TestOutputOCILayout(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()

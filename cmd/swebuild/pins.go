@@ -26,8 +26,10 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	)
 	fs.StringVar(&format, "format", "text", "output format: text or json")
 	fs.StringArrayVar(&datasets, "dataset", nil, "count the instances of this dataset each rule touches (file or hub name, as for plan; repeatable)")
+	var files []string
+	fs.StringArrayVar(&files, "file", nil, "also list the hold rules of this pins file (a nightly's proposal), read as --pins default,FILE reads it (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild pins list [--dataset DATASET]... [--format text|json]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: swebuild pins list [--dataset DATASET]... [--file FILE]... [--format text|json]\n\n"+
 			"List the pin rules applied on top of upstream specs (--pins default), then the\n"+
 			"rules that make instances x86-only (no linux/arm64 image), each with how to turn\n"+
 			"it off (--pins default,-ID) and, per --dataset, how many instances it touches;\n"+
@@ -49,6 +51,14 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	rules := pins.All()
+	builtin := len(rules)
+	for _, f := range files {
+		_, fr, err := pins.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--file: %w", err)
+		}
+		rules = append(rules, fr...)
+	}
 	x86 := spec.X86Rules()
 	flat := pins.FlatRules()
 	if format == "json" {
@@ -79,7 +89,11 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "id:       %s\nmatch:    %s\nchange:   %s\nreason:   %s\nevidence: %s\nturn off: --pins default,-%s\n", r.ID, r.Match, r.Change, r.Reason, r.Evidence, r.ID)
+		off := "--pins default,-" + r.ID
+		if i >= builtin {
+			off = "a pins file's rule: leave the file out of --pins (on with --pins default,FILE)"
+		}
+		fmt.Fprintf(stdout, "id:       %s\nmatch:    %s\nchange:   %s\nreason:   %s\nevidence: %s\nturn off: %s\n", r.ID, r.Match, r.Change, r.Reason, r.Evidence, off)
 		touches(r.ID)
 	}
 	fmt.Fprintf(stdout, "\nx86-only rules (instances matching one get no linux/arm64 image; USE_X86 and a --specs file's x86_only list come first):\n")

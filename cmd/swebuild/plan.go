@@ -9,9 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/taskrepo"
 )
 
 // runPlan implements `swebuild plan`.
@@ -47,11 +45,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if loaded == nil {
 		return loadErr
 	}
-	if loaded.Tasks != nil {
-		return writeTaskPlan(loaded.TaskPlan(plats), format, stdout, loadErr)
-	}
-	r, insts := loaded.Renderer, loaded.Instances
-	p, err := plan.Build(ctx, r, insts, plats)
+	p, err := loaded.Plan(ctx, plats)
 	if err != nil {
 		return err
 	}
@@ -75,23 +69,6 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%w; %d instance(s) could not be planned", loadErr, len(p.Errors))
 		}
 		return fmt.Errorf("%d instance(s) could not be planned", len(p.Errors))
-	}
-	return loadErr
-}
-
-// writeTaskPlan prints a task repo's plan: per language and platform, and
-// the reasons tasks stay x86-only (table), or every task (json).
-func writeTaskPlan(tp taskrepo.Plan, format string, stdout io.Writer, loadErr error) error {
-	var err error
-	if format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(tp)
-	} else {
-		err = tp.WriteTable(stdout)
-	}
-	if err != nil {
-		return fmt.Errorf("writing plan: %w", err)
 	}
 	return loadErr
 }

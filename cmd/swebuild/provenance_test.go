@@ -36,19 +36,13 @@ import (
 // image digest, with the tests of the verify run's report.json. It also
 // measures what the attestations cost per image, and the no-op re-run.
 func TestProvenanceFixture(t *testing.T) {
-	f := newFixtureStack(t)
+	f, built := sharedFixture(t)
 	stacktest.LookPath(t, "skopeo")
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
-	md := filepath.Join(tmp, "metadata.jsonl")
-	if _, err := f.build(t, ctx, f.dataset, f.reg+"/swebuild-test/provenance-staging", md); err != nil {
-		t.Fatalf("building the fixture: %v", err)
-	}
-	recs, err := core.ReadFile(md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	md, recs := built.MetadataFile, built.Records
+	var err error
 	insts := 0
 	for _, r := range recs {
 		if r.Kind == core.KindInstance {

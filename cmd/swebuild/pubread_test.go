@@ -160,7 +160,7 @@ func TestFiveReadersTokenRealm(t *testing.T) {
 				t.Errorf("check: %v\n%s%s", err, stdout, stderr)
 			}
 		}},
-		{"sizes", runSizes, []string{"--images", repo, "--dataset", ids, "--platform", "linux/amd64,linux/arm64", "--format", "json"}, func(t *testing.T, err error, stdout, stderr string) {
+		{"sizes", runSizes, []string{"--images", repo, "--ids", ids, "--platform", "linux/amd64,linux/arm64", "--format", "json"}, func(t *testing.T, err error, stdout, stderr string) {
 			var rep struct {
 				A struct {
 					Images []struct{ Status, Platform string }

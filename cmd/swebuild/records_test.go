@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -79,13 +80,13 @@ func TestTornLedgerOneReader(t *testing.T) {
 	if !bytes.Equal(plans[fullPath], plans[tornPath]) || !bytes.Contains(plans[fullPath], []byte(`"previously_verified": true`)) {
 		t.Errorf("ci matrix plans differ, or read no ledger record:\nwhole ledger: %s\ntorn ledger: %s", plans[fullPath], plans[tornPath])
 	}
-	if recs, err := ci.ReadLedger(tornPath, nil); err != nil || !reflect.DeepEqual(recs, want) {
+	if recs, err := ci.ReadLedger(context.Background(), tornPath, nil); err != nil || !reflect.DeepEqual(recs, want) {
 		t.Errorf("ci.ReadLedger: %d records, %v", len(recs), err)
 	}
 
 	// sizes --images LEDGER: the same targets.
-	tFull, errFull := sizes.LoadImageFile(fullPath)
-	tTorn, errTorn := sizes.LoadImageFile(tornPath)
+	tFull, errFull := sizes.LoadImageFile(context.Background(), fullPath)
+	tTorn, errTorn := sizes.LoadImageFile(context.Background(), tornPath)
 	if errFull != nil || errTorn != nil || len(tFull) == 0 || !reflect.DeepEqual(tFull, tTorn) {
 		t.Errorf("sizes.LoadImageFile: %d targets (%v) from the whole ledger, %d (%v) from the torn one", len(tFull), errFull, len(tTorn), errTorn)
 	}

@@ -13,75 +13,9 @@ import (
 
 	"github.com/swebuild/swebuild/builder/render"
 	"github.com/swebuild/swebuild/builder/render/taskwrite"
-	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/pipeline"
 )
-
-// genInputs are the flags shared by render, plan, build and verify.
-type genInputs struct {
-	datasetFlags
-	taskRepo  string
-	instances []string
-	pins      string
-	specs     string
-	specsVer  string
-	freeze    string
-}
-
-func (g *genInputs) register(fs *pflag.FlagSet) {
-	g.datasetFlags.register(fs)
-	fs.StringVar(&g.taskRepo, "task-repo", "", "upstream v5 task repo directory (sweb.yaml + tasks/<id>/), instead of --dataset: its published splits, or --instance ids from any split")
-	fs.StringArrayVar(&g.instances, "instance", nil, "instance id to use (repeatable; default: all, or a task repo's published splits)")
-	fs.StringVar(&g.pins, "pins", "default", "pin rules on top of upstream specs: none, default, ID,ID or default,-ID; -ID of an x86-only rule lifts it (swebuild pins list)")
-	fs.StringVar(&g.specs, "specs", "", "extra specs file with a data-defined profile (e.g. testdata/fixture/specs.json)")
-	fs.StringVar(&g.freeze, "freeze", "", "directory of captured environment documents (swebuild drift --save DIR): envs are rendered to install exactly what those images had (pin rule frozen)")
-	fs.StringVar(&g.specsVer, "specs-version", spec.VersionV410, "upstream tables: 4.1.0 (SWE-bench v4.1.0) or final (their state at 2514c86: C libffi, Rust Cargo.lock pins, Java sequential tests, Python eval.sh rm -f of added test files)")
-}
-
-// inputs are the pipeline's inputs from the flags.
-func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
-	switch {
-	case g.dataset == "" && g.taskRepo == "":
-		return pipeline.Inputs{}, errors.New("--dataset is required (or --task-repo DIR)")
-	case g.dataset != "" && g.taskRepo != "":
-		return pipeline.Inputs{}, errors.New("--dataset and --task-repo: give one")
-	}
-	if g.cacheDir == "" {
-		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
-	}
-	if g.specsVer != spec.VersionV410 && g.specsVer != spec.VersionFinal {
-		return pipeline.Inputs{}, fmt.Errorf("--specs-version %q: want %s or %s", g.specsVer, spec.VersionV410, spec.VersionFinal)
-	}
-	if _, err := pins.Parse(g.pins); err != nil {
-		return pipeline.Inputs{}, fmt.Errorf("--pins: %w", err)
-	}
-	return pipeline.Inputs{
-		Dataset:      g.dataset,
-		TaskRepo:     g.taskRepo,
-		Instances:    g.instances,
-		Specs:        g.specs,
-		Pins:         g.pins,
-		Freeze:       g.freeze,
-		SpecsVersion: g.specsVer,
-		CacheDir:     g.cacheDir,
-		Offline:      g.offline,
-		Hub:          pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
-		Log:          log,
-	}, nil
-}
-
-// load reads the tables, the extra specs, the pins and the dataset
-// (pipeline.Load). A dataset with invalid records returns the valid ones
-// plus the problems; a missing --dataset is a usage error.
-func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loaded, error) {
-	in, err := g.inputs(stderr)
-	if err != nil {
-		return nil, usageProblem{err}
-	}
-	return pipeline.Load(ctx, in)
-}
 
 // parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
 // repeated or comma-separated, and returns the platforms in index order.
@@ -107,24 +41,25 @@ func parseArches(vals []string) ([]core.Platform, error) {
 	return core.PlatformSet(list)
 }
 
-// writeAllLowGC runs r.WriteAll with the GC target lowered from the default
-// 100% to 25% (unless GOGC was set). The live heap here is the dataset
-// buffer (pointer-free, so a GC cycle costs well under a millisecond) while
-// rendering makes ~20 MB of short-lived garbage: letting the heap grow to
-// twice the dataset touches ~3,000 fresh pages, and each page fault costs
-// more than the extra GC cycles. Measured 2026-12-01 (2 vCPUs, load average
-// 1.5-1.8, 21 interleaved rounds, `go run ./internal/benchtools/plainbench`),
-// `swebuild render --arch all --pins none` over Verified: median wall
-// 0.206 s with the default GOGC -> 0.199 s (x1.07; CPU 0.333 -> 0.301 s,
-// peak RSS 47.5 -> 39.4 MiB); over Multilingual+Multimodal 0.182 -> 0.180 s
-// (x1.03; CPU x1.06, RSS 43.2 -> 38.5 MiB).
-func writeAllLowGC(ctx context.Context, r *render.Renderer, insts []core.Instance, platforms []core.Platform, out string, jobs int, layout render.Layout) (int, []*render.InstanceError) {
+// writeFilesLowGC runs loaded.WriteFiles with the GC target lowered from
+// the default 100% to 25% (unless GOGC was set). The live heap here is the
+// dataset buffer (pointer-free, so a GC cycle costs well under a
+// millisecond) while rendering makes ~20 MB of short-lived garbage: letting
+// the heap grow to twice the dataset touches ~3,000 fresh pages, and each
+// page fault costs more than the extra GC cycles. Measured 2026-12-01 (2
+// vCPUs, load average 1.5-1.8, 21 interleaved rounds, `go run
+// ./internal/benchtools/plainbench`), `swebuild render --arch all --pins
+// none` over Verified: median wall 0.206 s with the default GOGC -> 0.199 s
+// (x1.07; CPU 0.333 -> 0.301 s, peak RSS 47.5 -> 39.4 MiB); over
+// Multilingual+Multimodal 0.182 -> 0.180 s (x1.03; CPU x1.06, RSS 43.2 ->
+// 38.5 MiB).
+func writeFilesLowGC(ctx context.Context, loaded *pipeline.Loaded, o pipeline.FilesOptions) (int, int, []*render.InstanceError) {
 	if prev := debug.SetGCPercent(25); prev != 100 {
 		debug.SetGCPercent(prev) // GOGC set by the user: keep it
 	} else {
 		defer debug.SetGCPercent(prev)
 	}
-	return r.WriteAllLayout(ctx, insts, platforms, out, jobs, layout)
+	return loaded.WriteFiles(ctx, o)
 }
 
 // renderFlags are render's own flags.
@@ -140,9 +75,9 @@ type renderFlags struct {
 
 func (f *renderFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.arches, "arch", nil, "architecture: x86_64, arm64 or all (repeatable); with only --task-repo-out, default x86_64")
-	fs.StringVarP(&f.out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json} (flat: {Dockerfile,eval.sh,meta.json})")
+	fs.StringVarP(&f.out, "out", "o", "", "output directory: writes DIR/<instance_id>/<arch>/{Dockerfile.base,Dockerfile.env,Dockerfile.instance,setup_env.sh,setup_repo.sh,eval.sh,meta.json} (flat: {Dockerfile,eval.sh,meta.json}; a task repo: {Dockerfile,eval.sh} for the arches each task gets)")
 	fs.StringVar(&f.layout, "layout", string(render.LayoutLayered), "layered (v4: base, env and instance Dockerfiles with their scripts) or flat (v5: one self-contained Dockerfile per instance and arch)")
-	fs.StringVar(&f.taskRepo, "task-repo-out", "", "also write the dataset as an upstream v5 task repo into DIR: sweb.yaml, tasks/<id>/{task.yaml,tests.json,eval.sh,Dockerfile (flat),gold.patch,test.patch,problem_statement.md,hints.md}")
+	fs.StringVar(&f.taskRepo, "task-repo-out", "", "also write the dataset as an upstream v5 task repo into DIR: sweb.yaml, tasks/<id>/{task.yaml,tests.json,eval.sh,Dockerfile (flat),gold.patch,test.patch,problem_statement.md,hints.md}; task.yaml keeps the record's other columns and says x86_only: RULE for an instance that gets no linux/arm64")
 	fs.StringVar(&f.taskDataset, "task-repo-dataset", "", "dataset name sweb.yaml publishes (default: the hub dataset's name)")
 	fs.StringVar(&f.taskSplit, "task-repo-split", "", "the tasks' split (default: the hub dataset's split, else test)")
 	fs.IntVarP(&f.jobs, "jobs", "j", 0, "concurrent renders/writes (default: 4 per CPU)")
@@ -170,7 +105,8 @@ func (f *renderFlags) check() ([]core.Platform, render.Layout, error) {
 	return archList, lay, nil
 }
 
-// writeTaskRepo writes loaded's instances as a task repo (taskwrite.Write).
+// writeTaskRepo writes loaded's records as a task repo
+// (pipeline.Loaded.ExportTasks).
 func (f *renderFlags) writeTaskRepo(ctx context.Context, fs *pflag.FlagSet, loaded *pipeline.Loaded, p core.Platform, stdout, stderr io.Writer) error {
 	name, split := f.taskDataset, f.taskSplit
 	if src := loaded.Source; src.FromHub() {
@@ -180,7 +116,7 @@ func (f *renderFlags) writeTaskRepo(ctx context.Context, fs *pflag.FlagSet, load
 	if name == "" {
 		return usageErr(fs, stderr, "--task-repo-dataset is required for a dataset file (%s)", loaded.Source)
 	}
-	n, failed := taskwrite.Write(ctx, loaded.Renderer, loaded.Instances, taskwrite.Options{
+	n, failed := loaded.ExportTasks(ctx, taskwrite.Options{
 		Out: f.taskRepo, Datasets: []string{name}, Split: cmp.Or(split, "test"), Platform: p,
 	})
 	for _, e := range failed {
@@ -221,22 +157,14 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if loaded == nil {
 		return loadErr
 	}
-	if loaded.Tasks != nil {
-		if f.out == "" {
-			return usageErr(fs, stderr, "--out is required for a task repo")
-		}
-		n, err := loaded.TaskPlan(archList).Write(f.out)
-		fmt.Fprintf(stdout, "wrote %d (task, arch) pairs of %d tasks into %s\n", n, len(loaded.Tasks), f.out)
-		return errors.Join(loadErr, err)
-	}
 	var errs []error
 	if f.out != "" {
-		n, failed := writeAllLowGC(ctx, loaded.Renderer, loaded.Instances, archList, f.out, f.jobs, lay)
+		n, wanted, failed := writeFilesLowGC(ctx, loaded, pipeline.FilesOptions{Platforms: archList, Out: f.out, Jobs: f.jobs, Layout: lay})
 		networkHint(stderr, "render", loaded, g.cacheDir)
 		for _, e := range failed {
 			fmt.Fprintf(stderr, "render: %v\n", e)
 		}
-		fmt.Fprintf(stdout, "rendered %d of %d (instance, arch) pairs into %s\n", n, len(loaded.Instances)*len(archList), f.out)
+		fmt.Fprintf(stdout, "rendered %d of %d (instance, arch) pairs into %s\n", n, wanted, f.out)
 		if len(failed) > 0 {
 			errs = append(errs, fmt.Errorf("%d render(s) failed", len(failed)))
 		}

@@ -39,6 +39,7 @@ import (
 // requests and bytes per image, the publish carry cost and the no-op
 // re-run.
 func TestSBOMFixture(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	stacktest.LookPath(t, "skopeo")
 	buildctl := findBuildctl(t)

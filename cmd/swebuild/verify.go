@@ -32,7 +32,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--engine buildkit|docker] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit or Docker and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--engine buildkit|docker] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--allow-harness-changes] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit or Docker and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -68,6 +68,7 @@ type verifyFlags struct {
 	logParser    string
 	evalScript   string
 	authEnv      string
+	allowHarness bool
 }
 
 func (f *verifyFlags) register(fs *pflag.FlagSet) {
@@ -91,6 +92,7 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.format, "format", "table", "summary on stdout: table or json")
 	fs.StringVar(&f.evalScript, "eval-script", verify.ScriptDataset, "eval script to run: dataset (the record's eval_script as upstream v5 runs it, graded by its log_parser under v5's rules; records without one use the generated script, and the results say so) or generated (the v4.1.0 eval.sh rendered from the spec tables, v4.1.0's rules)")
 	fs.StringVar(&f.logParser, "log-parser", "", "upstream log parser for every repository; default: the record's log_parser with its own script, else the one the spec profile names, else upstream's map")
+	fs.BoolVar(&f.allowHarness, "allow-harness-changes", false, "run predictions whose patch changes the test harness (a conftest.py the test patch does not set, a root pytest.py, sitecustomize, .pth files, test-runner configuration, a Go TestMain, .git/, the scripts the eval script runs); without it they are not run and come out patch_modifies_test_harness, naming the files. Gold patches are never refused, only reported")
 	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (for the --images registry only) or REGISTRY=USER:PASSWORD,... for pulling the images; the Docker config and credential helpers are used too")
 }
 
@@ -185,11 +187,13 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Parser:          f.logParser,
 		EvalScript:      f.evalScript,
 		Baseline:        f.baseline,
-		RunDir:          f.runDir,
-		SummaryFile:     f.summaryFile,
-		JSON:            f.format == "json",
-		Out:             stdout,
-		Log:             stderr,
+
+		AllowHarnessChanges: f.allowHarness,
+		RunDir:              f.runDir,
+		SummaryFile:         f.summaryFile,
+		JSON:                f.format == "json",
+		Out:                 stdout,
+		Log:                 stderr,
 	}, nil
 }
 

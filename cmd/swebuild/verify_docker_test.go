@@ -23,6 +23,7 @@ import (
 // engines. The docker command pulls each published index for both platforms
 // and gets the image of that platform.
 func TestVerifyEngineDockerStack(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	dockerHost := stacktest.RequireDocker(t)
 	docker := stacktest.DockerCLI(t)

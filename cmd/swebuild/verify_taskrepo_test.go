@@ -10,53 +10,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swebuild/swebuild/builder"
-	"github.com/swebuild/swebuild/builder/plan"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/internal/stacktest"
-	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/verify"
 )
 
-// fixturePyBases builds the layered fixture's py base image for linux/amd64
-// and linux/arm64 (only those two nodes), pushes them by digest and returns
-// them as --build-context flags binding the names the fixture task repo's
-// Dockerfiles start FROM (swebuild-fixture-base-py-<arch>).
-func fixturePyBases(t *testing.T, ctx context.Context, f fixtureStack, buildkit string) []string {
+// fixturePyBases returns the layered fixture's py base images for
+// linux/amd64 and linux/arm64, from the shared fixture build (pushed by
+// digest), as --build-context flags binding the names the fixture task
+// repo's Dockerfiles start FROM (swebuild-fixture-base-py-<arch>).
+func fixturePyBases(t *testing.T, built stacktest.Built) []string {
 	t.Helper()
-	loaded, err := pipeline.Load(ctx, pipeline.Inputs{Dataset: f.dataset, Specs: f.specs, Pins: "default", CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, core.AllPlatforms())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := pipeline.Nodes(p, loaded.Instances, []string{f.rootfs, f.ctxDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bases []*builder.Node
-	for _, n := range nodes {
-		if n.Kind == builder.KindBase && strings.HasPrefix(n.Key, "sweb.base.fixture.") {
-			bases = append(bases, n)
-		}
-	}
-	if len(bases) != 2 {
-		t.Fatalf("%d py base nodes, want one per platform", len(bases))
-	}
-	rep, err := builder.Build(ctx, bases, builder.Options{Builders: []builder.BuilderSpec{{Addr: buildkit}}, Workers: 2,
-		Push: f.reg + "/swebuild-test/taskrepo-verify-base", RunDir: t.TempDir(), Progress: "quiet"})
-	if err != nil {
-		t.Fatalf("building the fixture's py bases: %v", err)
-	}
 	var flags []string
-	for _, r := range rep.Records() {
-		if !strings.HasPrefix(r.Ref, f.reg+"/swebuild-test/taskrepo-verify-base@sha256:") {
+	for _, r := range built.Records {
+		if r.Kind != core.KindBase || !strings.HasPrefix(r.Key, "sweb.base.fixture.") {
+			continue
+		}
+		if !strings.HasPrefix(r.Ref, built.Repo+"@sha256:") {
 			t.Fatalf("base %s %s: ref %q", r.Key, r.Platform, r.Ref)
 		}
 		flags = append(flags, "--build-context", fmt.Sprintf("swebuild-fixture-base-py-%s=docker-image://%s", r.Platform.GOARCH(), r.Ref))
+	}
+	if len(flags) != 2*len(core.AllPlatforms()) {
+		t.Fatalf("py base images %q, want one per platform", flags)
 	}
 	return flags
 }
@@ -65,8 +42,8 @@ func fixturePyBases(t *testing.T, ctx context.Context, f fixtureStack, buildkit 
 // repo, fixture__calc-1, built with `build --task-repo` for linux/amd64 and
 // linux/arm64 (QEMU) and pushed by digest, then `verify --task-repo
 // --metadata-file` on both platforms under v5's rules with the task's own
-// eval.sh (no exit-status recording of its own: verify's wrapper adds it as
-// upstream v5's record_test_exit_code does) and its log_parser:
+// eval.sh (no exit-status recording of its own: verify adds it as upstream
+// v5's record_test_exit_code does) and its log_parser:
 //   - gold resolves: v5 rules, parse_log_pytest, wrapper status 0, log 0;
 //   - --control does not resolve;
 //   - a prediction that prints PASSED lines and ">>>>> Test Exit Code: 0"
@@ -77,8 +54,7 @@ func fixturePyBases(t *testing.T, ctx context.Context, f fixtureStack, buildkit 
 func TestVerifyTaskRepoBothPlatforms(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("wall time %s", time.Since(start).Round(time.Second)) }()
-	st := stacktest.Require(t)
-	f := newFixtureStack(t)
+	f, built := sharedFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
@@ -86,7 +62,7 @@ func TestVerifyTaskRepoBothPlatforms(t *testing.T) {
 	const id = "fixture__calc-1"
 	platforms := []core.Platform{core.AMD64, core.ARM64}
 
-	binds := fixturePyBases(t, ctx, f, st.BuildkitHost)
+	binds := fixturePyBases(t, built)
 	t.Logf("bases bound after %s: %v", time.Since(start).Round(time.Second), binds)
 
 	md := filepath.Join(tmp, "metadata.jsonl")
@@ -144,7 +120,9 @@ func TestVerifyTaskRepoBothPlatforms(t *testing.T) {
 
 	// Gold, control and the printer in one run.
 	printer := writePredictions(t, map[string]any{"instance_id": id, "model_name_or_path": "org/printer", "model_patch": newFilePatch("conftest.py", printerConftest)})
-	sum := verifyRun("gold-control-printer", "--gold", "--control", "--predictions", printer)
+	// The printer and the broken suite are conftest.py files: harness
+	// changes, run here with --allow-harness-changes.
+	sum := verifyRun("gold-control-printer", "--gold", "--control", "--predictions", printer, "--allow-harness-changes")
 	for _, p := range platforms {
 		t.Run(p.GOARCH(), func(t *testing.T) {
 			gold := result(t, sum, verify.ModeGold, p)
@@ -177,7 +155,7 @@ func TestVerifyTaskRepoBothPlatforms(t *testing.T) {
 
 	// A suite that never starts.
 	broken := writePredictions(t, map[string]any{"instance_id": id, "model_name_or_path": "m", "model_patch": newFilePatch("conftest.py", "raise ImportError(\"broken on purpose\")\n")})
-	sum = verifyRun("no-suite", "--predictions", broken)
+	sum = verifyRun("no-suite", "--predictions", broken, "--allow-harness-changes")
 	for _, p := range platforms {
 		ns := result(t, sum, verify.ModePredictions, p)
 		decision := ""

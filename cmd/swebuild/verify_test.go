@@ -63,8 +63,8 @@ func newFixtureStack(t testing.TB) fixtureStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctxDir := t.TempDir()
-	if err := stacktest.MakeRepos(context.Background(), filepath.Join(ctxDir, "mirror")); err != nil {
+	ctxDir, err := stacktest.FixtureContext(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return fixtureStack{
@@ -168,15 +168,12 @@ func brokenDataset(t testing.TB, src string) string {
 // regressions against that baseline, and build --verify --push does not push
 // them.
 func TestVerifyFixture(t *testing.T) {
-	f := newFixtureStack(t)
+	stacktest.Thorough(t)
+	f, built := sharedFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
-	md := filepath.Join(tmp, "metadata.jsonl")
-	push := f.reg + "/swebuild-test/verify"
-	if _, err := f.build(t, ctx, f.dataset, push, md); err != nil {
-		t.Fatalf("building the fixture: %v", err)
-	}
+	md := built.MetadataFile
 
 	// 1. Gold and control on both platforms.
 	runDir := filepath.Join(tmp, "verify")

@@ -16,6 +16,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/grading"
+	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/verify"
 )
 
@@ -143,8 +144,10 @@ func writePredictions(t *testing.T, preds ...map[string]any) string {
 // local registry):
 //   - the gold patch with the record's own script resolves; the wrapper's
 //     exit status and the log's exit-code line agree (0);
-//   - a prediction that prints PASSED lines and ">>>>> Test Exit Code: 0"
-//     while its tests fail is not resolved, and the disagreement is reported;
+//   - a prediction whose conftest.py prints PASSED lines and ">>>>> Test
+//     Exit Code: 0" while its tests fail is refused (a harness file); with
+//     --allow-harness-changes it is not resolved, and the disagreement is
+//     reported;
 //   - a prediction whose conftest.py leaves a process rewriting the recorded
 //     output and exit-status files after eval.sh ends is not resolved;
 //   - prediction ids not in the dataset fail the run, naming them, before
@@ -154,6 +157,7 @@ func writePredictions(t *testing.T, preds ...map[string]any) string {
 //     imported: pytest exits 4 with no test run) is not graded, with v5's
 //     reason (no results and no sign the suite ran).
 func TestVerifyV5Records(t *testing.T) {
+	stacktest.Thorough(t)
 	f := newFixtureStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -194,7 +198,15 @@ func TestVerifyV5Records(t *testing.T) {
 
 	// 1. Gold with the record's script, and the printer.
 	printer := writePredictions(t, map[string]any{"instance_id": inst.InstanceID, "model_name_or_path": "org/printer", "model_patch": newFilePatch("conftest.py", printerConftest)})
-	sum, _, err := verifyRun("gold-printer", "--gold", "--predictions", printer)
+	// The printer is a conftest.py, a harness file: refused unless allowed.
+	sum, _, err := verifyRun("printer-refused", "--predictions", printer)
+	if err != nil {
+		t.Errorf("verify --predictions printer: %v", err)
+	}
+	if r := result(t, sum, verify.ModePredictions); r.Resolved || r.Failure != verify.FailureHarness || len(r.Harness) != 1 || r.Harness[0].Path != "conftest.py" {
+		t.Errorf("printer without --allow-harness-changes: resolved %v, failure %q, harness %+v; want %s naming conftest.py", r.Resolved, r.Failure, r.Harness, verify.FailureHarness)
+	}
+	sum, _, err = verifyRun("gold-printer", "--gold", "--predictions", printer, "--allow-harness-changes")
 	if err != nil {
 		t.Errorf("verify --gold --predictions printer: %v", err)
 	}
@@ -222,33 +234,26 @@ func TestVerifyV5Records(t *testing.T) {
 		t.Errorf("printer run report:\n%s", rep)
 	}
 
-	// 2. The rewriters: results are collected once every process of the
-	// run is gone, from files the tests cannot have rewritten. One rewrites
-	// only the output directory: it is killed before anything is written
-	// there, and the run is graded from the real output and status. The
-	// other rewrites the capture file while eval.sh still runs: the file no
-	// longer hashes like the stream, an infrastructure error.
+	// 2. The rewriters (issue 20 row 3): the results are the runtime's
+	// stream and exit status, read by swebuild; no file the tests can
+	// write is read, and every process of the tests ends with eval.sh. A
+	// rewriter of the prepare container's output directory and one of
+	// everything under /swebuild-verify are graded from the real output
+	// and status.
 	for _, tc := range []struct{ name, root, failure string }{
 		{"rewriter-out", "/swebuild-verify/out", verify.FailureTests},
-		{"rewriter-all", "/swebuild-verify", verify.FailureInfra},
+		{"rewriter-all", "/swebuild-verify", verify.FailureTests},
 	} {
 		preds := writePredictions(t, map[string]any{"instance_id": inst.InstanceID, "model_name_or_path": tc.name, "model_patch": newFilePatch("conftest.py", rewriterConftest(tc.root))})
-		sum, _, _ = verifyRun(tc.name, "--predictions", preds)
+		sum, _, _ = verifyRun(tc.name, "--predictions", preds, "--allow-harness-changes")
 		rw := result(t, sum, verify.ModePredictions)
 		out, _ = os.ReadFile(filepath.Join(rw.Dir, "test_output.txt"))
 		t.Logf("%s: failure %q, error %q, exit %+v, F2P %s", tc.name, rw.Failure, rw.Error, rw.Exit, rw.F2P)
 		if rw.Resolved || rw.Failure != tc.failure {
 			t.Errorf("%s: resolved %v, failure %q (%s); want unresolved, %s", tc.name, rw.Resolved, rw.Failure, rw.Error, tc.failure)
 		}
-		switch tc.failure {
-		case verify.FailureTests:
-			if rw.Exit == nil || rw.Exit.Wrapper == nil || *rw.Exit.Wrapper == 0 || rw.Exit.Disagree || !strings.Contains(string(out), "FAILED") {
-				t.Errorf("%s graded from a rewritten output or status: exit %+v, output:\n%s", tc.name, rw.Exit, tail(string(out), 2000))
-			}
-		case verify.FailureInfra:
-			if !strings.Contains(rw.Error, "changed while the tests ran") {
-				t.Errorf("%s: infrastructure error %q, want the tampering named", tc.name, rw.Error)
-			}
+		if rw.Exit == nil || rw.Exit.Wrapper == nil || *rw.Exit.Wrapper == 0 || rw.Exit.Disagree || !strings.Contains(string(out), "FAILED") {
+			t.Errorf("%s graded from a rewritten output or status: exit %+v, output:\n%s", tc.name, rw.Exit, tail(string(out), 2000))
 		}
 	}
 
@@ -288,7 +293,7 @@ func TestVerifyV5Records(t *testing.T) {
 	// conftest.py, so no test runs and nothing in the log says a suite ran.
 	// v5 does not grade it (v4.1.0 graded it as every test failing).
 	broken := writePredictions(t, map[string]any{"instance_id": inst.InstanceID, "model_name_or_path": "m", "model_patch": newFilePatch("conftest.py", "raise ImportError(\"broken on purpose\")\n")})
-	sum, _, _ = verifyRun("no-suite", "--predictions", broken)
+	sum, _, _ = verifyRun("no-suite", "--predictions", broken, "--allow-harness-changes")
 	ns := result(t, sum, verify.ModePredictions)
 	b, _ = os.ReadFile(filepath.Join(ns.Dir, "report.json"))
 	decision := ""

@@ -47,16 +47,18 @@
 //
 // # Budget
 //
-// Each request (one API call, or one file) gets at most Budget.Attempts
-// attempts within Budget.RequestTimeout, waits included. An attempt fails
-// when connecting and receiving the headers takes longer than
-// Budget.HeaderTimeout, or when the body stops for Budget.StallTimeout.
-// Retried: connection errors, 429, 5xx other than 501, bodies that end early
-// or do not match the size and sha256 the hub listed. Never retried: other
-// answers (401, 403, 404 are answers), a body over the size limit. The wait
-// before retry n is Budget.WaitMin * 2^(n-1), at most Budget.WaitMax, or
-// what a 429/503's Retry-After asks, at most Budget.MaxRetryAfter. With the
-// defaults a request gives up after 5 attempts (4 waits of 1+2+4+8 s) or 15
+// Each request (one API call, or one file) has a retry budget (package
+// retry, Options.Budget): at most Budget.Attempts attempts within
+// Budget.MaxElapsed, waits included. An attempt fails when connecting and
+// receiving the headers takes longer than Budget.AnswerTimeout, or when the
+// body stops for Options.StallTimeout. Retried: connection errors,
+// retry.Statuses (408, 429, 500, 502, 503, 504), bodies that end early or
+// do not match the size and sha256 the hub listed. Never retried: other
+// answers (401, 403, 404 are answers), a body over the size limit, a
+// redirect loop. The wait after n failed attempts is a backoff with full
+// jitter in [MinBackoff, MinBackoff * 2^n] (at most MaxBackoff), or what a
+// 429/503's Retry-After asks, at most MaxRetryAfter. With the defaults a
+// request gives up after 5 attempts (4 waits of at most 1+2+4+8 s) or 15
 // minutes, whichever comes first.
 package hub
 
@@ -79,7 +81,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
-	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // DefaultEndpoint is the hub (huggingface_hub's default HF_ENDPOINT).
@@ -88,50 +92,27 @@ const DefaultEndpoint = "https://huggingface.co"
 // ConvertRevision is the branch holding the hub's parquet conversion.
 const ConvertRevision = "refs/convert/parquet"
 
-// Defaults of Options and Budget fields left zero.
+// Defaults of Options fields left zero.
 const (
-	DefaultRefTTL         = time.Hour
-	DefaultMaxFileBytes   = 1 << 30
-	DefaultAttempts       = 5
-	DefaultWaitMin        = time.Second
-	DefaultWaitMax        = 30 * time.Second
-	DefaultMaxRetryAfter  = 2 * time.Minute
-	DefaultHeaderTimeout  = 30 * time.Second
-	DefaultStallTimeout   = time.Minute
-	DefaultRequestTimeout = 15 * time.Minute
+	DefaultRefTTL       = time.Hour
+	DefaultMaxFileBytes = 1 << 30
+	// DefaultStallTimeout is how long a body may send nothing.
+	DefaultStallTimeout = time.Minute
 	// maxAPIBytes caps an API answer (a file listing): the revision answer
 	// of a SWE-bench dataset is a few KB.
 	maxAPIBytes = 64 << 20
 )
 
-// Budget bounds the time and attempts of each request (see the package
-// documentation). Zero fields take the defaults.
-type Budget struct {
-	Attempts       int
-	WaitMin        time.Duration
-	WaitMax        time.Duration
-	MaxRetryAfter  time.Duration
-	HeaderTimeout  time.Duration
-	StallTimeout   time.Duration
-	RequestTimeout time.Duration
-}
-
-func (b Budget) withDefaults() Budget {
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	if b.Attempts <= 0 {
-		b.Attempts = DefaultAttempts
-	}
-	set(&b.WaitMin, DefaultWaitMin)
-	set(&b.WaitMax, DefaultWaitMax)
-	set(&b.MaxRetryAfter, DefaultMaxRetryAfter)
-	set(&b.HeaderTimeout, DefaultHeaderTimeout)
-	set(&b.StallTimeout, DefaultStallTimeout)
-	set(&b.RequestTimeout, DefaultRequestTimeout)
-	return b
+// DefaultBudget is a request's retry budget when Options.Budget leaves a
+// field zero (see the package documentation).
+var DefaultBudget = retry.Budget{
+	Attempts:      5,
+	MinBackoff:    500 * time.Millisecond,
+	MaxBackoff:    30 * time.Second,
+	MaxRetryAfter: 2 * time.Minute,
+	AnswerTimeout: 30 * time.Second,
+	MaxElapsed:    15 * time.Minute,
+	Statuses:      retry.Statuses,
 }
 
 // Options configures a Client.
@@ -149,8 +130,11 @@ type Options struct {
 	RefTTL time.Duration
 	// MaxFileBytes caps a downloaded file. Default DefaultMaxFileBytes.
 	MaxFileBytes int64
-	// Budget bounds each request.
-	Budget Budget
+	// Budget bounds each request; zero fields take DefaultBudget's.
+	Budget retry.Budget
+	// StallTimeout ends an attempt whose body sends nothing for this long.
+	// Default DefaultStallTimeout.
+	StallTimeout time.Duration
 	// HTTPClient makes the requests. Default: a pooled client honouring
 	// the proxy variables.
 	HTTPClient *http.Client
@@ -169,7 +153,8 @@ type Client struct {
 	offline  bool
 	ttl      time.Duration
 	maxFile  int64
-	budget   Budget
+	budget   retry.Budget
+	stall    time.Duration
 	http     *http.Client
 	log      io.Writer
 	now      func() time.Time
@@ -188,7 +173,8 @@ func New(opts Options) (*Client, error) {
 		offline:  opts.Offline,
 		ttl:      opts.RefTTL,
 		maxFile:  opts.MaxFileBytes,
-		budget:   opts.Budget.withDefaults(),
+		budget:   opts.Budget.Or(DefaultBudget),
+		stall:    opts.StallTimeout,
 		http:     opts.HTTPClient,
 		log:      opts.Log,
 		now:      opts.Now,
@@ -201,6 +187,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultRefTTL
+	}
+	if c.stall <= 0 {
+		c.stall = DefaultStallTimeout
 	}
 	if c.maxFile <= 0 {
 		c.maxFile = DefaultMaxFileBytes
@@ -415,7 +404,7 @@ func (c *Client) revision(ctx context.Context, name, revName string) (*revision,
 	_, err := c.get(ctx, u, func(r io.Reader, _ *http.Response) error {
 		b, err := io.ReadAll(io.LimitReader(r, maxAPIBytes+1))
 		if err != nil {
-			return retryable{err}
+			return retry.Again(err)
 		}
 		if len(b) > maxAPIBytes {
 			return fmt.Errorf("the answer is larger than %d bytes", maxAPIBytes)
@@ -535,56 +524,32 @@ func (c *Client) file(ctx context.Context, snap *Snapshot, f *File) error {
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	var tmp *os.File
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
 	var sum string // of the bytes downloaded
+	// Each attempt writes a temporary file that replaces local only once
+	// its size and sha256 are right (core.WriteAtomic).
 	_, err := c.get(ctx, u, func(r io.Reader, resp *http.Response) error {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-		var err error
-		if tmp, err = os.CreateTemp(filepath.Dir(local), ".tmp-*"); err != nil {
-			return err
-		}
 		if resp.ContentLength > c.maxFile {
 			return fmt.Errorf("%d bytes: %w of %d bytes a file", resp.ContentLength, ErrTooLarge, c.maxFile)
 		}
-		var h hash.Hash = sha256.New()
-		n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, c.maxFile+1))
-		switch {
-		case err != nil:
-			return retryable{fmt.Errorf("truncated: %d of %s bytes (%w)", n, sizeOr(f.Size, resp.ContentLength), err)}
-		case n > c.maxFile:
-			return fmt.Errorf("more than %d bytes: %w of %d bytes a file", c.maxFile, ErrTooLarge, c.maxFile)
-		case f.Size > 0 && n != f.Size:
-			return retryable{fmt.Errorf("truncated: %d of %d bytes", n, f.Size)}
-		}
-		if sum = hex.EncodeToString(h.Sum(nil)); f.SHA256 != "" && sum != f.SHA256 {
-			return retryable{fmt.Errorf("sha256 %s, the hub lists %s", sum, f.SHA256)}
-		}
-		return tmp.Sync()
+		return core.WriteAtomic(local, 0o644, func(w io.Writer) error {
+			var h hash.Hash = sha256.New()
+			n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(r, c.maxFile+1))
+			switch {
+			case err != nil:
+				return retry.Again(fmt.Errorf("truncated: %d of %s bytes (%w)", n, sizeOr(f.Size, resp.ContentLength), err))
+			case n > c.maxFile:
+				return fmt.Errorf("more than %d bytes: %w of %d bytes a file", c.maxFile, ErrTooLarge, c.maxFile)
+			case f.Size > 0 && n != f.Size:
+				return retry.Again(fmt.Errorf("truncated: %d of %d bytes", n, f.Size))
+			}
+			if sum = hex.EncodeToString(h.Sum(nil)); f.SHA256 != "" && sum != f.SHA256 {
+				return retry.Again(fmt.Errorf("sha256 %s, the hub lists %s", sum, f.SHA256))
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("%s: downloading: %w", what, err)
-	}
-	name := tmp.Name()
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	tmp = nil
-	if err := os.Chmod(name, 0o644); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := os.Rename(name, local); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("%s: %w", what, err)
 	}
 	if f.SHA256 == "" {
 		// The hub lists no digest for a file outside LFS: keep the one of
@@ -661,42 +626,17 @@ func escapePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-// writeAtomic writes data to path through a temporary file and a rename.
+// writeAtomic writes data to path (its directory made if missing) through
+// core.WriteBytesAtomic.
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("hub cache: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := core.WriteBytesAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
 	return nil
 }
-
-// retryable marks a failure while reading a 200 answer that another
-// attempt may not have (a body cut short or corrupted on the way).
-type retryable struct{ err error }
-
-func (r retryable) Error() string { return r.err.Error() }
-func (r retryable) Unwrap() error { return r.err }
 
 // errStalled and errNoHeaders end an attempt that waited too long.
 var (
@@ -721,47 +661,30 @@ func (s *stallReader) Read(p []byte) (int, error) {
 
 // get sends GET u until an attempt gets a 200 whose body read accepts,
 // within the budget (see the package documentation). read consumes the
-// body; a retryable error it returns makes another attempt.
+// body; an error it marks retry.Again makes another attempt.
 func (c *Client) get(ctx context.Context, u string, read func(io.Reader, *http.Response) error) (int, error) {
-	b := c.budget
-	ctx, cancel := context.WithTimeout(ctx, b.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.budget.MaxElapsed)
 	defer cancel()
-	for attempt := 1; ; attempt++ {
-		resp, err := c.attempt(ctx, u, read)
-		if err == nil {
-			return attempt, nil
-		}
-		var again bool
-		var herr *HTTPError
-		var rerr retryable
-		switch {
-		case ctx.Err() != nil:
-			if cerr := context.Cause(ctx); cerr != nil && !errors.Is(err, cerr) {
-				err = fmt.Errorf("%w (%v)", err, cerr)
-			}
-		case errors.As(err, &herr):
-			herr.Attempts = attempt
-			again, _ = retryablehttp.DefaultRetryPolicy(ctx, resp, nil)
-		case errors.As(err, &rerr):
-			again = true
-		default:
-			again, _ = retryablehttp.DefaultRetryPolicy(ctx, nil, err)
-		}
-		if !again || attempt >= b.Attempts {
-			if attempt > 1 && herr == nil {
-				err = fmt.Errorf("%w, after %d attempts", err, attempt)
-			}
-			return attempt, err
-		}
-		wait := min(retryablehttp.DefaultBackoff(b.WaitMin, b.WaitMax, attempt-1, resp), b.MaxRetryAfter)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return attempt, fmt.Errorf("%w (waiting to retry after: %v)", ctx.Err(), err)
-		case <-t.C:
+	n, err := c.budget.Do(ctx, func(ctx context.Context, _ int) (*http.Response, error) {
+		return c.attempt(ctx, u, read)
+	}, nil)
+	if err == nil {
+		return n, nil
+	}
+	var herr *HTTPError
+	if errors.As(err, &herr) {
+		herr.Attempts = n
+		return n, err
+	}
+	if ctx.Err() != nil {
+		if cerr := context.Cause(ctx); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%v)", err, cerr)
 		}
 	}
+	if n > 1 {
+		err = fmt.Errorf("%w, after %d attempts", err, n)
+	}
+	return n, err
 }
 
 // attempt makes one request. It returns the response (its body closed) for
@@ -770,7 +693,7 @@ func (c *Client) attempt(ctx context.Context, u string, read func(io.Reader, *ht
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var reading atomic.Bool // the headers came: the timer now measures stalls
-	timer := time.AfterFunc(c.budget.HeaderTimeout, func() {
+	timer := time.AfterFunc(c.budget.AnswerTimeout, func() {
 		if reading.Load() {
 			cancel(errStalled)
 		} else {
@@ -801,11 +724,11 @@ func (c *Client) attempt(ctx context.Context, u string, read func(io.Reader, *ht
 			Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message"), Attempts: 1}
 	}
 	reading.Store(true)
-	timer.Reset(c.budget.StallTimeout)
-	err = read(&stallReader{r: resp.Body, timer: timer, d: c.budget.StallTimeout}, resp)
+	timer.Reset(c.stall)
+	err = read(&stallReader{r: resp.Body, timer: timer, d: c.stall}, resp)
 	if err != nil && ctx.Err() == nil {
 		if cause := context.Cause(actx); errors.Is(cause, errStalled) || errors.Is(cause, errNoHeaders) {
-			return resp, retryable{fmt.Errorf("%w: %v", errStalled, err)}
+			return resp, retry.Again(fmt.Errorf("%w: %v", errStalled, err))
 		}
 	}
 	return resp, err
@@ -826,7 +749,7 @@ func tokenOnlyToOrigin(hc *http.Client) *http.Client {
 			return next(req, via)
 		}
 		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
+			return retry.Stop(errors.New("stopped after 10 redirects"))
 		}
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/swebuild/swebuild/dataset/hub"
 	"github.com/swebuild/swebuild/dataset/hub/hubtest"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // liteDev is the real parquet file of SWE-bench_Lite's dev split.
@@ -58,8 +59,8 @@ func newClient(t *testing.T, s *hubtest.Server, dir string, opts hub.Options) *h
 	t.Helper()
 	opts.Endpoint = s.URL
 	opts.CacheDir = dir
-	if opts.Budget.WaitMin == 0 {
-		opts.Budget.WaitMin, opts.Budget.WaitMax = time.Millisecond, 2*time.Millisecond
+	if opts.Budget.MinBackoff == 0 {
+		opts.Budget.MinBackoff, opts.Budget.MaxBackoff = time.Millisecond, 2*time.Millisecond
 	}
 	c, err := hub.New(opts)
 	if err != nil {
@@ -214,7 +215,7 @@ func TestTruncatedDownload(t *testing.T) {
 
 	s.SetFault(obj, hubtest.Fault{Truncate: 100})
 	dir := t.TempDir()
-	_, err = newClient(t, s, dir, hub.Options{Budget: hub.Budget{Attempts: 3}}).Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev"))
+	_, err = newClient(t, s, dir, hub.Options{Budget: retry.Budget{Attempts: 3}}).Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev"))
 	want := "data/dev-00000-of-00001.parquet: downloading: truncated: 65133 of 130267 bytes (unexpected EOF), after 3 attempts"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("always truncated: %v, want %q", err, want)
@@ -243,13 +244,13 @@ func TestRetriesAndStalls(t *testing.T) {
 		t.Errorf("%d revision requests, want 3", n)
 	}
 	s.SetFault(info, hubtest.Fault{Unavailable: 10})
-	_, err := newClient(t, s, t.TempDir(), hub.Options{Budget: hub.Budget{Attempts: 2}}).Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev"))
+	_, err := newClient(t, s, t.TempDir(), hub.Options{Budget: retry.Budget{Attempts: 2}}).Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev"))
 	if err == nil || !strings.Contains(err.Error(), "503 Service Unavailable after 2 attempts") {
 		t.Errorf("503s: %v", err)
 	}
 	s.SetFault(info, hubtest.Fault{})
 	s.SetFault(hubtest.ObjectPath(dev), hubtest.Fault{Stall: 300 * time.Millisecond})
-	_, err = newClient(t, s, t.TempDir(), hub.Options{Budget: hub.Budget{Attempts: 2, StallTimeout: 50 * time.Millisecond}}).Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev"))
+	_, err = newClient(t, s, t.TempDir(), hub.Options{Budget: retry.Budget{Attempts: 2}, StallTimeout: 50 * time.Millisecond}).Fetch(ctx, ref(t, "SWE-bench/SWE-bench_Lite:dev"))
 	if err == nil || !strings.Contains(err.Error(), "no data for too long") || !strings.Contains(err.Error(), "after 2 attempts") {
 		t.Errorf("stalled body: %v", err)
 	}
@@ -294,7 +295,7 @@ func TestTokenDroppedOnOriginChange(t *testing.T) {
 			t.Cleanup(cdn.Close)
 			s.CDN = cdn.URL
 			opts := hub.Options{Token: "hf_secret", Endpoint: s.URL, CacheDir: t.TempDir()}
-			opts.Budget.WaitMin, opts.Budget.WaitMax = time.Millisecond, 2*time.Millisecond
+			opts.Budget.MinBackoff, opts.Budget.MaxBackoff = time.Millisecond, 2*time.Millisecond
 			if tc.endpointScheme == "https" {
 				tls := httptest.NewTLSServer(s.Handler())
 				t.Cleanup(tls.Close)

@@ -83,13 +83,7 @@ func Binary(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(cache, "bin", "buildkit-"+Version, "buildkitd")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("bkdaemon: %s missing (scripts/stack.sh build): %v", p, err)
-		}
-		t.Skipf("bkdaemon: %s missing (scripts/stack.sh build)", p)
-	}
+	p := stacktest.LookPath(t, filepath.Join(cache, "bin", "buildkit-"+Version, "buildkitd"))
 	if os.Geteuid() != 0 {
 		t.Skip("bkdaemon: buildkitd's oci worker runs runc rootful: needs root")
 	}

@@ -1,8 +1,11 @@
-// Package regtest starts a real distribution registry (Debian's
-// /usr/bin/docker-registry, distribution 2.8) for a test: its own config in a
-// temp dir, 127.0.0.1 on a free port, filesystem storage in t.TempDir(),
-// delete enabled, and optionally htpasswd auth. The process is stopped when the
-// test ends. The packaged service config (which enables auth) is never used.
+// Package regtest starts a registry for a test. Start: a real distribution
+// registry (Debian's /usr/bin/docker-registry, distribution 2.8): its own
+// config in a temp dir, 127.0.0.1 on a free port, filesystem storage in
+// t.TempDir(), delete enabled, and optionally htpasswd or token auth; the
+// process is stopped when the test ends, and the packaged service config
+// (which enables auth) is never used. InProcess: go-containerregistry's
+// in-memory registry in the test's process, where the registry is not what
+// the test is about.
 package regtest
 
 import (
@@ -17,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/swebuild/swebuild/internal/stacktest"
 )
 
 // Binary is the registry executable.
@@ -36,22 +41,17 @@ type Options struct {
 // Registry is a running test registry.
 type Registry struct {
 	Host    string // 127.0.0.1:port
-	Storage string // filesystem storage root
-	LogPath string
+	Storage string // filesystem storage root (Start only)
+	LogPath string // the registry's log (Start only)
 	// Realm is the token server's URL (Options.TokenRealm).
 	Realm string
 }
 
-// Start starts a registry or skips the test when the binary is missing
-// (fails instead when env CI is set).
+// Start starts a registry, or skips the test when the binary is missing
+// (fails instead when env CI is set: stacktest.LookPath).
 func Start(tb testing.TB, opts Options) *Registry {
 	tb.Helper()
-	if _, err := os.Stat(Binary); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("regtest: %s missing (apt-get install -y docker-registry): %v", Binary, err)
-		}
-		tb.Skipf("regtest: %s missing (apt-get install -y docker-registry)", Binary)
-	}
+	stacktest.LookPath(tb, Binary)
 	dir := tb.TempDir()
 	storage := filepath.Join(dir, "storage")
 	if err := os.MkdirAll(storage, 0o755); err != nil {

@@ -100,7 +100,7 @@ func TestDatasetShape(t *testing.T) {
 	if len(recs) < 4 {
 		t.Fatalf("dataset has %d instances, want at least 4", len(recs))
 	}
-	repos := FixtureRepos(t)
+	repos := SharedRepos(t)
 	projects := map[string]bool{}
 	seen := map[string]bool{}
 	for _, r := range recs {
@@ -334,7 +334,7 @@ func runTap(t *testing.T, node string, lf *labelsFrom, dir string, files []strin
 // with Debian's python3; for a project whose labels come from a TAP command,
 // that command with the host's node).
 func TestGoldPatchSatisfiesLabels(t *testing.T) {
-	repos := FixtureRepos(t)
+	repos := SharedRepos(t)
 	for _, r := range loadDataset(t) {
 		t.Run(r.InstanceID, func(t *testing.T) {
 			run := func(dir string, files []string) map[string]string {
@@ -395,7 +395,7 @@ func TestMirrorExercisesLeakCheck(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		missing(t, "bash: %v", err)
 	}
-	repos := FixtureRepos(t)
+	repos := SharedRepos(t)
 	for _, r := range loadDataset(t) {
 		t.Run(r.InstanceID, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "testbed")

@@ -1,15 +1,29 @@
-// Package stacktest lets tests find the local build stack started by
-// scripts/stack.sh (BuildKit and the registry), the cached fixture rootfs
-// tarballs and the offline fixture's git repositories.
+// Package stacktest is the one door of the tests that need the local build
+// stack started by scripts/stack.sh (BuildKit, the registries, the Docker
+// daemon, QEMU), the cached fixture rootfs tarballs, the offline fixture's git
+// repositories or a program the stack installs; and the rule of the two test
+// tiers.
 //
-// The CI rule: when something a test needs is missing, the test is skipped,
-// unless the environment variable CI is set, in which case it fails.
+// The tiers: `make test` runs `go test -short` (vet, unit and golden tests,
+// and one end-to-end test per stage on the real stack); `make test-all` runs
+// every test. A test that belongs to the thorough tier only (pools,
+// reproducibility, faults, attacks, the second and later end-to-end tests of a
+// stage) calls Thorough first, which skips it under -short. Every other test
+// runs in both tiers.
+//
+// The stack rule: a door (Require, RequireAuth, RequireDocker, Rootfs,
+// RequireBuildFixture, LookPath, ...) probes the part it hands out (BuildKit
+// answers its gRPC health check, a registry answers /v2/, the Docker daemon
+// /_ping; once per test binary) instead of trusting that a variable is set.
+// When something a test needs is missing or does not answer, the test is
+// skipped, unless the environment variable CI is set, in which case it fails.
 package stacktest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,20 +96,32 @@ func CachedTool(t testing.TB, name, script string) string {
 	return p
 }
 
-// Require returns the stack addresses from BUILDKIT_HOST and SWEBUILD_REGISTRY.
-// When either is unset the test is skipped, or fails if CI is set.
+// Thorough marks a test of the thorough tier (make test-all): under -short
+// (make test) it is skipped. Call it first in the test.
+func Thorough(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("thorough tier: runs in make test-all, not under -short (make test)")
+	}
+}
+
+// Require returns the stack addresses from BUILDKIT_HOST and SWEBUILD_REGISTRY
+// once BuildKit answers its health check there and the registry /v2/. When
+// either is unset or does not answer, the test is skipped, or fails if CI is
+// set.
 func Require(t testing.TB) Stack {
 	t.Helper()
 	s := Stack{BuildkitHost: os.Getenv(EnvBuildkitHost), Registry: os.Getenv(EnvRegistry)}
-	var unset []string
-	if s.BuildkitHost == "" {
-		unset = append(unset, EnvBuildkitHost)
+	if u := unset([2]string{EnvBuildkitHost, s.BuildkitHost}, [2]string{EnvRegistry, s.Registry}); u != "" {
+		missing(t, "local stack not configured: %s unset", u)
+		return s
 	}
-	if s.Registry == "" {
-		unset = append(unset, EnvRegistry)
+	if err := probeOnce("buildkit "+s.BuildkitHost, func(ctx context.Context) error { return probeBuildKit(ctx, s.BuildkitHost) }); err != nil {
+		missing(t, "the stack's BuildKit (%s) does not answer: %v", EnvBuildkitHost, err)
+		return s
 	}
-	if len(unset) > 0 {
-		missing(t, "local stack not configured: %s unset", strings.Join(unset, " and "))
+	if err := probeOnce("registry "+s.Registry, func(ctx context.Context) error { return probeRegistry(ctx, s.Registry, http.StatusOK) }); err != nil {
+		missing(t, "the stack's registry (%s) does not answer: %v", EnvRegistry, err)
 	}
 	return s
 }
@@ -108,20 +134,19 @@ type AuthStack struct {
 	AuthRegistry, DockerConfig string
 }
 
-// RequireAuth is Require plus SWEBUILD_AUTH_REGISTRY and DOCKER_CONFIG, with
-// the same rule when one is unset (skip, or fail under CI).
+// RequireAuth is Require plus SWEBUILD_AUTH_REGISTRY and DOCKER_CONFIG: the
+// login registry refuses /v2/ without credentials and answers it with the
+// login DOCKER_CONFIG's config.json holds for it. The same rule when one is
+// unset or does not answer (skip, or fail under CI).
 func RequireAuth(t testing.TB) AuthStack {
 	t.Helper()
 	s := AuthStack{Stack: Require(t), AuthRegistry: os.Getenv(EnvAuthRegistry), DockerConfig: os.Getenv(EnvDockerConfig)}
-	var unset []string
-	if s.AuthRegistry == "" {
-		unset = append(unset, EnvAuthRegistry)
+	if u := unset([2]string{EnvAuthRegistry, s.AuthRegistry}, [2]string{EnvDockerConfig, s.DockerConfig}); u != "" {
+		missing(t, "the stack's login registry is not configured: %s unset", u)
+		return s
 	}
-	if s.DockerConfig == "" {
-		unset = append(unset, EnvDockerConfig)
-	}
-	if len(unset) > 0 {
-		missing(t, "the stack's login registry is not configured: %s unset", strings.Join(unset, " and "))
+	if err := probeOnce("login "+s.AuthRegistry+" "+s.DockerConfig, func(ctx context.Context) error { return probeLogin(ctx, s.AuthRegistry, s.DockerConfig) }); err != nil {
+		missing(t, "the stack's login registry (%s, %s) does not answer as it should: %v", EnvAuthRegistry, EnvDockerConfig, err)
 	}
 	return s
 }
@@ -225,21 +250,21 @@ func FixtureDir(t testing.TB) string {
 // build contexts come from.
 type BuildFixture struct {
 	Dataset, Specs string
-	// ContextDirs are the rootfs tarballs' directory (Rootfs) and a
-	// temporary directory holding the fixture's git mirrors under mirror/
-	// (MakeRepos), in that order.
+	// ContextDirs are the rootfs tarballs' directory (Rootfs) and the
+	// directory holding the fixture's git mirrors under mirror/
+	// (FixtureContext), in that order.
 	ContextDirs []string
 }
 
-// RequireBuildFixture makes the fixture's mirrors in a temporary directory
-// and returns the BuildFixture. A missing rootfs tarball skips the test
-// (fails it under CI) as Rootfs does; mirrors that cannot be made fail it.
+// RequireBuildFixture returns the BuildFixture. A missing rootfs tarball
+// skips the test (fails it under CI) as Rootfs does; mirrors that cannot be
+// made fail it.
 func RequireBuildFixture(ctx context.Context, t testing.TB) BuildFixture {
 	t.Helper()
 	rootfs := Rootfs(t)
 	fixture := FixtureDir(t)
-	ctxDir := t.TempDir()
-	if err := MakeRepos(ctx, filepath.Join(ctxDir, "mirror")); err != nil {
+	ctxDir, err := FixtureContext(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return BuildFixture{
@@ -247,6 +272,28 @@ func RequireBuildFixture(ctx context.Context, t testing.TB) BuildFixture {
 		Specs:       filepath.Join(fixture, "specs.json"),
 		ContextDirs: []string{rootfs, ctxDir},
 	}
+}
+
+// FixtureContext returns the build context directory holding the fixture's
+// git mirrors under mirror/, made once per machine and version of the
+// fixture in the cache and shared by every test, test binary and the demo
+// after that (scripts/fixture.sh context). BuildKit keys a build's local
+// context by its directory: mirrors made afresh in each test's temporary
+// directory, identical byte for byte, still missed the daemon's cache, so
+// every test built the fixture's instance images again (textutil-3 on amd64
+// from two fresh mirror directories: not cached either time, 37 s and 50 s).
+// Builds only read the mirrors (bind mounts); tests that change a
+// repository use FixtureRepos.
+func FixtureContext(ctx context.Context) (string, error) {
+	out, err := RunFixtureScript(ctx, "context")
+	if err != nil {
+		return "", err
+	}
+	dir := strings.TrimSpace(out)
+	if _, err := os.Stat(filepath.Join(dir, "mirror")); err != nil {
+		return "", fmt.Errorf("scripts/fixture.sh context: %w", err)
+	}
+	return dir, nil
 }
 
 // Repos locates the fixture repositories made by scripts/fixture.sh repos.
@@ -279,6 +326,23 @@ func FixtureRepos(t testing.TB) Repos {
 		t.Fatal(err)
 	}
 	return Repos{Dir: dir}
+}
+
+// SharedRepos returns the fixture repositories of FixtureContext (one
+// directory per machine and fixture version), for tests that only read them
+// (clone, log, cat-file); a test that changes a repository uses
+// FixtureRepos. Needs bash and git; without them the test is skipped (fails
+// when CI is set).
+func SharedRepos(t testing.TB) Repos {
+	t.Helper()
+	dir, err := FixtureContext(context.Background())
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			missing(t, "making fixture repos: %v", err)
+		}
+		t.Fatal(err)
+	}
+	return Repos{Dir: filepath.Join(dir, "mirror")}
 }
 
 // MakeRepos runs scripts/fixture.sh repos dir.

@@ -16,9 +16,16 @@ import (
 func NameID(instanceID string, keepDoubleUnderscore bool) string {
 	id := strings.ToLower(instanceID)
 	if !keepDoubleUnderscore {
-		id = strings.ReplaceAll(id, "__", "_1776_")
+		id = NoDoubleUnderscore(id)
 	}
 	return id
+}
+
+// NoDoubleUnderscore is s with every "__" written "_1776_", upstream's
+// spelling of a name for registries that forbid "__" (Docker Hub): the one
+// place that rule is written.
+func NoDoubleUnderscore(s string) string {
+	return strings.ReplaceAll(s, "__", "_1776_")
 }
 
 // LatestTag is the moving tag written next to every content key tag.

@@ -43,7 +43,10 @@ type SessionAuth struct {
 	creds     *registry.Credentials
 	allowHTTP func(host string) bool
 	key       ed25519.PrivateKey
-	client    *http.Client
+	// client fetches tokens with a login: it follows a redirect only on
+	// the realm's own scheme, host and port (sameOrigin); anon fetches
+	// them without one and follows any.
+	client, anon *http.Client
 
 	mu    sync.Mutex
 	asked []string // hosts, in the order first asked
@@ -59,7 +62,44 @@ func New(creds *registry.Credentials, allowHTTP func(host string) bool) *Session
 		// tokens off (GetTokenAuthority answers Unavailable).
 		key = nil
 	}
-	return &SessionAuth{creds: creds, allowHTTP: allowHTTP, key: key, client: &http.Client{Timeout: 60 * time.Second}}
+	return &SessionAuth{creds: creds, allowHTTP: allowHTTP, key: key,
+		client: &http.Client{Timeout: 60 * time.Second, CheckRedirect: sameOrigin},
+		anon:   &http.Client{Timeout: 60 * time.Second}}
+}
+
+// RedirectError is a token realm that redirected a request carrying a
+// login to another origin (scheme, host or port): the session does not
+// follow it. Go's client would re-send the Basic header to another port of
+// the same host name (or a subdomain), and an OAuth form with the password
+// on a 307 or 308 to any host.
+type RedirectError struct {
+	From, To *url.URL
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("token realm %s redirected to %s: a login goes to the realm's own scheme, host and port only", e.From.Redacted(), e.To.Redacted())
+}
+
+// sameOrigin is the redirect policy of token requests with a login: a
+// redirect is followed only to the origin of the first request (scheme,
+// host and port; a default port written or not is the same), at most 10.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if origin(req.URL) != origin(via[0].URL) {
+		return &RedirectError{From: via[0].URL, To: req.URL}
+	}
+	return nil
+}
+
+// origin is scheme://host:port with the scheme's default port filled in.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }
 
 // Register implements session.Attachable.
@@ -146,7 +186,7 @@ func (a *SessionAuth) FetchToken(ctx context.Context, req *auth.FetchTokenReques
 		}
 	}
 	if to.Secret == "" {
-		r, err := authutil.FetchToken(ctx, a.client, nil, to)
+		r, err := authutil.FetchToken(ctx, a.anon, nil, to)
 		if err != nil {
 			return nil, fmt.Errorf("registry %s: fetching an anonymous token from %s: %w", registry.HostKey(req.Host), realm.Redacted(), err)
 		}
@@ -165,6 +205,10 @@ func (a *SessionAuth) FetchToken(ctx context.Context, req *auth.FetchTokenReques
 			return tokenResponse(r.Token, r.IssuedAt, r.ExpiresInSeconds), nil
 		}
 		err = gerr
+	}
+	var re *RedirectError
+	if errors.As(err, &re) {
+		return nil, status.Errorf(codes.PermissionDenied, "registry %s: not sending the credential from %s on: %v", registry.HostKey(req.Host), cred.Source, re)
 	}
 	return nil, fmt.Errorf("registry %s: fetching a token with the credential from %s: %w", registry.HostKey(req.Host), cred.Source, err)
 }

@@ -63,8 +63,7 @@ type Options struct {
 // ExpectedImage is the image name upstream's harness derives for an
 // instance (swebench/task/checks.py expected_image).
 func ExpectedImage(instanceID string) string {
-	key := strings.ToLower("sweb.eval.x86_64." + instanceID + ":latest")
-	return strings.ReplaceAll(imagePrefix+key, "__", "_1776_")
+	return naming.NoDoubleUnderscore(imagePrefix + strings.ToLower("sweb.eval.x86_64."+instanceID+":latest"))
 }
 
 // Write renders every instance and writes the task repo. It keeps going
@@ -163,7 +162,7 @@ func Files(ctx context.Context, r *render.Renderer, inst *core.Instance, opts Op
 	if eval == "" {
 		eval = res.Eval
 	}
-	meta, err := taskMeta(inst, opts)
+	meta, err := taskMeta(inst, opts, r.Tables.X86OnlyRule)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +222,10 @@ func writeTask(ctx context.Context, r *render.Renderer, inst *core.Instance, opt
 }
 
 // taskMeta is task.yaml: the record's columns that are not files of their
-// own, plus split, datasets, image, log_parser and eval_type.
-func taskMeta(inst *core.Instance, opts Options) (map[string]any, error) {
+// own (its other columns too), plus split, datasets, image, log_parser,
+// eval_type and, for an instance the spec tables make x86-only (USE_X86, a
+// --specs x86_only list, an x86-only rule), x86_only with that rule.
+func taskMeta(inst *core.Instance, opts Options, x86Only func(*core.Instance) string) (map[string]any, error) {
 	m := map[string]any{
 		"instance_id": inst.InstanceID,
 		"repo":        inst.Repo,
@@ -263,7 +264,48 @@ func taskMeta(inst *core.Instance, opts Options) (map[string]any, error) {
 		}
 		m["image_assets"] = assets
 	}
+	if rule := x86Only(inst); rule != "" {
+		m[X86OnlyKey] = rule
+	}
+	for _, c := range inst.Extra {
+		if _, taken := m[c.Name]; taken || ownKeys[c.Name] {
+			return nil, fmt.Errorf("column %q: a task.yaml key of its own, so the column cannot be kept there", c.Name)
+		}
+		v, err := jsonValue(c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		m[c.Name] = v
+	}
 	return m, nil
+}
+
+// X86OnlyKey is the task.yaml key saying why a task gets no linux/arm64
+// image (taskrepo reads it; upstream's task repos, x86-only throughout,
+// have no such key and their checks ignore it).
+const X86OnlyKey = "x86_only"
+
+// ownKeys are the task.yaml keys a record's other column may not take:
+// every key Files writes, whether or not this record has a value for it.
+var ownKeys = map[string]bool{
+	"instance_id": true, "repo": true, "version": true, "base_commit": true, "split": true, "datasets": true,
+	"image": true, "created_at": true, "environment_setup_commit": true, "log_parser": true, "eval_type": true,
+	"image_assets": true, X86OnlyKey: true,
+}
+
+// jsonValue decodes a column's JSON text for the YAML writer: objects as
+// maps, numbers as json.Number (written as they were).
+func jsonValue(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return v, nil
 }
 
 // dumpTests is repo.py dump_tests: JSON with indent 2, non-ASCII kept, and
@@ -334,6 +376,12 @@ func yamlNode(v any) (*yaml.Node, error) {
 			n.Content = append(n.Content, c)
 		}
 		return n, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(string(v), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(v)}, nil
 	case []any:
 		n := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, e := range v {

@@ -3,10 +3,12 @@ package taskwrite
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -15,6 +17,8 @@ import (
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/taskrepo"
 )
 
 const multimodal = "SWE-bench/SWE-bench_Multimodal"
@@ -60,7 +64,8 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 	}
 	sort.Slice(insts, func(i, j int) bool { return insts[i].InstanceID < insts[j].InstanceID })
 	out := t.TempDir()
-	n, failed := Write(context.Background(), newRenderer(t), insts, Options{Out: out, Datasets: []string{multimodal}, Split: "dev"})
+	r := newRenderer(t)
+	n, failed := Write(context.Background(), r, insts, Options{Out: out, Datasets: []string{multimodal}, Split: "dev"})
 	for _, f := range failed {
 		t.Errorf("%v", f)
 	}
@@ -68,8 +73,13 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 		t.Fatalf("wrote %d of %d tasks, want 52 (the dev tasks of this half)", n, len(insts))
 	}
 	same := map[string]int{}
+	x86 := 0
 	for _, inst := range insts {
 		id := inst.InstanceID
+		// An instance the tables keep off arm64 (the p5.js puppeteer rule)
+		// says so in one more line, the last key sorted: upstream's repo,
+		// x86-only throughout, has no such key.
+		rule := r.Tables.X86OnlyRule(&inst)
 		for _, name := range []string{GoldPatch, TestPatch, ProblemFile, HintsFile, TestsFile, TaskFile, EvalFile, Dockerfile} {
 			want, werr := os.ReadFile(filepath.Join(ref, "tasks", id, name))
 			got, gerr := os.ReadFile(filepath.Join(out, TasksDir, id, name))
@@ -77,13 +87,27 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 				t.Errorf("%s/%s: exists upstream %v, here %v", id, name, werr == nil, gerr == nil)
 				continue
 			}
+			if name == TaskFile && rule != "" {
+				want = append(want, "x86_only: "+rule+"\n"...)
+			}
 			if bytes.Equal(want, got) {
 				same[name]++
 			}
 		}
-		if w, g := readYAML(t, filepath.Join(ref, "tasks", id, TaskFile)), readYAML(t, filepath.Join(out, TasksDir, id, TaskFile)); !reflect.DeepEqual(w, g) {
+		w, g := readYAML(t, filepath.Join(ref, "tasks", id, TaskFile)), readYAML(t, filepath.Join(out, TasksDir, id, TaskFile))
+		if rule != "" {
+			x86++
+			if g[X86OnlyKey] != rule {
+				t.Errorf("%s: x86_only %v, want %s", id, g[X86OnlyKey], rule)
+			}
+			delete(g, X86OnlyKey)
+		}
+		if !reflect.DeepEqual(w, g) {
 			t.Errorf("%s: task.yaml loads to\n%v\nwant\n%v", id, g, w)
 		}
+	}
+	if x86 == 0 {
+		t.Error("no x86-only instance among the dev tasks: the x86_only line is not exercised")
 	}
 	for _, name := range []string{GoldPatch, TestPatch, ProblemFile, HintsFile, TestsFile, TaskFile} {
 		if same[name] != n {
@@ -99,5 +123,106 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(out, ConfigFile)); !bytes.Equal(got, want) {
 		t.Errorf("sweb.yaml:\n%s\nwant\n%s", got, want)
 	}
-	t.Logf("byte-identical to upstream's task repo over %d dev tasks: %v", n, same)
+	t.Logf("byte-identical to upstream's task repo over %d dev tasks (%d with the x86_only line): %v", n, x86, same)
+}
+
+// TestVerifiedColumnsAndX86Only writes SWE-bench Verified as a task repo
+// and reads it back with package taskrepo: every record's other columns
+// (Verified's difficulty) are task.yaml keys and come back as they were;
+// the USE_X86 ids (django__django-10097 among them) say x86_only: USE_X86
+// and no other does; writing the records read back gives the same
+// task.yaml files, byte for byte. A column named like a key of task.yaml's
+// own is an error for its task, naming the column.
+func TestVerifiedColumnsAndX86Only(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	insts, err := dataset.Load(context.Background(), filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"), dataset.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(insts, func(i, j int) bool { return insts[i].InstanceID < insts[j].InstanceID })
+	// upstream's USE_X86, as the reference lists it
+	useX86 := map[string]bool{}
+	list, err := os.ReadFile(filepath.Join(shared, "USE_X86_PY.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range strings.Fields(string(list)) {
+		useX86[id] = true
+	}
+	r := newRenderer(t)
+	out := t.TempDir()
+	ctx := context.Background()
+	if n, failed := Write(ctx, r, insts, Options{Out: out, Datasets: []string{"SWE-bench/SWE-bench_Verified"}}); len(failed) > 0 || n != 500 {
+		t.Fatalf("wrote %d, failures %v", n, failed)
+	}
+	repo, err := taskrepo.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(repo.Tasks) != len(insts) {
+		t.Fatalf("read back %d tasks of %d", len(repo.Tasks), len(insts))
+	}
+	x86, withDifficulty := 0, 0
+	back := make([]core.Instance, len(insts))
+	for i, task := range repo.Tasks {
+		in := insts[i]
+		if task.Instance.InstanceID != in.InstanceID {
+			t.Fatalf("task %d is %s, want %s", i, task.Instance.InstanceID, in.InstanceID)
+		}
+		if !sameColumns(t, task.Instance.Extra, in.Extra) {
+			t.Errorf("%s: other columns %q, want %q", in.InstanceID, task.Instance.Extra, in.Extra)
+		}
+		if len(in.Extra) == 1 && in.Extra[0].Name == "difficulty" {
+			withDifficulty++
+		}
+		want := ""
+		if useX86[in.InstanceID] {
+			want, x86 = "USE_X86", x86+1
+		}
+		if task.X86Only != want {
+			t.Errorf("%s: x86_only %q, want %q", in.InstanceID, task.X86Only, want)
+		}
+		back[i] = task.Instance
+	}
+	if x86 == 0 || withDifficulty != len(insts) {
+		t.Errorf("%d USE_X86 tasks, %d with a difficulty; want some, and all %d", x86, withDifficulty, len(insts))
+	}
+	b, err := os.ReadFile(filepath.Join(out, TasksDir, "django__django-10097", TaskFile))
+	if err != nil || !bytes.Contains(b, []byte("\nx86_only: USE_X86\n")) || !bytes.Contains(b, []byte("\ndifficulty: ")) {
+		t.Errorf("django__django-10097's task.yaml:\n%s", b)
+	}
+	again := t.TempDir()
+	if _, failed := Write(ctx, r, back, Options{Out: again, Datasets: []string{"SWE-bench/SWE-bench_Verified"}}); len(failed) > 0 {
+		t.Fatal(failed[0])
+	}
+	for _, in := range insts {
+		first, _ := os.ReadFile(filepath.Join(out, TasksDir, in.InstanceID, TaskFile))
+		second, _ := os.ReadFile(filepath.Join(again, TasksDir, in.InstanceID, TaskFile))
+		if !bytes.Equal(first, second) {
+			t.Errorf("%s: task.yaml written from the records read back differs:\n%s\nfirst\n%s", in.InstanceID, second, first)
+		}
+	}
+	t.Logf("%d tasks: %d say x86_only: USE_X86; difficulty kept in all", len(insts), x86)
+
+	bad := insts[0]
+	bad.Extra = append(bad.Extra, core.Column{Name: "split", Value: `"train"`})
+	if _, failed := Write(ctx, r, []core.Instance{bad}, Options{Out: t.TempDir(), Datasets: []string{"x/y"}}); len(failed) != 1 ||
+		!strings.Contains(failed[0].Error(), `column "split": a task.yaml key of its own`) {
+		t.Errorf("a column named split: %v", failed)
+	}
+}
+
+// sameColumns compares other columns by name and JSON value.
+func sameColumns(t *testing.T, a, b []core.Column) bool {
+	t.Helper()
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		var x, y any
+		if a[i].Name != b[i].Name || json.Unmarshal([]byte(a[i].Value), &x) != nil || json.Unmarshal([]byte(b[i].Value), &y) != nil || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }

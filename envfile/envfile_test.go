@@ -1,17 +1,15 @@
-package fetch
+package envfile
 
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 )
 
@@ -53,9 +51,15 @@ func loadGolden(t *testing.T) []golden {
 	return cases
 }
 
-func (g golden) replacements() []Replacement {
+// replacements are the case's, or upstream's REPLACE_REQ_PACKAGES (the
+// spec tables') when it gives none.
+func (g golden) replacements(t *testing.T) []Replacement {
 	if g.Repl == nil {
-		return ReplaceReqPackages()
+		tables, err := spec.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Replacements(tables.ReplaceReqPackages)
 	}
 	var out []Replacement
 	for _, r := range g.Repl {
@@ -68,69 +72,41 @@ func (g golden) replacements() []Replacement {
 	return out
 }
 
-// fileServer serves files keyed by their DefaultBaseURL URL and records the
-// URLs asked for.
-type fileServer struct {
-	*httptest.Server
-	mu        sync.Mutex
+// fileSource is a Source over files keyed by URL that records the URLs
+// asked for, as upstream_golden.py's stand-in for requests.get does.
+type fileSource struct {
 	files     map[string]string
 	requested []string
 }
 
-func newFileServer(t *testing.T, files map[string]string) *fileServer {
-	fs := &fileServer{files: files}
-	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		url := DefaultBaseURL + r.URL.Path
-		fs.mu.Lock()
-		fs.requested = append(fs.requested, url)
-		body, ok := fs.files[url]
-		fs.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte(body))
-	}))
-	t.Cleanup(fs.Close)
-	return fs
+func (f *fileSource) Fetch(_ context.Context, url string) (string, bool, error) {
+	f.requested = append(f.requested, url)
+	body, ok := f.files[url]
+	return body, ok, nil
 }
 
 func TestUpstreamGolden(t *testing.T) {
 	for _, g := range loadGolden(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			var got string
+			var err error
 			switch g.Fn {
 			case "clean_requirements":
-				got = CleanRequirements(g.In, g.replacements())
+				got = CleanRequirements(g.In, g.replacements(t))
 			case "clean_environment_yml":
-				got = CleanEnvironmentYML(g.In, g.replacements())
+				got = CleanEnvironmentYML(g.In, g.replacements(t))
 			case "get_requirements", "get_environment_yml":
-				srv := newFileServer(t, g.Files)
-				c, err := New(Options{CacheDir: t.TempDir(), BaseURL: srv.URL, Replacements: g.replacements()})
-				if err != nil {
-					t.Fatal(err)
-				}
+				src := &fileSource{files: g.Files}
 				if g.Fn == "get_requirements" {
-					got, err = c.Requirements(context.Background(), g.Repo, g.Commit, goldenReqsPaths[g.Repo])
+					got, err = GetRequirements(context.Background(), src, g.Repo, g.Commit, goldenReqsPaths[g.Repo], g.replacements(t))
 				} else {
-					got, err = c.EnvironmentYML(context.Background(), g.Repo, g.Commit, goldenYMLPaths[g.Repo], "testbed")
+					got, err = GetEnvironmentYML(context.Background(), src, g.Repo, g.Commit, goldenYMLPaths[g.Repo], "testbed", g.replacements(t))
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				// Upstream asks again for a file it already fetched; the
-				// cache does not.
-				var want []string
-				seen := map[string]bool{}
-				for _, u := range g.Requested {
-					if !seen[u] {
-						seen[u] = true
-						want = append(want, u)
-					}
-				}
-				if !reflect.DeepEqual(srv.requested, want) {
-					t.Errorf("requested\n %q\nwant\n %q", srv.requested, want)
+				if !reflect.DeepEqual(src.requested, g.Requested) {
+					t.Errorf("requested\n %q\nwant\n %q", src.requested, g.Requested)
 				}
 			default:
 				t.Fatalf("unknown fn %q", g.Fn)
@@ -264,5 +240,17 @@ func TestDecodeText(t *testing.T) {
 		if got := DecodeText([]byte(in)); got != want {
 			t.Errorf("DecodeText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRawRootIsTables: the candidate URLs start with upstream's
+// SWE_BENCH_URL_RAW, as the spec tables hold it.
+func TestRawRootIsTables(t *testing.T) {
+	tables, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RawURL("o/r", "c", "p.txt"), tables.URLRaw+"o/r/c/p.txt"; got != want {
+		t.Errorf("RawURL = %q, tables give %q", got, want)
 	}
 }

@@ -1,19 +1,33 @@
-package fetch
+// Package envfile is what upstream SWE-bench v4.1.0 does with the few
+// repository files its Python env scripts embed (requirements.txt and
+// environment.yml at environment_setup_commit;
+// swebench/harness/test_spec/python.py: get_requirements_by_commit,
+// clean_requirements, get_environment_yml_by_commit,
+// clean_environment_yml), reproduced byte for byte, including Python's
+// notion of whitespace (internal/pystr) and code-point indentation: where
+// upstream looks for them (Candidates), "-r" includes, REPLACE_REQ_PACKAGES,
+// the env renamed, and requests' text decoding.
+//
+// It does no I/O of its own: GetRequirements and GetEnvironmentYML ask a
+// Source for each URL (package fetch's client, through pipeline, which
+// resolves the files before rendering); builder/render names the candidate
+// URLs in its errors.
+package envfile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/swebuild/swebuild/internal/pystr"
 )
 
-// What upstream v4.1.0 does with requirements.txt and environment.yml
-// (swebench/harness/test_spec/python.py: get_requirements_by_commit,
-// clean_requirements, get_environment_yml_by_commit, clean_environment_yml),
-// reproduced byte for byte, including Python's notion of whitespace
-// (str.strip and the regex class \s) and code-point indentation.
+// ErrNotFound is wrapped by GetRequirements and GetEnvironmentYML when no
+// candidate path exists.
+var ErrNotFound = errors.New("not found")
 
 // Replacement is one entry of upstream's REPLACE_REQ_PACKAGES: Package is
 // replaced by With, or removed when Remove is set (upstream's None).
@@ -23,15 +37,19 @@ type Replacement struct {
 	Remove  bool
 }
 
-// ReplaceReqPackages returns REPLACE_REQ_PACKAGES of v4.1.0 (specs.json,
-// TEST_SPEC_PYTHON): types-pkg_resources was yanked from PyPI. Each call
-// returns a fresh slice, so no caller can change another's.
-func ReplaceReqPackages() []Replacement {
-	return []Replacement{{Package: "types-pkg_resources", With: "types-setuptools"}}
+// Replacements reads REPLACE_REQ_PACKAGES as the spec tables hold it
+// (spec.Tables.ReplaceReqPackages): (package, replacement) pairs, an empty
+// replacement standing for upstream's None (the line is removed).
+func Replacements(pairs [][2]string) []Replacement {
+	out := make([]Replacement, 0, len(pairs))
+	for _, p := range pairs {
+		out = append(out, Replacement{Package: p[0], With: p[1], Remove: p[1] == ""})
+	}
+	return out
 }
 
 // rawRoot is upstream's SWE_BENCH_URL_RAW.
-const rawRoot = DefaultBaseURL + "/"
+const rawRoot = "https://raw.githubusercontent.com/"
 
 // pyJoin is Python's posixpath.join (os.path.join on Linux).
 func pyJoin(parts ...string) string {
@@ -92,27 +110,13 @@ func IncludeURL(repo, commit, reqPath, fileName string) string {
 	return pyJoin(rawRoot, repo, commit, dir, fileName)
 }
 
-// pyIsSpace is Python's str.isspace for one code point (unicode.IsSpace
-// plus the separators U+001C..U+001F).
-func pyIsSpace(r rune) bool {
-	return unicode.IsSpace(r) || 0x1c <= r && r <= 0x1f
-}
-
-func pyStrip(s string) string  { return strings.TrimFunc(s, pyIsSpace) }
-func pyLStrip(s string) string { return strings.TrimLeftFunc(s, pyIsSpace) }
-
-// pyIndent is len(s) - len(s.lstrip()) in code points.
-func pyIndent(s string) int {
-	return utf8.RuneCountInString(s[:len(s)-len(pyLStrip(s))])
-}
-
 // pyS is Python's regex \s for str patterns.
-const pyS = `[\t\n\v\f\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]`
+const pyS = `[` + pystr.SpaceClass + `]`
 
 // excludedRequirement is upstream's exclude_line: "-e .", comments and
 // ".[test" lines are dropped.
 func excludedRequirement(line string) bool {
-	s := pyStrip(line)
+	s := pystr.Strip(line)
 	return strings.HasPrefix(s, "-e .") || strings.HasPrefix(s, "#") || strings.HasPrefix(s, ".[test")
 }
 
@@ -126,7 +130,7 @@ func excludedRequirement(line string) bool {
 func ExpandRequirements(text string, include func(fileName string) (body string, ok bool, err error)) (string, error) {
 	var original, additional []string
 	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(pyStrip(line), "-r") {
+		if !strings.HasPrefix(pystr.Strip(line), "-r") {
 			if !excludedRequirement(line) {
 				original = append(original, line)
 			}
@@ -139,7 +143,7 @@ func ExpandRequirements(text string, include func(fileName string) (body string,
 			_, n := utf8.DecodeRuneInString(rest)
 			rest = rest[n:]
 		}
-		body, ok, err := include(pyStrip(rest))
+		body, ok, err := include(pystr.Strip(rest))
 		if err != nil {
 			return "", err
 		}
@@ -193,12 +197,12 @@ func CleanEnvironmentYML(yml string, repl []Replacement) string {
 	if m == nil {
 		return yml
 	}
-	pipIndent := pyIndent(yml[m[2]:m[3]])
+	pipIndent := pystr.Indent(yml[m[2]:m[3]])
 	start := m[1]
 	end := len(yml)
 	off := start
 	for _, line := range strings.Split(yml[start:], "\n") {
-		if pyStrip(line) != "" && pyIndent(line) <= pipIndent {
+		if pystr.Strip(line) != "" && pystr.Indent(line) <= pipIndent {
 			end = off
 			break
 		}
@@ -276,8 +280,7 @@ func maximalSubpart(b []byte) int {
 // Source gets one URL for GetRequirements and GetEnvironmentYML:
 // found=false means the file is not there and upstream would try the next
 // candidate; err is anything that must stop (offline miss, network
-// failure). *Client is a Source (404/410 is "not there"); builder/render's
-// Fetcher is this interface.
+// failure). pipeline gives package fetch's client as a Source.
 type Source interface {
 	Fetch(ctx context.Context, url string) (body string, found bool, err error)
 }
@@ -335,17 +338,4 @@ func GetEnvironmentYML(ctx context.Context, src Source, repo, commit string, yml
 		return "", err
 	}
 	return CleanEnvironmentYML(RenameEnvironment(body, envName), repl), nil
-}
-
-// Requirements is GetRequirements through the client (a 404 or 410 moves
-// on to the next path; any other failure stops) with its Replacements.
-func (c *Client) Requirements(ctx context.Context, repo, commit string, reqsPaths []string) (string, error) {
-	return GetRequirements(ctx, c, repo, commit, reqsPaths, c.repl)
-}
-
-// EnvironmentYML is GetEnvironmentYML through the client (a 404 or 410
-// moves on to the next path; any other failure stops) with its
-// Replacements.
-func (c *Client) EnvironmentYML(ctx context.Context, repo, commit string, ymlPaths []string, envName string) (string, error) {
-	return GetEnvironmentYML(ctx, c, repo, commit, ymlPaths, envName, c.repl)
 }

@@ -9,12 +9,12 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/fetch"
+	"github.com/swebuild/swebuild/envfile"
 )
 
-type fakeFetcher map[string]string
+type fakeSource map[string]string
 
-func (f fakeFetcher) Fetch(_ context.Context, url string) (string, bool, error) {
+func (f fakeSource) Fetch(_ context.Context, url string) (string, bool, error) {
 	if url == "boom" {
 		return "", false, errors.New("boom")
 	}
@@ -22,8 +22,30 @@ func (f fakeFetcher) Fetch(_ context.Context, url string) (string, bool, error) 
 	return b, ok, nil
 }
 
+// resolve does what package pipeline does before rendering: every file
+// Needs lists, through envfile with the tables' REPLACE_REQ_PACKAGES.
+func resolve(r *Renderer, src envfile.Source, insts ...*core.Instance) RepoFiles {
+	var all []core.Instance
+	for _, in := range insts {
+		all = append(all, *in)
+	}
+	files := RepoFiles{}
+	repl := envfile.Replacements(r.Tables.ReplaceReqPackages)
+	for _, n := range r.Needs(all, []core.Platform{core.AMD64}) {
+		var res Resolved
+		if n.Name == FileRequirements {
+			res.Text, res.Err = envfile.GetRequirements(context.Background(), src, n.Repo, n.Commit, n.Paths, repl)
+		} else {
+			res.Text, res.Err = envfile.GetEnvironmentYML(context.Background(), src, n.Repo, n.Commit, n.Paths, EnvName, repl)
+		}
+		files[n.RepoFile] = res
+	}
+	return files
+}
+
 // TestNetworkSpecs follows make_env_script_list_py for the requirements.txt
-// and environment.yml branches with a fake downloader.
+// and environment.yml branches, with the files resolved beforehand from a
+// fake source.
 func TestNetworkSpecs(t *testing.T) {
 	tables, err := spec.Load()
 	if err != nil {
@@ -31,7 +53,7 @@ func TestNetworkSpecs(t *testing.T) {
 	}
 	const commit = "419a78300f7cd27611196e1e464d50fd0385ff27"
 	raw := "https://raw.githubusercontent.com/"
-	f := fakeFetcher{
+	f := fakeSource{
 		// django: the only candidate path; "-r" is resolved next to it. Every
 		// split keeps its trailing empty line, as upstream does.
 		raw + "django/django/" + commit + "/tests/requirements/py3.txt":  "-r base.txt\n# comment\n-e .\nasgiref >= 3.2\ntypes-pkg_resources==1.0\n",
@@ -39,9 +61,25 @@ func TestNetworkSpecs(t *testing.T) {
 		// xarray: first candidate missing, second found.
 		raw + "pydata/xarray/" + commit + "/environment.yml": "name: xarray-tests\nchannels:\n  - conda-forge\ndependencies:\n  - numpy\n  - pip:\n    - types-pkg_resources>=1\n    - six\n",
 	}
-	r := &Renderer{Tables: tables, Fetcher: f}
+	r := &Renderer{Tables: tables}
 	dj := &core.Instance{Repo: "django/django", InstanceID: "django__django-1", Version: "3.0", BaseCommit: "b", EnvironmentSetupCommit: commit,
 		TestPatch: "diff --git a/tests/x/tests.py b/tests/x/tests.py\n--- a/tests/x/tests.py\n+++ b/tests/x/tests.py\n@@ -1 +1 @@\n-a\n+b\n"}
+	xr := &core.Instance{Repo: "pydata/xarray", InstanceID: "pydata__xarray-1", Version: "0.12", BaseCommit: "b", EnvironmentSetupCommit: commit, TestPatch: dj.TestPatch}
+	// A second django instance at the same commit needs no second file; an
+	// instance of a spec that embeds nothing needs none.
+	dj2 := *dj
+	dj2.InstanceID = "django__django-2"
+	sympy := &core.Instance{Repo: "sympy/sympy", InstanceID: "sympy__sympy-1", Version: "0.7", BaseCommit: "b", TestPatch: dj.TestPatch}
+	needs := r.Needs([]core.Instance{*dj, dj2, *xr, *sympy}, []core.Platform{core.AMD64, core.ARM64})
+	wantNeeds := []Need{
+		{RepoFile{FileRequirements, "django/django", commit}, tables.ReqsPaths["django/django"]},
+		{RepoFile{FileEnvironmentYML, "pydata/xarray", commit}, tables.EnvYMLPaths["pydata/xarray"]},
+	}
+	if !reflect.DeepEqual(needs, wantNeeds) {
+		t.Errorf("Needs = %+v, want %+v", needs, wantNeeds)
+	}
+
+	r.RepoFiles = resolve(r, f, dj, xr)
 	res, err := r.Render(context.Background(), dj, core.AMD64)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +104,6 @@ func TestNetworkSpecs(t *testing.T) {
 		t.Errorf("django test directive: %s", res.Eval)
 	}
 
-	xr := &core.Instance{Repo: "pydata/xarray", InstanceID: "pydata__xarray-1", Version: "0.12", BaseCommit: "b", EnvironmentSetupCommit: commit, TestPatch: dj.TestPatch}
 	res, err = r.Render(context.Background(), xr, core.AMD64)
 	if err != nil {
 		t.Fatal(err)
@@ -84,39 +121,15 @@ func TestNetworkSpecs(t *testing.T) {
 		t.Errorf("xarray env create lines: %q", res.EnvScriptList[2:5])
 	}
 
-	// Nothing found anywhere: the error lists the candidates.
-	r.Fetcher = fakeFetcher{}
-	if _, err := r.Render(context.Background(), xr, core.AMD64); err == nil || !strings.Contains(err.Error(), "ci/requirements/environment.yml") {
+	// Nothing found anywhere: the resolution's error, listing the
+	// candidates, is the render's.
+	r.RepoFiles = resolve(r, fakeSource{}, xr)
+	if _, err := r.Render(context.Background(), xr, core.AMD64); err == nil || !strings.Contains(err.Error(), "ci/requirements/environment.yml") || !errors.Is(err, envfile.ErrNotFound) {
 		t.Errorf("missing env file: %v", err)
 	}
-	// No fetcher: needs network, naming the first URL.
-	r.Fetcher = nil
+	// Not resolved: needs network, naming the first URL.
+	r.RepoFiles = nil
 	if _, err := r.Render(context.Background(), dj, core.AMD64); !errors.Is(err, ErrNeedsNetwork) || !strings.Contains(err.Error(), "/tests/requirements/py3.txt") {
-		t.Errorf("no fetcher: %v", err)
-	}
-}
-
-// TestRawRootIsTables: fetch builds the candidate URLs from upstream's
-// SWE_BENCH_URL_RAW; it must be the one in the spec tables.
-func TestRawRootIsTables(t *testing.T) {
-	tables, err := spec.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := fetch.RawURL("o/r", "c", "p.txt"), tables.URLRaw+"o/r/c/p.txt"; got != want {
-		t.Errorf("fetch.RawURL = %q, tables give %q", got, want)
-	}
-}
-
-// fetch's default replacements (used by a fetch.Client given none) must be
-// the tables' REPLACE_REQ_PACKAGES, which render passes explicitly.
-func TestFetchDefaultReplacementsAreTables(t *testing.T) {
-	tables, err := spec.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Renderer{Tables: tables}
-	if got, want := fetch.ReplaceReqPackages(), r.replacements(); !reflect.DeepEqual(got, want) {
-		t.Errorf("fetch.ReplaceReqPackages() = %+v, tables give %+v", got, want)
+		t.Errorf("not resolved: %v", err)
 	}
 }
