@@ -77,6 +77,10 @@ signing_key=${SWEBUILD_SIGNING_KEY:-${SWEBUILD_STATE:-/var/lib/swebuild}/signing
 if [ ! -f "$signing_key" ]; then
 	step "signing key" "$bin" sign keygen --out "$(dirname "$signing_key")"
 fi
+# publish and check --digests sign with it; check --require-verified and
+# --verify-digests trust only its public half.
+export SWEBUILD_SIGNING_KEY=$signing_key
+signing_pub=$(dirname "$signing_key")/cosign.pub
 
 log "plan"
 step "plan" "$bin" plan --dataset "$dataset" --specs "$specs" --platform linux/amd64,linux/arm64
@@ -205,7 +209,10 @@ PY
 step "skopeo check" check
 log "check with skopeo: each published image carries its verification statement, one provenance, one SBOM"
 step "skopeo: attestations" scripts/check-attestations.sh "$dir/metadata.jsonl" "$repo"
-step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl"
+log "swebuild check: every image present, each with a statement signed by $signing_pub saying verified"
+step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl" \
+	--require-verified --key "$signing_pub"
+step "signed digest catalog" "$bin" check --verify-digests "$dir/digests.jsonl" --key "$signing_pub"
 
 # --- the fixture as a task repo (built above, alongside) ----------------------
 
@@ -219,7 +226,7 @@ step "task repo: attestations" scripts/check-attestations.sh "$dir/taskrepo-meta
 
 log "task repo: swebuild check $repo/taskrepo"
 step "task repo: swebuild check" "$bin" check --task-repo "$taskrepo" --specs "$specs" --repo "$repo/taskrepo" \
-	--digests "$dir/taskrepo-digests.jsonl"
+	--digests "$dir/taskrepo-digests.jsonl" --require-verified --key "$signing_pub"
 
 # The login registry: build (cached by now: only the pushes run), push and
 # publish one instance for both platforms, the credential read from

@@ -153,6 +153,13 @@ if [ -z "${BUILDKIT_HOST:-}" ] || [ -z "${SWEBUILD_REGISTRY:-}" ]; then
 fi
 REPO=${REPO:-$SWEBUILD_REGISTRY/swebench}
 export REPO BUILDKIT_HOST
+# publish signs every statement it attaches (on GitHub Actions keylessly;
+# here with the stack's key pair, made once as make demo makes it).
+SWEBUILD_SIGNING_KEY=${SWEBUILD_SIGNING_KEY:-${SWEBUILD_STATE:-/var/lib/swebuild}/signing/cosign.key}
+if [ ! -f "$SWEBUILD_SIGNING_KEY" ]; then
+	"$SWEBUILD" sign keygen --out "$(dirname "$SWEBUILD_SIGNING_KEY")" >&2
+fi
+export SWEBUILD_SIGNING_KEY
 [ -f "$DATASET" ] || die "$DATASET not found (scripts/fixture.sh makes the fixture dataset)"
 
 run="$state/run-$(date -u +%Y%m%dT%H%M%SZ)"
