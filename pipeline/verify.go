@@ -201,7 +201,13 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout
 	}
-	fmt.Fprintf(log, "swebuild verify: %d instance image(s); logs in %s\n", len(targets), runDir)
+	absent := 0
+	for _, t := range targets {
+		if t.Absent != "" {
+			absent++
+		}
+	}
+	fmt.Fprintf(log, "swebuild verify: %d instance image(s), %d absent (%s); logs in %s\n", len(targets)-absent, absent, verify.FailureImageAbsent, runDir)
 	sum, err := runner.Verify(ctx, targets, o.Gold, o.Control, preds)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
