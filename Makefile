@@ -15,16 +15,24 @@ export SWEBUILD_REGISTRY ?= 127.0.0.1:5000
 export SWEBUILD_AUTH_REGISTRY ?= 127.0.0.1:5001
 export DOCKER_CONFIG ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/docker-config
 export SWEBUILD_DOCKER_HOST ?= unix:///run/swebuild/docker.sock
-# The demo's signing key pair (scripts/demo.sh makes it with `swebuild sign keygen`).
+# The stack's signing key pair (make signing-key, scripts/demo.sh and
+# scripts/nightly-local.sh make it once with `swebuild sign keygen`): publish
+# signs every statement with it.
 export SWEBUILD_SIGNING_KEY ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/signing/cosign.key
 export SWEBUILD_SIGNING_PUB ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/signing/cosign.pub
 export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
-.PHONY: build vet unit test test-all bench bench-build demo stack stack-down stack-docker fixture test-deps nightly-local clean
+.PHONY: build signing-key vet unit test test-all bench bench-build demo stack stack-down stack-docker fixture test-deps nightly-local clean
 
 # build: with the flags buildkitd is built with (scripts/go-build.sh says why).
 build:
 	GO_BUILD_LABEL="build: compiling swebuild" scripts/go-build.sh "$(LDFLAGS)" -o $(BIN) ./cmd/swebuild
+
+# signing-key: the stack's key pair, made once (empty password unless
+# COSIGN_PASSWORD is set); publish in the tests, the demo and the local
+# nightly signs with it, and check --require-verified trusts its public half.
+signing-key: build
+	@test -f "$(SWEBUILD_SIGNING_KEY)" || $(BIN) sign keygen --out "$$(dirname "$(SWEBUILD_SIGNING_KEY)")"
 
 vet:
 	$(GO) vet ./...
@@ -58,12 +66,12 @@ test-deps:
 # the task repo; the login registry; verify on the Docker engine), with the
 # stack started here. About 10 min on 2 cores once the machine's one-time
 # set-up (make demo's BuildKit compile and rootfs tarballs) is cached.
-test: vet stack stack-docker fixture test-deps
+test: vet stack stack-docker fixture test-deps signing-key
 	$(GO) test -short -count=1 -timeout 30m ./...
 
 # test-all: every test, the pool, reproducibility, fault and attack suites and
 # the further end-to-end tests of each stage included (CI's thorough tier).
-test-all: vet stack stack-docker fixture test-deps
+test-all: vet stack stack-docker fixture test-deps signing-key
 	$(GO) test -count=1 -timeout 60m ./...
 
 # unit: make test's tier without the stack: its variables (and CI) unset, so

@@ -140,22 +140,24 @@ func TestPublishSignsEveryStatement(t *testing.T) {
 	}
 
 	// A re-run: nothing signed; one HEAD per ref (3 images, 2 indexes),
-	// per signed statement in each repository (9 + 9) and per carried
-	// SBOM and statement in the index repositories (3 + 3).
+	// per signed statement in each repository (9 + 9), per carried
+	// SBOM and statement in the index repositories (3 + 3) and per index
+	// summary and its bundle (2 + 2).
 	before := len(dst.requests())
 	s, progress = run(signerA)
 	if s.SignaturesWritten != 0 || s.SignaturesPresent != 9 || s.ImagesSkipped != 3 {
 		t.Fatalf("re-run: %+v\n%s", s, progress)
 	}
 	heads, other := headsAndOthers(dst.requests()[before:])
-	if len(heads) != 29 || len(other) != 0 {
-		t.Errorf("re-run: %d HEADs, other requests %v; want 29 HEADs and nothing else", len(heads), other)
+	if len(heads) != 33 || len(other) != 0 {
+		t.Errorf("re-run: %d HEADs, other requests %v; want 33 HEADs and nothing else", len(heads), other)
 	}
 
-	// The same build signed by B: A's bundles are superseded.
+	// The same build signed by B: A's bundles are superseded, and each
+	// index's summary signed by A (its statement and bundle) by B's.
 	s, progress = run(signerB)
-	if s.SignaturesWritten != 9 || strings.Count(progress, "superseded") != 18 {
-		t.Fatalf("publish signed by B: %+v, %d superseded, want 9 written and 18 superseded (3 kinds, 3 images, 2 repositories)\n%s", s, strings.Count(progress, "superseded"), progress)
+	if s.SignaturesWritten != 9 || strings.Count(progress, "superseded") != 22 || strings.Count(progress, "(an older summary)") != 4 {
+		t.Fatalf("publish signed by B: %+v, %d superseded, want 9 written and 22 superseded (3 kinds, 3 images, 2 repositories; 2 summaries and their bundles)\n%s", s, strings.Count(progress, "superseded"), progress)
 	}
 	if refused := verified("signed with B", sign.Trust{Key: &keyB.PublicKey}); len(refused) > 0 {
 		t.Fatalf("signed with B, refused: %v", refused)

@@ -123,8 +123,10 @@ func TestPublishCarriesTheBuildsStatement(t *testing.T) {
 	if s.ImagesSkipped != 3 || s.ImagesFailed+s.IndexesFailed != 0 {
 		t.Fatalf("second publish: %+v\n%s", s, progress)
 	}
-	if got := strings.Count(progress, "superseded"); got != 6 {
-		t.Errorf("%d superseded statements, want 6 (3 images, per-arch and index repository):\n%s", got, progress)
+	// 3 images in the per-arch and index repositories, and the 2 indexes'
+	// summaries made from the first build's statements.
+	if got, sums := strings.Count(progress, "superseded"), strings.Count(progress, "(an older summary)"); got != 8 || sums != 2 {
+		t.Errorf("%d superseded statements (%d summaries), want 8 (3 images, per-arch and index repository; 2 summaries):\n%s", got, sums, progress)
 	}
 	check("second build", second)
 
@@ -133,9 +135,9 @@ func TestPublishCarriesTheBuildsStatement(t *testing.T) {
 		t.Fatalf("re-run: %+v\n%s", s, progress)
 	}
 	// One HEAD per ref (3 images, 2 indexes) and per attachment tag in the
-	// index repositories (3 SBOMs, 3 statements).
+	// index repositories (3 SBOMs, 3 statements, 2 index summaries).
 	heads, other := headsAndOthers(dst.requests()[before:])
-	if len(heads) != 11 || len(other) != 0 {
-		t.Errorf("re-run: %d HEADs %v, other requests %v; want 11 HEADs and nothing else", len(heads), heads, other)
+	if len(heads) != 13 || len(other) != 0 {
+		t.Errorf("re-run: %d HEADs %v, other requests %v; want 13 HEADs and nothing else", len(heads), heads, other)
 	}
 }

@@ -105,7 +105,7 @@ func TestAuthRegistryE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout.Reset()
-	if err := runSizes(ctx, []string{"--images", repo, "--dataset", ids, "--format", "json"}, &stdout, &stderr); err != nil {
+	if err := runSizes(ctx, []string{"--images", repo, "--ids", ids, "--format", "json"}, &stdout, &stderr); err != nil {
 		t.Fatalf("sizes through the login: %v\n%s", err, stderr.String())
 	}
 	var rep map[string]any
