@@ -22,7 +22,7 @@ export SWEBUILD_SIGNING_KEY ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/signing
 export SWEBUILD_SIGNING_PUB ?= $(or $(SWEBUILD_STATE),/var/lib/swebuild)/signing/cosign.pub
 export PATH := $(CACHE)/bin:$(CACHE)/bin/buildkit-v0.34.2:$(PATH)
 
-.PHONY: build signing-key vet unit test test-all bench bench-build demo stack stack-down stack-docker fixture test-deps nightly-local clean
+.PHONY: build cosign signing-key vet unit test test-all bench bench-build demo stack stack-down stack-docker fixture test-deps nightly-local clean
 
 # build: with the flags buildkitd is built with (scripts/go-build.sh says why).
 build:
@@ -57,6 +57,12 @@ fixture: stack
 test-deps:
 	scripts/test-deps.sh
 
+# cosign: cosign v3, unmodified, from the Go module proxy into the cache (the
+# thorough tier's proof that cosign verifies what swebuild signs; make demo
+# verifies its published images with it when it is there).
+cosign:
+	scripts/install-cosign.sh >/dev/null
+
 # The two test tiers (internal/stacktest has the rule: a test of the thorough
 # tier calls stacktest.Thorough first, which skips it under -short).
 #
@@ -71,7 +77,7 @@ test: vet stack stack-docker fixture test-deps signing-key
 
 # test-all: every test, the pool, reproducibility, fault and attack suites and
 # the further end-to-end tests of each stage included (CI's thorough tier).
-test-all: vet stack stack-docker fixture test-deps signing-key
+test-all: vet stack stack-docker fixture test-deps signing-key cosign
 	$(GO) test -count=1 -timeout 60m ./...
 
 # unit: make test's tier without the stack: its variables (and CI) unset, so

@@ -5,8 +5,9 @@
 # (publish's private-address test makes a network namespace with ip(8)), nodejs
 # (the fixture's JavaScript project: scripts/fixture.sh dataset makes its
 # labels by running its tests, internal/stacktest re-checks them) and
-# actionlint and cosign v3 (Go modules, cached: the sign package's stack test
-# runs the unmodified cosign verify-attestation). The registry tests need no htpasswd: their
+# actionlint (a Go module, cached). cosign v3 is make test-all's (make cosign:
+# the sign package's thorough stack test runs the unmodified cosign
+# verify-attestation; a cold compile takes minutes). The registry tests need no htpasswd: their
 # bcrypt entries are made in Go.
 # Idempotent; needs root for apt-get.
 set -euo pipefail
@@ -21,4 +22,3 @@ if [ "${#pkgs[@]}" -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${pkgs[@]}" >&2
 fi
 scripts/install-actionlint.sh >/dev/null
-scripts/install-cosign.sh >/dev/null

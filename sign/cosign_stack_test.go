@@ -87,6 +87,7 @@ func provenanceFor(t *testing.T, image v1.Hash) []byte {
 //   - cosign reads swebuild's cosign.key (cosign public-key), and a bundle
 //     cosign attest writes with that key verifies with VerifyImage.
 func TestCosignVerifiesSignedStatements(t *testing.T) {
+	stacktest.Thorough(t) // cosign is make test-all's (make cosign: a cold compile takes minutes)
 	st := stacktest.Require(t)
 	bin := stacktest.CachedTool(t, "cosign", "scripts/install-cosign.sh")
 	out, _, err := cosign(t, bin, nil, "version")

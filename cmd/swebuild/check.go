@@ -62,16 +62,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *repo == "" {
 		return usageErr(fs, stderr, "--repo is required")
 	}
-	var require *check.Requirement
-	switch {
-	case *requireVerified:
-		t, err := trust.trust(usage)
-		if err != nil {
-			return err
-		}
-		require = &check.Requirement{Trust: t}
-	case trust.given():
-		return usage("--key and --certificate-* say whose signatures count: with --require-verified or --verify-digests")
+	require, err := trust.requirement(*requireVerified, usage)
+	if err != nil {
+		return err
 	}
 	var signer *sign.Signer
 	if *digests != "" {
@@ -119,20 +112,27 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep.Print(stdout)
 	if *digests != "" {
-		var buf bytes.Buffer
-		if err := rep.WriteDigests(&buf); err != nil {
+		if err := writeCatalog(ctx, *digests, signer, rep, loaded.Source.String(), opts, stdout); err != nil {
 			return err
-		}
-		if err := os.WriteFile(*digests, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--digests: %w", err)
-		}
-		if signer != nil {
-			if err := signCatalog(ctx, signer, *digests, buf.Bytes(), rep, loaded.Source.String(), opts, stdout); err != nil {
-				return err
-			}
 		}
 	}
 	return errors.Join(rep.Err(), loadErr)
+}
+
+// writeCatalog writes the report's digest catalog to path and, with a
+// signer, its signed statement beside it (path.sigstore.json).
+func writeCatalog(ctx context.Context, path string, signer *sign.Signer, rep *check.Report, source string, opts check.Options, stdout io.Writer) error {
+	var buf bytes.Buffer
+	if err := rep.WriteDigests(&buf); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--digests: %w", err)
+	}
+	if signer == nil {
+		return nil
+	}
+	return signCatalog(ctx, signer, path, buf.Bytes(), rep, source, opts, stdout)
 }
 
 // catalogBundle is where check --digests FILE writes FILE's signature: a
@@ -179,4 +179,21 @@ func verifyCatalog(file string, t sign.Trust, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%s: signed by %s: the digest catalog of %s in %s:%s, %d instances, %d/%d references present, %s\n",
 		file, t.Name(), info.Dataset, info.Repo, info.Tag, info.Instances, info.Present, info.References, verified)
 	return nil
+}
+
+// requirement is check's --require-verified: whose signatures count (the
+// key or the certificate identity), nil when not asked; naming a signer
+// without asking is a usage error.
+func (f *trustFlags) requirement(required bool, usage func(string, ...any) error) (*check.Requirement, error) {
+	switch {
+	case required:
+		t, err := f.trust(usage)
+		if err != nil {
+			return nil, err
+		}
+		return &check.Requirement{Trust: t}, nil
+	case f.given():
+		return nil, usage("--key and --certificate-* say whose signatures count: with --require-verified or --verify-digests")
+	}
+	return nil, nil
 }
