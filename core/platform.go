@@ -13,6 +13,7 @@ package core
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/containerd/platforms"
@@ -53,6 +54,23 @@ const (
 
 // AllPlatforms returns every platform, amd64 first (the order of an index).
 func AllPlatforms() []Platform { return []Platform{AMD64, ARM64} }
+
+// HostPlatform is the platform of the machine swebuild runs on, from
+// runtime.GOARCH: linux/amd64 or linux/arm64. On any other architecture it
+// is an error (swebuild builds and runs images of those two only, and on
+// such a host both would be emulated).
+func HostPlatform() (Platform, error) { return goarchPlatform(runtime.GOARCH) }
+
+// goarchPlatform is the platform of a Go architecture name (runtime.GOARCH).
+func goarchPlatform(goarch string) (Platform, error) {
+	switch goarch {
+	case "amd64":
+		return AMD64, nil
+	case "arm64":
+		return ARM64, nil
+	}
+	return Platform{}, fmt.Errorf("this host's architecture %q is neither amd64 nor arm64", goarch)
+}
 
 // ParsePlatform reads a platform or an arch name in any spelling
 // containerd/platforms normalizes ("linux/amd64", "amd64", "x86_64",

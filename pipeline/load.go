@@ -331,6 +331,10 @@ func (l *Loaded) Targets(ctx context.Context, platforms []core.Platform, images 
 			t, err := verify.NewTarget(ctx, l.Renderer, inst, p, script)
 			if err == nil && images != nil {
 				t.Image, err = images(inst.InstanceID, p)
+				if errors.Is(err, verify.ErrImageAbsent) {
+					// Its own result (verify.FailureImageAbsent), not an error.
+					t.Absent, err = err.Error(), nil
+				}
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): %w", inst.InstanceID, p, err))

@@ -29,6 +29,10 @@ type VerifyOptions struct {
 	Inputs
 	// Platforms to verify; x86-only instances never run on linux/arm64.
 	Platforms []core.Platform
+	// Host, when set, is this machine's platform: runs of another platform
+	// are said to be emulated through QEMU (in the log, and
+	// verify.Result.Emulated).
+	Host core.Platform
 	// Gold runs each instance's gold patch; Control runs no patch (it must
 	// come out unresolved); PredictionsFile, when set, grades a model's
 	// predictions (upstream's JSONL or JSON array; "gold", as upstream, the
@@ -181,8 +185,10 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if summaryFile == "" {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}
+	emulated(log, o.Host, targets)
 	runner := &verify.Runner{
 		Engine:   engine,
+		Host:     o.Host,
 		Workers:  max(o.Workers, 1),
 		Timeout:  o.Timeout,
 		Repeat:   max(o.Repeat, 1),
@@ -195,7 +201,13 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout
 	}
-	fmt.Fprintf(log, "swebuild verify: %d instance image(s); logs in %s\n", len(targets), runDir)
+	absent := 0
+	for _, t := range targets {
+		if t.Absent != "" {
+			absent++
+		}
+	}
+	fmt.Fprintf(log, "swebuild verify: %d instance image(s), %d absent (%s); logs in %s\n", len(targets)-absent, absent, verify.FailureImageAbsent, runDir)
 	sum, err := runner.Verify(ctx, targets, o.Gold, o.Control, preds)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
@@ -297,11 +309,16 @@ func (o VerifyOptions) pin(ctx context.Context, targets []verify.Target, log io.
 	}
 	found, errs := o.Reader.ResolveAll(ctx, refs, plats)
 	drop := map[int]bool{}
+	absent := 0
 	for k, err := range errs {
 		t := &targets[at[k]]
 		switch {
 		case err != nil && !publication.IsProblem(err):
 			return nil, fmt.Errorf("resolving the instance images: %w", err)
+		case errors.Is(err, publication.ErrNotFound):
+			// Its own result (verify.FailureImageAbsent); the others run.
+			t.Absent = fmt.Sprintf("%v: %s: %v", verify.ErrImageAbsent, t.Image, err)
+			absent++
 		case err != nil:
 			fmt.Fprintf(log, "verify: %s (%s): image %s: %v\n", t.Instance.InstanceID, t.Platform, t.Image, err)
 			drop[at[k]] = true
@@ -309,8 +326,11 @@ func (o VerifyOptions) pin(ctx context.Context, targets []verify.Target, log io.
 			t.Image = found[k].Ref.String()
 		}
 	}
-	if len(refs) > len(drop) {
-		fmt.Fprintf(log, "verify: %d image(s) resolved in the registry, pinned by digest\n", len(refs)-len(drop))
+	if n := len(refs) - len(drop) - absent; n > 0 {
+		fmt.Fprintf(log, "verify: %d image(s) resolved in the registry, pinned by digest\n", n)
+	}
+	if absent > 0 {
+		fmt.Fprintf(log, "verify: %d image(s) not in the registry: their results are %s\n", absent, verify.FailureImageAbsent)
 	}
 	if len(drop) == 0 {
 		return targets, nil
@@ -323,6 +343,21 @@ func (o VerifyOptions) pin(ctx context.Context, targets []verify.Target, log io.
 		}
 	}
 	return kept, nil
+}
+
+// emulated says which platforms of the targets are not the host's: their
+// containers run through QEMU.
+func emulated(log io.Writer, host core.Platform, targets []verify.Target) {
+	if host.IsZero() {
+		return
+	}
+	seen := map[core.Platform]bool{}
+	for _, t := range targets {
+		if t.Platform != host && t.Absent == "" && !seen[t.Platform] {
+			seen[t.Platform] = true
+			fmt.Fprintf(log, "verify: %s is not this host's platform (%s): its runs are emulated through QEMU (slower; results say \"emulated\": true)\n", t.Platform, host)
+		}
+	}
 }
 
 // predictions reads the predictions file, or makes the records' gold

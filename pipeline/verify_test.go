@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
+	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/verify"
 )
 
 // TestVerifyPredictionsNotInDataset: as upstream's get_dataset_from_preds, a
@@ -103,5 +105,45 @@ func TestVerifyPredictionsRunPredictedOnly(t *testing.T) {
 				t.Errorf("want %q\nerr %v\n%s", tc.want, err, stderr.String())
 			}
 		})
+	}
+}
+
+// TestVerifyImageAbsentFromMetadata: an instance the metadata file names no
+// image of gets its own image_absent result (nothing runs: the daemon is
+// never asked), the summary is written and the error says a result failed.
+func TestVerifyImageAbsentFromMetadata(t *testing.T) {
+	shared := spectest.SharedDir(t)
+	dir := t.TempDir()
+	md := filepath.Join(dir, "metadata.jsonl")
+	if err := os.WriteFile(md, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	sum, err := Verify(context.Background(), VerifyOptions{
+		Inputs: Inputs{
+			Dataset:   filepath.Join(shared, "datasets", "SWE-bench_Verified", "test.jsonl"),
+			CacheDir:  filepath.Join(dir, "cache"),
+			Instances: []string{"django__django-11099"},
+			Pins:      "none",
+		},
+		Platforms:    []core.Platform{core.AMD64},
+		Host:         core.AMD64,
+		Gold:         true,
+		MetadataFile: md,
+		BuildKit:     "unix://" + filepath.Join(dir, "no-buildkit.sock"),
+		RunDir:       filepath.Join(dir, "run"),
+		Log:          &stderr,
+	})
+	if sum == nil {
+		t.Fatalf("no summary: %v\n%s", err, stderr.String())
+	}
+	if len(sum.Results) != 1 || sum.Results[0].Failure != verify.FailureImageAbsent || !strings.Contains(sum.Results[0].Error, md+": no instance image of django__django-11099 for linux/amd64") {
+		t.Errorf("results %+v, want one %s naming the metadata file", sum.Results, verify.FailureImageAbsent)
+	}
+	if err == nil || !strings.Contains(err.Error(), "1 of 1 verification result(s) failed") {
+		t.Errorf("err %v, want the failed result counted", err)
+	}
+	if _, serr := verify.ReadSummary(filepath.Join(dir, "run", "summary.json")); serr != nil {
+		t.Errorf("summary.json: %v", serr)
 	}
 }

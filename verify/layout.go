@@ -129,7 +129,7 @@ func ImagesFromLayout(dir string) (ImageFunc, error) {
 	return func(id string, platform core.Platform) (string, error) {
 		ref, ok := byKey[imageKey{id, platform}]
 		if !ok {
-			return "", fmt.Errorf("OCI layout %s: no instance image of %s for %s (index.json entries with %s)", dir, id, platform, manifests.AnnotationInstanceID)
+			return "", fmt.Errorf("%w: OCI layout %s: no instance image of %s for %s (index.json entries with %s)", ErrImageAbsent, dir, id, platform, manifests.AnnotationInstanceID)
 		}
 		return ref, nil
 	}, nil

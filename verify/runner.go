@@ -60,6 +60,10 @@ type Target struct {
 	// record's script, v4.1 for the generated one; Runner.Grade.Rules, when
 	// set, wins.
 	Rules grading.Rules
+	// Absent, when set, says why the instance has no image for Platform
+	// (an error wrapping ErrImageAbsent): nothing runs, and each asked mode
+	// gets a FailureImageAbsent result.
+	Absent string
 }
 
 // Prediction is one line of an upstream predictions file.
@@ -73,6 +77,9 @@ type Prediction struct {
 type Runner struct {
 	// Engine runs the containers (BuildKitEngine).
 	Engine Engine
+	// Host, when set, is the platform of the machine the engine runs on:
+	// results of another platform are marked Emulated (run through QEMU).
+	Host core.Platform
 	// Workers is the number of runs at once (default 2).
 	Workers int
 	// Timeout limits each eval.sh (default DefaultTimeout, upstream's).
@@ -160,6 +167,10 @@ func (r *Runner) Verify(ctx context.Context, targets []Target, gold, control boo
 	var specs []runSpec
 	var empties []Result
 	for _, t := range targets {
+		if t.Absent != "" {
+			empties = append(empties, r.imageAbsent(t, gold, control, preds)...)
+			continue
+		}
 		if gold {
 			p := t.Instance.Patch
 			specs = append(specs, runSpec{t: t, mode: ModeGold, patch: &p})
@@ -688,6 +699,31 @@ func (r *Runner) harnessRefusal(t Target, pr Prediction, files []HarnessFile) At
 	return a
 }
 
+// imageAbsent are the results of a target without an image: one per mode
+// asked (a prediction only when the instance has one), FailureImageAbsent,
+// nothing run.
+func (r *Runner) imageAbsent(t Target, gold, control bool, preds map[string]Prediction) []Result {
+	var specs []runSpec
+	if gold {
+		specs = append(specs, runSpec{t: t, mode: ModeGold})
+	}
+	if pr, ok := preds[t.Instance.InstanceID]; ok {
+		specs = append(specs, runSpec{t: t, mode: ModePredictions, model: pr.Model})
+	}
+	if control {
+		specs = append(specs, runSpec{t: t, mode: ModeControl})
+	}
+	var out []Result
+	for _, s := range specs {
+		res := aggregate(t, s.mode, s.model, nil)
+		res.Failure, res.Error = FailureImageAbsent, t.Absent+": not run"
+		res.F2P, res.P2P = Counts{Total: len(t.Instance.FailToPass)}, Counts{Total: len(t.Instance.PassToPass)}
+		r.progress("%s %s %s: %s", t.Instance.InstanceID, t.Platform, s.label(), res.Error)
+		out = append(out, r.describe(res, t))
+	}
+	return out
+}
+
 // runScript is the script run as /eval.sh: EvalScript, ended with
 // exitTrailer when it records the test command's exit status.
 func (t Target) runScript() string {
@@ -716,6 +752,7 @@ func exitStatus(t Target, out *RunOutput, log string) *ExitStatus {
 // describe sets what res's runs used: t's eval script, the parser and the
 // grading rules.
 func (r *Runner) describe(res Result, t Target) Result {
+	res.Emulated = !r.Host.IsZero() && t.Platform != r.Host
 	sc := t.Script
 	res.Script = &sc
 	res.Parser = r.parserName(t)

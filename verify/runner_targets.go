@@ -17,6 +17,12 @@ import (
 // ImageFunc returns the image reference of an instance on a platform.
 type ImageFunc func(instanceID string, platform core.Platform) (string, error)
 
+// ErrImageAbsent is wrapped by an ImageFunc's error when the place it looks
+// has no image of the instance for the platform (no record, none built, none
+// exported, no layout entry), and by verify's registry lookups when the
+// registry has none: the target's result is FailureImageAbsent.
+var ErrImageAbsent = errors.New("image absent")
+
 // imageKey is an instance on a platform, the key of the image lookups.
 type imageKey struct {
 	id       string
@@ -49,13 +55,13 @@ func ImagesFromRecords(recs []core.Image, file string) ImageFunc {
 		im, ok := byKey[imageKey{id, platform}]
 		switch {
 		case !ok:
-			return "", fmt.Errorf("%s: no instance image of %s for %s", file, id, platform)
+			return "", fmt.Errorf("%w: %s: no instance image of %s for %s", ErrImageAbsent, file, id, platform)
 		case im.Status == core.StatusFailed:
-			return "", fmt.Errorf("%s: the %s image of %s failed to build: %s", file, platform, id, im.Error)
+			return "", fmt.Errorf("%w: %s: the %s image of %s failed to build: %s", ErrImageAbsent, file, platform, id, im.Error)
 		case im.Ref == "" && im.OCILayout != "" && im.Digest != "":
 			return LayoutRef(im.OCILayout, im.Digest.String()), nil
 		case im.Ref == "":
-			return "", fmt.Errorf("%s: the %s image of %s was not exported (no ref, no OCI layout): build it with --push REPO or --output type=oci,dest=DIR", file, platform, id)
+			return "", fmt.Errorf("%w: %s: the %s image of %s was not exported (no ref, no OCI layout): build it with --push REPO or --output type=oci,dest=DIR", ErrImageAbsent, file, platform, id)
 		}
 		return im.Ref, nil
 	}

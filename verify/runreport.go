@@ -97,7 +97,7 @@ func MakeRunReport(datasetIDs []string, submitted map[string]Prediction, results
 			rep.CompletedIDs = append(rep.CompletedIDs, id)
 			rep.UnresolvedIDs = append(rep.UnresolvedIDs, id)
 		}
-		if ok {
+		if ok && r.Dir != "" {
 			classify = append(classify, r)
 		}
 	}
@@ -134,7 +134,7 @@ func MakeRunReport(datasetIDs []string, submitted map[string]Prediction, results
 // the end, and the whole output was graded.
 func graded(r Result) bool {
 	switch r.Failure {
-	case FailureInfra, FailurePatch, FailureTimeout, FailureTruncated, FailureHarness:
+	case FailureInfra, FailurePatch, FailureTimeout, FailureTruncated, FailureHarness, FailureImageAbsent:
 		return false
 	}
 	return true

@@ -42,6 +42,10 @@ const (
 	// tests) is not run, unless such changes are allowed
 	// (Runner.AllowHarnessChanges); Attempt.Harness names the files.
 	FailureHarness = "patch_modifies_test_harness"
+	// FailureImageAbsent: the instance has no image for the platform where
+	// verify was told to look (the --images repository has none, or the
+	// metadata file or OCI layout names none): nothing ran.
+	FailureImageAbsent = "image_absent"
 )
 
 // Truncation says a run's test output was longer than the limit: Size bytes,
@@ -152,6 +156,9 @@ type Result struct {
 	// under CacheKey (Dir is that run's logs, Runs is empty).
 	Cached   bool   `json:"cached,omitempty"`
 	CacheKey string `json:"cache_key,omitempty"`
+	// Emulated: the platform is not the host's (Runner.Host), so its
+	// containers ran through QEMU.
+	Emulated bool `json:"emulated,omitempty"`
 }
 
 // Key identifies a result across summaries.
@@ -177,7 +184,7 @@ func (r Result) OK() bool {
 	case ModeControl:
 		return !r.Resolved && (r.Failure == FailureTests || r.Failure == FailureTimeout)
 	default:
-		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak && r.Failure != FailureTruncated
+		return r.Failure != FailureInfra && r.Failure != FailureFlaky && r.Failure != FailureLeak && r.Failure != FailureTruncated && r.Failure != FailureImageAbsent
 	}
 }
 

@@ -292,7 +292,7 @@ func TestOutputOCILayout(t *testing.T) {
 	// 4. Verify from the layout: metadata records (both platforms) and
 	// --images oci:DIR.
 	for _, src := range [][]string{
-		{"--metadata-file", mdOCI, "--instance", "fixture__calc-1"},
+		{"--metadata-file", mdOCI, "--instance", "fixture__calc-1", "--platform", "linux/amd64,linux/arm64"},
 		{"--images", "oci:" + layoutDir, "--instance", "fixture__semver-1", "--platform", "linux/amd64"},
 	} {
 		sumFile := filepath.Join(tmp, "verify-"+src[0][2:]+".json")

@@ -42,10 +42,12 @@ func (v *platformsValue) Set(s string) error {
 	return nil
 }
 
-// String is how pflag shows the default: as a string slice flag does.
+// String is how pflag shows the default: as a string slice flag does, and
+// "" for no platforms (a flag whose default is decided later, such as
+// verify's host platform: pflag then shows no default).
 func (v *platformsValue) String() string {
-	if v.list == nil {
-		return "[]"
+	if v.list == nil || len(*v.list) == 0 {
+		return ""
 	}
 	s := make([]string, len(*v.list))
 	for i, p := range *v.list {

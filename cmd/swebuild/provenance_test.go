@@ -56,7 +56,7 @@ func TestProvenanceFixture(t *testing.T) {
 	sumPath := filepath.Join(tmp, "verify-summary.json")
 	var stdout, stderr bytes.Buffer
 	verified := []string{"fixture__calc-1", "fixture__textutil-2"}
-	err = runVerify(ctx, []string{"--gold", "--control", "--dataset", f.dataset, "--specs", f.specs, "--metadata-file", md,
+	err = runVerify(ctx, []string{"--gold", "--control", "--dataset", f.dataset, "--specs", f.specs, "--metadata-file", md, "--platform", "linux/amd64,linux/arm64",
 		"--instance", verified[0], "--instance", verified[1], "--run-dir", filepath.Join(tmp, "verify"), "--summary", sumPath, "--timeout", "10m"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("verify: %v\n%s\n%s", err, stdout.String(), tail(stderr.String(), 3000))

@@ -32,7 +32,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform ...] [--engine buildkit|docker] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--allow-harness-changes] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit or Docker and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
+		fmt.Fprintf(fs.Output(), "Usage: swebuild verify --gold|--control|--predictions FILE|gold --dataset FILE|--task-repo DIR [--instance ID]... [--images REPO|oci:DIR|dataset[=REGISTRY]|--metadata-file F] [--platform P,... (default: the host's)] [--engine buildkit|docker] [--workers N] [--timeout D] [--repeat N] [--eval-script dataset|generated] [--allow-harness-changes] [--baseline FILE] [--run-dir DIR]\n\nRun patches in containers of the instance images (no network) with BuildKit or Docker and grade them as upstream SWE-bench does: by default each record's own eval_script, log_parser and eval_type, as v5 does.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
@@ -79,7 +79,7 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.runID, "run-id", "", "run id in the run reports' names (default: the run directory's name)")
 	fs.StringVar(&f.images, "images", "", "registry repository prefix holding the per-arch instance images (REPO/sweb.eval.<arch>.<id>:latest), oci:DIR (an OCI layout written by swebuild build --output type=oci,dest=DIR), or dataset[=REGISTRY]: each record's image field (sweb.eval.arm64.<id> on linux/arm64), re-rooted at REGISTRY when given")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "builder metadata file naming the instance image of each platform (its pushed ref, else its OCI layout)")
-	platformsVar(fs, &f.platforms, "platform", core.AllPlatforms(), "platforms to verify (x86-only instances are never run on linux/arm64)")
+	platformsVar(fs, &f.platforms, "platform", nil, "platforms to verify (default: this host's, linux/amd64 on an amd64 machine; another platform runs emulated through QEMU and its results say \"emulated\": true; x86-only instances are never run on linux/arm64)")
 	fs.StringVar(&f.engine, "engine", pipeline.EngineBuildKit, "what runs the containers: buildkit (a BuildKit daemon, --builder) or docker (a Docker daemon, --docker-host)")
 	fs.StringVar(&f.builderAddr, "builder", "", "BuildKit address (default $BUILDKIT_HOST)")
 	fs.StringVar(&f.dockerHost, "docker-host", os.Getenv("DOCKER_HOST"), "with --engine docker: the Docker daemon's address, unix:///PATH or tcp://HOST:PORT (default $DOCKER_HOST, else unix:///var/run/docker.sock)")
@@ -123,9 +123,10 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 	case f.engine == pipeline.EngineDocker && f.builderAddr != "":
 		return o, errors.New("--builder is for --engine buildkit; with --engine docker give --docker-host")
 	}
-	plats, err := core.PlatformSet(f.platforms)
+	host, hostErr := core.HostPlatform()
+	plats, err := verifyPlatforms(f.platforms, host, hostErr)
 	if err != nil {
-		return o, fmt.Errorf("--platform: %w", err)
+		return o, err
 	}
 	in, err := f.g.inputs(stderr)
 	if err != nil {
@@ -171,6 +172,7 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		DatasetRegistry: datasetRegistry,
 		RunID:           f.runID,
 		Platforms:       plats,
+		Host:            host,
 		Gold:            f.gold,
 		Control:         f.control,
 		PredictionsFile: f.predictions,
@@ -195,6 +197,24 @@ func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions,
 		Out:                 stdout,
 		Log:                 stderr,
 	}, nil
+}
+
+// verifyPlatforms are the platforms verify runs: those given with
+// --platform, else the host's (core.HostPlatform: host, or hostErr when
+// this machine is neither amd64 nor arm64, and --platform is then needed).
+// Another platform than the host's is only run when asked: it is emulated.
+func verifyPlatforms(given []core.Platform, host core.Platform, hostErr error) ([]core.Platform, error) {
+	if len(given) > 0 {
+		plats, err := core.PlatformSet(given)
+		if err != nil {
+			return nil, fmt.Errorf("--platform: %w", err)
+		}
+		return plats, nil
+	}
+	if hostErr != nil {
+		return nil, fmt.Errorf("no --platform given and no default: %w; give --platform linux/amd64 and/or linux/arm64", hostErr)
+	}
+	return []core.Platform{host}, nil
 }
 
 // verifyRegistry is verify's credential source (for BuildKit's pulls) and

@@ -180,7 +180,7 @@ func TestVerifyFixture(t *testing.T) {
 	base := filepath.Join(tmp, "baseline.json")
 	var stdout, stderr bytes.Buffer
 	err := runVerify(ctx, []string{"--gold", "--control", "--dataset", f.dataset, "--specs", f.specs, "--metadata-file", md,
-		"--run-dir", runDir, "--summary", base, "--timeout", "10m"}, &stdout, &stderr)
+		"--platform", "linux/amd64,linux/arm64", "--run-dir", runDir, "--summary", base, "--timeout", "10m"}, &stdout, &stderr)
 	t.Logf("verify --gold --control:\n%s\n%s", stdout.String(), tail(stderr.String(), 4000))
 	if err != nil {
 		t.Fatalf("verify --gold --control: %v", err)
