@@ -61,15 +61,20 @@ run_scenario() {
 	log "scenario $name: package index and specs ($root/index)"
 	go run ./internal/pyindex/cmd/fixture-index --scenario "$name" --specs testdata/fixture/specs.json --out "$root/index"
 	cat "$root/index/scenario.txt" >&2
+	# The fixture's git mirrors, the machine's one copy (scripts/fixture.sh
+	# context) shared with the tests and the demo: BuildKit keys a local
+	# context by its directory, so the images the scenario does not change
+	# (textutil's, semver's) are cache hits instead of rebuilds.
 	log "scenario $name: fixture git mirrors"
-	scripts/fixture.sh repos "$root/state/fixture-context/mirror" >&2
+	local context
+	context=$(scripts/fixture.sh context)
 	local rootfs=${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs
 	local night
 	for night in 1 2; do
 		log "scenario $name: night $night"
 		local begin=$SECONDS
 		REPO=$repo SPECS=$root/index/specs.json DATASET=testdata/fixture/dataset.jsonl \
-			CONTEXT_DIRS="$rootfs:$root/state/fixture-context:$root/index/night$night" \
+			CONTEXT_DIRS="$rootfs:$context:$root/index/night$night" \
 			MAX_DRIFT=${MAX_DRIFT:--1} "$PWD/scripts/nightly-local.sh" --state "$root/state" --shards "${SCENARIO_SHARDS:-1}" \
 			>"$root/night$night.log" 2>&1 || eval "rc$night=\$?"
 		printf 'night%s_seconds=%s\n' "$night" "$((SECONDS - begin))" >>"$root/scenario.env"
@@ -87,7 +92,7 @@ run_scenario() {
 		printf 'proposal=%s\n' "$proposal" >>"$root/scenario.env"
 		log "scenario $name: applying the proposal (--pins default,$proposal) plans nothing to build"
 		"$SWEBUILD" ci matrix --dataset testdata/fixture/dataset.jsonl --specs "$root/index/specs.json" \
-			--context-dir "$rootfs" --context-dir "$root/state/fixture-context" --context-dir "$root/index/night2" \
+			--context-dir "$rootfs" --context-dir "$context" --context-dir "$root/index/night2" \
 			--pins "default,$proposal" --platform "${PLATFORMS:-linux/amd64,linux/arm64}" --shards 1 \
 			--skip-existing "$repo" --ledger "$root/state/ledger.jsonl" --env-ledger "$root/state/envs.jsonl" \
 			--plan-out "$root/applied-plan.json" --ids-dir "$root/applied-ids" --github-output "$root/applied-output" >/dev/null
@@ -208,15 +213,11 @@ specs_args=()
 if [ -n "$SPECS" ]; then specs_args=(--specs "$SPECS"); fi
 if [ "$SPECS" = testdata/fixture/specs.json ] && [ -z "${CONTEXT_DIRS:-}" ]; then
 	# The fixture profile bind-mounts local git mirrors and ADDs the rootfs
-	# tarballs (scripts/fixture.sh rootfs makes those).
-	if [ ! -d "$state/fixture-context/mirror" ]; then
-		log "fixture git mirrors"
-		rm -rf "$state/fixture-context.tmp"
-		scripts/fixture.sh repos "$state/fixture-context.tmp/mirror" >&2
-		mv "$state/fixture-context.tmp" "$state/fixture-context"
-	fi
-	CONTEXT_DIRS="${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs:$PWD/$state/fixture-context"
-	case "$state" in /*) CONTEXT_DIRS="${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs:$state/fixture-context" ;; esac
+	# tarballs (scripts/fixture.sh rootfs makes those). The mirrors are the
+	# machine's one copy (scripts/fixture.sh context), shared with the demo
+	# and the tests: BuildKit keys a local context by its directory.
+	log "fixture git mirrors"
+	CONTEXT_DIRS="${SWEBUILD_CACHE:-$HOME/.cache/swebuild}/rootfs:$(scripts/fixture.sh context)"
 fi
 export CONTEXT_DIRS="${CONTEXT_DIRS:-}"
 
