@@ -45,6 +45,9 @@ func BuildEnvs(ctx context.Context, o BuildOptions, keys []string) (*builder.Rep
 	if err != nil {
 		return nil, err
 	}
+	// The env images' SBOMs: the repair's drift compares tonight's env
+	// document with last night's, read from the env ledger's records.
+	AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
 	want := map[string]bool{}
 	for _, k := range keys {
 		want[k] = true
