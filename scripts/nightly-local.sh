@@ -325,8 +325,11 @@ drift_args=()
 if ! grep -qx 'indexed=0' "$run/merge-output"; then
 	log "environment drift against what is published"
 	drift_args=(--drift "$run/drift.md")
+	# The first night has no ledger yet: no digest of REPO was recorded.
+	drift_ledger=()
+	if [ -f "$ledger" ]; then drift_ledger=(--ledger "$ledger"); fi
 	"$SWEBUILD" drift --images "$REPO" --against "$run/publish.jsonl" --dataset "$DATASET" \
-		--specs "$SPECS" --max-drift "$MAX_DRIFT" --ledger "$ledger" --max-unrecorded "${MAX_UNRECORDED:-0}" \
+		--specs "$SPECS" --max-drift "$MAX_DRIFT" "${drift_ledger[@]}" --max-unrecorded "${MAX_UNRECORDED:-0}" \
 		--format md -o "$run/drift.md" || drift_failed=true
 fi
 
