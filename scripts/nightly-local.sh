@@ -349,6 +349,17 @@ else
 	cat "$run/attestations.txt"
 fi
 
+# The receipts a consumer checks (docs/consume.md): every image the dataset
+# calls for carries a statement signed by the night's key saying verified
+# (swebuild check --require-verified), and the signed digest catalog of
+# what REPO holds ($run/digests.jsonl and .sigstore.json).
+receipts_rc=0
+signing_pub=$(dirname "$SWEBUILD_SIGNING_KEY")/cosign.pub
+log "receipts: check --require-verified --key $signing_pub, signed digest catalog $run/digests.jsonl"
+"$SWEBUILD" check --dataset "$DATASET" "${specs_args[@]}" --repo "$REPO" --platform "$PLATFORMS" \
+	--require-verified --key "$signing_pub" --digests "$run/digests.jsonl" >"$run/receipts.txt" 2>&1 || receipts_rc=$?
+tail -n 4 "$run/receipts.txt"
+
 log "env builds tonight ($run/env-counts.txt)"
 envs_once=0
 python3 - "$run" >"$run/env-counts.txt" <<'PY' || envs_once=$?
@@ -404,6 +415,10 @@ if [ "$publish_rc" -ne 0 ]; then
 fi
 if [ "$attest_rc" -ne 0 ]; then
 	printf 'nightly-local: a published image lacks its verification statement, or has more than one provenance or SBOM (%s)\n' "$run/attestations.txt" >&2
+	exit 1
+fi
+if [ "$receipts_rc" -ne 0 ]; then
+	printf 'nightly-local: an image the dataset calls for is missing or lacks a signed statement saying verified (%s)\n' "$run/receipts.txt" >&2
 	exit 1
 fi
 exit "$summary_rc"
