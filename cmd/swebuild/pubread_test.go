@@ -180,7 +180,7 @@ func TestFiveReadersTokenRealm(t *testing.T) {
 				t.Errorf("diff-images: %v\n%s%s", err, stdout, stderr)
 			}
 		}},
-		{"verify --images", runVerify, append([]string{"--gold", "--images", repo, "--engine", "docker", "--docker-host", "unix://" + filepath.Join(tmp, "no-docker.sock"), "--run-dir", filepath.Join(tmp, "run")}, fixture...),
+		{"verify --images", runVerify, append([]string{"--gold", "--images", repo, "--platform", "linux/amd64,linux/arm64", "--engine", "docker", "--docker-host", "unix://" + filepath.Join(tmp, "no-docker.sock"), "--run-dir", filepath.Join(tmp, "run")}, fixture...),
 			func(t *testing.T, err error, stdout, stderr string) {
 				if err == nil || !strings.Contains(err.Error(), "connecting to Docker") || !strings.Contains(stderr, "verify: 2 image(s) resolved in the registry, pinned by digest") {
 					t.Errorf("verify: %v (want the Docker engine's error, after both images resolved)\n%s%s", err, stdout, stderr)
