@@ -40,6 +40,9 @@ func runCIRepair(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
 	f.verifyOpts.register(fs)
+	// The repaired images are published: their provenance names the
+	// builder as the shards' does (the nightly gives its run's URL).
+	f.registerBuilderID(fs)
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
 	insecure := fs.StringArray("insecure-registry", nil, "plain-HTTP registry host (loopback hosts always are; repeatable)")
 	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
