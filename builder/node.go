@@ -221,7 +221,16 @@ func inputKeys(nodes []*graph.Node, given map[string]string) map[string]string {
 		sort.Strings(names)
 		for _, name := range names {
 			field(name)
-			if fi, err := os.Stat(n.ContextFiles[name]); err == nil {
+			// A file by its size and time (the rootfs tarballs: large,
+			// rewritten only when made again); a directory by its tree's
+			// content, whose own time says nothing of what it holds (the
+			// repair scenario's two nights' wheels directories, written
+			// in the same instant, keyed alike).
+			if fi, err := os.Stat(n.ContextFiles[name]); err == nil && fi.IsDir() {
+				if fp, err := fingerprintTree(n.ContextFiles[name]); err == nil {
+					field("tree " + fp)
+				}
+			} else if err == nil {
 				field(fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano()))
 			}
 		}
