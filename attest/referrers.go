@@ -342,9 +342,9 @@ func (r *Referrers) Statements(ctx context.Context, repo name.Repository, subjec
 // maxStatement bounds one statement layer.
 const maxStatement = 16 << 20
 
-// manifestStatements reads the layers of the manifest at repo@dg annotated
-// with predicateType.
-func manifestStatements(ctx context.Context, pr *publication.Reader, repo name.Repository, dg v1.Hash, predicateType string) ([][]byte, error) {
+// referrerManifest reads and parses the manifest at repo@dg (bounded by the
+// publication reader).
+func referrerManifest(ctx context.Context, pr *publication.Reader, repo name.Repository, dg v1.Hash) (*v1.Manifest, error) {
 	m, err := pr.Manifest(ctx, repo.Digest(dg.String()))
 	if err != nil {
 		return nil, err
@@ -352,6 +352,16 @@ func manifestStatements(ctx context.Context, pr *publication.Reader, repo name.R
 	man, err := v1.ParseManifest(bytes.NewReader(m.Raw))
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", dg, err)
+	}
+	return man, nil
+}
+
+// manifestStatements reads the layers of the manifest at repo@dg annotated
+// with predicateType.
+func manifestStatements(ctx context.Context, pr *publication.Reader, repo name.Repository, dg v1.Hash, predicateType string) ([][]byte, error) {
+	man, err := referrerManifest(ctx, pr, repo, dg)
+	if err != nil {
+		return nil, err
 	}
 	var out [][]byte
 	for _, l := range man.Layers {
@@ -382,13 +392,9 @@ type Carried struct {
 // digest-checked through the publication reader. Reading by digest, what
 // comes back is what the record that names dg was made with.
 func ReferrerPayloads(ctx context.Context, pr *publication.Reader, repo name.Repository, dg v1.Hash) ([]Carried, error) {
-	m, err := pr.Manifest(ctx, repo.Digest(dg.String()))
+	man, err := referrerManifest(ctx, pr, repo, dg)
 	if err != nil {
 		return nil, err
-	}
-	man, err := v1.ParseManifest(bytes.NewReader(m.Raw))
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", dg, err)
 	}
 	var out []Carried
 	for _, l := range man.Layers {
