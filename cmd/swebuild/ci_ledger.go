@@ -32,21 +32,13 @@ func runCILedger(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tag := fs.String("tag", ci.LedgerTag, "tag the ledger is kept under ("+ci.LedgerTag+"; "+ci.EnvLedgerTag+" for the env ledger)")
 	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding USER:PASSWORD (or REGISTRY=USER:PASSWORD,...); the Docker config and credential helpers are used otherwise")
 	insecure := fs.Bool("insecure-registry", false, "allow plain HTTP to a non-loopback registry")
-	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
+	if help, err := parseFlags(fs, args, false, stdout, stderr); help {
 		return err
 	}
 	if *repo == "" || *file == "" {
 		return usageErr(fs, stderr, "--repo and --file are required")
 	}
-	dest, err := registry.RegistryOf(*repo)
-	if err != nil {
-		return fmt.Errorf("--repo: %w", err)
-	}
-	kc, err := registryCredentials(*authEnv, dest)
-	if err != nil {
-		return fmt.Errorf("--registry-auth-env: %w", err)
-	}
-	client, err := registry.New(registry.Options{Keychain: kc, Insecure: *insecure})
+	client, err := registryClient(*authEnv, *repo, "--repo", registry.Options{Insecure: *insecure})
 	if err != nil {
 		return err
 	}

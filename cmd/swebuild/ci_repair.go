@@ -2,17 +2,34 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder"
 	"github.com/swebuild/swebuild/ci"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/repair"
 )
+
+// ciBuildFlags are the build flags of the ci commands that build (ci envs,
+// ci repair): the inputs, then BuildKit's daemons, workers, --push (what
+// it is for: pushUsage), progress and context directories. No
+// --node-down-after: the default a build gets (the options refuse zero).
+func ciBuildFlags(fs *pflag.FlagSet, pushUsage string) *buildFlags {
+	f := &buildFlags{downAfter: builder.DefaultDownAfter}
+	f.g.register(fs)
+	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR (repeatable; default $BUILDKIT_HOST)")
+	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
+	fs.StringVar(&f.push, "push", "", pushUsage)
+	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
+	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
+	return f
+}
 
 // runCIRepair implements `swebuild ci repair`.
 func runCIRepair(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,26 +43,20 @@ func runCIRepair(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			"`ci merge --results` after the shards' records), envs.jsonl (their env images, for the env ledger),\n"+
 			"report.json and report.md (for `ci summary --repair`). An env no single package explains keeps last\n"+
 			"night's images. docs/nightly.md, \"The repair\".", stderr)
-	f := buildFlags{downAfter: builder.DefaultDownAfter}
-	f.g.register(fs)
+	f := ciBuildFlags(fs, "push every image of a step by digest to this repository (required)")
 	planPath := planFlag(fs)
 	results := fs.StringArray("results", nil, "the shards' output directories (their verify/summary.json files: tonight's gold results; repeatable)")
 	envs := recordsFlag(fs, "envs", "tonight's env job records")
 	envLedger := fs.String("env-ledger", "", "the env ledger as it was before tonight (last night's env images)")
 	out := fs.String("out", "repair", "directory the repair writes into")
 	night := fs.String("night", "", "name of the night in the evidence (default: UTC time, and $GITHUB_RUN_ID when set)")
-	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR (repeatable; default $BUILDKIT_HOST)")
-	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
-	fs.StringVar(&f.push, "push", "", "push every image of a step by digest to this repository (required)")
-	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
-	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
 	f.verifyOpts.register(fs)
 	// The repaired images are published: their provenance names the
 	// builder as the shards' does (the nightly gives its run's URL).
 	f.registerBuilderID(fs)
-	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
-	insecure := fs.StringArray("insecure-registry", nil, "plain-HTTP registry host (loopback hosts always are; repeatable)")
-	if help, err := parseCIFlags(fs, args, stdout, stderr); help {
+	fs.StringVar(&f.pub.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
+	fs.StringArrayVar(&f.pub.insecure, "insecure-registry", nil, "plain-HTTP registry host (loopback hosts always are; repeatable)")
+	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
 	}
 	if err := requireFlags(fs, stderr, requiredFlag{name: "plan"}, requiredFlag{name: "env-ledger", why: "last night's env images come from it"},
@@ -55,59 +66,42 @@ func runCIRepair(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(*results) == 0 || len(*envs) == 0 {
 		return usageErr(fs, stderr, "--results and --envs are required: tonight's gold results and env images")
 	}
-	plan, err := ci.ReadPlan(*planPath)
-	if err != nil {
-		return err
+	f.platforms, f.verifyGold, f.runDir = core.AllPlatforms(), true, *out
+	o := pipeline.RepairOptions{Night: *night, Out: *out, Log: stderr}
+	if o.Night == "" {
+		o.Night = repair.NightName(time.Now(), os.Getenv("GITHUB_RUN_ID"))
 	}
-	f.platforms = core.AllPlatforms()
-	f.verifyGold = true
-	f.runDir = *out
-	f.pub.authEnv, f.pub.insecure = *authEnv, *insecure
-	bo, err := f.options(stdout, stderr)
-	if err != nil {
+	var err error
+	if o.Build, err = f.options(stdout, stderr); err != nil {
 		return usageErr(fs, stderr, "%v", err)
 	}
-	gold, err := pipeline.ReadGold(*results)
+	if err := readRepairInputs(ctx, &o, *planPath, *results, *envs, *envLedger, f.pub); err != nil {
+		return err
+	}
+	rep, err := pipeline.Repair(ctx, o)
 	if err != nil {
 		return err
 	}
-	tonight, err := ci.ReadRecords(*envs, stderr)
-	if err != nil {
-		return err
-	}
-	before, err := ci.ReadLedger(ctx, *envLedger, stderr)
-	if err != nil {
-		return err
-	}
-	reader, err := publicationReader(*authEnv, "", registry.Options{InsecureRegistries: *insecure})
-	if err != nil {
-		return err
-	}
-	if *night == "" {
-		*night = time.Now().UTC().Format(time.RFC3339)
-		if id := os.Getenv("GITHUB_RUN_ID"); id != "" {
-			*night += " (run " + id + ")"
-		}
-	}
-	rep, err := pipeline.Repair(ctx, pipeline.RepairOptions{Build: bo, Plan: plan, Gold: gold, EnvsTonight: tonight, EnvsBefore: before,
-		Reader: reader, Night: *night, Out: *out, Log: stderr})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "repair: %d env(s) to repair, %.0f s\n", len(rep.Cases), rep.Seconds)
-	for _, c := range rep.Cases {
-		switch {
-		case c.Error != "":
-			fmt.Fprintf(stdout, "%s: no result: %s\n", c.Name(), c.Error)
-		case c.Result != nil:
-			fmt.Fprintf(stdout, "%s: %s: %s (%d env rebuilds, %.0f s)\n", c.Name(), c.Result.Verdict, c.Result.Reason, c.Result.Rebuilds, c.Result.Seconds)
-		}
-		if c.Rule != "" {
-			fmt.Fprintf(stdout, "%s: rule %s, %d image(s) repaired and verified\n", c.Name(), c.Rule, len(c.Repaired))
-		}
-	}
-	if rep.Proposal != "" {
-		fmt.Fprintf(stdout, "proposal: %s\n", rep.Proposal)
-	}
+	rep.WriteText(stdout)
 	return nil
+}
+
+// readRepairInputs gives o the plan, tonight's gold results and env
+// images, the env ledger before tonight and the reader of their documents.
+func readRepairInputs(ctx context.Context, o *pipeline.RepairOptions, plan string, results, envs []string, envLedger string, pub publishFlags) error {
+	var err error
+	if o.Plan, err = ci.ReadPlan(plan); err != nil {
+		return err
+	}
+	if o.Gold, err = pipeline.ReadGold(results); err != nil {
+		return err
+	}
+	if o.EnvsTonight, err = ci.ReadRecords(envs, o.Log); err != nil {
+		return err
+	}
+	if o.EnvsBefore, err = ci.ReadLedger(ctx, envLedger, o.Log); err != nil {
+		return err
+	}
+	o.Reader, err = publicationReader(pub.authEnv, "", registry.Options{InsecureRegistries: pub.insecure})
+	return err
 }

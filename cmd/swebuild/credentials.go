@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,4 +45,20 @@ func builderAuth(creds *registry.Credentials, insecure []string) func() builder.
 // verifyAuth makes one BuildKit session login per verification run.
 func verifyAuth(creds *registry.Credentials) func() verify.SessionAuth {
 	return func() verify.SessionAuth { return bkauth.New(creds, nil) }
+}
+
+// registryClient is a registry client for the repository named by the
+// flag flagName (its registry gets an unscoped USER:PASSWORD), on the one
+// credential source.
+func registryClient(authEnv, repo, flagName string, o registry.Options) (*registry.Client, error) {
+	dest, err := registry.RegistryOf(repo)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	kc, err := registryCredentials(authEnv, dest)
+	if err != nil {
+		return nil, fmt.Errorf("--registry-auth-env: %w", err)
+	}
+	o.Keychain = kc
+	return registry.New(o)
 }
