@@ -7,14 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
@@ -98,123 +95,34 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 
 // options are the pipeline's options from the flags.
 func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions, error) {
-	var o pipeline.VerifyOptions
-	switch {
-	case !f.gold && !f.control && f.predictions == "":
-		return o, errors.New("give --gold, --control or --predictions FILE")
-	case (f.images == "") == (f.metadataFile == ""):
-		return o, errors.New("give exactly one of --images REPO|dataset[=REGISTRY] and --metadata-file F")
-	case f.workers < 1:
-		return o, fmt.Errorf("--workers %d: want at least 1", f.workers)
-	case f.repeat < 1:
-		return o, fmt.Errorf("--repeat %d: want at least 1", f.repeat)
-	case f.timeout <= 0:
-		return o, fmt.Errorf("--timeout %s: want a positive duration", f.timeout)
-	case f.format != "table" && f.format != "json":
+	o := pipeline.VerifyOptions{Gold: f.gold, Control: f.control, PredictionsFile: f.predictions, Images: f.images,
+		MetadataFile: f.metadataFile, RunID: f.runID, BuildKit: f.builderAddr, Engine: f.engine, DockerHost: f.dockerHost,
+		Workers: f.workers, Repeat: f.repeat, Timeout: f.timeout, Parser: f.logParser, EvalScript: f.evalScript,
+		Baseline: f.baseline, AllowHarnessChanges: f.allowHarness, RunDir: f.runDir, SummaryFile: f.summaryFile,
+		JSON: f.format == "json", Out: stdout, Log: stderr}
+	if f.format != "table" && f.format != "json" {
 		return o, fmt.Errorf("--format %q: want table or json", f.format)
-	case f.logParser != "" && !slices.Contains(grading.ParserNames(), f.logParser):
-		return o, fmt.Errorf("--log-parser %q: want one of %s", f.logParser, strings.Join(grading.ParserNames(), ", "))
-	case f.runID != "" && verify.PathName(f.runID) != f.runID:
-		return o, fmt.Errorf("--run-id %q: want a plain name ([A-Za-z0-9._-], not starting with '.')", f.runID)
-	case f.evalScript != verify.ScriptDataset && f.evalScript != verify.ScriptGenerated:
-		return o, fmt.Errorf("--eval-script %q: want %s or %s", f.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
-	case f.engine != pipeline.EngineBuildKit && f.engine != pipeline.EngineDocker:
-		return o, fmt.Errorf("--engine %q: want %s or %s", f.engine, pipeline.EngineBuildKit, pipeline.EngineDocker)
-	case f.engine == pipeline.EngineDocker && f.builderAddr != "":
-		return o, errors.New("--builder is for --engine buildkit; with --engine docker give --docker-host")
+	}
+	dest, err := o.Check()
+	if err != nil {
+		return o, err
 	}
 	host, hostErr := core.HostPlatform()
-	plats, err := verifyPlatforms(f.platforms, host, hostErr)
-	if err != nil {
+	if o.Platforms, err = pipeline.VerifyPlatforms(f.platforms, host, hostErr); err != nil {
 		return o, err
 	}
-	in, err := f.g.inputs(stderr)
-	if err != nil {
+	o.Host = host
+	if o.Inputs, err = f.g.inputs(stderr); err != nil {
 		return o, err
 	}
-	addr := f.builderAddr
-	if addr == "" && f.engine == pipeline.EngineBuildKit {
-		addr = f.g.env.buildkitHost
-		if addr == "" {
+	if o.BuildKit == "" && o.Engine == pipeline.EngineBuildKit {
+		if o.BuildKit = f.g.env.buildkitHost; o.BuildKit == "" {
 			return o, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST (or use --engine docker)")
 		}
 	}
-	var datasetImages bool
-	images, datasetRegistry := f.images, ""
-	if rest, ok := strings.CutPrefix(f.images, "dataset"); ok && (rest == "" || strings.HasPrefix(rest, "=")) {
-		datasetImages, images = true, ""
-		if rest != "" {
-			if datasetRegistry = strings.TrimPrefix(rest, "="); datasetRegistry == "" {
-				return o, errors.New("--images dataset=: want a registry (and path) after '='")
-			}
-		}
-	}
-	dest := ""
-	switch {
-	case strings.HasPrefix(images, "oci:"):
-		// An OCI layout: no registry to log in to.
-	case images != "":
-		if dest, err = registry.RegistryOf(images); err != nil {
-			return o, fmt.Errorf("--images: %w", err)
-		}
-	case datasetRegistry != "":
-		if dest, err = registry.RegistryOf(datasetRegistry); err != nil {
-			return o, fmt.Errorf("--images dataset=: %w", err)
-		}
-	}
 	creds, reader, err := verifyRegistry(f.authEnv, dest)
-	if err != nil {
-		return o, err
-	}
-	return pipeline.VerifyOptions{
-		Inputs:          in,
-		DatasetImages:   datasetImages,
-		DatasetRegistry: datasetRegistry,
-		RunID:           f.runID,
-		Platforms:       plats,
-		Host:            host,
-		Gold:            f.gold,
-		Control:         f.control,
-		PredictionsFile: f.predictions,
-		Images:          images,
-		MetadataFile:    f.metadataFile,
-		BuildKit:        addr,
-		Auth:            verifyAuth(creds),
-		Reader:          reader,
-		Engine:          f.engine,
-		DockerHost:      f.dockerHost,
-		Workers:         f.workers,
-		Repeat:          f.repeat,
-		Timeout:         f.timeout,
-		Parser:          f.logParser,
-		EvalScript:      f.evalScript,
-		Baseline:        f.baseline,
-
-		AllowHarnessChanges: f.allowHarness,
-		RunDir:              f.runDir,
-		SummaryFile:         f.summaryFile,
-		JSON:                f.format == "json",
-		Out:                 stdout,
-		Log:                 stderr,
-	}, nil
-}
-
-// verifyPlatforms are the platforms verify runs: those given with
-// --platform, else the host's (core.HostPlatform: host, or hostErr when
-// this machine is neither amd64 nor arm64, and --platform is then needed).
-// Another platform than the host's is only run when asked: it is emulated.
-func verifyPlatforms(given []core.Platform, host core.Platform, hostErr error) ([]core.Platform, error) {
-	if len(given) > 0 {
-		plats, err := core.PlatformSet(given)
-		if err != nil {
-			return nil, fmt.Errorf("--platform: %w", err)
-		}
-		return plats, nil
-	}
-	if hostErr != nil {
-		return nil, fmt.Errorf("no --platform given and no default: %w; give --platform linux/amd64 and/or linux/arm64", hostErr)
-	}
-	return []core.Platform{host}, nil
+	o.Auth, o.Reader = verifyAuth(creds), reader
+	return o, err
 }
 
 // verifyRegistry is verify's credential source (for BuildKit's pulls) and
@@ -253,26 +161,7 @@ func (v *verifyBuildFlags) register(fs *pflag.FlagSet) {
 
 // options are the gold check's options from the flags.
 func (v *verifyBuildFlags) options(env datasetEnv, stderr io.Writer) (pipeline.GoldCheckOptions, error) {
-	if v.timeout <= 0 {
-		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-timeout %s: want a positive duration", v.timeout)
-	}
-	if v.repeat < 1 || v.repeat > 100 {
-		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-repeat %d: want 1 to 100 runs", v.repeat)
-	}
-	if v.logParser != "" && !slices.Contains(grading.ParserNames(), v.logParser) {
-		return pipeline.GoldCheckOptions{}, fmt.Errorf("--log-parser %q: want one of %s", v.logParser, strings.Join(grading.ParserNames(), ", "))
-	}
-	if v.evalScript != verify.ScriptDataset && v.evalScript != verify.ScriptGenerated {
-		return pipeline.GoldCheckOptions{}, fmt.Errorf("--verify-eval-script %q: want %s or %s", v.evalScript, verify.ScriptDataset, verify.ScriptGenerated)
-	}
-	return pipeline.GoldCheckOptions{
-		Timeout:    v.timeout,
-		Parser:     v.logParser,
-		EvalScript: v.evalScript,
-		CacheDir:   filepath.Join(env.cacheRoot, "verify"),
-		Reverify:   v.reverify,
-		Repeat:     v.repeat,
-		Control:    v.control,
-		Progress:   stderr,
-	}, nil
+	o := pipeline.GoldCheckOptions{Timeout: v.timeout, Parser: v.logParser, EvalScript: v.evalScript,
+		CacheDir: filepath.Join(env.cacheRoot, "verify"), Reverify: v.reverify, Repeat: v.repeat, Control: v.control, Progress: stderr}
+	return o, o.Check()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/pipeline"
 )
 
 // TestVerifyPlatformsDefault: verify's platforms are the --platform flags
@@ -41,7 +42,7 @@ func TestVerifyPlatformsDefault(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			got, err := verifyPlatforms(f.platforms, tc.host, tc.hostErr)
+			got, err := pipeline.VerifyPlatforms(f.platforms, tc.host, tc.hostErr)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v, %v; want an error naming %q", got, err, tc.wantErr)
