@@ -7,8 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -51,53 +49,40 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // buildFlags are the flags of `swebuild build`.
 type buildFlags struct {
 	g            genInputs
+	bk           pipeline.BuilderFlags
 	platforms    []core.Platform
-	builders     []string
-	poolFile     string
-	downAfter    time.Duration
-	workers      int
-	push         string
-	outputs      []string
-	cacheFrom    []string
-	cacheTo      []string
-	progress     string
 	metadataFile string
-	runDir       string
 	contextDirs  []string
-	buildCtxs    []string
 	until        string
 	verifyGold   bool
-	reproducible bool
-	sourceDate   string
 	verifyOpts   verifyBuildFlags
 	pub          publishFlags
-	builderID    string
 }
 
 // registerBuilderID adds --builder-id: the provenance's runDetails.builder.id.
 func (f *buildFlags) registerBuilderID(fs *pflag.FlagSet) {
-	fs.StringVar(&f.builderID, "builder-id", "pkg:golang/github.com/swebuild/swebuild@"+version,
+	fs.StringVar(&f.bk.BuilderID, "builder-id", "pkg:golang/github.com/swebuild/swebuild@"+version,
 		"URI written as the SLSA provenance's runDetails.builder.id (the nightly gives its workflow run's URL); empty: none")
 }
 
 func (f *buildFlags) register(fs *pflag.FlagSet) {
 	f.g.register(fs)
 	platformsVar(fs, &f.platforms, "platform", core.AllPlatforms(), "platforms to build (x86-only instances never get linux/arm64)")
-	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform; repeat for a pool of several per platform; tcp:// takes ?tlscacert=F&tlscert=F&tlskey=F&tlsservername=N; ssh://, docker-container://, kube-pod:// work (default $BUILDKIT_HOST)")
-	fs.StringVar(&f.poolFile, "pool", "", "file of builders, one [PLATFORM=]ADDR per line (# comments), added to --builder")
-	fs.DurationVar(&f.downAfter, "node-down-after", builder.DefaultDownAfter, "a BuildKit node that does not answer for this long is marked down; its solves move to the other nodes of its platform")
-	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
-	fs.StringVar(&f.push, "push", "", "push every image by digest to this repository, e.g. 127.0.0.1:5000/swebuild/build")
-	fs.StringArrayVarP(&f.outputs, "output", "o", nil, "export every image without a registry, as buildx --output: type=oci,dest=DIR writes one OCI image layout directory (index.json names each image by its key); with --push, both")
-	fs.StringArrayVar(&f.cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
-	fs.StringArrayVar(&f.cacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
-	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
+	fs.StringArrayVar(&f.bk.Builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR for one platform; repeat for a pool of several per platform; tcp:// takes ?tlscacert=F&tlscert=F&tlskey=F&tlsservername=N; ssh://, docker-container://, kube-pod:// work (default $BUILDKIT_HOST)")
+	fs.StringVar(&f.bk.PoolFile, "pool", "", "file of builders, one [PLATFORM=]ADDR per line (# comments), added to --builder")
+	fs.DurationVar(&f.bk.DownAfter, "node-down-after", builder.DefaultDownAfter, "a BuildKit node that does not answer for this long is marked down; its solves move to the other nodes of its platform")
+	fs.IntVarP(&f.bk.Workers, "workers", "j", 2, "solves running at once")
+	fs.StringVar(&f.bk.Push, "push", "", "push every image by digest to this repository, e.g. 127.0.0.1:5000/swebuild/build")
+	fs.StringArrayVarP(&f.bk.Outputs, "output", "o", nil, "export every image without a registry, as buildx --output: type=oci,dest=DIR writes one OCI image layout directory (index.json names each image by its key); with --push, both")
+	fs.StringArrayVar(&f.bk.CacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
+	fs.StringArrayVar(&f.bk.CacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
+	fs.StringVar(&f.bk.Progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "write one record per image and platform (digest, pushed ref, verified; JSON lines) to this file")
-	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
+	fs.StringVar(&f.bk.RunDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (e.g. rootfs-amd64.tar); repeatable (default $SWEBUILD_CACHE/rootfs)")
-	fs.StringArrayVar(&f.buildCtxs, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; with --task-repo, NAME=docker-image://REF binds a name the flat Dockerfiles start FROM; repeatable")
-	fs.BoolVar(&f.reproducible, "reproducible", false, "reproducible images (docs/reproducible.md): SOURCE_DATE_EPOCH for the image configs and every RUN step, layer file times rewritten to it, deterministic git and pip steps; nothing rendered changes")
-	fs.StringVar(&f.sourceDate, "source-date-epoch", strconv.FormatInt(builder.DefaultSourceDateEpoch, 10), "with --reproducible: the epoch (seconds since 1970) files and configs are dated with (default 2000-01-01T00:00:00Z)")
+	fs.StringArrayVar(&f.bk.BuildContexts, "build-context", nil, "KEY=docker-image://REF: use an existing image for the base or env image KEY (e.g. sweb.base.py.x86_64=docker-image://HOST/REPO@sha256:...) instead of building it; with --task-repo, NAME=docker-image://REF binds a name the flat Dockerfiles start FROM; repeatable")
+	fs.BoolVar(&f.bk.Reproducible, "reproducible", false, "reproducible images (docs/reproducible.md): SOURCE_DATE_EPOCH for the image configs and every RUN step, layer file times rewritten to it, deterministic git and pip steps; nothing rendered changes")
+	fs.StringVar(&f.bk.SourceDateEpoch, "source-date-epoch", strconv.FormatInt(builder.DefaultSourceDateEpoch, 10), "with --reproducible: the epoch (seconds since 1970) files and configs are dated with (default 2000-01-01T00:00:00Z)")
 	fs.StringVar(&f.until, "until", "", "build only up to this kind of image: base (the base images) or env (the base and env images), e.g. the bases a task repo's Dockerfiles start FROM, pushed before it builds; not with --verify, --publish or --task-repo")
 	fs.BoolVar(&f.verifyGold, "verify", false, "run each instance's gold patch on its image before exporting it; an instance that fails is not pushed and is reported")
 	f.verifyOpts.register(fs)
@@ -108,161 +93,79 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 
 // options are the pipeline's options from the flags (all but Publish).
 func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, error) {
-	var bo pipeline.BuildOptions
-	if f.workers < 1 {
-		return bo, fmt.Errorf("--workers %d: want at least 1", f.workers)
+	bo := pipeline.BuildOptions{ContextDirs: f.contextDirs, MetadataFile: f.metadataFile, Until: f.until, Out: stdout, Log: stderr}
+	if f.bk.Workers < 1 {
+		return bo, fmt.Errorf("--workers %d: want at least 1", f.bk.Workers)
 	}
-	plats, err := core.PlatformSet(f.platforms)
-	if err != nil {
+	var err error
+	if bo.Platforms, err = core.PlatformSet(f.platforms); err != nil {
 		return bo, fmt.Errorf("--platform: %w", err)
 	}
-	switch {
-	case f.until != "" && graph.Kind(f.until) != graph.KindBase && graph.Kind(f.until) != graph.KindEnv:
-		return bo, fmt.Errorf("--until %q: want base or env", f.until)
-	case f.until != "" && (f.verifyGold || f.pub.repo != "" || f.g.taskRepo != ""):
-		return bo, fmt.Errorf("--until %s builds no instance images: not with --verify, --publish or --task-repo", f.until)
-	}
-	if f.pub.repo != "" && f.push == "" && len(f.outputs) == 0 {
-		return bo, errors.New("--publish needs --push REPO or --output type=oci,dest=DIR: the images are published from the registry they were pushed to, or from the OCI layout")
-	}
-	opts, err := f.builderOptions(stderr)
-	if err != nil {
+	if err := f.checkWhat(); err != nil {
 		return bo, err
 	}
-	// One login for every solve: pushes, bound images, registry caches.
-	// An unscoped USER:PASSWORD is for the --publish registry, else the
-	// --push one.
-	dest := ""
-	for _, repo := range []string{f.push, f.pub.repo} {
-		if repo != "" {
-			if dest, err = registry.RegistryOf(repo); err != nil {
-				return bo, fmt.Errorf("--push/--publish: %w", err)
-			}
-		}
-	}
-	creds, err := registryCredentials(f.pub.authEnv, dest)
-	if err != nil {
-		return bo, fmt.Errorf("--registry-auth-env: %w", err)
-	}
-	opts.Auth = builderAuth(creds, f.pub.insecure)
-	opts.Keychain = creds
-	if len(f.contextDirs) == 0 {
-		f.contextDirs = []string{filepath.Join(f.g.env.cacheRoot, "rootfs")}
-	}
-	in, err := f.g.inputs(stderr)
-	if err != nil {
+	if bo.Builder, err = f.builderOptions(stderr); err != nil {
 		return bo, err
 	}
-	if len(opts.Builders) == 0 {
+	if len(bo.ContextDirs) == 0 {
+		bo.ContextDirs = []string{filepath.Join(f.g.env.cacheRoot, "rootfs")}
+	}
+	if bo.Inputs, err = f.g.inputs(stderr); err != nil {
+		return bo, err
+	}
+	if len(bo.Builder.Builders) == 0 {
 		if f.g.env.buildkitHost == "" {
 			return bo, errors.New("no builder: pass --builder ADDR or set BUILDKIT_HOST")
 		}
-		opts.Builders = []builder.BuilderSpec{{Addr: f.g.env.buildkitHost}}
-	}
-	bo = pipeline.BuildOptions{
-		Inputs:       in,
-		Platforms:    plats,
-		Builder:      opts,
-		ContextDirs:  f.contextDirs,
-		MetadataFile: f.metadataFile,
-		Until:        f.until,
-		Out:          stdout,
-		Log:          stderr,
+		bo.Builder.Builders = []builder.BuilderSpec{{Addr: f.g.env.buildkitHost}}
 	}
 	if f.verifyGold {
 		v, err := f.verifyOpts.options(f.g.env, stderr)
 		if err != nil {
 			return bo, err
 		}
-		bo.Verify = &v
-		bo.Verifier = "swebuild " + version
+		bo.Verify, bo.Verifier = &v, "swebuild "+version
 	}
 	return bo, nil
 }
 
-// builderOptions are the BuildKit side's options: daemons, workers, push,
-// caches, progress, run directory and bound images.
+// checkWhat checks what the flags ask to build and export: --until builds
+// no instance images; --publish needs them pushed or in a layout.
+func (f *buildFlags) checkWhat() error {
+	switch {
+	case f.until != "" && graph.Kind(f.until) != graph.KindBase && graph.Kind(f.until) != graph.KindEnv:
+		return fmt.Errorf("--until %q: want base or env", f.until)
+	case f.until != "" && (f.verifyGold || f.pub.repo != "" || f.g.taskRepo != ""):
+		return fmt.Errorf("--until %s builds no instance images: not with --verify, --publish or --task-repo", f.until)
+	case f.pub.repo != "" && f.bk.Push == "" && len(f.bk.Outputs) == 0:
+		return errors.New("--publish needs --push REPO or --output type=oci,dest=DIR: the images are published from the registry they were pushed to, or from the OCI layout")
+	}
+	return nil
+}
+
+// builderOptions are the BuildKit side's options (pipeline.BuilderFlags)
+// with one login for every solve: pushes, bound images, registry caches.
+// An unscoped USER:PASSWORD is for the --publish registry, else the --push
+// one.
 func (f *buildFlags) builderOptions(stderr io.Writer) (builder.Options, error) {
-	opts := builder.Options{
-		Workers:     f.workers,
-		Push:        f.push,
-		Progress:    f.progress,
-		ProgressOut: stderr,
-		RunDir:      f.runDir,
-		BuilderID:   f.builderID,
+	bk := f.bk
+	bk.ProgressOut = stderr
+	opts, err := bk.Options()
+	if err != nil {
+		return opts, err
 	}
-	switch f.progress {
-	case "auto", "tty", "plain", "rawjson", "quiet":
-	default:
-		return opts, fmt.Errorf("--progress %q: want auto, tty, plain, rawjson or quiet", f.progress)
-	}
-	for _, b := range f.builders {
-		sp, err := builder.ParseBuilder(b)
-		if err != nil {
-			return opts, fmt.Errorf("--builder: %w", err)
+	dest := ""
+	for _, repo := range []string{f.bk.Push, f.pub.repo} {
+		if repo != "" {
+			if dest, err = registry.RegistryOf(repo); err != nil {
+				return opts, fmt.Errorf("--push/--publish: %w", err)
+			}
 		}
-		opts.Builders = append(opts.Builders, sp)
 	}
-	if f.poolFile != "" {
-		specs, err := builder.ReadPoolFile(f.poolFile)
-		if err != nil {
-			return opts, fmt.Errorf("--pool: %w", err)
-		}
-		opts.Builders = append(opts.Builders, specs...)
+	creds, err := registryCredentials(f.pub.authEnv, dest)
+	if err != nil {
+		return opts, fmt.Errorf("--registry-auth-env: %w", err)
 	}
-	if f.downAfter <= 0 {
-		return opts, fmt.Errorf("--node-down-after %s: want a positive duration", f.downAfter)
-	}
-	opts.Pool.DownAfter = f.downAfter
-	switch len(f.outputs) {
-	case 0:
-	case 1:
-		o, err := builder.ParseOutput(f.outputs[0])
-		if err != nil {
-			return opts, fmt.Errorf("--output: %w", err)
-		}
-		opts.Output = &o
-	default:
-		return opts, fmt.Errorf("--output given %d times: one OCI layout directory holds every image", len(f.outputs))
-	}
-	for _, v := range f.buildCtxs {
-		key, src, ok := strings.Cut(v, "=")
-		ref, isImage := strings.CutPrefix(src, "docker-image://")
-		if !ok || key == "" || !isImage || ref == "" {
-			return opts, fmt.Errorf("--build-context %q: want KEY=docker-image://REF", v)
-		}
-		if opts.Images == nil {
-			opts.Images = map[string]string{}
-		}
-		opts.Images[key] = ref
-	}
-	for _, v := range f.cacheFrom {
-		e, err := builder.ParseCacheOption(v)
-		if err != nil {
-			return opts, fmt.Errorf("--cache-from: %w", err)
-		}
-		opts.CacheFrom = append(opts.CacheFrom, e)
-	}
-	for _, v := range f.cacheTo {
-		e, err := builder.ParseCacheOption(v)
-		if err != nil {
-			return opts, fmt.Errorf("--cache-to: %w", err)
-		}
-		opts.CacheTo = append(opts.CacheTo, e)
-	}
-	if f.reproducible {
-		sde, err := builder.ParseSourceDateEpoch(f.sourceDate)
-		if err != nil {
-			return opts, fmt.Errorf("--source-date-epoch: %w", err)
-		}
-		opts.Reproducible = &builder.Reproducible{SourceDateEpoch: sde}
-	} else if f.sourceDate != "" && f.sourceDate != strconv.FormatInt(builder.DefaultSourceDateEpoch, 10) {
-		// "" is a command that has no --source-date-epoch (ci envs, ci
-		// repair): nothing was asked for.
-		return opts, errors.New("--source-date-epoch is only used with --reproducible")
-	}
-	if opts.RunDir == "" {
-		opts.RunDir = filepath.Join("runs", "build-"+time.Now().UTC().Format("20060102-150405"))
-	}
+	opts.Auth, opts.Keychain = builderAuth(creds, f.pub.insecure), creds
 	return opts, nil
 }

@@ -206,10 +206,10 @@ func runCIEnvs(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	f := ciBuildFlags(fs, "push every image by digest to this repository (required)")
 	planPath := planFlag(fs)
 	job := fs.String("job", "", "env job name (the envs matrix's name, e.g. envs-amd64-0)")
-	fs.StringArrayVar(&f.cacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
-	fs.StringArrayVar(&f.cacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
+	fs.StringArrayVar(&f.bk.CacheFrom, "cache-from", nil, "cache import, e.g. type=registry,ref=HOST/REPO:cache (repeatable)")
+	fs.StringArrayVar(&f.bk.CacheTo, "cache-to", nil, "cache export, e.g. type=registry,ref=HOST/REPO:cache,mode=max (repeatable)")
 	fs.StringVar(&f.metadataFile, "metadata-file", "", "write one record per image (digest, pushed ref, spec key) to this file (required)")
-	fs.StringVar(&f.runDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
+	fs.StringVar(&f.bk.RunDir, "run-dir", "", "directory for per-node logs (default runs/build-<UTC time>)")
 	f.registerBuilderID(fs)
 	if help, err := parseFlags(fs, args, false, stdout, stderr); help {
 		return err

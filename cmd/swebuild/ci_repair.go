@@ -21,12 +21,12 @@ import (
 // it is for: pushUsage), progress and context directories. No
 // --node-down-after: the default a build gets (the options refuse zero).
 func ciBuildFlags(fs *pflag.FlagSet, pushUsage string) *buildFlags {
-	f := &buildFlags{downAfter: builder.DefaultDownAfter}
+	f := &buildFlags{bk: pipeline.BuilderFlags{DownAfter: builder.DefaultDownAfter}}
 	f.g.register(fs)
-	fs.StringArrayVar(&f.builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR (repeatable; default $BUILDKIT_HOST)")
-	fs.IntVarP(&f.workers, "workers", "j", 2, "solves running at once")
-	fs.StringVar(&f.push, "push", "", pushUsage)
-	fs.StringVar(&f.progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
+	fs.StringArrayVar(&f.bk.Builders, "builder", nil, "BuildKit address, or PLATFORM=ADDR (repeatable; default $BUILDKIT_HOST)")
+	fs.IntVarP(&f.bk.Workers, "workers", "j", 2, "solves running at once")
+	fs.StringVar(&f.bk.Push, "push", "", pushUsage)
+	fs.StringVar(&f.bk.Progress, "progress", "auto", "progress output: auto, tty, plain, rawjson or quiet")
 	fs.StringArrayVar(&f.contextDirs, "context-dir", nil, "directory holding context files a profile names (repeatable; default $SWEBUILD_CACHE/rootfs)")
 	return f
 }
@@ -66,7 +66,7 @@ func runCIRepair(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(*results) == 0 || len(*envs) == 0 {
 		return usageErr(fs, stderr, "--results and --envs are required: tonight's gold results and env images")
 	}
-	f.platforms, f.verifyGold, f.runDir = core.AllPlatforms(), true, *out
+	f.platforms, f.verifyGold, f.bk.RunDir = core.AllPlatforms(), true, *out
 	o := pipeline.RepairOptions{Night: *night, Out: *out, Log: stderr}
 	if o.Night == "" {
 		o.Night = repair.NightName(time.Now(), os.Getenv("GITHUB_RUN_ID"))

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"testing"
-
-	"github.com/swebuild/swebuild/builder"
 )
 
 // TestCIRequiredFlags: each ci command that needs a flag says which one,
@@ -48,21 +45,5 @@ func TestCIRequiredFlags(t *testing.T) {
 		if tc.want[len(tc.want)-1] != ' ' && got != tc.want+suffix {
 			t.Errorf("ci %v: stderr %q, want %q", tc.args, got, tc.want+suffix)
 		}
-	}
-}
-
-// TestBuilderOptionsWithoutEpochFlag: the ci commands that build (ci envs,
-// ci repair) have no --source-date-epoch; their builder options are not
-// refused for a flag nobody gave (on main before this, every `ci envs` of
-// the nightly stopped with "--source-date-epoch is only used with
-// --reproducible").
-func TestBuilderOptionsWithoutEpochFlag(t *testing.T) {
-	f := buildFlags{workers: 2, progress: "plain", downAfter: builder.DefaultDownAfter}
-	if _, err := f.builderOptions(io.Discard); err != nil {
-		t.Errorf("builder options of a command without --source-date-epoch: %v", err)
-	}
-	f.sourceDate = "5"
-	if _, err := f.builderOptions(io.Discard); err == nil {
-		t.Error("--source-date-epoch 5 without --reproducible accepted")
 	}
 }
