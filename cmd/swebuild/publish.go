@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/manifests"
+	"github.com/swebuild/swebuild/pipeline"
 	"github.com/swebuild/swebuild/publish"
 	"github.com/swebuild/swebuild/registry"
-	"github.com/swebuild/swebuild/verify"
 )
 
 // publishFlags are the options of a publish run, shared by `swebuild
@@ -85,40 +82,19 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *images != "" && (!fromLayout || layoutDir == ""):
 		return usageErr(fs, stderr, "--images %q: want oci:DIR (an OCI layout from swebuild build --output type=oci,dest=DIR)", *images)
 	}
-	var recs []core.Image
-	var mdErr error
-	ledgerBeside := *metadataFile
-	if fromLayout {
-		var errs []error
-		var err error
-		if recs, errs, err = publish.RecordsFromLayout(layoutDir); err != nil {
-			return err
-		}
-		mdErr = errors.Join(errs...)
-		if len(recs) == 0 && mdErr == nil {
-			return fmt.Errorf("OCI layout %s names no instance image (index.json entries with %s)", layoutDir, manifests.AnnotationInstanceID)
-		}
-		ledgerBeside = filepath.Clean(layoutDir)
-	} else {
-		recs, mdErr = core.ReadRecordsContext(ctx, *metadataFile, stderr)
-	}
-	if len(recs) == 0 && mdErr != nil {
-		return mdErr
-	}
-	if mdErr != nil {
-		// Publish the valid records, report the bad ones, fail at the end.
-		fmt.Fprintln(stderr, mdErr)
-	}
-	if err := f.publish(ctx, recs, ledgerBeside, stdout, stderr); err != nil {
+	src := publish.Source{MetadataFile: *metadataFile, Layout: layoutDir}
+	recs, ledger, problems, err := src.Read(ctx, stderr)
+	if err != nil {
 		return err
 	}
-	if mdErr != nil && fromLayout {
-		return errors.New("OCI layout has entries that cannot be published (see above)")
+	if problems != nil {
+		// Publish the valid records, report the bad ones, fail at the end.
+		fmt.Fprintln(stderr, problems)
 	}
-	if mdErr != nil {
-		return errors.New("metadata file has invalid records (see above)")
+	if err := f.publish(ctx, recs, ledger, stdout, stderr); err != nil {
+		return err
 	}
-	return nil
+	return src.ProblemsErr(problems)
 }
 
 // options turns the flags into a publish run's options; ledgerPath is used
@@ -151,15 +127,9 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 	}
 	var vsrc *publish.VerificationSource
 	if f.verification != "" {
-		sum, err := verify.ReadSummary(f.verification)
-		if err != nil {
+		if vsrc, err = pipeline.PublishVerification(f.verification, "swebuild "+version); err != nil {
 			return publish.RunOptions{}, fmt.Errorf("--verification: %w", err)
 		}
-		verdicts, err := sum.Verdicts()
-		if err != nil {
-			return publish.RunOptions{}, fmt.Errorf("--verification %s: %w", f.verification, err)
-		}
-		vsrc = &publish.VerificationSource{Verdicts: verdicts, Verifier: "swebuild " + version}
 	}
 	signer, err := f.signing.signer(f.fs, stderr, "publish signs every statement it attaches")
 	if err != nil {
@@ -184,10 +154,9 @@ func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (pub
 }
 
 // publish pushes the instance images of recs and writes their indexes;
-// the default ledger is publish-ledger.jsonl beside metadataFile (the
-// metadata file or the layout directory).
-func (f *publishFlags) publish(ctx context.Context, recs []core.Image, metadataFile string, stdout, stderr io.Writer) error {
-	opts, err := f.options(filepath.Join(filepath.Dir(metadataFile), "publish-ledger.jsonl"), stdout, stderr)
+// ledger is the ledger when --ledger is not given.
+func (f *publishFlags) publish(ctx context.Context, recs []core.Image, ledger string, stdout, stderr io.Writer) error {
+	opts, err := f.options(ledger, stdout, stderr)
 	if err != nil {
 		return err
 	}
