@@ -20,28 +20,31 @@ import (
 	"github.com/swebuild/swebuild/registry"
 )
 
-// runDrift implements `swebuild drift`: the packages that changed between
-// the environment documents of two publications (pipeline.Drift).
-func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("drift", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
-	var o pipeline.DriftOptions
-	fs.StringVar(&o.Images, "images", "", "publication A: a records file (build metadata file or publish ledger) or a repository prefix (with --dataset)")
-	fs.StringVar(&o.Against, "against", "", "publication B, compared with A (same syntax as --images); changes read A -> B")
-	var g genInputs
-	g.register(fs)
-	format := fs.String("format", "md", "output format: "+strings.Join(drift.Formats, ", "))
-	out := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
-	maxDrift := fs.Int("max-drift", -1, "exit non-zero when more than N distinct package changes (package, from, to; counted once whatever the number of images) are found; -1: no limit")
-	maxUnrecorded := fs.Int("max-unrecorded", -1, "exit non-zero when more than N images changed digest with nothing recorded (same spec key and pin rules, other packages); -1: no limit")
-	ledger := fs.String("ledger", "", "publish ledger of a repository-prefix side: its records give the images' spec keys and pin rules, so each changed digest gets its cause (spec, pin, repair)")
-	fs.StringVar(&o.Save, "save", "", "write A's environment documents to this directory (the input of --freeze DIR on render/plan/build)")
-	fs.StringVar(&o.Prefix.Tag, "tag", check.DefaultTag, "tag read on every name of a repository prefix")
-	fs.BoolVar(&o.Prefix.KeepDoubleUnderscore, "keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
-	authEnv := fs.String("registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
-	insecure := fs.StringArray("insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
-	fs.IntVarP(&o.Jobs, "jobs", "j", 8, "images read at once")
+// driftFlags are the flags of `swebuild drift`.
+type driftFlags struct {
+	o                       pipeline.DriftOptions
+	g                       genInputs
+	format, out, ledger     string
+	maxDrift, maxUnrecorded int
+	authEnv                 string
+	insecure                []string
+}
+
+func (f *driftFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.o.Images, "images", "", "publication A: a records file (build metadata file or publish ledger) or a repository prefix (with --dataset)")
+	fs.StringVar(&f.o.Against, "against", "", "publication B, compared with A (same syntax as --images); changes read A -> B")
+	f.g.register(fs)
+	fs.StringVar(&f.format, "format", "md", "output format: "+strings.Join(drift.Formats, ", "))
+	fs.StringVarP(&f.out, "out", "o", "", "write the report to this file instead of stdout")
+	fs.IntVar(&f.maxDrift, "max-drift", -1, "exit non-zero when more than N distinct package changes (package, from, to; counted once whatever the number of images) are found; -1: no limit")
+	fs.IntVar(&f.maxUnrecorded, "max-unrecorded", -1, "exit non-zero when more than N images changed digest with nothing recorded (same spec key and pin rules, other packages); -1: no limit")
+	fs.StringVar(&f.ledger, "ledger", "", "publish ledger of a repository-prefix side: its records give the images' spec keys and pin rules, so each changed digest gets its cause (spec, pin, repair)")
+	fs.StringVar(&f.o.Save, "save", "", "write A's environment documents to this directory (the input of --freeze DIR on render/plan/build)")
+	fs.StringVar(&f.o.Prefix.Tag, "tag", check.DefaultTag, "tag read on every name of a repository prefix")
+	fs.BoolVar(&f.o.Prefix.KeepDoubleUnderscore, "keep-double-underscore", false, "names keep \"__\" instead of upstream's \"_1776_\" (as publish --keep-double-underscore)")
+	fs.StringVar(&f.authEnv, "registry-auth-env", registry.DefaultAuthEnv, "environment variable holding REGISTRY=USER:PASSWORD,...; the Docker config and credential helpers are used too")
+	fs.StringArrayVar(&f.insecure, "insecure-registry", nil, "allow plain HTTP to this registry (HOST[:PORT], repeatable); loopback registries are always allowed")
+	fs.IntVarP(&f.o.Jobs, "jobs", "j", 8, "images read at once")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: swebuild drift --images A --against B [OPTIONS]\n\n"+
 			"Compare the resolved environments (the CycloneDX documents attached to each env and\n"+
@@ -54,36 +57,55 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"--max-drift N when more than N distinct package changes are found, or with\n"+
 			"--max-unrecorded N when more than N digests changed with nothing recorded.\n\nOptions:\n%s", fs.FlagUsages())
 	}
+}
+
+// check reports the first usage problem of the flags.
+func (f *driftFlags) check() error {
+	switch {
+	case f.o.Images == "":
+		return errors.New("--images is required")
+	case f.o.Against == "":
+		return errors.New("--against is required")
+	case !slices.Contains(drift.Formats, f.format):
+		return fmt.Errorf("--format: unknown format %q (want one of %s)", f.format, strings.Join(drift.Formats, ", "))
+	case f.maxDrift < -1:
+		return fmt.Errorf("--max-drift: %d (want N >= 0, or -1 for no limit)", f.maxDrift)
+	case f.maxUnrecorded < -1:
+		return fmt.Errorf("--max-unrecorded: %d (want N >= 0, or -1 for no limit)", f.maxUnrecorded)
+	}
+	return nil
+}
+
+// runDrift implements `swebuild drift`: the packages that changed between
+// the environment documents of two publications (pipeline.Drift).
+func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("drift", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	var f driftFlags
+	f.register(fs)
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {
 		return err
 	}
-	switch {
-	case o.Images == "":
-		return usageErr(fs, stderr, "--images is required")
-	case o.Against == "":
-		return usageErr(fs, stderr, "--against is required")
-	case !slices.Contains(drift.Formats, *format):
-		return usageErr(fs, stderr, "--format: unknown format %q (want one of %s)", *format, strings.Join(drift.Formats, ", "))
-	case *maxDrift < -1:
-		return usageErr(fs, stderr, "--max-drift: %d (want N >= 0, or -1 for no limit)", *maxDrift)
-	case *maxUnrecorded < -1:
-		return usageErr(fs, stderr, "--max-unrecorded: %d (want N >= 0, or -1 for no limit)", *maxUnrecorded)
+	if err := f.check(); err != nil {
+		return usageErr(fs, stderr, "%v", err)
 	}
-	if *ledger != "" {
-		recs, err := core.ReadRecords(*ledger, stderr)
+	o := f.o
+	if f.ledger != "" {
+		recs, err := core.ReadRecords(f.ledger, stderr)
 		if err != nil {
 			return fmt.Errorf("--ledger: %w", err)
 		}
 		o.Records = recs
 	}
-	if g.given() {
-		in, err := g.inputs(stderr)
+	if f.g.given() {
+		in, err := f.g.inputs(stderr)
 		if err != nil {
 			return usageErr(fs, stderr, "%v", err)
 		}
 		o.Inputs = in
 	}
-	reader, err := publicationReader(*authEnv, "", registry.Options{InsecureRegistries: *insecure})
+	reader, err := publicationReader(f.authEnv, "", registry.Options{InsecureRegistries: f.insecure})
 	if err != nil {
 		return err
 	}
@@ -92,31 +114,10 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return driftErr(fs, stderr, err)
 	}
-	var buf bytes.Buffer
-	if err := drift.Write(&buf, rep, *format); err != nil {
+	if err := writeReport(stdout, f.out, func(w io.Writer) error { return drift.Write(w, rep, f.format) }); err != nil {
 		return err
 	}
-	if err := writeReport(stdout, *out, buf.Bytes()); err != nil {
-		return err
-	}
-	var fails []string
-	if *maxDrift >= 0 {
-		if over, msg := rep.Exceeds(*maxDrift); over {
-			fails = append(fails, msg)
-		}
-	}
-	if un := rep.Unrecorded(); *maxUnrecorded >= 0 && len(un) > *maxUnrecorded {
-		var names []string
-		for _, im := range un {
-			names = append(names, im.Label())
-		}
-		fails = append(fails, fmt.Sprintf("%d image(s) changed digest with nothing recorded (same spec key and pin rules, other packages), more than the %d allowed: %s",
-			len(un), *maxUnrecorded, strings.Join(names, ", ")))
-	}
-	if len(fails) > 0 {
-		return errors.New(strings.Join(fails, "; "))
-	}
-	return nil
+	return rep.CheckLimits(f.maxDrift, f.maxUnrecorded)
 }
 
 // driftErr names a failing side by its flag; a prefix with no dataset to
@@ -150,15 +151,20 @@ func publicationReader(authEnv, defaultRegistry string, o registry.Options) (*pu
 	return publication.New(client), nil
 }
 
-// writeReport writes a report to stdout, or to the file named by out.
-func writeReport(stdout io.Writer, out string, b []byte) error {
+// writeReport writes a report (write's output, whole) to stdout, or to
+// the file named by out.
+func writeReport(stdout io.Writer, out string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
 	if out == "" {
-		if _, err := stdout.Write(b); err != nil {
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
 			return fmt.Errorf("writing report: %w", err)
 		}
 		return nil
 	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,11 +76,7 @@ func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := sizes.Write(&buf, rep, format); err != nil {
-		return err
-	}
-	if err := writeReport(stdout, out, buf.Bytes()); err != nil {
+	if err := writeReport(stdout, out, func(w io.Writer) error { return sizes.Write(w, rep, format) }); err != nil {
 		return err
 	}
 	if probs := rep.Problems(); len(probs) > 0 {
