@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pins"
 )
@@ -50,79 +48,25 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rules := pins.All()
-	builtin := len(rules)
+	var fileRules []pins.Rule
 	for _, f := range files {
 		_, fr, err := pins.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("--file: %w", err)
 		}
-		rules = append(rules, fr...)
+		fileRules = append(fileRules, fr...)
 	}
-	x86 := spec.X86Rules()
-	flat := pins.FlatRules()
+	list := pins.NewList(fileRules, counts)
 	if format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Pins    []pins.Rule     `json:"pins"`
-			X86Only []spec.X86Rule  `json:"x86_only_rules"`
-			Flat    []pins.FlatRule `json:"flat_arm64_rules"`
-			Counts  []pinCounts     `json:"counts,omitempty"`
-		}{rules, x86, flat, counts})
+		return list.WriteJSON(stdout)
 	}
-	touches := func(id string) {
-		for _, c := range counts {
-			for _, t := range c.Touched {
-				if t.Rule != id {
-					continue
-				}
-				fmt.Fprintf(stdout, "touches:  %s: %d of %d instances", c.Dataset, t.Instances, c.Instances)
-				if len(t.ByPlatform) > 0 {
-					fmt.Fprintf(stdout, " (%s %d, %s %d)", core.AMD64.Arch(), t.ByPlatform[core.AMD64.String()], core.ARM64.Arch(), t.ByPlatform[core.ARM64.String()])
-				}
-				fmt.Fprintln(stdout)
-			}
-		}
-	}
-	for i, r := range rules {
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		off := "--pins default,-" + r.ID
-		if i >= builtin {
-			off = "a pins file's rule: leave the file out of --pins (on with --pins default,FILE)"
-		}
-		fmt.Fprintf(stdout, "id:       %s\nmatch:    %s\nchange:   %s\nreason:   %s\nevidence: %s\nturn off: %s\n", r.ID, r.Match, r.Change, r.Reason, r.Evidence, off)
-		touches(r.ID)
-	}
-	fmt.Fprintf(stdout, "\nx86-only rules (instances matching one get no linux/arm64 image; USE_X86 and a --specs file's x86_only list come first):\n")
-	for _, r := range x86 {
-		fmt.Fprintf(stdout, "\nid:       %s\nmatch:    %s\nchange:   no linux/arm64 image (plan, build, verify, ci and sizes skip it)\nreason:   %s\nevidence: %s\nlift:     --pins default,-%s (plans and builds their linux/arm64 images, to try them)\n", r.ID, r.Match, r.Reason, r.Evidence, r.ID)
-		touches(r.ID)
-	}
-	fmt.Fprintf(stdout, "\narm64 rules for flat Dockerfiles (v5 make_v5_dockerfiles.py output and task-repo Dockerfiles; pins.RewriteFlatArm64):\n")
-	for _, r := range flat {
-		kind := ""
-		if r.X86Only {
-			kind = " (x86-only rule)"
-		}
-		fmt.Fprintf(stdout, "\nid:       %s%s\nmatch:    %s\nchange:   %s\nreason:   %s\nevidence: %s\n", r.ID, kind, r.Match, r.Change, r.Reason, r.Evidence)
-	}
+	list.WriteText(stdout)
 	return nil
-}
-
-// pinCounts is how many instances of one dataset each rule touches.
-type pinCounts struct {
-	Dataset    string         `json:"dataset"`
-	Instances  int            `json:"instances"`
-	Unresolved int            `json:"unresolved,omitempty"`
-	Touched    []pins.Touched `json:"touched"`
 }
 
 // countPins loads each dataset (as plan does, with its flags' defaults
 // from the environment) and counts the instances each rule touches.
-func countPins(ctx context.Context, datasets []string, stderr io.Writer) ([]pinCounts, error) {
+func countPins(ctx context.Context, datasets []string, stderr io.Writer) ([]pins.DatasetCounts, error) {
 	if len(datasets) == 0 {
 		return nil, nil
 	}
@@ -130,7 +74,7 @@ func countPins(ctx context.Context, datasets []string, stderr io.Writer) ([]pinC
 	if err != nil {
 		return nil, err
 	}
-	var out []pinCounts
+	var out []pins.DatasetCounts
 	for _, name := range datasets {
 		env := readDatasetEnv()
 		d := datasetFlags{dataset: name, env: env, cacheDir: env.cacheRoot, offline: env.hfOffline}
@@ -142,7 +86,7 @@ func countPins(ctx context.Context, datasets []string, stderr io.Writer) ([]pinC
 		if verr != nil {
 			fmt.Fprintln(stderr, verr.Error())
 		}
-		c := pinCounts{Dataset: name, Instances: len(insts)}
+		c := pins.DatasetCounts{Dataset: name, Instances: len(insts)}
 		c.Touched, c.Unresolved = pins.Count(tables, insts)
 		out = append(out, c)
 	}
