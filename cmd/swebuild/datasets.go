@@ -14,7 +14,6 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/dataset/hub"
-	"github.com/swebuild/swebuild/pipeline"
 )
 
 // datasetFlags are the dataset half of the input flags (genInputs, every
@@ -88,29 +87,4 @@ func (d *datasetFlags) open(ctx context.Context, known dataset.Known, stderr io.
 	}
 	insts, _, err := dataset.Open(ctx, d.dataset, opts)
 	return insts, err
-}
-
-// networkHint says, after a command rendered instances, which files could
-// not be downloaded because their host gave no answer, and how to do
-// without the network. Nothing when every download answered.
-func networkHint(w io.Writer, cmd string, loaded *pipeline.Loaded, cacheDir string) {
-	if loaded == nil || loaded.Fetch == nil {
-		return
-	}
-	urls := loaded.Fetch.Unreachable()
-	if len(urls) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "swebuild %s: %d file(s) could not be downloaded (their host gave no answer; each was asked once):\n", cmd, len(urls))
-	const most = 20
-	for i, u := range urls {
-		if i == most {
-			fmt.Fprintf(w, "  ... and %d more\n", len(urls)-most)
-			break
-		}
-		fmt.Fprintf(w, "  %s\n", u)
-	}
-	fmt.Fprintf(w, "These specs embed requirements.txt / environment.yml fetched at environment_setup_commit. Without a network:\n"+
-		"run swebuild once where the host is reachable to fill the cache (%s), or copy such a cache there (--cache-dir);\n"+
-		"--offline uses the cache only and names each missing file at once.\n", filepath.Join(cacheDir, "http"))
 }

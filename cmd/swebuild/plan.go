@@ -49,7 +49,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer networkHint(stderr, "plan", loaded, g.cacheDir)
+	defer loaded.WriteNetworkHint(stderr, "plan", g.cacheDir)
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -1,45 +1,18 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/render"
-	"github.com/swebuild/swebuild/builder/render/taskwrite"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/pipeline"
 )
-
-// parseArches accepts x86_64, arm64 (also amd64, aarch64, linux/...), all,
-// repeated or comma-separated, and returns the platforms in index order.
-func parseArches(vals []string) ([]core.Platform, error) {
-	var list []core.Platform
-	for _, v := range vals {
-		for _, a := range strings.Split(v, ",") {
-			a = strings.TrimSpace(a)
-			if a == "all" {
-				list = append(list, core.AllPlatforms()...)
-				continue
-			}
-			p, err := core.ParsePlatform(a)
-			if err != nil {
-				return nil, fmt.Errorf("--arch %q: want x86_64, arm64 or all", a)
-			}
-			list = append(list, p)
-		}
-	}
-	if len(list) == 0 {
-		return nil, errors.New("--arch is required (x86_64, arm64 or all)")
-	}
-	return core.PlatformSet(list)
-}
 
 // writeFilesLowGC runs loaded.WriteFiles with the GC target lowered from
 // the default 100% to 25% (unless GOGC was set). The live heap here is the
@@ -91,7 +64,7 @@ func (f *renderFlags) check() ([]core.Platform, render.Layout, error) {
 	if len(f.arches) == 0 && f.out == "" {
 		f.arches = []string{core.AMD64.Arch()}
 	}
-	archList, err := parseArches(f.arches)
+	archList, err := pipeline.ParseArches(f.arches)
 	if err != nil {
 		return nil, "", err
 	}
@@ -103,30 +76,6 @@ func (f *renderFlags) check() ([]core.Platform, render.Layout, error) {
 		return nil, "", fmt.Errorf("--layout: %w", err)
 	}
 	return archList, lay, nil
-}
-
-// writeTaskRepo writes loaded's records as a task repo
-// (pipeline.Loaded.ExportTasks).
-func (f *renderFlags) writeTaskRepo(ctx context.Context, fs *pflag.FlagSet, loaded *pipeline.Loaded, p core.Platform, stdout, stderr io.Writer) error {
-	name, split := f.taskDataset, f.taskSplit
-	if src := loaded.Source; src.FromHub() {
-		name = cmp.Or(name, src.Name)
-		split = cmp.Or(split, src.Split)
-	}
-	if name == "" {
-		return usageErr(fs, stderr, "--task-repo-dataset is required for a dataset file (%s)", loaded.Source)
-	}
-	n, failed := loaded.ExportTasks(ctx, taskwrite.Options{
-		Out: f.taskRepo, Datasets: []string{name}, Split: cmp.Or(split, "test"), Platform: p,
-	})
-	for _, e := range failed {
-		fmt.Fprintf(stderr, "render: task repo: %v\n", e)
-	}
-	fmt.Fprintf(stdout, "wrote %d of %d tasks into the task repo %s\n", n, len(loaded.Instances), f.taskRepo)
-	if len(failed) > 0 {
-		return fmt.Errorf("%d task(s) failed", len(failed))
-	}
-	return nil
 }
 
 // runRender implements `swebuild render`.
@@ -160,7 +109,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var errs []error
 	if f.out != "" {
 		n, wanted, failed := writeFilesLowGC(ctx, loaded, pipeline.FilesOptions{Platforms: archList, Out: f.out, Jobs: f.jobs, Layout: lay})
-		networkHint(stderr, "render", loaded, g.cacheDir)
+		loaded.WriteNetworkHint(stderr, "render", g.cacheDir)
 		for _, e := range failed {
 			fmt.Fprintf(stderr, "render: %v\n", e)
 		}
@@ -170,12 +119,11 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if f.taskRepo != "" {
-		if err := f.writeTaskRepo(ctx, fs, loaded, archList[0], stdout, stderr); err != nil {
-			if errors.Is(err, errUsage) {
-				return err
-			}
-			errs = append(errs, err)
+		err := loaded.WriteTaskRepo(ctx, pipeline.TaskRepoOptions{Out: f.taskRepo, Dataset: f.taskDataset, Split: f.taskSplit, Platform: archList[0]}, stdout, stderr)
+		if errors.Is(err, pipeline.ErrNoTaskRepoDataset) {
+			return usageErr(fs, stderr, "%v", err)
 		}
+		errs = append(errs, err)
 	}
 	return errors.Join(append([]error{loadErr}, errs...)...)
 }
