@@ -80,10 +80,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	loaded, loadErr := f.g.load(ctx, stderr)
-	if errors.Is(loadErr, errUsage) {
-		return usage("%v", loadErr)
-	}
+	loaded, loadErr := f.g.load(ctx, fs, stderr)
 	if loaded == nil {
 		return loadErr
 	}

@@ -75,12 +75,13 @@ func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
 }
 
 // load reads the input (pipeline.Load). A dataset with invalid records
-// returns the valid ones plus the problems; a missing --dataset is a usage
-// error.
-func (g *genInputs) load(ctx context.Context, stderr io.Writer) (*pipeline.Loaded, error) {
+// returns the valid ones plus the problems; nothing loaded is a nil
+// *pipeline.Loaded and the error, a missing --dataset printed as fs's
+// usage error.
+func (g *genInputs) load(ctx context.Context, fs *pflag.FlagSet, stderr io.Writer) (*pipeline.Loaded, error) {
 	in, err := g.inputs(stderr)
 	if err != nil {
-		return nil, usageProblem{err}
+		return nil, usageErr(fs, stderr, "%v", err)
 	}
 	return pipeline.Load(ctx, in)
 }

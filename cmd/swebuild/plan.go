@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -38,10 +37,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageErr(fs, stderr, "--platform: %v", err)
 	}
-	loaded, loadErr := g.load(ctx, stderr)
-	if errors.Is(loadErr, errUsage) {
-		return usageErr(fs, stderr, "%v", loadErr)
-	}
+	loaded, loadErr := g.load(ctx, fs, stderr)
 	if loaded == nil {
 		return loadErr
 	}

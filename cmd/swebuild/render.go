@@ -99,10 +99,7 @@ func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageErr(fs, stderr, "%v", err)
 	}
-	loaded, loadErr := g.load(ctx, stderr)
-	if errors.Is(loadErr, errUsage) {
-		return usageErr(fs, stderr, "%v", loadErr)
-	}
+	loaded, loadErr := g.load(ctx, fs, stderr)
 	if loaded == nil {
 		return loadErr
 	}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -69,12 +66,7 @@ func (f *signingFlags) signer(fs *pflag.FlagSet, stderr io.Writer, what string) 
 		if url == "" || tok == "" {
 			return nil, errors.New("--keyless: no OIDC token to ask for: on GitHub Actions the job needs `permissions: id-token: write` ($" + envActionsTokenURL + " and $" + envActionsTokenValue + " are unset)")
 		}
-		client := &http.Client{Timeout: 30 * time.Second}
-		id := sign.GitHubWorkflowIdentity(os.Getenv(envGitHubServer), os.Getenv(envGitHubWorkflowRef))
-		return sign.NewKeylessSigner(sign.KeylessOptions{
-			IDTokenSource: func(ctx context.Context) (string, error) { return sign.GitHubActionsIDToken(ctx, client, url, tok) },
-			Identity:      id.Subject,
-		})
+		return sign.NewGitHubActionsSigner(sign.GitHubActions{TokenURL: url, Token: tok, ServerURL: os.Getenv(envGitHubServer), WorkflowRef: os.Getenv(envGitHubWorkflowRef)})
 	}
 	return nil, errors.New(what + ": give --signing-key FILE (or $" + envSigningKey + "; its password in $" + envSigningPassword + "; `swebuild sign keygen` makes one), run keyless on GitHub Actions (--keyless, `permissions: id-token: write`), or publish unsigned with --unsigned")
 }
