@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/core"
-	"github.com/swebuild/swebuild/dataset"
-	"github.com/swebuild/swebuild/dataset/hub"
 )
 
 // datasetFlags are the dataset half of the input flags (genInputs, every
@@ -61,30 +54,4 @@ func (d *datasetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&d.dataset, "dataset", "", "dataset: a JSONL, JSON array or parquet file, or a Hugging Face dataset NAME[@REVISION][:SPLIT] (split default test; $HF_ENDPOINT, $HF_TOKEN)")
 	fs.BoolVar(&d.offline, "offline", d.env.hfOffline, "never download: hub datasets and requirements.txt / environment.yml come from the cache, or the command fails naming what is missing (default $HF_HUB_OFFLINE)")
 	fs.StringVar(&d.cacheDir, "cache-dir", d.env.cacheRoot, "cache of downloaded datasets (DIR/hub) and requirements files (DIR/http)")
-}
-
-func (d *datasetFlags) root() (string, error) {
-	if d.cacheDir == "" {
-		return "", errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
-	}
-	return d.cacheDir, nil
-}
-
-// open reads the dataset: the valid records and, when some records are
-// bad, a *dataset.ValidationError listing them. Downloads are logged to
-// stderr.
-func (d *datasetFlags) open(ctx context.Context, known dataset.Known, stderr io.Writer) ([]core.Instance, error) {
-	if d.dataset == "" {
-		return nil, fmt.Errorf("--dataset is required: %w", errUsage)
-	}
-	opts := dataset.OpenOptions{LoadOptions: dataset.LoadOptions{Known: known}}
-	if root, err := d.root(); err == nil {
-		c, err := hub.New(hub.Options{Endpoint: d.env.hfEndpoint, Token: d.env.hfToken, CacheDir: filepath.Join(root, "hub"), Offline: d.offline, Log: stderr})
-		if err != nil {
-			return nil, fmt.Errorf("$HF_ENDPOINT: %w", err)
-		}
-		opts.Hub = c
-	}
-	insts, _, err := dataset.Open(ctx, d.dataset, opts)
-	return insts, err
 }

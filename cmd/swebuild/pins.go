@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/pins"
+	"github.com/swebuild/swebuild/pipeline"
 )
 
 // runPins implements `swebuild pins list`.
@@ -44,7 +42,9 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if format != "text" && format != "json" {
 		return usageErr(fs, stderr, "--format %q: want text or json", format)
 	}
-	counts, err := countPins(ctx, datasets, stderr)
+	env := readDatasetEnv()
+	counts, err := pipeline.PinCounts(ctx, datasets, pipeline.Inputs{CacheDir: env.cacheRoot, Offline: env.hfOffline,
+		Hub: pipeline.HubOptions{Endpoint: env.hfEndpoint, Token: env.hfToken}, Log: stderr})
 	if err != nil {
 		return err
 	}
@@ -62,33 +62,4 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	list.WriteText(stdout)
 	return nil
-}
-
-// countPins loads each dataset (as plan does, with its flags' defaults
-// from the environment) and counts the instances each rule touches.
-func countPins(ctx context.Context, datasets []string, stderr io.Writer) ([]pins.DatasetCounts, error) {
-	if len(datasets) == 0 {
-		return nil, nil
-	}
-	tables, err := spec.Load()
-	if err != nil {
-		return nil, err
-	}
-	var out []pins.DatasetCounts
-	for _, name := range datasets {
-		env := readDatasetEnv()
-		d := datasetFlags{dataset: name, env: env, cacheDir: env.cacheRoot, offline: env.hfOffline}
-		insts, err := d.open(ctx, tables, stderr)
-		var verr *dataset.ValidationError
-		if err != nil && !errors.As(err, &verr) {
-			return nil, fmt.Errorf("--dataset %s: %w", name, err)
-		}
-		if verr != nil {
-			fmt.Fprintln(stderr, verr.Error())
-		}
-		c := pins.DatasetCounts{Dataset: name, Instances: len(insts)}
-		c.Touched, c.Unresolved = pins.Count(tables, insts)
-		out = append(out, c)
-	}
-	return out, nil
 }
