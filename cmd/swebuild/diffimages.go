@@ -45,42 +45,14 @@ func runDiffImages(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	var imgs [2]imagediff.Source
-	for i, ref := range fs.Args() {
-		imgs[i] = imagediff.Source{Ref: ref, Platform: plat, Reader: reader}
-	}
-	a, err := imagediff.Open(ctx, imgs[0])
-	if err != nil {
-		return fmt.Errorf("A: %w", err)
-	}
-	b, err := imagediff.Open(ctx, imgs[1])
-	if err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
-	rep, err := imagediff.Compare(ctx, a, b, imgs[0].Ref, imgs[1].Ref)
+	a := imagediff.Source{Ref: fs.Arg(0), Platform: plat, Reader: reader}
+	b := imagediff.Source{Ref: fs.Arg(1), Platform: plat, Reader: reader}
+	rep, err := imagediff.Diff(ctx, a, b)
 	if err != nil {
 		return err
 	}
-	if *format == "json" {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
-	}
-	if err != nil {
+	if err := rep.Write(stdout, *format == "json"); err != nil {
 		return err
 	}
-	if !rep.Identical {
-		return fmt.Errorf("the images differ: %d file(s) in %d layer(s), %d config field(s)", len(rep.Files), differingLayers(rep), len(rep.Config))
-	}
-	return nil
-}
-
-func differingLayers(r *imagediff.Report) int {
-	n := 0
-	for _, l := range r.Layers {
-		if !l.Same {
-			n++
-		}
-	}
-	return n
+	return rep.Err()
 }
