@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agext/levenshtein"
 	"github.com/spf13/pflag"
 )
 
@@ -145,23 +146,5 @@ func suggestFlags(fs *pflag.FlagSet, name string) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int { return levenshtein.Distance(a, b, nil) }
