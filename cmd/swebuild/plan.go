@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -46,25 +45,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer loaded.WriteNetworkHint(stderr, "plan", g.cacheDir)
-	if format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(p); err != nil {
-			return fmt.Errorf("writing plan: %w", err)
-		}
-	} else if err := p.WriteTable(stdout); err != nil {
-		return fmt.Errorf("writing plan: %w", err)
+	if err := p.Write(stdout, stderr, format == "json"); err != nil {
+		return err
 	}
-	if len(p.Errors) > 0 {
-		if format == "json" {
-			for _, e := range p.Errors {
-				fmt.Fprintf(stderr, "plan: %s (%s): %s\n", e.InstanceID, e.Platform, e.Error)
-			}
-		}
-		if loadErr != nil {
-			return fmt.Errorf("%w; %d instance(s) could not be planned", loadErr, len(p.Errors))
-		}
-		return fmt.Errorf("%d instance(s) could not be planned", len(p.Errors))
-	}
-	return loadErr
+	return p.Err(loadErr)
 }
