@@ -286,22 +286,14 @@ func runCIIDs(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if help, err := parseFlags(fs, args, false, stdout, stderr); help {
 		return err
 	}
-	var ids []string
-	switch {
-	case *inline != "" && *file != "":
+	if *inline != "" && *file != "" {
 		return usageErr(fs, stderr, "only one of --ids and --ids-file")
-	case *file != "":
-		var err error
-		if ids, err = ci.ReadIDList(*file); err != nil {
-			return err
-		}
-	default:
-		ids = ci.SplitIDs(*inline)
 	}
-	if len(ids) == 0 {
-		return errors.New("no instance ids given")
+	ids, err := ci.JobIDs(*inline, *file)
+	if err != nil {
+		return err
 	}
-	_, err := fmt.Fprintln(stdout, strings.Join(ids, "\n"))
+	_, err = fmt.Fprintln(stdout, strings.Join(ids, "\n"))
 	return err
 }
 

@@ -1,5 +1,9 @@
 package ci
 
+// Helpers of the nightly's steps that the ci commands share: GitHub
+// outputs, --runner values, job ids, the record of an instance whose env is
+// not available.
+
 import (
 	"errors"
 	"fmt"
@@ -83,4 +87,20 @@ func WriteEnvUnavailable(path, instanceID string, p core.Platform, why error) er
 		return errors.Join(why, err)
 	}
 	return why
+}
+
+// JobIDs are one matrix job's instance ids: its ids (inline, comma
+// separated) or its ids_file (file, one per line); none is an error.
+func JobIDs(inline, file string) ([]string, error) {
+	ids := SplitIDs(inline)
+	if file != "" {
+		var err error
+		if ids, err = ReadIDList(file); err != nil {
+			return nil, err
+		}
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("no instance ids given")
+	}
+	return ids, nil
 }
