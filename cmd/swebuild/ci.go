@@ -33,25 +33,7 @@ func ciCommands() []command {
 
 // runCI dispatches `swebuild ci matrix|ids|merge|summary|...`.
 func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "swebuild ci: a command is required (matrix, ids, merge or summary)\nSee 'swebuild ci --help'.\n")
-		return errUsage
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, "Usage: swebuild ci COMMAND [OPTIONS]\n\nHelpers for the nightly GitHub Actions workflow.\n\nCommands:\n")
-		for _, c := range ciCommands() {
-			fmt.Fprintf(stdout, "  %-9s %s\n", c.name, c.summary)
-		}
-		return nil
-	}
-	for _, c := range ciCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "swebuild ci: unknown command %q\nSee 'swebuild ci --help'.\n", args[0])
-	return errUsage
+	return runGroup(ctx, "ci", "Helpers for the nightly GitHub Actions workflow.", "matrix, ids, merge or summary", ciCommands(), args, stdout, stderr)
 }
 
 func newCIFlags(name, synopsis, what string, stderr io.Writer) *pflag.FlagSet {

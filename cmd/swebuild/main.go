@@ -137,3 +137,28 @@ func suggestCommand(name string) string {
 	}
 	return ""
 }
+
+// runGroup dispatches `swebuild NAME COMMAND ...` to the command of cmds
+// named by args[0]; --help lists them under what. required names the
+// commands in the error when none is given.
+func runGroup(ctx context.Context, name, what, required string, cmds []command, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "swebuild %s: a command is required (%s)\nSee 'swebuild %s --help'.\n", name, required, name)
+		return errUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintf(stdout, "Usage: swebuild %s COMMAND [OPTIONS]\n\n%s\n\nCommands:\n", name, what)
+		for _, c := range cmds {
+			fmt.Fprintf(stdout, "  %-9s %s\n", c.name, c.summary)
+		}
+		return nil
+	}
+	for _, c := range cmds {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "swebuild %s: unknown command %q\nSee 'swebuild %s --help'.\n", name, args[0], name)
+	return errUsage
+}

@@ -17,30 +17,11 @@ const envSigningPassword = "COSIGN_PASSWORD"
 
 // runSign dispatches `swebuild sign keygen`.
 func runSign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "Usage: swebuild sign COMMAND [OPTIONS]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Signing keys for the statements swebuild attaches (Sigstore bundles cosign v3 verifies).")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Commands:")
-		fmt.Fprintln(w, "  keygen    make an ECDSA P-256 key pair as cosign.key and cosign.pub")
-	}
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "swebuild sign: a command is required (keygen)\nSee 'swebuild sign --help'.\n")
-		return errUsage
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		usage(stdout)
-		return nil
-	case "keygen":
-		return runSignKeygen(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "swebuild sign: unknown command %q\nSee 'swebuild sign --help'.\n", args[0])
-	return errUsage
+	return runGroup(ctx, "sign", "Signing keys for the statements swebuild attaches (Sigstore bundles cosign v3 verifies).", "keygen",
+		[]command{{"keygen", "make an ECDSA P-256 key pair as cosign.key and cosign.pub", runSignKeygen}}, args, stdout, stderr)
 }
 
-func runSignKeygen(args []string, stdout, stderr io.Writer) error {
+func runSignKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("sign keygen", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
