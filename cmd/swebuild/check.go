@@ -125,14 +125,11 @@ func (f *checkFlags) options(fs *pflag.FlagSet, usage func(string, ...any) error
 
 // reader is the publication reader of the --repo registry.
 func (f *checkFlags) reader() (*publication.Reader, error) {
-	dest, err := registry.RegistryOf(f.repo)
-	if err != nil {
-		return nil, fmt.Errorf("--repo: %w", err)
-	}
-	reader, err := publicationReader(f.authEnv, dest, registry.Options{InsecureRegistries: f.insecure})
+	client, err := registryClient(f.authEnv, f.repo, "--repo", registry.Options{InsecureRegistries: f.insecure})
 	if err != nil {
 		return nil, err
 	}
+	reader := publication.New(client)
 	reader.Jobs = f.jobs
 	return reader, nil
 }

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/swebuild/swebuild/builder/spec"
-	"github.com/swebuild/swebuild/pins"
 	"github.com/swebuild/swebuild/pipeline"
 )
 
@@ -44,34 +41,13 @@ func (g *genInputs) given() bool { return g.dataset != "" || g.taskRepo != "" }
 
 // inputs are the pipeline's inputs from the flags.
 func (g *genInputs) inputs(log io.Writer) (pipeline.Inputs, error) {
-	switch {
-	case !g.given():
-		return pipeline.Inputs{}, errors.New("--dataset is required (or --task-repo DIR)")
-	case g.dataset != "" && g.taskRepo != "":
-		return pipeline.Inputs{}, errors.New("--dataset and --task-repo: give one")
+	in := pipeline.Inputs{Dataset: g.dataset, TaskRepo: g.taskRepo, Instances: g.instances, Specs: g.specs, Pins: g.pins,
+		Freeze: g.freeze, SpecsVersion: g.specsVer, CacheDir: g.cacheDir, Offline: g.offline,
+		Hub: pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken}, Log: log}
+	if err := in.Check(); err != nil {
+		return pipeline.Inputs{}, err
 	}
-	if g.cacheDir == "" {
-		return pipeline.Inputs{}, errors.New("no cache directory: set --cache-dir or $SWEBUILD_CACHE")
-	}
-	if g.specsVer != spec.VersionV410 && g.specsVer != spec.VersionFinal {
-		return pipeline.Inputs{}, fmt.Errorf("--specs-version %q: want %s or %s", g.specsVer, spec.VersionV410, spec.VersionFinal)
-	}
-	if _, err := pins.Parse(g.pins); err != nil {
-		return pipeline.Inputs{}, fmt.Errorf("--pins: %w", err)
-	}
-	return pipeline.Inputs{
-		Dataset:      g.dataset,
-		TaskRepo:     g.taskRepo,
-		Instances:    g.instances,
-		Specs:        g.specs,
-		Pins:         g.pins,
-		Freeze:       g.freeze,
-		SpecsVersion: g.specsVer,
-		CacheDir:     g.cacheDir,
-		Offline:      g.offline,
-		Hub:          pipeline.HubOptions{Endpoint: g.env.hfEndpoint, Token: g.env.hfToken},
-		Log:          log,
-	}, nil
+	return in, nil
 }
 
 // load reads the input (pipeline.Load). A dataset with invalid records
