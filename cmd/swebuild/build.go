@@ -20,9 +20,7 @@ import (
 // runBuild implements `swebuild build`: flags -> pipeline.BuildOptions ->
 // pipeline.Build (plan, BuildKit, gold check, metadata file, publish).
 func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("build", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("build", stderr)
 	var f buildFlags
 	f.register(fs)
 	fs.Usage = func() {

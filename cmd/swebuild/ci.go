@@ -37,9 +37,7 @@ func runCI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func newCIFlags(name, synopsis, what string, stderr io.Writer) *pflag.FlagSet {
-	fs := pflag.NewFlagSet("ci "+name, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("ci "+name, stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: swebuild ci %s %s\n\n%s\n\nOptions:\n", name, synopsis, what)
 		fs.PrintDefaults()

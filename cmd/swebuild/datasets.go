@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-
 )
 
 // datasetFlags are the dataset half of the input flags (genInputs, every

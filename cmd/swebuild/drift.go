@@ -79,9 +79,7 @@ func (f *driftFlags) check() error {
 // runDrift implements `swebuild drift`: the packages that changed between
 // the environment documents of two publications (pipeline.Drift).
 func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("drift", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("drift", stderr)
 	var f driftFlags
 	f.register(fs)
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {

@@ -15,6 +15,15 @@ import (
 // problem, Docker style: the problem and a pointer to the help on stderr,
 // exit status 2; the help itself on stdout, exit status 0.
 
+// newFlagSet is a command's flag set: errors returned, not exited on;
+// problems to stderr; the flags listed in the order registered.
+func newFlagSet(name string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	return fs
+}
+
 // errHelp reports that the help was printed (exit status 0).
 var errHelp = errors.New("help printed")
 

@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
 	"github.com/swebuild/swebuild/core"
 )
 
 // runPlan implements `swebuild plan`.
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("plan", stderr)
 	var (
 		g         genInputs
 		platforms []core.Platform

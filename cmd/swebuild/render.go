@@ -80,9 +80,7 @@ func (f *renderFlags) check() ([]core.Platform, render.Layout, error) {
 
 // runRender implements `swebuild render`.
 func runRender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("render", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("render", stderr)
 	var (
 		g genInputs
 		f renderFlags

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/swebuild/swebuild/sign"
 )
 
@@ -22,9 +20,7 @@ func runSign(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func runSignKeygen(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("sign keygen", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("sign keygen", stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: swebuild sign keygen --out DIR\n\n"+
 			"Make an ECDSA P-256 key pair in cosign's files: DIR/cosign.key (mode 0600, sealed with the\n"+

@@ -45,9 +45,7 @@ func (f *sizesFlags) register(fs *pflag.FlagSet) {
 // runSizes implements `swebuild sizes`: measure image set A (and B) in the
 // registry and write a comparison report.
 func runSizes(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("sizes", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("sizes", stderr)
 	var f sizesFlags
 	f.register(fs)
 	if done, err := parseFlags(fs, args, false, stdout, stderr); done {

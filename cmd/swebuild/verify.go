@@ -23,9 +23,7 @@ import (
 // the instance images with BuildKit, grade them, write report.json and logs
 // per run and a summary).
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("verify", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.SortFlags = false
+	fs := newFlagSet("verify", stderr)
 	var f verifyFlags
 	f.register(fs)
 	fs.Usage = func() {
