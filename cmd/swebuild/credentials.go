@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/swebuild/swebuild/builder"
+	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/registry/bkauth"
 	"github.com/swebuild/swebuild/verify"
@@ -61,4 +62,21 @@ func registryClient(authEnv, repo, flagName string, o registry.Options) (*regist
 	}
 	o.Keychain = kc
 	return registry.New(o)
+}
+
+// publicationReader is the publication reader of the commands that read
+// published images: the one credential source (the variable authEnv names,
+// then the Docker config and its helpers) and plain HTTP only to loopback
+// registries and those named insecure.
+func publicationReader(authEnv, defaultRegistry string, o registry.Options) (*publication.Reader, error) {
+	kc, err := registryCredentials(authEnv, defaultRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("--registry-auth-env: %w", err)
+	}
+	o.Keychain = kc
+	client, err := registry.New(o)
+	if err != nil {
+		return nil, err
+	}
+	return publication.New(client), nil
 }

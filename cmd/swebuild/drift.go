@@ -16,7 +16,6 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/drift"
 	"github.com/swebuild/swebuild/pipeline"
-	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -130,23 +129,6 @@ func driftErr(fs *pflag.FlagSet, stderr io.Writer, err error) error {
 		return usageErr(fs, stderr, "%s %s: not a file, so a repository prefix: --dataset is required to enumerate its images", flag, se.Set)
 	}
 	return fmt.Errorf("%s %s: %w", flag, se.Set, se.Err)
-}
-
-// publicationReader is the publication reader of the commands that read
-// published images: the one credential source (the variable authEnv names,
-// then the Docker config and its helpers) and plain HTTP only to loopback
-// registries and those named insecure.
-func publicationReader(authEnv, defaultRegistry string, o registry.Options) (*publication.Reader, error) {
-	kc, err := registryCredentials(authEnv, defaultRegistry)
-	if err != nil {
-		return nil, fmt.Errorf("--registry-auth-env: %w", err)
-	}
-	o.Keychain = kc
-	client, err := registry.New(o)
-	if err != nil {
-		return nil, err
-	}
-	return publication.New(client), nil
 }
 
 // writeReport writes a report (write's output, whole) to stdout, or to

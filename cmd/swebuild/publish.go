@@ -55,11 +55,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := pflag.NewFlagSet("publish", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: swebuild publish --metadata-file FILE|--images oci:DIR --repo REPO [OPTIONS]")
-		fmt.Fprintln(fs.Output())
-		fmt.Fprintln(fs.Output(), "Push built images by digest and write one multi-arch index per instance.")
-		fmt.Fprintln(fs.Output())
-		fmt.Fprintln(fs.Output(), "Options:")
+		fmt.Fprint(fs.Output(), "Usage: swebuild publish --metadata-file FILE|--images oci:DIR --repo REPO [OPTIONS]\n\nPush built images by digest and write one multi-arch index per instance.\n\nOptions:\n")
 		fs.PrintDefaults()
 	}
 	var f publishFlags
