@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // HarnessFile is a file of a patch that changes the test harness, and why.
@@ -147,12 +148,12 @@ func scanPatch(patch string) []patchFile {
 			add(line[strings.Index(line, " from ")+6:], false)
 		case strings.HasPrefix(line, "rename to "), strings.HasPrefix(line, "copy to "):
 			add(line[strings.Index(line, " to ")+4:], false)
-		case contextRange.MatchString(line):
+		case contextRange().MatchString(line):
 			if cur >= 0 {
 				files[cur].lines = append(files[cur].lines, "@"+line)
 			}
 		case strings.HasPrefix(line, "--- ") && strings.HasPrefix(next, "+++ "),
-			strings.HasPrefix(line, "*** ") && strings.HasPrefix(next, "--- ") && !contextRange.MatchString(next):
+			strings.HasPrefix(line, "*** ") && strings.HasPrefix(next, "--- ") && !contextRange().MatchString(next):
 			if cur < 0 || headers || len(files[cur].lines) > 0 {
 				start()
 			}
@@ -166,7 +167,7 @@ func scanPatch(patch string) []patchFile {
 				continue
 			}
 			files[cur].lines = append(files[cur].lines, "@"+line)
-			if m := unifiedRange.FindStringSubmatch(line); m != nil {
+			if m := unifiedRange().FindStringSubmatch(line); m != nil {
 				oldLeft, newLeft = rangeLen(m[1]), rangeLen(m[2])
 			}
 		case strings.HasPrefix(line, "***************"):
@@ -184,8 +185,8 @@ func scanPatch(patch string) []patchFile {
 }
 
 var (
-	unifiedRange = regexp.MustCompile(`^@@ -\d+(,\d+)? \+\d+(,\d+)? @@`)
-	contextRange = regexp.MustCompile(`^(\*\*\*|---) \d+(,\d+)? (\*\*\*\*|----)\s*$`)
+	unifiedRange = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^@@ -\d+(,\d+)? \+\d+(,\d+)? @@`) })
+	contextRange = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\*\*\*|---) \d+(,\d+)? (\*\*\*\*|----)\s*$`) })
 )
 
 // countHunkLine counts line of a unified hunk against the old and new
@@ -360,7 +361,7 @@ func harnessReason(p string, f patchFile, named map[string]bool) string {
 		})
 	case base == "package.json":
 		return packageJSONReason(f)
-	case jsRunnerConfig.MatchString(base) || base == "mocha.opts":
+	case jsRunnerConfig().MatchString(base) || base == "mocha.opts":
 		return "JavaScript test runner configuration"
 	case base == "phpunit.xml" || base == "phpunit.xml.dist" || base == ".rspec":
 		return "test runner configuration"
@@ -368,7 +369,7 @@ func harnessReason(p string, f patchFile, named map[string]bool) string {
 		return "cargo configuration (a runner for test binaries)"
 	case strings.HasSuffix(base, ".go"):
 		for _, l := range f.lines {
-			if changed(l) && goTestMain.MatchString(l[1:]) {
+			if changed(l) && goTestMain().MatchString(l[1:]) {
 				return "adds or changes a Go TestMain, which runs the tests"
 			}
 		}
@@ -377,9 +378,11 @@ func harnessReason(p string, f patchFile, named map[string]bool) string {
 }
 
 var (
-	jsRunnerConfig = regexp.MustCompile(`^(jest\.config|jest-setup|jest\.setup|\.mocharc|vitest\.config|vitest\.workspace|karma\.conf|ava\.config|\.c8rc|\.nycrc)(\.[A-Za-z0-9]+)*$`)
-	goTestMain     = regexp.MustCompile(`^\s*func\s+TestMain\s*\(`)
-	iniSection     = regexp.MustCompile(`^\s*\[\s*([^\]]+?)\s*\]`)
+	jsRunnerConfig = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(jest\.config|jest-setup|jest\.setup|\.mocharc|vitest\.config|vitest\.workspace|karma\.conf|ava\.config|\.c8rc|\.nycrc)(\.[A-Za-z0-9]+)*$`)
+	})
+	goTestMain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*func\s+TestMain\s*\(`) })
+	iniSection = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([^\]]+?)\s*\]`) })
 )
 
 // sectionReason is the reason for an INI or TOML file when a line the patch
@@ -394,7 +397,7 @@ func sectionReason(f patchFile, name string, test func(string) bool) string {
 			// git puts the last line matching its funcname pattern in the
 			// hunk header: a section header there names the section.
 			if _, heading, ok := strings.Cut(strings.TrimPrefix(l, "@@"), "@@"); ok {
-				if m := iniSection.FindStringSubmatch(heading); m != nil {
+				if m := iniSection().FindStringSubmatch(heading); m != nil {
 					section, known = m[1], true
 				}
 			}
@@ -404,7 +407,7 @@ func sectionReason(f patchFile, name string, test func(string) bool) string {
 		if len(text) > 0 {
 			text = text[1:]
 		}
-		if m := iniSection.FindStringSubmatch(text); m != nil {
+		if m := iniSection().FindStringSubmatch(text); m != nil {
 			section, known = m[1], true
 			if changed(l) && test(section) {
 				return "changes the [" + section + "] section of " + name + ", the test runner's configuration"
@@ -428,10 +431,12 @@ func sectionReason(f patchFile, name string, test func(string) bool) string {
 var packageJSONKeys = map[string]bool{"scripts": true, "jest": true, "mocha": true, "ava": true, "vitest": true, "c8": true, "nyc": true}
 
 var (
-	jsonKeyLine = regexp.MustCompile(`^(\s*)"([^"]*)"\s*:\s*(.*)$`)
+	jsonKeyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)"([^"]*)"\s*:\s*(.*)$`) })
 	// versionLike are values of a dependency entry: a semver range, a tag,
 	// or a source (npm:, file:, git, http, workspace:).
-	versionLike = regexp.MustCompile(`^"([~^<>=*xXv0-9. |-]*|latest|next|beta|alpha|canary|(npm|file|link|workspace|git|git\+[a-z]+|github|https?):[^"]*)",?$`)
+	versionLike = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^"([~^<>=*xXv0-9. |-]*|latest|next|beta|alpha|canary|(npm|file|link|workspace|git|git\+[a-z]+|github|https?):[^"]*)",?$`)
+	})
 )
 
 // packageJSONReason is the reason for a package.json when a line the patch
@@ -443,7 +448,7 @@ func packageJSONReason(f patchFile) string {
 			continue
 		}
 		text := l[1:]
-		if m := jsonKeyLine.FindStringSubmatch(text); m != nil && packageJSONKeys[m[2]] {
+		if m := jsonKeyLine().FindStringSubmatch(text); m != nil && packageJSONKeys[m[2]] {
 			return `changes "` + m[2] + `" in package.json: how the tests run`
 		}
 		key, known := enclosingJSONKey(f.lines[:i], indentOf(text))
@@ -453,8 +458,8 @@ func packageJSONReason(f patchFile) string {
 			}
 			continue
 		}
-		m := jsonKeyLine.FindStringSubmatch(text)
-		if strings.TrimSpace(text) == "" || strings.Trim(strings.TrimSpace(text), "{}[],") == "" || (m != nil && versionLike.MatchString(strings.TrimSpace(m[3]))) {
+		m := jsonKeyLine().FindStringSubmatch(text)
+		if strings.TrimSpace(text) == "" || strings.Trim(strings.TrimSpace(text), "{}[],") == "" || (m != nil && versionLike().MatchString(strings.TrimSpace(m[3]))) {
 			continue
 		}
 		return "changes a member of package.json the patch does not show the key of (it may be a test script)"
@@ -481,7 +486,7 @@ func enclosingJSONKey(before []string, indent int) (string, bool) {
 		if strings.TrimSpace(text) == "" || indentOf(text) >= indent {
 			continue
 		}
-		if m := jsonKeyLine.FindStringSubmatch(text); m != nil && strings.HasPrefix(strings.TrimSpace(m[3]), "{") {
+		if m := jsonKeyLine().FindStringSubmatch(text); m != nil && strings.HasPrefix(strings.TrimSpace(m[3]), "{") {
 			return m[2], true
 		}
 		if strings.TrimSpace(text) == "{" && indentOf(text) == 0 {
@@ -515,7 +520,7 @@ func evalScriptPaths(script string) map[string]bool {
 			}
 			continue
 		}
-		if m := heredocStart.FindStringSubmatch(line); m != nil {
+		if m := heredocStart().FindStringSubmatch(line); m != nil {
 			delim = m[2]
 		}
 		if i := strings.Index(line, "#"); i == 0 || i > 0 && (line[i-1] == ' ' || line[i-1] == '\t') {
@@ -611,4 +616,4 @@ func commandWords(cmd string) []string {
 	return nil
 }
 
-var heredocStart = regexp.MustCompile(`<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
+var heredocStart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`) })
