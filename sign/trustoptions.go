@@ -77,7 +77,9 @@ func NewGitHubActionsSigner(a GitHubActions) (*Signer, error) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	id := GitHubWorkflowIdentity(a.ServerURL, a.WorkflowRef)
 	return NewKeylessSigner(KeylessOptions{
-		IDTokenSource: func(ctx context.Context) (string, error) { return GitHubActionsIDToken(ctx, client, a.TokenURL, a.Token) },
-		Identity:      id.Subject,
+		IDTokenSource: func(ctx context.Context) (string, error) {
+			return GitHubActionsIDToken(ctx, client, a.TokenURL, a.Token)
+		},
+		Identity: id.Subject,
 	})
 }
