@@ -2,42 +2,30 @@ package sizes
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/reportfmt"
 )
 
+// formats are the output formats Write accepts, by name.
+var formats = []reportfmt.Format[*Report]{{Name: "md", Write: WriteMarkdown}, {Name: "csv", Write: WriteCSV}, {Name: "json", Write: WriteJSON}, {Name: "html", Write: WriteHTML}}
+
 // Formats lists the output formats Write accepts.
-var Formats = []string{"md", "csv", "json", "html"}
+var Formats = reportfmt.Names(formats)
 
 // Write renders the report in one of Formats. Every format is deterministic:
 // the same report gives the same bytes.
 func Write(w io.Writer, r *Report, format string) error {
-	switch format {
-	case "json":
-		return WriteJSON(w, r)
-	case "csv":
-		return WriteCSV(w, r)
-	case "md":
-		return WriteMarkdown(w, r)
-	case "html":
-		return WriteHTML(w, r)
-	}
-	return fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	return reportfmt.Write(w, r, format, formats)
 }
 
 // WriteJSON writes the report as indented JSON (see report.schema.json).
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
-	}
-	return nil
+	return reportfmt.JSON(w, r)
 }
 
 // CSVHeader is the first row of WriteCSV's output.
