@@ -449,14 +449,8 @@ func (d *decoder) skipValue(depth int) error {
 			if err := d.skipValue(depth + 1); err != nil {
 				return err
 			}
-			switch d.peek() {
-			case ',':
-				d.pos++
-			case '}':
-				d.pos++
-				return nil
-			default:
-				return d.unexpected("',' or '}' after object value")
+			if done, err := d.afterElement('}'); err != nil || done {
+				return err
 			}
 		}
 	case '[':
@@ -469,14 +463,8 @@ func (d *decoder) skipValue(depth int) error {
 			if err := d.skipValue(depth + 1); err != nil {
 				return err
 			}
-			switch d.peek() {
-			case ',':
-				d.pos++
-			case ']':
-				d.pos++
-				return nil
-			default:
-				return d.unexpected("',' or ']' after array element")
+			if done, err := d.afterElement(']'); err != nil || done {
+				return err
 			}
 		}
 	case 't':
@@ -534,14 +522,12 @@ func (d *decoder) stringListCap(n int) (list []string, bad string, err error) {
 				return nil, "", err
 			}
 		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
+		done, err := d.afterElement(']')
+		if err != nil {
+			return nil, "", err
+		}
+		if done {
 			return list, bad, nil
-		default:
-			return nil, "", d.unexpected("',' or ']' after array element")
 		}
 	}
 }
@@ -577,16 +563,27 @@ func (d *decoder) object(r *record) error {
 			return err
 		}
 		d.field = -1
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return nil
-		default:
-			return d.unexpected("',' or '}' after object value")
+		if done, err := d.afterElement('}'); err != nil || done {
+			return err
 		}
 	}
+}
+
+// afterElement reads what follows a value in an object (end '}') or an
+// array (end ']'): a comma, or end, which ends it (done).
+func (d *decoder) afterElement(end byte) (done bool, err error) {
+	switch d.peek() {
+	case ',':
+		d.pos++
+		return false, nil
+	case end:
+		d.pos++
+		return true, nil
+	}
+	if end == '}' {
+		return false, d.unexpected("',' or '}' after object value")
+	}
+	return false, d.unexpected("',' or ']' after array element")
 }
 
 // otherColumn keeps the value of a column the loader has no field for as
