@@ -430,9 +430,7 @@ func (d *decoder) skipValue(depth int) error {
 	case '"':
 		return d.skipString()
 	case '{':
-		d.pos++
-		if d.peek() == '}' {
-			d.pos++
+		if d.open('}') {
 			return nil
 		}
 		for {
@@ -454,9 +452,7 @@ func (d *decoder) skipValue(depth int) error {
 			}
 		}
 	case '[':
-		d.pos++
-		if d.peek() == ']' {
-			d.pos++
+		if d.open(']') {
 			return nil
 		}
 		for {
@@ -498,10 +494,8 @@ func (d *decoder) stringList() (list []string, bad string, err error) {
 }
 
 func (d *decoder) stringListCap(n int) (list []string, bad string, err error) {
-	d.pos++ // '['
 	list = make([]string, 0, n)
-	if d.peek() == ']' {
-		d.pos++
+	if d.open(']') {
 		return list, "", nil
 	}
 	for i := 0; ; i++ {
@@ -534,10 +528,8 @@ func (d *decoder) stringListCap(n int) (list []string, bad string, err error) {
 
 // object decodes one record (d.pos at '{') into r.
 func (d *decoder) object(r *record) error {
-	d.pos++ // '{'
 	d.field = -1
-	if d.peek() == '}' {
-		d.pos++
+	if d.open('}') {
 		return nil
 	}
 	for {
@@ -567,6 +559,17 @@ func (d *decoder) object(r *record) error {
 			return err
 		}
 	}
+}
+
+// open steps past the '{' or '[' at d.pos; empty reports that end (its
+// '}' or ']') follows at once, and steps past that too.
+func (d *decoder) open(end byte) (empty bool) {
+	d.pos++
+	if d.peek() != end {
+		return false
+	}
+	d.pos++
+	return true
 }
 
 // afterElement reads what follows a value in an object (end '}') or an
