@@ -260,21 +260,7 @@ func againstB(img Image, bIdx map[imageKey]Image) (bComp, rat string) {
 
 // mdTotals writes the headline table and the growth verdict.
 func (b *page) mdTotals(r *Report) {
-	if r.B == nil {
-		b.p("| measure | A |\n|---|---:|\n")
-	} else {
-		b.p("| measure | A (all) | B (all) | A (common) | B (common) | A/B (common) |\n|---|---:|---:|---:|---:|---:|\n")
-	}
-	for _, row := range summaryRows(r) {
-		if row.hideIfNoUC && !r.UncompressedMeasured {
-			continue
-		}
-		if r.B == nil {
-			b.p("| %s | %s |\n", row.name, row.a)
-		} else {
-			b.p("| %s | %s | %s | %s | %s | %s |\n", row.name, row.a, row.b, row.ca, row.cb, row.ratio)
-		}
-	}
+	b.mdTable(totalsTable(r))
 	b.p("\n")
 	if c := r.Comparison; c != nil {
 		b.p("Growth of A against B (unique-layer compressed, %d common images): **%s**", c.CommonImages, fmtGrowth(c.GrowthPercent))
@@ -293,19 +279,67 @@ func (b *page) mdTotals(r *Report) {
 func (b *page) mdRepos(r *Report) {
 	b.p("### Per repository\n\n")
 	b.p("Unique-layer figures count a repository's distinct layers once; a layer shared across repositories (a base) is in each repository's figure.\n\n")
-	if r.B == nil {
-		b.p("| repository | images | measured | naive compressed | unique-layer compressed | shared |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, rt := range r.A.Repos {
-			b.p("| %s | %d | %d | %s | %s | %s |\n", mdCell(rt.Repo), rt.Images, rt.Measured,
-				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction))
+	b.mdTable(reposTable(r))
+	b.p("\n")
+}
+
+// table is a table of the report, written as Markdown or HTML: its
+// header, its rows, and how many of its first columns are left-aligned
+// (the others are figures, right-aligned).
+type table struct {
+	header []string
+	rows   [][]string
+	left   int
+}
+
+// totalsTable is the headline table: A's totals, and with B B's, both on
+// the common images, and their ratios.
+func totalsTable(r *Report) table {
+	t := table{header: []string{"measure", "A"}, left: 1}
+	if r.B != nil {
+		t.header = []string{"measure", "A (all)", "B (all)", "A (common)", "B (common)", "A/B (common)"}
+	}
+	for _, row := range summaryRows(r) {
+		if row.hideIfNoUC && !r.UncompressedMeasured {
+			continue
 		}
-	} else {
-		b.p("| repository | A measured | A unique-layer compressed | B measured | B unique-layer compressed | common | A/B (common) |\n|---|---:|---:|---:|---:|---:|---:|\n")
-		for _, row := range repoRows(r) {
-			b.p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(row.repo), row.aMeasured, row.aUnique, row.bMeasured, row.bUnique, row.common, row.ratio)
+		if r.B == nil {
+			t.rows = append(t.rows, []string{row.name, row.a})
+		} else {
+			t.rows = append(t.rows, []string{row.name, row.a, row.b, row.ca, row.cb, row.ratio})
 		}
 	}
-	b.p("\n")
+	return t
+}
+
+// reposTable is the per-repository table: A's repositories, or with B the
+// union of both sets' and their ratios on the common images.
+func reposTable(r *Report) table {
+	if r.B == nil {
+		t := table{header: []string{"repository", "images", "measured", "naive compressed", "unique-layer compressed", "shared"}, left: 1}
+		for _, rt := range r.A.Repos {
+			t.rows = append(t.rows, []string{rt.Repo, strconv.Itoa(rt.Images), strconv.Itoa(rt.Measured),
+				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction)})
+		}
+		return t
+	}
+	t := table{header: []string{"repository", "A measured", "A unique-layer compressed", "B measured", "B unique-layer compressed", "common", "A/B (common)"}, left: 1}
+	for _, row := range repoRows(r) {
+		t.rows = append(t.rows, []string{row.repo, row.aMeasured, row.aUnique, row.bMeasured, row.bUnique, row.common, row.ratio})
+	}
+	return t
+}
+
+// mdTable writes t as a Markdown table, its cells escaped.
+func (b *page) mdTable(t table) {
+	b.p("| %s |\n|%s%s\n", strings.Join(t.header, " | "), strings.Repeat("---|", t.left), strings.Repeat("---:|", len(t.header)-t.left))
+	for _, row := range t.rows {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = mdCell(c)
+		}
+		b.p("| %s |\n", strings.Join(cells, " | "))
+	}
 }
 
 // mdImages writes the per-image rows in a collapsed block.

@@ -33,8 +33,12 @@ func WriteHTML(w io.Writer, r *Report) error {
 	b.p("<h2>Unique-layer compressed size per repository</h2>\n")
 	b.p("<p class=\"note\">Each bar counts a repository's distinct layers once. A layer shared by several repositories (a base image) is in each of their bars, so the bars add up to more than the set's unique total.</p>\n")
 	b.p("%s\n", repoChart(r))
-	b.htmlTotals(r)
-	b.htmlRepos(r)
+	b.p("<h2>Totals</h2>\n<table>\n")
+	b.htmlTable(totalsTable(r))
+	b.p("</table>\n")
+	b.p("<h2>Per repository</h2>\n<table>\n")
+	b.htmlTable(reposTable(r))
+	b.p("</table>\n")
 	for _, s := range sets(r) {
 		bad := notMeasured(s.set)
 		if len(bad) == 0 {
@@ -85,47 +89,22 @@ func (b *page) htmlCards(r *Report) {
 	}
 }
 
-// htmlTotals writes the headline table.
-func (b *page) htmlTotals(r *Report) {
+// htmlTable writes t's rows (the header's first) as HTML, its cells
+// escaped.
+func (b *page) htmlTable(t table) {
 	e := html.EscapeString
-	b.p("<h2>Totals</h2>\n<table>\n")
-	if r.B == nil {
-		b.p("<tr><th>measure</th><th>A</th></tr>\n")
-	} else {
-		b.p("<tr><th>measure</th><th>A (all)</th><th>B (all)</th><th>A (common)</th><th>B (common)</th><th>A/B (common)</th></tr>\n")
+	b.p("<tr>")
+	for _, h := range t.header {
+		b.p("<th>%s</th>", e(h))
 	}
-	for _, row := range summaryRows(r) {
-		if row.hideIfNoUC && !r.UncompressedMeasured {
-			continue
+	b.p("</tr>\n")
+	for _, row := range t.rows {
+		b.p("<tr>")
+		for _, c := range row {
+			b.p("<td>%s</td>", e(c))
 		}
-		if r.B == nil {
-			b.p("<tr><td>%s</td><td>%s</td></tr>\n", e(row.name), e(row.a))
-		} else {
-			b.p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				e(row.name), e(row.a), e(row.b), e(row.ca), e(row.cb), e(row.ratio))
-		}
+		b.p("</tr>\n")
 	}
-	b.p("</table>\n")
-}
-
-// htmlRepos writes the per-repository table.
-func (b *page) htmlRepos(r *Report) {
-	e := html.EscapeString
-	b.p("<h2>Per repository</h2>\n<table>\n")
-	if r.B == nil {
-		b.p("<tr><th>repository</th><th>images</th><th>measured</th><th>naive compressed</th><th>unique-layer compressed</th><th>shared</th></tr>\n")
-		for _, rt := range r.A.Repos {
-			b.p("<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(rt.Repo), rt.Images, rt.Measured,
-				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction))
-		}
-	} else {
-		b.p("<tr><th>repository</th><th>A measured</th><th>A unique-layer compressed</th><th>B measured</th><th>B unique-layer compressed</th><th>common</th><th>A/B (common)</th></tr>\n")
-		for _, row := range repoRows(r) {
-			b.p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				e(row.repo), row.aMeasured, e(row.aUnique), row.bMeasured, e(row.bUnique), row.common, e(row.ratio))
-		}
-	}
-	b.p("</table>\n")
 }
 
 // htmlImages writes the collapsed per-image table.
