@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -116,32 +117,36 @@ func explain(err error, tr *tracker) error {
 //	node, npm:  getaddrinfo ENOTFOUND registry.npmjs.org
 //	Go (BuildKit pulling an image, go get):
 //	            failed to do request: Head "https://registry-1.docker.io/v2/library/ubuntu/manifests/22.04": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: no such host
-var hostPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`Could not resolve host: ([A-Za-z0-9.-]+)`),
-	regexp.MustCompile(`Failed to connect to ([A-Za-z0-9.-]+) port`),
-	regexp.MustCompile(`unable to resolve host address ['‘"]?([A-Za-z0-9.-]+)`),
-	regexp.MustCompile(`Resolving ([A-Za-z0-9.-]+) \([^)]*\)\.\.\. failed`),
-	regexp.MustCompile(`CONNECTION FAILED for url <([^>]+)>`),
-	regexp.MustCompile(`Failed to resolve '([A-Za-z0-9.-]+)'`),
-	regexp.MustCompile(`ConnectionPool\(host='([A-Za-z0-9.-]+)'`),
-	regexp.MustCompile(`(?:Temporary failure resolving|Could not resolve|Could not connect to) '([A-Za-z0-9.-]+)`),
-	regexp.MustCompile(`getaddrinfo (?:ENOTFOUND|EAI_AGAIN) ([A-Za-z0-9.-]+)`),
-	regexp.MustCompile(`lookup ([A-Za-z0-9.-]+)(?: on [^ ]+)?: (?:no such host|server misbehaving|i/o timeout|Temporary failure)`),
-}
+var hostPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`Could not resolve host: ([A-Za-z0-9.-]+)`),
+		regexp.MustCompile(`Failed to connect to ([A-Za-z0-9.-]+) port`),
+		regexp.MustCompile(`unable to resolve host address ['‘"]?([A-Za-z0-9.-]+)`),
+		regexp.MustCompile(`Resolving ([A-Za-z0-9.-]+) \([^)]*\)\.\.\. failed`),
+		regexp.MustCompile(`CONNECTION FAILED for url <([^>]+)>`),
+		regexp.MustCompile(`Failed to resolve '([A-Za-z0-9.-]+)'`),
+		regexp.MustCompile(`ConnectionPool\(host='([A-Za-z0-9.-]+)'`),
+		regexp.MustCompile(`(?:Temporary failure resolving|Could not resolve|Could not connect to) '([A-Za-z0-9.-]+)`),
+		regexp.MustCompile(`getaddrinfo (?:ENOTFOUND|EAI_AGAIN) ([A-Za-z0-9.-]+)`),
+		regexp.MustCompile(`lookup ([A-Za-z0-9.-]+)(?: on [^ ]+)?: (?:no such host|server misbehaving|i/o timeout|Temporary failure)`),
+	}
+})
 
 // networkFailure matches messages that say a connection failed without a
 // pattern above naming the host; the host is then taken from a URL on the
 // same line.
 var (
-	networkFailure = regexp.MustCompile(`(?i)no such host|name resolution|name or service not known|could not resolve|network is unreachable|no route to host|connection refused|connection timed out|i/o timeout|tls handshake timeout`)
-	urlPattern     = regexp.MustCompile(`https?://[^\s"'<>]+`)
+	networkFailure = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)no such host|name resolution|name or service not known|could not resolve|network is unreachable|no route to host|connection refused|connection timed out|i/o timeout|tls handshake timeout`)
+	})
+	urlPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`https?://[^\s"'<>]+`) })
 )
 
 // findHost returns the first host the lines say could not be reached, and
 // the line saying so (trimmed).
 func findHost(lines []string) (host, line string) {
 	for _, l := range lines {
-		for _, re := range hostPatterns {
+		for _, re := range hostPatterns() {
 			if m := re.FindStringSubmatch(l); m != nil {
 				if h := hostOf(m[1]); h != "" {
 					return h, strings.TrimSpace(l)
@@ -150,10 +155,10 @@ func findHost(lines []string) (host, line string) {
 		}
 	}
 	for _, l := range lines {
-		if !networkFailure.MatchString(l) {
+		if !networkFailure().MatchString(l) {
 			continue
 		}
-		if u := urlPattern.FindString(l); u != "" {
+		if u := urlPattern().FindString(l); u != "" {
 			if h := hostOf(u); h != "" {
 				return h, strings.TrimSpace(l)
 			}

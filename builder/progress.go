@@ -125,7 +125,7 @@ func relabel(label string, ss *bkclient.SolveStatus) *bkclient.SolveStatus {
 
 // stepName matches the vertices of Dockerfile instructions, e.g.
 // "[2/5] RUN ..." or "[stage 1/3] COPY ...".
-var stepName = regexp.MustCompile(`^\[[^\]]*\b\d+/\d+\] `)
+var stepName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[[^\]]*\b\d+/\d+\] `) })
 
 // tracker follows the vertices of one solve to tell whether every
 // Dockerfile step was a cache hit, and keeps the last lines of each
@@ -163,7 +163,7 @@ func (t *tracker) steps() (done, cached int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, v := range t.vertices {
-		if v.Completed == nil || !stepName.MatchString(v.Name) {
+		if v.Completed == nil || !stepName().MatchString(v.Name) {
 			continue
 		}
 		done++
@@ -181,7 +181,7 @@ func (t *tracker) cached() bool {
 	defer t.mu.Unlock()
 	steps := 0
 	for _, v := range t.vertices {
-		if v.Completed == nil || !stepName.MatchString(v.Name) {
+		if v.Completed == nil || !stepName().MatchString(v.Name) {
 			continue
 		}
 		steps++

@@ -96,7 +96,9 @@ var ErrHubDataset = errors.New("a HuggingFace dataset name, not a file")
 
 // hubName matches "owner/name" without a file extension swebuild reads, and
 // upstream's short aliases.
-var hubName = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*|(?i:swe-bench|swebench|swe_bench|swe-bench-lite|swebench-lite|swe_bench_lite|swe-bench_lite|lite))$`)
+var hubName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*|(?i:swe-bench|swebench|swe_bench|swe-bench-lite|swebench-lite|swe_bench_lite|swe-bench_lite|lite))$`)
+})
 
 // Load reads SWE-bench records from path: JSONL, a JSON array (told apart by
 // the first non-space byte, '{' or '['), or parquet (by its "PAR1" magic).
@@ -123,7 +125,7 @@ func loadOne(ctx context.Context, path, display string, opts LoadOptions) ([]cor
 	opts.Limits = opts.Limits.withDefaults()
 	data, err := readFile(ctx, path, opts.Limits.MaxFileBytes)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && hubName.MatchString(path) && !isFileName(path) {
+		if errors.Is(err, fs.ErrNotExist) && hubName().MatchString(path) && !isFileName(path) {
 			return nil, fmt.Errorf("dataset %q: no such file, and it looks like a HuggingFace dataset name: %w", path, ErrHubDataset)
 		}
 		if errors.Is(err, ErrTooLarge) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

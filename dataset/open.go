@@ -64,7 +64,7 @@ func Open(ctx context.Context, arg string, opts OpenOptions) ([]core.Instance, S
 	}
 	ref, perr := hub.ParseRef(arg)
 	if perr != nil {
-		if strings.Contains(arg, "/") || hubName.MatchString(arg) {
+		if strings.Contains(arg, "/") || hubName().MatchString(arg) {
 			return nil, src, fmt.Errorf("dataset %q: no such file, and not a hub dataset name: %w", arg, perr)
 		}
 		insts, err := Load(ctx, arg, opts.LoadOptions)

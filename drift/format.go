@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/swebuild/swebuild/internal/reportfmt"
 )
@@ -185,12 +186,15 @@ func missingSides(m string) string {
 	return "A and B"
 }
 
-var page = template.Must(template.New("drift").Funcs(template.FuncMap{
-	"dash":    orDash,
-	"sides":   missingSides,
-	"join":    strings.Join,
-	"changes": func(cs []Change) string { return joinChanges(cs) },
-}).Parse(`<!DOCTYPE html>
+// page is parsed on first use: a template parsed at package init costs
+// every swebuild process's start-up (GODEBUG=inittrace=1).
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("drift").Funcs(template.FuncMap{
+		"dash":    orDash,
+		"sides":   missingSides,
+		"join":    strings.Join,
+		"changes": func(cs []Change) string { return joinChanges(cs) },
+	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -219,6 +223,7 @@ code{font-size:.95em}
 </body>
 </html>
 `))
+})
 
 func joinChanges(cs []Change) string {
 	s := make([]string, len(cs))
@@ -232,7 +237,7 @@ func joinChanges(cs []Change) string {
 // external resources): the counts, the changes with their images, and
 // every image with its status.
 func WriteHTML(w io.Writer, r *Report) error {
-	if err := page.Execute(w, r); err != nil {
+	if err := page().Execute(w, r); err != nil {
 		return fmt.Errorf("writing HTML report: %w", err)
 	}
 	return nil

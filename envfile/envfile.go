@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/swebuild/swebuild/internal/pystr"
@@ -188,12 +189,14 @@ func RenameEnvironment(yml, envName string) string {
 	return strings.Join(lines, "\n")
 }
 
-var pipSection = regexp.MustCompile(`(?m)^(` + pyS + `*-` + pyS + `*pip` + pyS + `*:` + pyS + `*\n)`)
+var pipSection = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^(` + pyS + `*-` + pyS + `*pip` + pyS + `*:` + pyS + `*\n)`)
+})
 
 // CleanEnvironmentYML is upstream's clean_environment_yml: the replacements
 // apply only inside the first "- pip:" section of the dependencies.
 func CleanEnvironmentYML(yml string, repl []Replacement) string {
-	m := pipSection.FindStringSubmatchIndex(yml)
+	m := pipSection().FindStringSubmatchIndex(yml)
 	if m == nil {
 		return yml
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 )
@@ -251,7 +252,9 @@ func isAmd64Platform(p string) bool {
 	return false
 }
 
-var minicondaRe = regexp.MustCompile(`(https://repo\.anaconda\.com/miniconda/Miniconda3-[A-Za-z0-9._-]+)-Linux-x86_64\.sh`)
+var minicondaRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(https://repo\.anaconda\.com/miniconda/Miniconda3-[A-Za-z0-9._-]+)-Linux-x86_64\.sh`)
+})
 
 func flatMinicondaRule() FlatRule {
 	return FlatRule{
@@ -262,14 +265,16 @@ func flatMinicondaRule() FlatRule {
 		Evidence: "upstream v4.1.0's arm64 Dockerfile.base (e.g. upstream-v4.1.0/instances/astropy__astropy-12907/arm64/Dockerfile.base line 24) " +
 			"downloads https://repo.anaconda.com/miniconda/Miniconda3-py311_23.11.0-2-Linux-aarch64.sh: upstream's own arm64 spelling of the same release",
 		find: func(d *flatDoc) ([]lineEdit, string) {
-			return replaceInRuns(d, "repo.anaconda.com/miniconda/", minicondaRe, "${1}-Linux-aarch64.sh"), ""
+			return replaceInRuns(d, "repo.anaconda.com/miniconda/", minicondaRe(), "${1}-Linux-aarch64.sh"), ""
 		},
 	}
 }
 
 // envYMLStart matches the shell line that starts the heredoc writing an
 // environment.yml inside a RUN heredoc: cat <<'DELIM' > /path/environment.yml
-var envYMLStart = regexp.MustCompile(`^\s*cat\s+<<-?\s*(['"]?)([A-Za-z0-9_]+)(['"]?)\s*>\s*\S*environment\.ya?ml\s*$`)
+var envYMLStart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*cat\s+<<-?\s*(['"]?)([A-Za-z0-9_]+)(['"]?)\s*>\s*\S*environment\.ya?ml\s*$`)
+})
 
 func flatEnvYMLRule() FlatRule {
 	return FlatRule{
@@ -288,7 +293,7 @@ func flatEnvYMLRule() FlatRule {
 				}
 				from, to := d.span(n)
 				for i := from; i < to; i++ {
-					m := envYMLStart.FindStringSubmatch(d.lines[i])
+					m := envYMLStart().FindStringSubmatch(d.lines[i])
 					if m == nil || m[1] != m[3] {
 						continue
 					}
@@ -311,7 +316,7 @@ func flatEnvYMLRule() FlatRule {
 	}
 }
 
-var chromeAptRe = regexp.MustCompile(`\[arch=amd64\]`)
+var chromeAptRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[arch=amd64\]`) })
 
 func flatChromeAptRule() FlatRule {
 	return FlatRule{
@@ -322,12 +327,14 @@ func flatChromeAptRule() FlatRule {
 			"The Multilingual JS/TS files (js_2) name the same repository without [arch=...] and need no rewrite",
 		Evidence: "the evidence of " + IDChromeApt + " (SWE-bench issue #520; dists/stable/Release lists amd64 and arm64)",
 		find: func(d *flatDoc) ([]lineEdit, string) {
-			return replaceInRuns(d, "dl.google.com/linux/chrome/deb", chromeAptRe, "[arch=arm64]"), ""
+			return replaceInRuns(d, "dl.google.com/linux/chrome/deb", chromeAptRe(), "[arch=arm64]"), ""
 		},
 	}
 }
 
-var pnpmRe = regexp.MustCompile(`(https://github\.com/pnpm/pnpm/releases/download/[^"'\s]*/)pnpm-linux-x64(["'\s]|$)`)
+var pnpmRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(https://github\.com/pnpm/pnpm/releases/download/[^"'\s]*/)pnpm-linux-x64(["'\s]|$)`)
+})
 
 func flatPnpmRule() FlatRule {
 	return FlatRule{
@@ -337,7 +344,7 @@ func flatPnpmRule() FlatRule {
 		Reason:   "pnpm-linux-x64 is an x86-64 executable; pnpm publishes pnpm-linux-arm64 in every release since 6.x (same as " + IDPnpmArm64 + ")",
 		Evidence: "the evidence of " + IDPnpmArm64 + " (pnpm/pnpm#3830; release asset v9.5.0/pnpm-linux-arm64)",
 		find: func(d *flatDoc) ([]lineEdit, string) {
-			return replaceInRuns(d, "pnpm-linux-x64", pnpmRe, "${1}pnpm-linux-arm64${2}"), ""
+			return replaceInRuns(d, "pnpm-linux-x64", pnpmRe(), "${1}pnpm-linux-arm64${2}"), ""
 		},
 	}
 }
@@ -393,7 +400,7 @@ func sameLines(got, want []string) bool {
 // linux-arm64 download.
 const ChromeForTestingArm64Since = "153.0.8001.0"
 
-var cftRe = regexp.MustCompile(`chrome-for-testing-public/([0-9.]+)/linux64/`)
+var cftRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`chrome-for-testing-public/([0-9.]+)/linux64/`) })
 
 func flatChromeTestingRule() FlatRule {
 	return FlatRule{
@@ -413,7 +420,7 @@ func flatChromeTestingRule() FlatRule {
 			for _, n := range d.instructions("run") {
 				from, to := d.span(n)
 				for i := from; i < to; i++ {
-					for _, m := range cftRe.FindAllStringSubmatch(d.lines[i], -1) {
+					for _, m := range cftRe().FindAllStringSubmatch(d.lines[i], -1) {
 						if seen[m[1]] {
 							continue
 						}

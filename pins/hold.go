@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
@@ -48,8 +49,8 @@ func (h Hold) on(p core.Platform) bool {
 // PEP 440's characters. Both end up in a shell line of setup_env.sh: nothing
 // else may get there.
 var (
-	pep508Name = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	pipVersion = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.!+_-]*[A-Za-z0-9])?$`)
+	pep508Name = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`) })
+	pipVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.!+_-]*[A-Za-z0-9])?$`) })
 )
 
 // Validate checks h: a PyPI package (the only ecosystem a hold can pin),
@@ -59,9 +60,9 @@ func (h Hold) Validate() error {
 	switch {
 	case h.Ecosystem != sbom.PyPI:
 		return fmt.Errorf("ecosystem: %q: only %s packages can be held (pip constraints); conda and Debian packages are held by the frozen rule only", h.Ecosystem, sbom.PyPI)
-	case !pep508Name.MatchString(h.Name):
+	case !pep508Name().MatchString(h.Name):
 		return fmt.Errorf("name: %q is not a Python distribution name (PEP 508)", h.Name)
-	case !pipVersion.MatchString(h.Version):
+	case !pipVersion().MatchString(h.Version):
 		return fmt.Errorf("version: %q is not a version (PEP 440 characters only)", h.Version)
 	}
 	for i, p := range h.Platforms {
@@ -89,12 +90,12 @@ type HoldSpec struct {
 }
 
 // ruleID is the grammar of a rule id (the built-in ones follow it too).
-var ruleID = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+var ruleID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`) })
 
 // Validate checks s; the error names the field.
 func (s HoldSpec) Validate() error {
 	switch {
-	case !ruleID.MatchString(s.ID):
+	case !ruleID().MatchString(s.ID):
 		return fmt.Errorf("id: %q: want lower-case letters, digits, '.' and '-'", s.ID)
 	case s.ID == IDFrozen || isPinRule(All(), s.ID) || isX86Rule(s.ID):
 		return fmt.Errorf("id: %q is a built-in rule's id", s.ID)

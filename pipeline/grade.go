@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,8 +41,9 @@ const (
 )
 
 // GradeOptions are one `swebuild grade`: test logs (Logs, or every log of
-// an upstream run directory, RunDir) graded against the records of the
-// input, in one process, as upstream's harness grades a run.
+// an upstream run directory, RunDir, and of further runs, Runs) graded
+// against the records of their input, in one process, as upstream's
+// harness grades a run.
 type GradeOptions struct {
 	// Inputs name the records (a dataset or a task repo; no spec tables
 	// needed). Inputs.Instances, when set, grades only the logs of those
@@ -58,6 +60,10 @@ type GradeOptions struct {
 	// whose instance has no prediction, or one of another model, is not
 	// graded (upstream's rewrite_reports grades only those).
 	PredictionsFile string
+	// Runs are more run directories graded in the same call, each against
+	// its own records and predictions (upstream grades each run with its
+	// dataset and predictions; one call grades many).
+	Runs []GradeRun
 	// Patch is what was evaluated when there are no predictions: PatchGold
 	// ("" too), PatchGiven or PatchNone.
 	Patch string
@@ -74,6 +80,20 @@ type GradeOptions struct {
 	Jobs int
 	// Log receives the input's problems.
 	Log io.Writer
+}
+
+// GradeRun is one upstream run directory with the records and predictions
+// it is graded against.
+type GradeRun struct {
+	// Dir is the run directory (logs/run_evaluation/<run_id>).
+	Dir string
+	// Dataset or TaskRepo name the run's records; both empty: the options'
+	// Inputs. The options' other inputs (cache, --instance, hub) apply.
+	Dataset, TaskRepo string
+	// PredictionsFile is the run's predictions (as
+	// GradeOptions.PredictionsFile); empty: the options' PredictionsFile,
+	// or without one the options' Patch.
+	PredictionsFile string
 }
 
 // GradeLog is one test log to grade.
@@ -106,52 +126,36 @@ type GradeResult struct {
 // Grade grades every log: each against its instance's record, in one
 // process, GradeOptions.Jobs at a time, writing report.json beside it when
 // asked. Logs fail independently: the error joins every log that could not
-// be graded and the input's problems; the results (in the order of the
-// logs: given, then the run directory's sorted) say what each came to.
+// be graded and the inputs' problems; the results (in the order of the
+// logs: given, then the run directory's sorted, then each of Runs) say what
+// each came to.
 func Grade(ctx context.Context, o GradeOptions) ([]GradeResult, error) {
 	log := writerOr(o.Log)
-	logs, err := o.logs()
+	parts, err := o.parts()
 	if err != nil {
 		return nil, err
 	}
-	in := o.Inputs
-	in.Instances, in.NotRendered = nil, true
-	loaded, problems, err := loadKeepGoing(ctx, in, log)
-	if err != nil {
-		return nil, err
-	}
-	preds, err := o.predictions(log)
-	if err != nil {
-		return nil, errors.Join(append(problems, err)...)
-	}
-	records := make(map[string]*core.Instance, len(loaded.Instances))
-	for i := range loaded.Instances {
-		records[loaded.Instances[i].InstanceID] = &loaded.Instances[i]
-	}
-	results := make([]GradeResult, len(logs))
-	jobs := o.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(jobs, max(len(logs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = o.gradeOne(ctx, logs[i], records, preds, loaded.Source)
-			}
-		}()
-	}
-	for i := range logs {
-		if ctx.Err() != nil {
-			break
+	var problems []error
+	var jobs []gradeJob
+	loads := map[[2]string]*gradeRecords{}
+	for _, p := range parts {
+		recs, err := o.records(ctx, p, loads, log)
+		if err != nil {
+			return nil, errors.Join(append(problems, err)...)
 		}
-		next <- i
+		if recs.problems != nil {
+			problems = append(problems, recs.problems...)
+			recs.problems = nil // said once, however many runs share the input
+		}
+		preds, err := readPredictions(p.predictions, log)
+		if err != nil {
+			return nil, errors.Join(append(problems, err)...)
+		}
+		for _, l := range p.logs {
+			jobs = append(jobs, gradeJob{l, recs, preds})
+		}
 	}
-	close(next)
-	wg.Wait()
+	results := o.gradeAll(ctx, jobs)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -162,19 +166,43 @@ func Grade(ctx context.Context, o GradeOptions) ([]GradeResult, error) {
 			problems = append(problems, r.Err)
 		}
 	}
-	if failed > 0 && len(logs) > 1 {
-		problems = append(problems, fmt.Errorf("%d of %d log(s) could not be graded", failed, len(logs)))
+	if failed > 0 && len(jobs) > 1 {
+		problems = append(problems, fmt.Errorf("%d of %d log(s) could not be graded", failed, len(jobs)))
 	}
 	return results, errors.Join(problems...)
 }
 
-// logs are the logs to grade: those given, then the run directory's, kept
-// to Inputs.Instances when it is set.
-func (o GradeOptions) logs() ([]GradeLog, error) {
-	logs := slices.Clone(o.Logs)
-	for i := range logs {
-		if logs[i].InstanceID == "" {
-			logs[i].InstanceID = filepath.Base(filepath.Dir(logs[i].Path))
+// gradePart is one run of a grade call: its logs, the input of its records
+// and its predictions file.
+type gradePart struct {
+	logs              []GradeLog
+	dataset, taskRepo string
+	predictions       string
+}
+
+// gradeRecords are one input's records by instance id.
+type gradeRecords struct {
+	byID     map[string]*core.Instance
+	source   fmt.Stringer
+	problems []error
+}
+
+// gradeJob is one log with the records and predictions it is graded
+// against.
+type gradeJob struct {
+	log     GradeLog
+	records *gradeRecords
+	preds   map[string]verify.Prediction
+}
+
+// parts are the runs of the call: the logs given and RunDir against the
+// options' input and predictions, then each of Runs; each kept to
+// Inputs.Instances when it is set.
+func (o GradeOptions) parts() ([]gradePart, error) {
+	first := gradePart{logs: slices.Clone(o.Logs), dataset: o.Dataset, taskRepo: o.TaskRepo, predictions: o.PredictionsFile}
+	for i := range first.logs {
+		if first.logs[i].InstanceID == "" {
+			first.logs[i].InstanceID = filepath.Base(filepath.Dir(first.logs[i].Path))
 		}
 	}
 	if o.RunDir != "" {
@@ -182,24 +210,90 @@ func (o GradeOptions) logs() ([]GradeLog, error) {
 		if err != nil {
 			return nil, err
 		}
-		logs = append(logs, found...)
+		first.logs = append(first.logs, found...)
 	}
-	if len(logs) == 0 {
-		return nil, errors.New("no test log to grade")
+	var parts []gradePart
+	if len(first.logs) > 0 {
+		parts = append(parts, first)
 	}
-	if len(o.Inputs.Instances) > 0 {
-		kept := logs[:0]
-		for _, l := range logs {
-			if slices.Contains(o.Inputs.Instances, l.InstanceID) {
-				kept = append(kept, l)
+	for _, r := range o.Runs {
+		found, err := RunLogs(r.Dir)
+		if err != nil {
+			return nil, err
+		}
+		p := gradePart{logs: found, dataset: o.Dataset, taskRepo: o.TaskRepo, predictions: cmp.Or(r.PredictionsFile, o.PredictionsFile)}
+		if r.Dataset != "" || r.TaskRepo != "" {
+			p.dataset, p.taskRepo = r.Dataset, r.TaskRepo
+		}
+		parts = append(parts, p)
+	}
+	n := 0
+	for i := range parts {
+		if len(o.Inputs.Instances) > 0 {
+			parts[i].logs = slices.DeleteFunc(parts[i].logs, func(l GradeLog) bool { return !slices.Contains(o.Inputs.Instances, l.InstanceID) })
+		}
+		n += len(parts[i].logs)
+	}
+	switch {
+	case n > 0:
+		return parts, nil
+	case len(o.Inputs.Instances) > 0 && (len(o.Logs) > 0 || o.RunDir != "" || len(o.Runs) > 0):
+		return nil, fmt.Errorf("no test log of %s", strings.Join(o.Inputs.Instances, ", "))
+	}
+	return nil, errors.New("no test log to grade")
+}
+
+// records loads a part's input once for every part that names it (the
+// records are only looked up: no spec tables needed).
+func (o GradeOptions) records(ctx context.Context, p gradePart, loads map[[2]string]*gradeRecords, log io.Writer) (*gradeRecords, error) {
+	key := [2]string{p.dataset, p.taskRepo}
+	if r, ok := loads[key]; ok {
+		return r, nil
+	}
+	in := o.Inputs
+	in.Dataset, in.TaskRepo = p.dataset, p.taskRepo
+	in.Instances, in.NotRendered = nil, true
+	loaded, problems, err := loadKeepGoing(ctx, in, log)
+	if err != nil {
+		return nil, err
+	}
+	r := &gradeRecords{byID: make(map[string]*core.Instance, len(loaded.Instances)), source: loaded.Source, problems: problems}
+	for i := range loaded.Instances {
+		r.byID[loaded.Instances[i].InstanceID] = &loaded.Instances[i]
+	}
+	loads[key] = r
+	return r, nil
+}
+
+// gradeAll grades the jobs, o.Jobs at a time (default one per CPU), the
+// results in the jobs' order.
+func (o GradeOptions) gradeAll(ctx context.Context, jobs []gradeJob) []GradeResult {
+	results := make([]GradeResult, len(jobs))
+	n := o.Jobs
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				results[i] = o.gradeOne(ctx, j.log, j.records.byID, j.preds, j.records.source)
 			}
-		}
-		if len(kept) == 0 {
-			return nil, fmt.Errorf("no test log of %s", strings.Join(o.Inputs.Instances, ", "))
-		}
-		logs = kept
+		}()
 	}
-	return logs, nil
+	for i := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
 }
 
 // RunLogs are the test logs of an upstream run directory
@@ -229,16 +323,16 @@ func RunLogs(dir string) ([]GradeLog, error) {
 	return out, nil
 }
 
-// predictions reads PredictionsFile (nil without one). Unusable entries
-// are listed to log and fail the run before anything is graded.
-func (o GradeOptions) predictions(log io.Writer) (map[string]verify.Prediction, error) {
-	if o.PredictionsFile == "" {
+// readPredictions reads a predictions file (nil for ""). Unusable entries
+// are listed to log and fail the call before anything is graded.
+func readPredictions(file string, log io.Writer) (map[string]verify.Prediction, error) {
+	if file == "" {
 		return nil, nil
 	}
-	preds, err := verify.ReadPredictions(o.PredictionsFile)
+	preds, err := verify.ReadPredictions(file)
 	if err != nil {
 		fmt.Fprintln(log, err)
-		return nil, fmt.Errorf("predictions %s: %w", o.PredictionsFile, err)
+		return nil, fmt.Errorf("predictions %s: %w", file, err)
 	}
 	return preds, nil
 }

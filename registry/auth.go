@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -83,15 +84,19 @@ func ParseCredentials(text, defaultRegistry string) (authn.Keychain, error) {
 
 // registryName is a host name or IPv4 address with an optional port, or a
 // bracketed IPv6 address with an optional port.
-var registryName = regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$`)
+var registryName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$`)
+})
 
 // entryStart is the start of a scoped entry: REGISTRY=USER:
-var entryStart = regexp.MustCompile(`^\s*(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?=[^:,=\s]+:`)
+var entryStart = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?=[^:,=\s]+:`)
+})
 
 // splitScoped splits text into scoped entries when it is in the scoped form.
 func splitScoped(text string) ([]string, bool) {
 	first, _, ok := strings.Cut(text, "=")
-	if !ok || !registryName.MatchString(strings.TrimSpace(first)) {
+	if !ok || !registryName().MatchString(strings.TrimSpace(first)) {
 		return nil, false
 	}
 	var entries []string
@@ -106,7 +111,7 @@ func splitScoped(text string) ([]string, bool) {
 				continue
 			}
 			// A comma starts a new entry only when REGISTRY=USER: follows.
-			if entryStart.MatchString(line[i+1:]) {
+			if entryStart().MatchString(line[i+1:]) {
 				entries = append(entries, strings.TrimSpace(line[start:i]))
 				start = i + 1
 			}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // realmPrefix is the path under which a registry's token realm on another
@@ -26,7 +27,7 @@ type realmRoute struct {
 	next http.RoundTripper
 }
 
-var realmParam = regexp.MustCompile(`(?i)(\brealm=")([^"]*)(")`)
+var realmParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(\brealm=")([^"]*)(")`) })
 
 func (r realmRoute) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rest, ok := strings.CutPrefix(req.URL.Path, realmPrefix); ok && privateHost(req.URL.Hostname()) {
@@ -46,8 +47,8 @@ func (r realmRoute) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	vals := resp.Header.Values("Www-Authenticate")
 	for i, v := range vals {
-		vals[i] = realmParam.ReplaceAllStringFunc(v, func(m string) string {
-			sub := realmParam.FindStringSubmatch(m)
+		vals[i] = realmParam().ReplaceAllStringFunc(v, func(m string) string {
+			sub := realmParam().FindStringSubmatch(m)
 			u, perr := url.Parse(sub[2])
 			if perr != nil || u.Scheme != req.URL.Scheme || u.Hostname() != req.URL.Hostname() || u.Host == req.URL.Host || u.Port() == "" {
 				return m

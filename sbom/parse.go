@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Listing formats: what a profile's listing command prints.
@@ -102,18 +103,18 @@ func lineError(n int, line, format string, args ...any) error {
 	return fmt.Errorf("line %d %q: %s", n, line, fmt.Sprintf(format, args...))
 }
 
-var pep503 = regexp.MustCompile(`[-_.]+`)
+var pep503 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[-_.]+`) })
 
 // NormalizePyPI is PEP 503's name normalisation.
-func NormalizePyPI(name string) string { return strings.ToLower(pep503.ReplaceAllString(name, "-")) }
+func NormalizePyPI(name string) string { return strings.ToLower(pep503().ReplaceAllString(name, "-")) }
 
 // A PEP 508 distribution name.
-var pipName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+var pipName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`) })
 
 // pip's comment before an editable line: "# Editable Git install with no
 // remote (calc==1.0.0)", "# Editable install with no version control
 // (calc==1.0.0)".
-var editableComment = regexp.MustCompile(`^#\s*Editable .*\(([^()=\s]+)==([^()\s]+)\)\s*$`)
+var editableComment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#\s*Editable .*\(([^()=\s]+)==([^()\s]+)\)\s*$`) })
 
 func parsePipFreeze(lines []string) ([]Package, error) {
 	var ps []Package
@@ -124,7 +125,7 @@ func parsePipFreeze(lines []string) ([]Package, error) {
 		case line == "":
 			continue
 		case strings.HasPrefix(line, "#"):
-			if m := editableComment.FindStringSubmatch(line); m != nil {
+			if m := editableComment().FindStringSubmatch(line); m != nil {
 				pendName, pendVersion = m[1], m[2]
 			}
 			continue
@@ -144,7 +145,7 @@ func parsePipFreeze(lines []string) ([]Package, error) {
 			if b, _, ok := strings.Cut(name, "["); ok { // extras
 				name = b
 			}
-			if !pipName.MatchString(name) {
+			if !pipName().MatchString(name) {
 				return nil, lineError(n, raw, "%q is not a package name", name)
 			}
 			ps = append(ps, Package{Ecosystem: PyPI, Name: NormalizePyPI(name), URL: line})
@@ -157,7 +158,7 @@ func parsePipFreeze(lines []string) ([]Package, error) {
 			}
 			version = strings.TrimPrefix(version, "=") // name===version
 			name, version = strings.TrimSpace(name), strings.TrimSpace(version)
-			if !pipName.MatchString(name) || version == "" {
+			if !pipName().MatchString(name) || version == "" {
 				return nil, lineError(n, raw, "want name==version")
 			}
 			ps = append(ps, Package{Ecosystem: PyPI, Name: NormalizePyPI(name), Version: version})
@@ -226,7 +227,7 @@ func condaPackage(line string) (Package, error) {
 	name := strings.Join(parts[:len(parts)-2], "-")
 	p := Package{Ecosystem: Conda, Name: name, Version: parts[len(parts)-2], Build: parts[len(parts)-1], URL: u, Arch: path.Base(strings.TrimSuffix(dir, "/"))}
 	if md5 != "" {
-		if !md5Hex.MatchString(md5) {
+		if !md5Hex().MatchString(md5) {
 			return Package{}, fmt.Errorf("%q is not an md5", md5)
 		}
 		p.Checksum = "md5:" + md5
@@ -234,7 +235,7 @@ func condaPackage(line string) (Package, error) {
 	return p, nil
 }
 
-var md5Hex = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var md5Hex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 func parseDpkgQuery(lines []string) ([]Package, error) {
 	var ps []Package

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -32,48 +33,50 @@ func ecoOf(key string) string  { e, _, _ := strings.Cut(key, "/"); return e }
 func nameOf(key string) string { _, n, _ := strings.Cut(key, "/"); return n }
 
 // PEP 508 names: ASCII letters and digits, with ".", "-" and "_" inside.
-var pep508Name = regexp.MustCompile(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`)
+var pep508Name = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`) })
 
 // PEP 440 versions (the public version with an optional local label), in
 // any of the spellings PEP 440 normalises ("1.0.post1", "1.0-1", "1!2.0rc1",
 // "v1.0", "22.2.0+repack"), case-insensitive, no spaces.
-var pep440Version = regexp.MustCompile(`^(?i:v?(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*` +
-	`(?:[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?` +
-	`(?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?` +
-	`(?:[-_.]?dev[-_.]?[0-9]*)?` +
-	`(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?)$`)
+var pep440Version = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?i:v?(?:[0-9]+!)?[0-9]+(?:\.[0-9]+)*` +
+		`(?:[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?` +
+		`(?:-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?` +
+		`(?:[-_.]?dev[-_.]?[0-9]*)?` +
+		`(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?)$`)
+})
 
 // conda's package grammar: names lower-case letters, digits, "_", "-" and
 // "."; versions letters, digits, "_", ".", "+" and "!" (no "-": the file
 // name is NAME-VERSION-BUILD); build strings the same without "!"; a
 // subdir such as linux-64, linux-aarch64 or noarch.
 var (
-	condaName    = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]*$`)
-	condaVersion = regexp.MustCompile(`^[A-Za-z0-9_.+!]+$`)
-	condaBuild   = regexp.MustCompile(`^[A-Za-z0-9_.+]+$`)
-	condaSubdir  = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9_]+)*$`)
+	condaName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]*$`) })
+	condaVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.+!]+$`) })
+	condaBuild   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.+]+$`) })
+	condaSubdir  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9_]+)*$`) })
 )
 
 // A conda explicit URL: http(s) or file, then only characters that need no
 // quoting anywhere (RFC 3986's unreserved, "/", "%", ":" and "@" of a
 // token or a port, "+" and "!" of versions): no space, quote, "#", "?",
 // "$" or control character.
-var condaURL = regexp.MustCompile(`^(?:https?|file)://[A-Za-z0-9._~/%:@+!-]+$`)
+var condaURL = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:https?|file)://[A-Za-z0-9._~/%:@+!-]+$`) })
 
 // Debian policy 5.6.1 and 5.6.12: package names are lower-case letters,
 // digits, "+", "-" and ".", at least two long, starting alphanumeric;
 // versions are [epoch:]upstream[-revision] of letters, digits and
 // ".+~-", the upstream part starting with a digit (as dpkg requires).
 var (
-	debName    = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`)
-	debVersion = regexp.MustCompile(`^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*$`)
-	debArch    = regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`)
+	debName    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+$`) })
+	debVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*$`) })
+	debArch    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:-[a-z0-9]+)*$`) })
 )
 
 // checksums: algorithm -> hex digits.
 var checksumLen = map[string]int{"md5": 32, "sha1": 40, "sha256": 64, "sha512": 128}
 
-var lowerHex = regexp.MustCompile(`^[0-9a-f]+$`)
+var lowerHex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]+$`) })
 
 // Validate checks p's fields against its ecosystem's grammar: a pypi name
 // (PEP 508) and version (PEP 440); a conda name, version, build, subdir and
@@ -88,26 +91,26 @@ func (p Package) Validate() error {
 	}
 	switch p.Ecosystem {
 	case PyPI:
-		if !pep508Name.MatchString(p.Name) {
+		if !pep508Name().MatchString(p.Name) {
 			return bad("name", p.Name, "not a PEP 508 distribution name")
 		}
-		if p.Version != "" && !pep440Version.MatchString(p.Version) {
+		if p.Version != "" && !pep440Version().MatchString(p.Version) {
 			return bad("version", p.Version, "not a PEP 440 version")
 		}
 		if i := strings.IndexFunc(p.URL, unicode.IsControl); i >= 0 {
 			return bad("url", p.URL, "a control character in pip's source")
 		}
 	case Conda:
-		if !condaName.MatchString(p.Name) {
+		if !condaName().MatchString(p.Name) {
 			return bad("name", p.Name, "not a conda package name (lower-case letters, digits, _ - .)")
 		}
-		if !condaVersion.MatchString(p.Version) {
+		if !condaVersion().MatchString(p.Version) {
 			return bad("version", p.Version, "not a conda version (letters, digits, _ . + !)")
 		}
-		if p.Build != "" && !condaBuild.MatchString(p.Build) {
+		if p.Build != "" && !condaBuild().MatchString(p.Build) {
 			return bad("build", p.Build, "not a conda build string (letters, digits, _ . +)")
 		}
-		if p.Arch != "" && !condaSubdir.MatchString(p.Arch) {
+		if p.Arch != "" && !condaSubdir().MatchString(p.Arch) {
 			return bad("arch", p.Arch, "not a conda subdir (such as linux-64 or noarch)")
 		}
 		if p.URL != "" {
@@ -116,13 +119,13 @@ func (p Package) Validate() error {
 			}
 		}
 	case Deb:
-		if !debName.MatchString(p.Name) {
+		if !debName().MatchString(p.Name) {
 			return bad("name", p.Name, "not a Debian package name")
 		}
-		if !debVersion.MatchString(p.Version) {
+		if !debVersion().MatchString(p.Version) {
 			return bad("version", p.Version, "not a Debian version ([epoch:]upstream[-revision])")
 		}
-		if p.Arch != "" && !debArch.MatchString(p.Arch) {
+		if p.Arch != "" && !debArch().MatchString(p.Arch) {
 			return bad("arch", p.Arch, "not a Debian architecture")
 		}
 	default:
@@ -130,7 +133,7 @@ func (p Package) Validate() error {
 	}
 	if p.Checksum != "" {
 		alg, hex, _ := strings.Cut(p.Checksum, ":")
-		if n, ok := checksumLen[alg]; !ok || len(hex) != n || !lowerHex.MatchString(hex) {
+		if n, ok := checksumLen[alg]; !ok || len(hex) != n || !lowerHex().MatchString(hex) {
 			return bad("checksum", p.Checksum, "not md5, sha1, sha256 or sha512 as ALG:HEX")
 		}
 	}
@@ -140,7 +143,7 @@ func (p Package) Validate() error {
 // condaURLProblem says what is wrong with a conda package's explicit URL,
 // or "".
 func (p Package) condaURLProblem() string {
-	if !condaURL.MatchString(p.URL) {
+	if !condaURL().MatchString(p.URL) {
 		return "not an http(s) or file URL of plain characters (no space, quote, #, ?, $ or control character)"
 	}
 	u, err := url.Parse(p.URL)

@@ -201,13 +201,13 @@ func measureUncompressed(ctx context.Context, src Source, set *Set, opt Options,
 // digestRE is an algorithm and hex digest; the hex's length (32 to 128) is
 // checked apart, a counted repetition compiling into as many copies at
 // every process's start-up.
-var digestRE = regexp.MustCompile(`^([a-z0-9]+):([a-f0-9]+)$`)
+var digestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-z0-9]+):([a-f0-9]+)$`) })
 
 // layerUncompressed returns the uncompressed size of one layer, from the
 // cache when present; otherwise it reads the blob, checks its sha256
 // digest, decompresses it (gzip, zstd or plain) and records the size.
 func layerUncompressed(ctx context.Context, src Source, ref, digest, cacheDir string) (int64, error) {
-	m := digestRE.FindStringSubmatch(digest)
+	m := digestRE().FindStringSubmatch(digest)
 	if m == nil || len(m[2]) < 32 || len(m[2]) > 128 {
 		return 0, fmt.Errorf("malformed layer digest %q", digest)
 	}

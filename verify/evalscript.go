@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/swebuild/swebuild/internal/pystr"
 )
@@ -83,13 +84,13 @@ func EvalScriptV5(s string) (script string, recorded bool) {
 const exitTrailer = "{ set +x; } 2>/dev/null; exit \"${" + TestExitCodeVar + ":-255}\"\n"
 
 // testExitCodeRE is upstream's TEST_EXIT_CODE_RE.
-var testExitCodeRE = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
+var testExitCodeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`) })
 
 // LogExitCode is the first ">>>>> Test Exit Code: N" of a test output, as
 // upstream's parse_test_exit_code reads it (nil when absent). The code under
 // test can print such a line itself.
 func LogExitCode(log string) *int {
-	m := testExitCodeRE.FindStringSubmatch(log)
+	m := testExitCodeRE().FindStringSubmatch(log)
 	if m == nil {
 		return nil
 	}

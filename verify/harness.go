@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // HarnessFile is a file of a patch that changes the test harness, and why.
@@ -164,9 +165,9 @@ func (sc *patchScanner) keep(line string) {
 // "---") header pair of line and next, and reports whether it was one.
 func (sc *patchScanner) headerPair(line, next string) bool {
 	unified := strings.HasPrefix(line, "--- ") && strings.HasPrefix(next, "+++ ")
-	context := strings.HasPrefix(line, "*** ") && strings.HasPrefix(next, "--- ") && !contextRange.MatchString(next)
+	context := strings.HasPrefix(line, "*** ") && strings.HasPrefix(next, "--- ") && !contextRange().MatchString(next)
 	// A context diff's range line ("*** 1,5 ****") is not a header.
-	if !unified && !context || contextRange.MatchString(line) {
+	if !unified && !context || contextRange().MatchString(line) {
 		return false
 	}
 	if sc.cur < 0 || sc.headers || len(sc.files[sc.cur].lines) > 0 {
@@ -195,7 +196,7 @@ func (sc *patchScanner) line(line string) {
 		sc.add(line[strings.Index(line, " from ")+6:], false)
 	case strings.HasPrefix(line, "rename to "), strings.HasPrefix(line, "copy to "):
 		sc.add(line[strings.Index(line, " to ")+4:], false)
-	case contextRange.MatchString(line):
+	case contextRange().MatchString(line):
 		sc.keep("@" + line)
 	case strings.HasPrefix(line, "@@ -"):
 		sc.inContext = false
@@ -203,7 +204,7 @@ func (sc *patchScanner) line(line string) {
 			return
 		}
 		sc.keep("@" + line)
-		if m := unifiedRange.FindStringSubmatch(line); m != nil {
+		if m := unifiedRange().FindStringSubmatch(line); m != nil {
 			sc.oldLeft, sc.newLeft = rangeLen(m[1]), rangeLen(m[2])
 		}
 	case strings.HasPrefix(line, "***************"):
@@ -217,8 +218,8 @@ func (sc *patchScanner) line(line string) {
 }
 
 var (
-	unifiedRange = regexp.MustCompile(`^@@ -\d+(,\d+)? \+\d+(,\d+)? @@`)
-	contextRange = regexp.MustCompile(`^(\*\*\*|---) \d+(,\d+)? (\*\*\*\*|----)\s*$`)
+	unifiedRange = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^@@ -\d+(,\d+)? \+\d+(,\d+)? @@`) })
+	contextRange = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\*\*\*|---) \d+(,\d+)? (\*\*\*\*|----)\s*$`) })
 )
 
 // countHunkLine counts line of a unified hunk against the old and new
@@ -440,7 +441,7 @@ var harnessRules = []harnessRule{
 		})
 	}},
 	{harnessName("package.json"), func(h harnessPath) string { return packageJSONReason(h.f) }},
-	{func(h harnessPath) bool { return jsRunnerConfig.MatchString(h.base) || h.base == "mocha.opts" },
+	{func(h harnessPath) bool { return jsRunnerConfig().MatchString(h.base) || h.base == "mocha.opts" },
 		harnessSays("JavaScript test runner configuration")},
 	{harnessName("phpunit.xml", "phpunit.xml.dist", ".rspec"), harnessSays("test runner configuration")},
 	{func(h harnessPath) bool {
@@ -449,7 +450,7 @@ var harnessRules = []harnessRule{
 		harnessSays("cargo configuration (a runner for test binaries)")},
 	{func(h harnessPath) bool { return strings.HasSuffix(h.base, ".go") }, func(h harnessPath) string {
 		for _, l := range h.f.lines {
-			if changed(l) && goTestMain.MatchString(l[1:]) {
+			if changed(l) && goTestMain().MatchString(l[1:]) {
 				return "adds or changes a Go TestMain, which runs the tests"
 			}
 		}
@@ -458,9 +459,11 @@ var harnessRules = []harnessRule{
 }
 
 var (
-	jsRunnerConfig = regexp.MustCompile(`^(jest\.config|jest-setup|jest\.setup|\.mocharc|vitest\.config|vitest\.workspace|karma\.conf|ava\.config|\.c8rc|\.nycrc)(\.[A-Za-z0-9]+)*$`)
-	goTestMain     = regexp.MustCompile(`^\s*func\s+TestMain\s*\(`)
-	iniSection     = regexp.MustCompile(`^\s*\[\s*([^\]]+?)\s*\]`)
+	jsRunnerConfig = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(jest\.config|jest-setup|jest\.setup|\.mocharc|vitest\.config|vitest\.workspace|karma\.conf|ava\.config|\.c8rc|\.nycrc)(\.[A-Za-z0-9]+)*$`)
+	})
+	goTestMain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*func\s+TestMain\s*\(`) })
+	iniSection = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[\s*([^\]]+?)\s*\]`) })
 )
 
 // sectionReason is the reason for an INI or TOML file when a line the patch
@@ -475,7 +478,7 @@ func sectionReason(f patchFile, name string, test func(string) bool) string {
 			// git puts the last line matching its funcname pattern in the
 			// hunk header: a section header there names the section.
 			if _, heading, ok := strings.Cut(strings.TrimPrefix(l, "@@"), "@@"); ok {
-				if m := iniSection.FindStringSubmatch(heading); m != nil {
+				if m := iniSection().FindStringSubmatch(heading); m != nil {
 					section, known = m[1], true
 				}
 			}
@@ -485,7 +488,7 @@ func sectionReason(f patchFile, name string, test func(string) bool) string {
 		if len(text) > 0 {
 			text = text[1:]
 		}
-		if m := iniSection.FindStringSubmatch(text); m != nil {
+		if m := iniSection().FindStringSubmatch(text); m != nil {
 			section, known = m[1], true
 			if changed(l) && test(section) {
 				return "changes the [" + section + "] section of " + name + ", the test runner's configuration"
@@ -509,10 +512,12 @@ func sectionReason(f patchFile, name string, test func(string) bool) string {
 var packageJSONKeys = map[string]bool{"scripts": true, "jest": true, "mocha": true, "ava": true, "vitest": true, "c8": true, "nyc": true}
 
 var (
-	jsonKeyLine = regexp.MustCompile(`^(\s*)"([^"]*)"\s*:\s*(.*)$`)
+	jsonKeyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)"([^"]*)"\s*:\s*(.*)$`) })
 	// versionLike are values of a dependency entry: a semver range, a tag,
 	// or a source (npm:, file:, git, http, workspace:).
-	versionLike = regexp.MustCompile(`^"([~^<>=*xXv0-9. |-]*|latest|next|beta|alpha|canary|(npm|file|link|workspace|git|git\+[a-z]+|github|https?):[^"]*)",?$`)
+	versionLike = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^"([~^<>=*xXv0-9. |-]*|latest|next|beta|alpha|canary|(npm|file|link|workspace|git|git\+[a-z]+|github|https?):[^"]*)",?$`)
+	})
 )
 
 // packageJSONReason is the reason for a package.json when a line the patch
@@ -524,7 +529,7 @@ func packageJSONReason(f patchFile) string {
 			continue
 		}
 		text := l[1:]
-		if m := jsonKeyLine.FindStringSubmatch(text); m != nil && packageJSONKeys[m[2]] {
+		if m := jsonKeyLine().FindStringSubmatch(text); m != nil && packageJSONKeys[m[2]] {
 			return `changes "` + m[2] + `" in package.json: how the tests run`
 		}
 		key, known := enclosingJSONKey(f.lines[:i], indentOf(text))
@@ -534,8 +539,8 @@ func packageJSONReason(f patchFile) string {
 			}
 			continue
 		}
-		m := jsonKeyLine.FindStringSubmatch(text)
-		if strings.TrimSpace(text) == "" || strings.Trim(strings.TrimSpace(text), "{}[],") == "" || (m != nil && versionLike.MatchString(strings.TrimSpace(m[3]))) {
+		m := jsonKeyLine().FindStringSubmatch(text)
+		if strings.TrimSpace(text) == "" || strings.Trim(strings.TrimSpace(text), "{}[],") == "" || (m != nil && versionLike().MatchString(strings.TrimSpace(m[3]))) {
 			continue
 		}
 		return "changes a member of package.json the patch does not show the key of (it may be a test script)"
@@ -562,7 +567,7 @@ func enclosingJSONKey(before []string, indent int) (string, bool) {
 		if strings.TrimSpace(text) == "" || indentOf(text) >= indent {
 			continue
 		}
-		if m := jsonKeyLine.FindStringSubmatch(text); m != nil && strings.HasPrefix(strings.TrimSpace(m[3]), "{") {
+		if m := jsonKeyLine().FindStringSubmatch(text); m != nil && strings.HasPrefix(strings.TrimSpace(m[3]), "{") {
 			return m[2], true
 		}
 		if strings.TrimSpace(text) == "{" && indentOf(text) == 0 {
@@ -596,7 +601,7 @@ func evalScriptPaths(script string) map[string]bool {
 			}
 			continue
 		}
-		if m := heredocStart.FindStringSubmatch(line); m != nil {
+		if m := heredocStart().FindStringSubmatch(line); m != nil {
 			delim = m[2]
 		}
 		if i := strings.Index(line, "#"); i == 0 || i > 0 && (line[i-1] == ' ' || line[i-1] == '\t') {
@@ -714,4 +719,4 @@ func commandWords(cmd string) []string {
 	return nil
 }
 
-var heredocStart = regexp.MustCompile(`<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
+var heredocStart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`) })

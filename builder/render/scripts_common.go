@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/swebuild/swebuild/builder/spec"
 	"github.com/swebuild/swebuild/core"
@@ -145,7 +146,7 @@ func repoTestCmds(fn string, inst *core.Instance) ([]string, error) {
 	return nil, fmt.Errorf("repo %s: test command function %s is not implemented", inst.Repo, fn)
 }
 
-var calypsoSnapshot = regexp.MustCompile(`__snapshots__/(.*).js.snap$`)
+var calypsoSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`__snapshots__/(.*).js.snap$`) })
 
 // testCmdsCalypso ports get_test_cmds_calypso: one command (or three for
 // test/e2e) per file of the test patch, by the file's top folder and the
@@ -158,7 +159,7 @@ func testCmdsCalypso(inst *core.Instance) ([]string, error) {
 	var cmds []string
 	for _, f := range files {
 		p := f.path()
-		if calypsoSnapshot.MatchString(p) {
+		if calypsoSnapshot().MatchString(p) {
 			// Jest snapshots are not run directly.
 			parts := strings.Split(p, "/")
 			if len(parts) >= 2 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -26,12 +27,14 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f gradeFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: swebuild grade --dataset FILE|--task-repo DIR (--log [ID=]FILE [--instance ID] | --log [ID=]FILE... | --run-dir DIR) [--predictions FILE|--patch FILE|--gold|--no-patch] [OPTIONS]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: swebuild grade --dataset FILE|--task-repo DIR (--log [ID=]FILE [--instance ID] | --log [ID=]FILE... | --run-dir DIR) [--predictions FILE|--patch FILE|--gold|--no-patch] [OPTIONS]\n"+
+			"       swebuild grade --run dir=DIR,dataset=FILE[,predictions=FILE] [--run ...] [OPTIONS]\n\n"+
 			"Grade test logs as upstream SWE-bench v5.0.2 (--grading v5) or v4.1.0 (--grading v4.1) does, in one process.\n"+
 			"One log: print its report.json; which rules and parser graded is said on stderr. Several --log, or an\n"+
 			"upstream run directory (--run-dir logs/run_evaluation/<run_id>: <model>/<instance_id>/test_output.txt):\n"+
 			"write each report.json beside its log, as upstream's harness does, and print one line per log. A log's\n"+
-			"instance is ID=, --instance (one log), or the name of the directory holding it.\n\nOptions:\n%s", fs.FlagUsages())
+			"instance is ID=, --instance (one log), or the name of the directory holding it. --run grades more run\n"+
+			"directories in the same process, each against its own dataset (or task repo) and predictions.\n\nOptions:\n%s", fs.FlagUsages())
 	}
 	if done, err := parseFlags(fs, args, true, stdout, stderr); done {
 		return err
@@ -54,7 +57,7 @@ func runGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // gradeFlags are the flags of `swebuild grade`.
 type gradeFlags struct {
 	g                                  genInputs
-	logs                               []string
+	logs, runs                         []string
 	runDir, predictions, patchPath     string
 	parser, rules                      string
 	gold, wholeLog, statusMap, noPatch bool
@@ -67,6 +70,7 @@ func (f *gradeFlags) register(fs *pflag.FlagSet) {
 	f.g.register(fs)
 	fs.StringArrayVar(&f.logs, "log", nil, "test log to grade (test_output.txt), [ID=]FILE; repeatable: each report.json is written beside its log")
 	fs.StringVar(&f.runDir, "run-dir", "", "upstream run directory (logs/run_evaluation/<run_id>): grade every <model>/<instance_id>/test_output.txt and write report.json beside it")
+	fs.StringArrayVar(&f.runs, "run", nil, "another run graded in the same call against its own records: dir=RUN_DIR[,dataset=FILE|,task-repo=DIR][,predictions=FILE] (repeatable; without dataset= or task-repo=, --dataset/--task-repo; without predictions=, --predictions)")
 	fs.StringVar(&f.predictions, "predictions", "", "upstream predictions file: a null model_patch is patch_is_None; logs without a prediction (of that model) are not graded, as upstream's --rewrite_reports")
 	fs.StringVar(&f.patchPath, "patch", "", "the evaluated patch (its content is not graded; it only has to exist)")
 	fs.BoolVar(&f.gold, "gold", false, "the evaluated patch is the dataset's gold patch (the default when no --patch is given)")
@@ -88,7 +92,15 @@ func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOpt
 	if err := f.check(args); err != nil {
 		return o, err
 	}
-	in, err := f.g.inputs(stderr)
+	runs, err := f.gradeRuns()
+	if err != nil {
+		return o, err
+	}
+	g := f.g
+	if !g.given() && len(runs) > 0 && !slices.ContainsFunc(runs, func(r pipeline.GradeRun) bool { return r.Dataset == "" && r.TaskRepo == "" }) {
+		g.dataset, g.taskRepo = runs[0].Dataset, runs[0].TaskRepo // every run names its records
+	}
+	in, err := g.inputs(stderr)
 	if err != nil {
 		return o, err
 	}
@@ -100,7 +112,7 @@ func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOpt
 	if !many {
 		in.Instances = nil // the one log's instance: f.gradeLogs
 	}
-	o.Inputs, o.Logs, o.RunDir, o.PredictionsFile, o.Patch = in, f.gradeLogs(), f.runDir, f.predictions, patch
+	o.Inputs, o.Logs, o.RunDir, o.PredictionsFile, o.Patch, o.Runs = in, f.gradeLogs(), f.runDir, f.predictions, patch, runs
 	o.StatusMap, o.MaxLogSize, o.WriteReports, o.Jobs, o.Log = f.statusMap, f.maxLogSize, many, f.jobs, stderr
 	o.Grade = grading.GradeOptions{WholeLog: f.wholeLog, Parser: f.parser, Rules: grading.Rules(f.rules)}
 	if f.exitCodeSet {
@@ -111,7 +123,7 @@ func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOpt
 
 // many says whether several logs are graded (their reports written beside
 // them) rather than one (its report printed).
-func (f *gradeFlags) many() bool { return len(f.logs) > 1 || f.runDir != "" }
+func (f *gradeFlags) many() bool { return len(f.logs) > 1 || f.runDir != "" || len(f.runs) > 0 }
 
 // check reports the first usage problem: arguments, what to grade, flags
 // that exclude each other, values out of range.
@@ -119,8 +131,8 @@ func (f *gradeFlags) check(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 	}
-	if len(f.logs) == 0 && f.runDir == "" {
-		return errors.New("--log FILE (or --run-dir DIR) is required")
+	if len(f.logs) == 0 && f.runDir == "" && len(f.runs) == 0 {
+		return errors.New("--log FILE (or --run-dir DIR, or --run dir=DIR,...) is required")
 	}
 	n := 0
 	for _, set := range []bool{f.patchPath != "", f.gold, f.noPatch, f.predictions != ""} {
@@ -150,6 +162,47 @@ func (f *gradeFlags) check(args []string) error {
 		return errors.New("one --log is graded against one --instance")
 	}
 	return nil
+}
+
+// gradeRuns are the --run values: dir=RUN_DIR[,dataset=FILE|,task-repo=DIR][,predictions=FILE].
+func (f *gradeFlags) gradeRuns() ([]pipeline.GradeRun, error) {
+	var out []pipeline.GradeRun
+	for _, v := range f.runs {
+		var r pipeline.GradeRun
+		for _, kv := range strings.Split(v, ",") {
+			key, val, ok := strings.Cut(kv, "=")
+			if !ok || val == "" {
+				return nil, fmt.Errorf("--run %q: %q is not KEY=VALUE (keys: dir, dataset, task-repo, predictions)", v, kv)
+			}
+			var dst *string
+			switch key {
+			case "dir":
+				dst = &r.Dir
+			case "dataset":
+				dst = &r.Dataset
+			case "task-repo":
+				dst = &r.TaskRepo
+			case "predictions":
+				dst = &r.PredictionsFile
+			default:
+				return nil, fmt.Errorf("--run %q: unknown key %q (keys: dir, dataset, task-repo, predictions)", v, key)
+			}
+			if *dst != "" {
+				return nil, fmt.Errorf("--run %q: %s given twice", v, key)
+			}
+			*dst = val
+		}
+		switch {
+		case r.Dir == "":
+			return nil, fmt.Errorf("--run %q: dir=RUN_DIR is required", v)
+		case r.Dataset != "" && r.TaskRepo != "":
+			return nil, fmt.Errorf("--run %q: dataset= and task-repo=: give one", v)
+		case r.PredictionsFile != "" && (f.patchPath != "" || f.gold || f.noPatch):
+			return nil, fmt.Errorf("--run %q: predictions= and --patch, --gold or --no-patch exclude each other", v)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // gradeLogs are the --log values: ID=FILE names the instance; one log

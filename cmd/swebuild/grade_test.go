@@ -149,7 +149,7 @@ func TestGradeCommandErrors(t *testing.T) {
 		msg   string
 	}{
 		{"missing flags", []string{"--log", logPath}, true, "--dataset is required (or --task-repo DIR)"},
-		{"no log", []string{"--dataset", ds}, true, "--log FILE (or --run-dir DIR) is required"},
+		{"no log", []string{"--dataset", ds}, true, "--log FILE (or --run-dir DIR, or --run dir=DIR,...) is required"},
 		{"two instances for one log", []string{"--dataset", ds, "--instance", "a", "--instance", "b", "--log", logPath}, true, "one --log is graded against one --instance"},
 		{"exit code of many logs", []string{"--dataset", ds, "--log", logPath, "--log", logPath, "--exit-code", "1"}, true, "give one --log"},
 		{"predictions and no-patch", []string{"--dataset", ds, "--log", logPath, "--predictions", logPath, "--no-patch"}, true, "exclude each other"},

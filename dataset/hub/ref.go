@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Ref names a split of a dataset on the hub as swebuild's --dataset takes
@@ -50,13 +51,13 @@ var (
 	// word character, no "--" or ".." (the length is checked apart: a
 	// counted repetition {0,94} compiles into 94 copies, ~10 ms of every
 	// swebuild process's start-up, measured with GODEBUG=inittrace=1).
-	repoPart = regexp.MustCompile(`^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$`)
+	repoPart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$`) })
 	// splitName is datasets' _split_re.
-	splitName = regexp.MustCompile(`^\w+(?:\.\w+)*$`)
+	splitName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\w+(?:\.\w+)*$`) })
 	// revisionName is a branch, tag or commit: git ref-name characters
 	// without the ones a URL or a file name would need escaped for; at
 	// most 255 bytes (checked apart, as repoPart's length).
-	revisionName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./+-]*$`)
+	revisionName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./+-]*$`) })
 )
 
 // ParseRef reads NAME[@REVISION][:SPLIT]. NAME is "owner/name" or one of
@@ -67,14 +68,14 @@ func ParseRef(s string) (Ref, error) {
 	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
 		r.Split = rest[i+1:]
 		rest = rest[:i]
-		if !splitName.MatchString(r.Split) {
+		if !splitName().MatchString(r.Split) {
 			return Ref{}, fmt.Errorf("dataset %q: split %q is not a split name (letters, digits, '_', parts joined by '.')", s, r.Split)
 		}
 	}
 	if i := strings.IndexByte(rest, '@'); i >= 0 {
 		r.Revision = rest[i+1:]
 		rest = rest[:i]
-		if len(r.Revision) > 255 || !revisionName.MatchString(r.Revision) || strings.Contains(r.Revision, "..") {
+		if len(r.Revision) > 255 || !revisionName().MatchString(r.Revision) || strings.Contains(r.Revision, "..") {
 			return Ref{}, fmt.Errorf("dataset %q: %q is not a revision (a branch, tag or commit)", s, r.Revision)
 		}
 	}
@@ -90,7 +91,7 @@ func ParseRef(s string) (Ref, error) {
 }
 
 func validPart(s string) bool {
-	return len(s) <= 96 && repoPart.MatchString(s) && !strings.Contains(s, "--") && !strings.Contains(s, "..")
+	return len(s) <= 96 && repoPart().MatchString(s) && !strings.Contains(s, "--") && !strings.Contains(s, "..")
 }
 
 // isCommit reports whether rev is a full commit id, which names content

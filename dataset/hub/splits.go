@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // RepoFile is one file of a dataset repository at a commit, as the hub's
@@ -156,7 +157,7 @@ func parseDataFiles(raw json.RawMessage) ([]dataFiles, error) {
 	}
 	var out []dataFiles
 	for _, it := range items {
-		if !splitName.MatchString(it.Split) {
+		if !splitName().MatchString(it.Split) {
 			return nil, fmt.Errorf("split %q is not a split name", it.Split)
 		}
 		d := dataFiles{Split: it.Split}
@@ -212,12 +213,16 @@ var (
 	// shardedSplit is datasets' SPLIT_PATTERN_SHARDED,
 	// "data/{split}-[0-9]{5}-of-[0-9]{5}*.*", the layout push_to_hub writes
 	// (every SWE-bench dataset has it).
-	shardedSplit = regexp.MustCompile(`^data/(\w+(?:\.\w+)*)-[0-9]{5}-of-[0-9]{5}[^/]*\.[^/]+$`)
+	shardedSplit = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^data/(\w+(?:\.\w+)*)-[0-9]{5}-of-[0-9]{5}[^/]*\.[^/]+$`)
+	})
 	// convertedSplit is the layout of the hub's parquet conversion branch
 	// (refs/convert/parquet): {config}/{split}/{NNNN}.parquet, or
 	// {config}/partial-{split}/... when only part of a large split was
 	// converted.
-	convertedSplit = regexp.MustCompile(`^([^/]+)/(partial-)?(\w+(?:\.\w+)*)/[0-9]{4}\.parquet$`)
+	convertedSplit = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([^/]+)/(partial-)?(\w+(?:\.\w+)*)/[0-9]{4}\.parquet$`)
+	})
 )
 
 // splitKeywords are datasets' SPLIT_KEYWORDS: names in file or directory
@@ -306,7 +311,7 @@ func (c *config) splits(files []RepoFile) map[string][]RepoFile {
 func shardedSplits(files []RepoFile) (map[string][]RepoFile, error) {
 	out := map[string][]RepoFile{}
 	for _, f := range files {
-		if m := shardedSplit.FindStringSubmatch(f.Path); m != nil {
+		if m := shardedSplit().FindStringSubmatch(f.Path); m != nil {
 			out[m[1]] = append(out[m[1]], f)
 		}
 	}
@@ -318,7 +323,7 @@ func shardedSplits(files []RepoFile) (map[string][]RepoFile, error) {
 func convertedSplits(files []RepoFile) (map[string][]RepoFile, error) {
 	configs := map[string]bool{}
 	for _, f := range files {
-		if m := convertedSplit.FindStringSubmatch(f.Path); m != nil {
+		if m := convertedSplit().FindStringSubmatch(f.Path); m != nil {
 			configs[m[1]] = true
 		}
 	}
@@ -337,7 +342,7 @@ func convertedSplits(files []RepoFile) (map[string][]RepoFile, error) {
 	}
 	out := map[string][]RepoFile{}
 	for _, f := range files {
-		if m := convertedSplit.FindStringSubmatch(f.Path); m != nil && m[1] == cfg {
+		if m := convertedSplit().FindStringSubmatch(f.Path); m != nil && m[1] == cfg {
 			out[m[2]+m[3]] = append(out[m[2]+m[3]], f)
 		}
 	}
