@@ -143,28 +143,74 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	if v.InstanceID == "" || v.ImageName == "" {
 		return nil, errors.New("verification statement: instance id and image name are required")
 	}
+	pred, err := v.testResult()
+	if err != nil {
+		return nil, err
+	}
+	pj, err := protojson.Marshal(pred)
+	if err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	predStruct := &structpb.Struct{}
+	if err := protojson.Unmarshal(pj, predStruct); err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	st := &intoto.Statement{
+		Type:          intoto.StatementTypeUri,
+		Subject:       []*intoto.ResourceDescriptor{{Name: v.ImageName, Digest: map[string]string{"sha256": h}}},
+		PredicateType: TestResultPredicate,
+		Predicate:     predStruct,
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("verification statement: %w", err)
+	}
+	return canonical(st)
+}
+
+// testResult is the statement's predicate: the result and the tests from
+// the report, and the configuration.
+func (v Verification) testResult() (*trpb.TestResult, error) {
 	passed, failed, err := ReportTests(v.Report, v.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("verification statement for %s %s: %w", v.InstanceID, v.Platform, err)
 	}
-	result := "PASSED"
 	warned := append([]string{}, v.FlakyTests...)
 	sort.Strings(warned)
 	// A flaky test is warned, neither passed nor failed (the report is the
 	// one run's).
 	passed = slices.DeleteFunc(passed, func(n string) bool { return slices.Contains(warned, n) })
 	failed = slices.DeleteFunc(failed, func(n string) bool { return slices.Contains(warned, n) })
+	config, err := v.configuration()
+	if err != nil {
+		return nil, err
+	}
+	return &trpb.TestResult{
+		Result:        v.result(failed, warned),
+		Configuration: config,
+		PassedTests:   passed,
+		WarnedTests:   warned,
+		FailedTests:   failed,
+	}, nil
+}
+
+// result is the statement's result, given the tests that failed and were
+// warned: PASSED, WARNED or FAILED.
+func (v Verification) result(failed, warned []string) string {
 	controlResolved := v.ControlUnresolved != nil && !*v.ControlUnresolved
 	switch {
 	case v.Failure == FailureFlaky && v.GoldResolvedRuns > 0 && len(failed) == 0 && !controlResolved:
 		// Resolved in some runs only: labelled, never verified.
-		result = "WARNED"
+		return "WARNED"
 	case !v.GoldResolved || v.Failure != "" || len(failed) > 0 || controlResolved:
-		result = "FAILED"
+		return "FAILED"
 	case len(warned) > 0:
-		result = "WARNED"
+		return "WARNED"
 	}
-	sum := sha256.Sum256(v.EvalScript)
+	return "PASSED"
+}
+
+// annotations are the swebuild-verification entry's annotations.
+func (v Verification) annotations() map[string]any {
 	ext := map[string]any{
 		"instanceId":     v.InstanceID,
 		"platform":       v.Platform.String(),
@@ -198,7 +244,13 @@ func VerificationStatement(v Verification) ([]byte, error) {
 		}
 		ext["container"] = c
 	}
-	extStruct, err := structpb.NewStruct(ext)
+	return ext
+}
+
+// configuration is the predicate's configuration: the eval.sh, when known,
+// and the swebuild-verification entry.
+func (v Verification) configuration() ([]*intoto.ResourceDescriptor, error) {
+	extStruct, err := structpb.NewStruct(v.annotations())
 	if err != nil {
 		return nil, fmt.Errorf("verification statement: %w", err)
 	}
@@ -208,6 +260,7 @@ func VerificationStatement(v Verification) ([]byte, error) {
 	}
 	var config []*intoto.ResourceDescriptor
 	if v.EvalScript != nil {
+		sum := sha256.Sum256(v.EvalScript)
 		config = append(config, &intoto.ResourceDescriptor{Name: "eval.sh", Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}, MediaType: "text/x-shellscript"})
 	}
 	// Every configuration entry is a valid resource descriptor (a name
@@ -219,31 +272,7 @@ func VerificationStatement(v Verification) ([]byte, error) {
 			return nil, fmt.Errorf("verification statement: configuration[%d] %s: %w", i, c.GetName(), err)
 		}
 	}
-	pred := &trpb.TestResult{
-		Result:        result,
-		Configuration: config,
-		PassedTests:   passed,
-		WarnedTests:   warned,
-		FailedTests:   failed,
-	}
-	pj, err := protojson.Marshal(pred)
-	if err != nil {
-		return nil, fmt.Errorf("verification statement: %w", err)
-	}
-	predStruct := &structpb.Struct{}
-	if err := protojson.Unmarshal(pj, predStruct); err != nil {
-		return nil, fmt.Errorf("verification statement: %w", err)
-	}
-	st := &intoto.Statement{
-		Type:          intoto.StatementTypeUri,
-		Subject:       []*intoto.ResourceDescriptor{{Name: v.ImageName, Digest: map[string]string{"sha256": h}}},
-		PredicateType: TestResultPredicate,
-		Predicate:     predStruct,
-	}
-	if err := st.Validate(); err != nil {
-		return nil, fmt.Errorf("verification statement: %w", err)
-	}
-	return canonical(st)
+	return config, nil
 }
 
 // validDescriptor checks a resource descriptor by the in-toto spec: at

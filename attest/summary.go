@@ -95,84 +95,16 @@ func VerificationSummary(indexName, indexDigest string, children []Child, create
 			return nil, fmt.Errorf("verification summary: %s child digest %q is not sha256:<64 hex>", c.Platform, c.Digest)
 		}
 		subjects = append(subjects, &intoto.ResourceDescriptor{Name: c.Name, Digest: map[string]string{"sha256": ch}})
-		e := childSummary{Platform: c.Platform.String(), Digest: c.Digest}
-		suffix := platformProperty(c.Platform)
-		tr := c.Statement
-		if tr == nil {
-			all = false
-			e.Problems = []string{"no verification statement"}
-			entries = append(entries, e)
-			continue
-		}
-		e.Problems = tr.Problems()
-		e.Verified = len(e.Problems) == 0
+		e, cprops := summarizeChild(c)
 		all = all && e.Verified
-		e.Result, e.WarnedTests, e.Network = tr.Result, tr.WarnedTests, tr.Network()
-		e.FlakeRates = tr.Extra["flakeRates"]
-		if c.StatementDigest != "" {
-			e.Statement = map[string]string{"sha256": c.StatementDigest}
-		}
-		runs, hasRuns := tr.Runs()
-		if !hasRuns {
-			runs, hasRuns = extInt(tr.Extra, "repeat")
-		}
-		resolved, hasResolved := extInt(tr.Extra, "goldResolvedRuns")
-		if !hasResolved && tr.Extra["goldResolved"] == true {
-			resolved, hasResolved = runs, hasRuns
-		}
-		if hasRuns {
-			e.GoldRuns = &runs
-		}
-		if hasResolved {
-			e.GoldResolvedRuns = &resolved
-		}
-		if c, ok := tr.Extra["controlUnresolved"].(bool); ok {
-			e.ControlUnresolved = &c
-		}
-		if e.Verified {
-			props = append(props, "SWEBUILD_VERIFIED_"+suffix)
-		}
-		if tr.Extra["goldResolved"] == true && hasRuns && (!hasResolved || resolved == runs) {
-			props = append(props, fmt.Sprintf("SWEBUILD_GOLD_RESOLVED_%d_OF_%d_%s", runs, runs, suffix))
-		}
-		if e.ControlUnresolved != nil && *e.ControlUnresolved {
-			props = append(props, "SWEBUILD_CONTROL_UNRESOLVED_"+suffix)
-		}
-		if e.Network == "none" {
-			props = append(props, "SWEBUILD_NETWORK_NONE_"+suffix)
-		}
+		props = append(props, cprops...)
 		entries = append(entries, e)
 	}
 	if all {
 		props = append(props, "SWEBUILD_VERIFIED")
 	}
 	sort.Strings(props)
-	pred := &svrpb.SimpleVerificationResult{
-		Verifier:    &svrpb.SimpleVerificationResult_Verifier{Id: SummaryVerifier},
-		TimeCreated: timestamppb.New(created.UTC().Truncate(time.Second)),
-		Properties:  props,
-	}
-	pj, err := protojson.Marshal(pred)
-	if err != nil {
-		return nil, fmt.Errorf("verification summary: %w", err)
-	}
-	var predMap map[string]any
-	if err := json.Unmarshal(pj, &predMap); err != nil {
-		return nil, fmt.Errorf("verification summary: %w", err)
-	}
-	if _, ok := predMap["properties"]; !ok {
-		predMap["properties"] = []any{} // required, even when nothing passed
-	}
-	ej, err := json.Marshal(entries)
-	if err != nil {
-		return nil, fmt.Errorf("verification summary: %w", err)
-	}
-	var ext []any
-	if err := json.Unmarshal(ej, &ext); err != nil {
-		return nil, fmt.Errorf("verification summary: %w", err)
-	}
-	predMap["swebuildChildren"] = ext
-	predStruct, err := structpb.NewStruct(predMap)
+	predStruct, err := summaryPredicate(props, entries, created)
 	if err != nil {
 		return nil, fmt.Errorf("verification summary: %w", err)
 	}
@@ -181,6 +113,96 @@ func VerificationSummary(indexName, indexDigest string, children []Child, create
 		return nil, fmt.Errorf("verification summary: %w", err)
 	}
 	return canonical(st)
+}
+
+// summarizeChild is child c's entry of the swebuildChildren extension and
+// the properties it passes.
+func summarizeChild(c Child) (childSummary, []string) {
+	e := childSummary{Platform: c.Platform.String(), Digest: c.Digest}
+	tr := c.Statement
+	if tr == nil {
+		e.Problems = []string{"no verification statement"}
+		return e, nil
+	}
+	e.Problems = tr.Problems()
+	e.Verified = len(e.Problems) == 0
+	e.Result, e.WarnedTests, e.Network = tr.Result, tr.WarnedTests, tr.Network()
+	e.FlakeRates = tr.Extra["flakeRates"]
+	if c.StatementDigest != "" {
+		e.Statement = map[string]string{"sha256": c.StatementDigest}
+	}
+	runs, hasRuns, resolved, hasResolved := goldRuns(tr)
+	if hasRuns {
+		e.GoldRuns = &runs
+	}
+	if hasResolved {
+		e.GoldResolvedRuns = &resolved
+	}
+	if c, ok := tr.Extra["controlUnresolved"].(bool); ok {
+		e.ControlUnresolved = &c
+	}
+	suffix := platformProperty(c.Platform)
+	var props []string
+	if e.Verified {
+		props = append(props, "SWEBUILD_VERIFIED_"+suffix)
+	}
+	if tr.Extra["goldResolved"] == true && hasRuns && (!hasResolved || resolved == runs) {
+		props = append(props, fmt.Sprintf("SWEBUILD_GOLD_RESOLVED_%d_OF_%d_%s", runs, runs, suffix))
+	}
+	if e.ControlUnresolved != nil && *e.ControlUnresolved {
+		props = append(props, "SWEBUILD_CONTROL_UNRESOLVED_"+suffix)
+	}
+	if e.Network == "none" {
+		props = append(props, "SWEBUILD_NETWORK_NONE_"+suffix)
+	}
+	return e, props
+}
+
+// goldRuns is how many gold runs a statement records and how many
+// resolved, each with whether it is known: the runs from the statement or
+// its repeat, the resolved runs recorded or, for a gold-resolved statement
+// without them, all of its runs.
+func goldRuns(tr *TestResult) (runs int, hasRuns bool, resolved int, hasResolved bool) {
+	runs, hasRuns = tr.Runs()
+	if !hasRuns {
+		runs, hasRuns = extInt(tr.Extra, "repeat")
+	}
+	resolved, hasResolved = extInt(tr.Extra, "goldResolvedRuns")
+	if !hasResolved && tr.Extra["goldResolved"] == true {
+		resolved, hasResolved = runs, hasRuns
+	}
+	return runs, hasRuns, resolved, hasResolved
+}
+
+// summaryPredicate is the SVR predicate of props, made at created, with
+// the swebuildChildren extension of entries.
+func summaryPredicate(props []string, entries []childSummary, created time.Time) (*structpb.Struct, error) {
+	pred := &svrpb.SimpleVerificationResult{
+		Verifier:    &svrpb.SimpleVerificationResult_Verifier{Id: SummaryVerifier},
+		TimeCreated: timestamppb.New(created.UTC().Truncate(time.Second)),
+		Properties:  props,
+	}
+	pj, err := protojson.Marshal(pred)
+	if err != nil {
+		return nil, err
+	}
+	var predMap map[string]any
+	if err := json.Unmarshal(pj, &predMap); err != nil {
+		return nil, err
+	}
+	if _, ok := predMap["properties"]; !ok {
+		predMap["properties"] = []any{} // required, even when nothing passed
+	}
+	ej, err := json.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	var ext []any
+	if err := json.Unmarshal(ej, &ext); err != nil {
+		return nil, err
+	}
+	predMap["swebuildChildren"] = ext
+	return structpb.NewStruct(predMap)
 }
 
 // Summary is a decoded verification summary.

@@ -225,27 +225,8 @@ func (r *Report) Failed() int {
 // any node failed or was skipped, or when nothing could start (the report is
 // then nil); the report is returned in both cases otherwise.
 func Build(ctx context.Context, nodes []*graph.Node, opts Options) (*Report, error) {
-	if opts.RunDir == "" {
-		return nil, errors.New("a run directory is required")
-	}
-	switch opts.Progress {
-	case "":
-		opts.Progress = "auto"
-	case "auto", "tty", "plain", "rawjson", "quiet":
-	default:
-		return nil, fmt.Errorf("progress mode %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
-	}
-	if opts.Push != "" {
-		named, err := reference.ParseNormalizedNamed(opts.Push)
-		if err != nil {
-			return nil, fmt.Errorf("push repository %q: %w", opts.Push, err)
-		}
-		if _, tagged := named.(reference.NamedTagged); tagged {
-			return nil, fmt.Errorf("push repository %q: give a repository without a tag (images are pushed by digest)", opts.Push)
-		}
-		if isLocalRegistry(reference.Domain(named)) {
-			opts.Insecure = true
-		}
+	if err := opts.normalize(); err != nil {
+		return nil, err
 	}
 	var layout *ociLayout
 	if opts.Output != nil {
@@ -273,18 +254,8 @@ func Build(ctx context.Context, nodes []*graph.Node, opts Options) (*Report, err
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
-
-	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, reg: opts.Registry, repro: opts.Reproducible, attest: opts.Attest, builderID: opts.BuilderID}
-	if opts.Reproducible != nil && opts.Push != "" {
-		solver.pushed = &pushedRefs{m: map[string]string{}}
-	}
-	if strings.ContainsAny(opts.BuilderID, ", \t\n\"") {
-		return nil, fmt.Errorf("provenance builder id %q: a URI without commas, quotes or spaces", opts.BuilderID)
-	}
-	if err := solver.setupSBOM(nodes, given, opts); err != nil {
-		return nil, err
-	}
-	if err := solver.setupReferrers(opts, opts.Attest != nil && opts.Verify != nil); err != nil {
+	solver, err := newSolver(nodes, given, layout, opts)
+	if err != nil {
 		return nil, err
 	}
 	workers := opts.Workers
@@ -326,6 +297,55 @@ func Build(ctx context.Context, nodes []*graph.Node, opts Options) (*Report, err
 		errs = append(errs, fmt.Errorf("%d built image(s) have no SBOM: the capture or its attachment failed (see the summary)", n))
 	}
 	return report, errors.Join(errs...)
+}
+
+// normalize checks the run directory, progress mode and push repository,
+// and fills what they imply: the default progress mode, and Insecure for a
+// push to a local registry.
+func (opts *Options) normalize() error {
+	if opts.RunDir == "" {
+		return errors.New("a run directory is required")
+	}
+	switch opts.Progress {
+	case "":
+		opts.Progress = "auto"
+	case "auto", "tty", "plain", "rawjson", "quiet":
+	default:
+		return fmt.Errorf("progress mode %q: want auto, tty, plain, rawjson or quiet", opts.Progress)
+	}
+	if opts.Push == "" {
+		return nil
+	}
+	named, err := reference.ParseNormalizedNamed(opts.Push)
+	if err != nil {
+		return fmt.Errorf("push repository %q: %w", opts.Push, err)
+	}
+	if _, tagged := named.(reference.NamedTagged); tagged {
+		return fmt.Errorf("push repository %q: give a repository without a tag (images are pushed by digest)", opts.Push)
+	}
+	if isLocalRegistry(reference.Domain(named)) {
+		opts.Insecure = true
+	}
+	return nil
+}
+
+// newSolver is the solver of a build of nodes: where it pushes or exports,
+// with the SBOMs and referrers opts ask for.
+func newSolver(nodes []*graph.Node, given map[string]string, layout *ociLayout, opts Options) (*bkSolver, error) {
+	solver := &bkSolver{push: opts.Push, layout: layout, insecure: opts.Insecure, cacheFrom: opts.CacheFrom, cacheTo: opts.CacheTo, byPlatform: map[core.Platform]*remote{}, verify: opts.Verify, given: given, verifyMounts: opts.VerifyMounts, auth: opts.Auth, noProvenance: opts.NoProvenance, keychain: opts.Keychain, reg: opts.Registry, repro: opts.Reproducible, attest: opts.Attest, builderID: opts.BuilderID}
+	if opts.Reproducible != nil && opts.Push != "" {
+		solver.pushed = &pushedRefs{m: map[string]string{}}
+	}
+	if strings.ContainsAny(opts.BuilderID, ", \t\n\"") {
+		return nil, fmt.Errorf("provenance builder id %q: a URI without commas, quotes or spaces", opts.BuilderID)
+	}
+	if err := solver.setupSBOM(nodes, given, opts); err != nil {
+		return nil, err
+	}
+	if err := solver.setupReferrers(opts, opts.Attest != nil && opts.Verify != nil); err != nil {
+		return nil, err
+	}
+	return solver, nil
 }
 
 func isLocalRegistry(host string) bool {

@@ -530,11 +530,7 @@ func contextState(n *graph.Node, mounts map[string]fsutil.FS) (llb.State, error)
 	}
 	var parts []llb.State
 	if len(n.Context) > 0 {
-		names := make([]string, 0, len(n.Context))
-		for name := range n.Context {
-			names = append(names, name)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(n.Context))
 		st := llb.Scratch()
 		dirs := map[string]bool{}
 		for _, name := range names {
@@ -568,11 +564,7 @@ func contextState(n *graph.Node, mounts map[string]fsutil.FS) (llb.State, error)
 		}
 		byDir[filepath.Dir(p)] = append(byDir[filepath.Dir(p)], name)
 	}
-	dirs := make([]string, 0, len(byDir))
-	for d := range byDir {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
+	dirs := slices.Sorted(maps.Keys(byDir))
 	for _, dir := range dirs {
 		names := byDir[dir]
 		sort.Strings(names)

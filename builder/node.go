@@ -12,9 +12,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -205,11 +207,7 @@ func inputKeys(nodes []*graph.Node, given map[string]string) map[string]string {
 		field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
 		field(n.Platform.String())
 		field(string(n.Dockerfile))
-		names := make([]string, 0, len(n.Context))
-		for name := range n.Context {
-			names = append(names, name)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(n.Context))
 		for _, name := range names {
 			field(name)
 			field(string(n.Context[name]))

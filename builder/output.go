@@ -228,29 +228,11 @@ func (l *ociLayout) export() bkclient.ExportEntry {
 // layout, BuildKit's attestation manifest (out.Attestation) and the SBOM
 // artifact (out.SBOMArtifact), get entries of their own beside it.
 func (l *ociLayout) add(n *graph.Node, resp map[string]string, out *Outcome) error {
-	dg, err := digest.Parse(resp[exptypes.ExporterImageDigestKey])
+	got, err := l.exported(resp, out)
 	if err != nil {
-		return fmt.Errorf("OCI layout %s: BuildKit's image digest: %w", l.dir, err)
+		return err
 	}
-	raw, err := base64.StdEncoding.DecodeString(resp[exptypes.ExporterImageDescriptorKey])
-	if err != nil {
-		return fmt.Errorf("OCI layout %s: BuildKit's image descriptor: %w", l.dir, err)
-	}
-	var got ocispecs.Descriptor
-	if err := json.Unmarshal(raw, &got); err != nil {
-		return fmt.Errorf("OCI layout %s: BuildKit's image descriptor: %w", l.dir, err)
-	}
-	if got.Digest != dg || got.Size <= 0 || got.MediaType == "" {
-		return fmt.Errorf("OCI layout %s: BuildKit's image descriptor %s (%d bytes, %q) does not describe digest %s", l.dir, got.Digest, got.Size, got.MediaType, dg)
-	}
-	if got.MediaType == ocispecs.MediaTypeImageIndex {
-		// The image is a child of the exported index.
-		if out == nil || out.manifest == nil || out.manifest.Digest.String() != out.Digest {
-			return fmt.Errorf("OCI layout %s: BuildKit exported index %s and the image manifest in it was not resolved", l.dir, dg)
-		}
-		got = ocispecs.Descriptor{MediaType: string(out.manifest.MediaType), Digest: digest.Digest(out.manifest.Digest.String()), Size: out.manifest.Size}
-		dg = got.Digest
-	}
+	dg := got.Digest
 	ctx := context.Background()
 	if _, err := l.store.Info(ctx, dg); err != nil {
 		return fmt.Errorf("OCI layout %s: the exported manifest %s is not in the layout: %w", l.dir, dg, err)
@@ -272,28 +254,7 @@ func (l *ociLayout) add(n *graph.Node, resp map[string]string, out *Outcome) err
 	if n.BaseCommit != "" {
 		desc.Annotations[manifests.AnnotationBaseCommit] = n.BaseCommit
 	}
-	var refs []ocispecs.Descriptor
-	if out != nil && out.Attestation != "" {
-		refs = append(refs, ocispecs.Descriptor{
-			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.Attestation), Size: out.AttestationSize,
-			Platform:    &ocispecs.Platform{OS: "unknown", Architecture: "unknown"},
-			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, AnnotationReferenceDigest: dg.String()},
-		})
-	}
-	if out != nil && out.SBOMArtifact != "" {
-		refs = append(refs, ocispecs.Descriptor{
-			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.SBOMArtifact), Size: out.SBOMArtifactSize,
-			ArtifactType: sbom.MediaType,
-			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
-		})
-	}
-	if out != nil && out.Verification != "" {
-		refs = append(refs, ocispecs.Descriptor{
-			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.Verification), Size: out.VerificationSize,
-			ArtifactType: attest.StatementMediaType,
-			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
-		})
-	}
+	refs := referrerEntries(out, dg)
 	for _, r := range refs {
 		if _, err := l.store.Info(ctx, r.Digest); err != nil {
 			return fmt.Errorf("OCI layout %s: referrer %s of %s is not in the layout: %w", l.dir, r.Digest, dg, err)
@@ -324,6 +285,67 @@ func (l *ociLayout) add(n *graph.Node, resp map[string]string, out *Outcome) err
 				strings.Compare(a.Digest.String(), b.Digest.String()))
 		})
 	})
+}
+
+// exported is the descriptor of the image BuildKit's exporter response
+// names: the image manifest itself, or the one in the index it exported
+// (out's, resolved by resolveAttested).
+func (l *ociLayout) exported(resp map[string]string, out *Outcome) (ocispecs.Descriptor, error) {
+	dg, err := digest.Parse(resp[exptypes.ExporterImageDigestKey])
+	if err != nil {
+		return ocispecs.Descriptor{}, fmt.Errorf("OCI layout %s: BuildKit's image digest: %w", l.dir, err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(resp[exptypes.ExporterImageDescriptorKey])
+	if err != nil {
+		return ocispecs.Descriptor{}, fmt.Errorf("OCI layout %s: BuildKit's image descriptor: %w", l.dir, err)
+	}
+	var got ocispecs.Descriptor
+	if err := json.Unmarshal(raw, &got); err != nil {
+		return ocispecs.Descriptor{}, fmt.Errorf("OCI layout %s: BuildKit's image descriptor: %w", l.dir, err)
+	}
+	if got.Digest != dg || got.Size <= 0 || got.MediaType == "" {
+		return ocispecs.Descriptor{}, fmt.Errorf("OCI layout %s: BuildKit's image descriptor %s (%d bytes, %q) does not describe digest %s", l.dir, got.Digest, got.Size, got.MediaType, dg)
+	}
+	if got.MediaType != ocispecs.MediaTypeImageIndex {
+		return got, nil
+	}
+	// The image is a child of the exported index.
+	if out == nil || out.manifest == nil || out.manifest.Digest.String() != out.Digest {
+		return ocispecs.Descriptor{}, fmt.Errorf("OCI layout %s: BuildKit exported index %s and the image manifest in it was not resolved", l.dir, dg)
+	}
+	return ocispecs.Descriptor{MediaType: string(out.manifest.MediaType), Digest: digest.Digest(out.manifest.Digest.String()), Size: out.manifest.Size}, nil
+}
+
+// referrerEntries are the index entries of the image dg's referrers out
+// names: BuildKit's attestation manifest, the SBOM artifact and the
+// verification statement.
+func referrerEntries(out *Outcome, dg digest.Digest) []ocispecs.Descriptor {
+	if out == nil {
+		return nil
+	}
+	var refs []ocispecs.Descriptor
+	if out.Attestation != "" {
+		refs = append(refs, ocispecs.Descriptor{
+			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.Attestation), Size: out.AttestationSize,
+			Platform:    &ocispecs.Platform{OS: "unknown", Architecture: "unknown"},
+			Annotations: map[string]string{AnnotationReferenceType: ReferenceTypeAttestation, AnnotationReferenceDigest: dg.String()},
+		})
+	}
+	if out.SBOMArtifact != "" {
+		refs = append(refs, ocispecs.Descriptor{
+			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.SBOMArtifact), Size: out.SBOMArtifactSize,
+			ArtifactType: sbom.MediaType,
+			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
+		})
+	}
+	if out.Verification != "" {
+		refs = append(refs, ocispecs.Descriptor{
+			MediaType: ocispecs.MediaTypeImageManifest, Digest: digest.Digest(out.Verification), Size: out.VerificationSize,
+			ArtifactType: attest.StatementMediaType,
+			Annotations:  map[string]string{AnnotationReferenceDigest: dg.String()},
+		})
+	}
+	return refs
 }
 
 // readIndex reads the index desc from the layout's content store.

@@ -126,24 +126,16 @@ type scheduler struct {
 // come back in the order of s.nodes.
 func (s *scheduler) run(ctx context.Context) []Result {
 	g := newGraph(s.nodes, s.given)
-	type done struct {
-		i    int
-		res  Result
-		d    *daemon
-		lost bool
-	}
-	doneCh := make(chan done)
-	workers := max(s.workers, 1)
 	keys, parentKeys := affinityKeys(s.nodes, g.index, s.given)
-	lead := map[string]int{} // prefix group -> the node that exports its cache
+	st := &runState{s: s, g: g, doneCh: make(chan doneRun), keys: keys, parentKeys: parentKeys,
+		lead: map[string]int{}, lost: map[int][]string{}}
+	workers := max(s.workers, 1)
 	if s.pool != nil {
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
 		s.pool.watch(wctx)
 	}
-	lost := map[int][]string{}
 	var waiting []int // ready, not started
-	running := 0
 	for {
 		for {
 			i, ok := g.next()
@@ -152,78 +144,125 @@ func (s *scheduler) run(ctx context.Context) []Result {
 			}
 			waiting = append(waiting, i)
 		}
-		kept := waiting[:0]
-		for k, i := range waiting {
-			if running >= workers || ctx.Err() != nil {
-				kept = append(kept, waiting[k:]...)
-				break
-			}
-			job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, g.index, i), lost: lost[i]}
-			if k := keys[i]; strings.HasPrefix(k, "prefix:") && s.nodes[i].Kind == graph.KindInstance {
-				if _, ok := lead[k]; !ok {
-					lead[k] = i
-				}
-				job.cacheGroup, job.cacheLead = k, lead[k] == i
-			}
-			jctx, cancel := ctx, context.CancelCauseFunc(func(error) {})
-			if s.pool != nil {
-				d, err := s.pool.place(job.Node, keys[i], parentKeys[i])
-				if err != nil {
-					res := Result{Node: job.Node, Status: StatusFailed, Err: err, Lost: lost[i]}
-					if len(lost[i]) > 0 {
-						res.Err = fmt.Errorf("%w (%d earlier attempt(s) lost with their node; see the node's log)", err, len(lost[i]))
-					}
-					g.finish(i, res)
-					continue
-				}
-				if d == nil {
-					kept = append(kept, i) // its daemon is busy
-					continue
-				}
-				job.daemon = d
-				d.running++
-				d.solves++
-				jctx, cancel = context.WithCancelCause(ctx)
-				d.track(i, cancel)
-			}
-			running++
-			go func() {
-				res := s.runOne(jctx, job)
-				d, isLost := job.daemon, false
-				if d != nil {
-					d.untrack(i)
-					isLost = res.Status == StatusFailed && s.pool.confirm(ctx, d, res.Err)
-				}
-				cancel(nil)
-				doneCh <- done{i, res, d, isLost}
-			}()
-		}
-		waiting = kept
-		if running == 0 {
+		waiting = st.startWaiting(ctx, waiting, workers)
+		if st.running == 0 {
 			if len(waiting) == 0 || ctx.Err() != nil {
 				break
 			}
 			continue // nodes failed at placement may have made others ready
 		}
-		d := <-doneCh
-		running--
-		if d.d != nil {
-			d.d.running--
+		if i, retry := st.finishOne(ctx); retry {
+			waiting = append(waiting, i)
 		}
-		if d.lost {
-			d.d.lost++
-			lost[d.i] = append(lost[d.i], fmt.Sprintf("%s: %v", d.d.name, d.res.Err))
-			if len(lost[d.i]) <= s.pool.opts.Retries && ctx.Err() == nil {
-				waiting = append(waiting, d.i)
-				continue
-			}
-			d.res.Err = fmt.Errorf("%w (BuildKit node lost %d times: %s)", d.res.Err, len(lost[d.i]), strings.Join(lost[d.i], "; "))
-		}
-		d.res.Lost = lost[d.i]
-		g.finish(d.i, d.res)
 	}
 	g.neverReady(ctx)
 	return g.results
+}
+
+// runState is one run of the scheduler: the graph, the affinity keys of
+// each node, the node that exports each prefix group's cache, the daemons
+// each node was lost with, and how many solves are running.
+type runState struct {
+	s                *scheduler
+	g                *depGraph
+	doneCh           chan doneRun
+	keys, parentKeys []string
+	lead             map[string]int
+	lost             map[int][]string
+	running          int
+}
+
+// doneRun is a finished solve of node i: its result, the daemon it ran on
+// (nil without a pool), and whether that daemon was lost during it.
+type doneRun struct {
+	i    int
+	res  Result
+	d    *daemon
+	lost bool
+}
+
+// startWaiting starts the waiting nodes while fewer than workers run, and
+// gives back those still waiting (not started, or their daemon busy).
+func (st *runState) startWaiting(ctx context.Context, waiting []int, workers int) []int {
+	kept := waiting[:0]
+	for k, i := range waiting {
+		if st.running >= workers || ctx.Err() != nil {
+			kept = append(kept, waiting[k:]...)
+			break
+		}
+		if !st.start(ctx, i) {
+			kept = append(kept, i) // its daemon is busy
+		}
+	}
+	return kept
+}
+
+// start starts the solve of node i on the daemon the pool places it on;
+// false when that daemon is busy. A node the pool cannot place is finished
+// as failed.
+func (st *runState) start(ctx context.Context, i int) bool {
+	s, lost := st.s, st.lost
+	job := Job{Node: s.nodes[i], Ancestors: ancestors(s.nodes, st.g.index, i), lost: lost[i]}
+	if k := st.keys[i]; strings.HasPrefix(k, "prefix:") && s.nodes[i].Kind == graph.KindInstance {
+		if _, ok := st.lead[k]; !ok {
+			st.lead[k] = i
+		}
+		job.cacheGroup, job.cacheLead = k, st.lead[k] == i
+	}
+	jctx, cancel := ctx, context.CancelCauseFunc(func(error) {})
+	if s.pool != nil {
+		d, err := s.pool.place(job.Node, st.keys[i], st.parentKeys[i])
+		if err != nil {
+			res := Result{Node: job.Node, Status: StatusFailed, Err: err, Lost: lost[i]}
+			if len(lost[i]) > 0 {
+				res.Err = fmt.Errorf("%w (%d earlier attempt(s) lost with their node; see the node's log)", err, len(lost[i]))
+			}
+			st.g.finish(i, res)
+			return true
+		}
+		if d == nil {
+			return false
+		}
+		job.daemon = d
+		d.running++
+		d.solves++
+		jctx, cancel = context.WithCancelCause(ctx)
+		d.track(i, cancel)
+	}
+	st.running++
+	go func() {
+		res := s.runOne(jctx, job)
+		d, isLost := job.daemon, false
+		if d != nil {
+			d.untrack(i)
+			isLost = res.Status == StatusFailed && s.pool.confirm(ctx, d, res.Err)
+		}
+		cancel(nil)
+		st.doneCh <- doneRun{i, res, d, isLost}
+	}()
+	return true
+}
+
+// finishOne waits for a solve to end and finishes its node, unless its
+// daemon was lost and it may be retried: then retry is true and i is the
+// node to start again.
+func (st *runState) finishOne(ctx context.Context) (i int, retry bool) {
+	d := <-st.doneCh
+	st.running--
+	if d.d != nil {
+		d.d.running--
+	}
+	if d.lost {
+		d.d.lost++
+		st.lost[d.i] = append(st.lost[d.i], fmt.Sprintf("%s: %v", d.d.name, d.res.Err))
+		if len(st.lost[d.i]) <= st.s.pool.opts.Retries && ctx.Err() == nil {
+			return d.i, true
+		}
+		d.res.Err = fmt.Errorf("%w (BuildKit node lost %d times: %s)", d.res.Err, len(st.lost[d.i]), strings.Join(st.lost[d.i], "; "))
+	}
+	d.res.Lost = st.lost[d.i]
+	st.g.finish(d.i, d.res)
+	return d.i, false
 }
 
 // depGraph is the scheduler's view of the nodes: which are finished, how many

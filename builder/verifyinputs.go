@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/swebuild/swebuild/builder/graph"
 )
@@ -21,11 +22,7 @@ import (
 func contextFingerprint(chain []*graph.Node) (string, error) {
 	h := sha256.New()
 	for _, n := range chain {
-		names := make([]string, 0, len(n.ContextFiles))
-		for name := range n.ContextFiles {
-			names = append(names, name)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(n.ContextFiles))
 		for _, name := range names {
 			root, err := filepath.EvalSymlinks(n.ContextFiles[name])
 			if err != nil {

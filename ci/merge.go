@@ -87,65 +87,11 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 	planned := map[Key]bool{}
 	rep := MergeReport{Platforms: plan.Platforms, Shards: plan.Counts, Outcomes: make([]Outcome, 0, len(plan.Instances))}
 	for _, in := range plan.Instances {
-		o := Outcome{InstanceID: in.InstanceID}
-		built, bad, regressed := 0, 0, false
 		for _, t := range in.Targets {
-			k := Key{in.InstanceID, t.Platform}
-			planned[k] = true
-			if t.Action == ActionExisting {
-				o.Images = append(o.Images, Image{Source: "existing", Image: core.Image{
-					Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: t.Platform,
-					Digest: digest.Digest(t.Digest), Ref: t.Repository + "@" + t.Digest, SpecKey: t.SpecKey,
-					Verified: core.Bool(true), Status: core.StatusPublished,
-				}})
-				continue
-			}
-			img := Image{Source: "built", Shard: t.Shard}
-			r, ok := latest[k]
-			switch {
-			case !ok:
-				img.Image = core.Image{Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: t.Platform,
-					Status: core.StatusFailed, Error: fmt.Sprintf("no result from shard %s", t.Shard)}
-			default:
-				img.Image = r
-				if r.OK() && !r.IsVerified() && !r.IsFlaky() {
-					img.Status, img.Error = core.StatusFailed, "gold patch did not verify"
-				}
-				if r.OK() && r.Ref == "" {
-					img.Status, img.Error = core.StatusFailed, "verified but not pushed"
-				}
-			}
-			switch {
-			case img.OK() && img.IsFlaky() && img.Ref != "":
-				// Published labelled: its gold resolved in some runs.
-				built++
-				o.Flaky = true
-			case !Usable(img.Image) || img.Ref == "":
-				bad++
-				regressed = regressed || t.PreviouslyVerified
-			default:
-				built++
-			}
-			o.Images = append(o.Images, img)
+			planned[Key{in.InstanceID, t.Platform}] = true
 		}
-		switch {
-		case bad > 0 && regressed:
-			o.Status = StatusRegressed
-			rep.Counts.Regressed++
-		case bad > 0:
-			o.Status = StatusFailed
-			rep.Counts.Failed++
-		case built > 0:
-			o.Status = StatusIndexed
-			rep.Counts.Indexed++
-			if o.Flaky {
-				rep.Counts.Flaky++
-			}
-		default:
-			o.Status = StatusUnchanged
-			rep.Counts.Unchanged++
-		}
-		rep.Counts.Instances++
+		o := mergeOutcome(in, latest)
+		rep.Counts.add(o)
 		rep.Outcomes = append(rep.Outcomes, o)
 	}
 	for _, r := range results {
@@ -161,6 +107,87 @@ func Merge(plan Plan, results []core.Image) MergeReport {
 	}
 	sort.Strings(rep.BuiltInShards)
 	return rep
+}
+
+// mergeOutcome is what became of a planned instance, from the latest results of
+// its targets: regressed (a target verified before is not usable now),
+// failed, indexed (something was built) or unchanged.
+func mergeOutcome(in PlanInstance, latest map[Key]core.Image) Outcome {
+	o := Outcome{InstanceID: in.InstanceID}
+	built, bad, regressed := 0, 0, false
+	for _, t := range in.Targets {
+		if t.Action == ActionExisting {
+			o.Images = append(o.Images, Image{Source: "existing", Image: core.Image{
+				Kind: core.KindInstance, InstanceID: in.InstanceID, Platform: t.Platform,
+				Digest: digest.Digest(t.Digest), Ref: t.Repository + "@" + t.Digest, SpecKey: t.SpecKey,
+				Verified: core.Bool(true), Status: core.StatusPublished,
+			}})
+			continue
+		}
+		img := builtImage(in.InstanceID, t, latest)
+		switch {
+		case img.OK() && img.IsFlaky() && img.Ref != "":
+			// Published labelled: its gold resolved in some runs.
+			built++
+			o.Flaky = true
+		case !Usable(img.Image) || img.Ref == "":
+			bad++
+			regressed = regressed || t.PreviouslyVerified
+		default:
+			built++
+		}
+		o.Images = append(o.Images, img)
+	}
+	switch {
+	case bad > 0 && regressed:
+		o.Status = StatusRegressed
+	case bad > 0:
+		o.Status = StatusFailed
+	case built > 0:
+		o.Status = StatusIndexed
+	default:
+		o.Status = StatusUnchanged
+	}
+	return o
+}
+
+// builtImage is the latest result of target t of instance id, failed when
+// there is none, when its gold patch did not verify (and was not flaky) or
+// when it was not pushed.
+func builtImage(id string, t Target, latest map[Key]core.Image) Image {
+	img := Image{Source: "built", Shard: t.Shard}
+	r, ok := latest[Key{id, t.Platform}]
+	if !ok {
+		img.Image = core.Image{Kind: core.KindInstance, InstanceID: id, Platform: t.Platform,
+			Status: core.StatusFailed, Error: fmt.Sprintf("no result from shard %s", t.Shard)}
+		return img
+	}
+	img.Image = r
+	if r.OK() && !r.IsVerified() && !r.IsFlaky() {
+		img.Status, img.Error = core.StatusFailed, "gold patch did not verify"
+	}
+	if r.OK() && r.Ref == "" {
+		img.Status, img.Error = core.StatusFailed, "verified but not pushed"
+	}
+	return img
+}
+
+// add counts outcome o.
+func (c *MergeCounts) add(o Outcome) {
+	switch o.Status {
+	case StatusRegressed:
+		c.Regressed++
+	case StatusFailed:
+		c.Failed++
+	case StatusIndexed:
+		c.Indexed++
+		if o.Flaky {
+			c.Flaky++
+		}
+	default:
+		c.Unchanged++
+	}
+	c.Instances++
 }
 
 // PublishRecords returns the records that make `swebuild publish` write the

@@ -3,7 +3,9 @@ package ci
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/swebuild/swebuild/core"
@@ -73,11 +75,7 @@ func NewPlan(m Matrix, existing, previous map[Key]core.Image, repository string,
 			Repository: Repository(r), Digest: r.Digest.String(), SpecKey: r.SpecKey, PreviouslyVerified: true,
 		})
 	}
-	ids := make([]string, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(byID))
 	order := map[core.Platform]int{}
 	for i, p := range platforms {
 		order[p] = i

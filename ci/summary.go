@@ -49,24 +49,7 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 	if maxListed == 0 {
 		maxListed = 200
 	}
-	verdict := "passed"
-	if opts.RunFailed(r) {
-		var why []string
-		if n := r.Counts.Regressed; n > 0 {
-			why = append(why, plural(n, "regression", "regressions"))
-		}
-		if n := r.Counts.Failed; n > 0 {
-			why = append(why, plural(n, "new failure", "new failures"))
-		}
-		if opts.SizesFailed {
-			why = append(why, "size growth over the limit")
-		}
-		if opts.DriftFailed {
-			why = append(why, "environment drift over the limit")
-		}
-		verdict = "FAILED: " + strings.Join(why, ", ")
-	}
-	fmt.Fprintf(bw, "## %s: %s\n\n", title, verdict)
+	fmt.Fprintf(bw, "## %s: %s\n\n", title, opts.verdict(r))
 	flaky := ""
 	if r.Counts.Flaky > 0 {
 		flaky = fmt.Sprintf(" (%d of them flaky, labelled)", r.Counts.Flaky)
@@ -81,31 +64,7 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 	if s := strings.TrimSpace(opts.Repair); s != "" {
 		fmt.Fprintf(bw, "### Repair\n\n%s\n\n", s)
 	}
-
-	if opts.Sizes != "" || opts.SizesFailed {
-		fmt.Fprintf(bw, "### Sizes\n\n")
-		if opts.SizesFailed {
-			fmt.Fprintf(bw, "**Size check failed.**\n\n")
-		}
-		if s := strings.TrimSpace(opts.Sizes); s != "" {
-			fmt.Fprintf(bw, "%s\n\n", s)
-		}
-	}
-
-	if opts.Drift != "" || opts.DriftFailed {
-		fmt.Fprintf(bw, "### Environment drift\n\n")
-		if opts.DriftFailed {
-			fmt.Fprintf(bw, "**Drift check failed.**\n\n")
-		}
-		d := strings.TrimSpace(opts.Drift)
-		if strings.HasPrefix(d, "#") {
-			_, d, _ = strings.Cut(d, "\n")
-		}
-		if d = strings.TrimSpace(d); d != "" {
-			fmt.Fprintf(bw, "%s\n\n", d)
-		}
-	}
-
+	opts.writeChecks(bw)
 	if len(r.Shards) > 0 {
 		fmt.Fprintf(bw, "### Work per platform\n\n| platform | wanted | already in registry | built | shards |\n|---|---:|---:|---:|---:|\n")
 		for _, c := range r.Shards {
@@ -113,28 +72,7 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 		}
 		fmt.Fprintln(bw)
 	}
-
-	var indexed []Outcome
-	for _, o := range r.Outcomes {
-		if o.Status == StatusIndexed {
-			indexed = append(indexed, o)
-		}
-	}
-	if len(indexed) > 0 {
-		fmt.Fprintf(bw, "<details><summary>Indexed (%d)</summary>\n\n| instance | images |\n|---|---|\n", len(indexed))
-		for i, o := range indexed {
-			if i == maxListed {
-				fmt.Fprintf(bw, "| … | %d more |\n", len(indexed)-maxListed)
-				break
-			}
-			var imgs []string
-			for _, img := range o.Images {
-				imgs = append(imgs, fmt.Sprintf("%s `%s` (%s)", img.Platform, shortDigest(img.Digest.String()), img.Source))
-			}
-			fmt.Fprintf(bw, "| `%s` | %s |\n", o.InstanceID, strings.Join(imgs, "<br>"))
-		}
-		fmt.Fprintf(bw, "\n</details>\n\n")
-	}
+	writeIndexed(bw, r, maxListed)
 	if len(r.Unexpected) > 0 {
 		fmt.Fprintf(bw, "Ignored %s no plan target asked for (first: %s).\n\n", plural(len(r.Unexpected), "result", "results"), mdCell(r.Unexpected[0]))
 	}
@@ -142,6 +80,81 @@ func WriteSummary(w io.Writer, r MergeReport, opts SummaryOptions) error {
 		return fmt.Errorf("writing summary: %w", err)
 	}
 	return nil
+}
+
+// verdict is the summary's verdict: "passed", or "FAILED: " and why.
+func (o SummaryOptions) verdict(r MergeReport) string {
+	if !o.RunFailed(r) {
+		return "passed"
+	}
+	var why []string
+	if n := r.Counts.Regressed; n > 0 {
+		why = append(why, plural(n, "regression", "regressions"))
+	}
+	if n := r.Counts.Failed; n > 0 {
+		why = append(why, plural(n, "new failure", "new failures"))
+	}
+	if o.SizesFailed {
+		why = append(why, "size growth over the limit")
+	}
+	if o.DriftFailed {
+		why = append(why, "environment drift over the limit")
+	}
+	return "FAILED: " + strings.Join(why, ", ")
+}
+
+// writeChecks writes the sizes and drift sections, when there are reports
+// or the checks failed (the drift report without its own heading).
+func (o SummaryOptions) writeChecks(bw io.Writer) {
+	if o.Sizes != "" || o.SizesFailed {
+		fmt.Fprintf(bw, "### Sizes\n\n")
+		if o.SizesFailed {
+			fmt.Fprintf(bw, "**Size check failed.**\n\n")
+		}
+		if s := strings.TrimSpace(o.Sizes); s != "" {
+			fmt.Fprintf(bw, "%s\n\n", s)
+		}
+	}
+	if o.Drift != "" || o.DriftFailed {
+		fmt.Fprintf(bw, "### Environment drift\n\n")
+		if o.DriftFailed {
+			fmt.Fprintf(bw, "**Drift check failed.**\n\n")
+		}
+		d := strings.TrimSpace(o.Drift)
+		if strings.HasPrefix(d, "#") {
+			_, d, _ = strings.Cut(d, "\n")
+		}
+		if d = strings.TrimSpace(d); d != "" {
+			fmt.Fprintf(bw, "%s\n\n", d)
+		}
+	}
+}
+
+// writeIndexed lists the indexed instances (at most maxListed) with their
+// images, collapsed.
+func writeIndexed(bw io.Writer, r MergeReport, maxListed int) {
+	var indexed []Outcome
+	for _, o := range r.Outcomes {
+		if o.Status == StatusIndexed {
+			indexed = append(indexed, o)
+		}
+	}
+	if len(indexed) == 0 {
+		return
+	}
+	fmt.Fprintf(bw, "<details><summary>Indexed (%d)</summary>\n\n| instance | images |\n|---|---|\n", len(indexed))
+	for i, o := range indexed {
+		if i == maxListed {
+			fmt.Fprintf(bw, "| … | %d more |\n", len(indexed)-maxListed)
+			break
+		}
+		var imgs []string
+		for _, img := range o.Images {
+			imgs = append(imgs, fmt.Sprintf("%s `%s` (%s)", img.Platform, shortDigest(img.Digest.String()), img.Source))
+		}
+		fmt.Fprintf(bw, "| `%s` | %s |\n", o.InstanceID, strings.Join(imgs, "<br>"))
+	}
+	fmt.Fprintf(bw, "\n</details>\n\n")
 }
 
 // writeFlaky lists the indexed instances whose gold patch was flaky: each

@@ -244,10 +244,8 @@ func (im Image) checkIdentity() *FieldError {
 
 // checkValues: the form of the digest, ref, size and time when given.
 func (im Image) checkValues() *FieldError {
-	if im.Digest != "" {
-		if err := im.Digest.Validate(); err != nil || im.Digest.Algorithm() != digest.SHA256 {
-			return bad("digest", "%q is not a sha256 digest", im.Digest)
-		}
+	if im.Digest != "" && !isSHA256(im.Digest) {
+		return bad("digest", "%q is not a sha256 digest", im.Digest)
 	}
 	if im.Ref != "" {
 		_, dg, ok := strings.Cut(im.Ref, "@")
@@ -255,21 +253,11 @@ func (im Image) checkValues() *FieldError {
 			return bad("ref", "%q must be pinned to the record's digest %q", im.Ref, im.Digest)
 		}
 	}
-	if im.Attestation != "" {
-		if err := im.Attestation.Validate(); err != nil || im.Attestation.Algorithm() != digest.SHA256 {
-			return bad("attestation", "%q is not a sha256 digest", im.Attestation)
-		}
-		if im.AttestationSize <= 0 {
-			return bad("attestation_size", "%d: an attestation needs its manifest size", im.AttestationSize)
-		}
+	if fe := checkReferrer("attestation", im.Attestation, im.AttestationSize, "an attestation"); fe != nil {
+		return fe
 	}
-	if im.Verification != "" {
-		if err := im.Verification.Validate(); err != nil || im.Verification.Algorithm() != digest.SHA256 {
-			return bad("verification", "%q is not a sha256 digest", im.Verification)
-		}
-		if im.VerificationSize <= 0 {
-			return bad("verification_size", "%d: a verification statement needs its manifest size", im.VerificationSize)
-		}
+	if fe := checkReferrer("verification", im.Verification, im.VerificationSize, "a verification statement"); fe != nil {
+		return fe
 	}
 	for _, f := range im.Flaky {
 		if f.Test == "" || f.Runs < 2 || f.Failed < 1 || f.Failed >= f.Runs {
@@ -277,7 +265,7 @@ func (im Image) checkValues() *FieldError {
 		}
 	}
 	for _, sg := range im.Signatures {
-		if err := sg.Validate(); err != nil || sg.Algorithm() != digest.SHA256 {
+		if !isSHA256(sg) {
 			return bad("signatures", "%q is not a sha256 digest", sg)
 		}
 	}
@@ -291,6 +279,26 @@ func (im Image) checkValues() *FieldError {
 		if _, err := time.Parse(time.RFC3339Nano, im.Time); err != nil {
 			return bad("time", "%q is not an RFC 3339 time", im.Time)
 		}
+	}
+	return nil
+}
+
+// isSHA256 reports whether d is a valid sha256 digest.
+func isSHA256(d digest.Digest) bool {
+	return d.Validate() == nil && d.Algorithm() == digest.SHA256
+}
+
+// checkReferrer checks a referrer's manifest digest (field, "" when there
+// is none) and its size (field_size), which what needs.
+func checkReferrer(field string, d digest.Digest, size int64, what string) *FieldError {
+	if d == "" {
+		return nil
+	}
+	if !isSHA256(d) {
+		return bad(field, "%q is not a sha256 digest", d)
+	}
+	if size <= 0 {
+		return bad(field+"_size", "%d: %s needs its manifest size", size, what)
 	}
 	return nil
 }

@@ -260,49 +260,9 @@ func (d *decoder) str(keep bool) ([]byte, error) {
 		case c < 0x20:
 			return nil, d.errorf(p, "invalid control character %s in string (must be escaped)", strconv.QuoteRune(rune(c)))
 		case c == '\\':
-			if p+1 >= len(b) {
-				return nil, d.errorf(p, "unexpected end of input in string escape")
-			}
-			switch e := b[p+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
-				p += 2
-			case 'b':
-				out = append(out, '\b')
-				p += 2
-			case 'f':
-				out = append(out, '\f')
-				p += 2
-			case 'n':
-				out = append(out, '\n')
-				p += 2
-			case 'r':
-				out = append(out, '\r')
-				p += 2
-			case 't':
-				out = append(out, '\t')
-				p += 2
-			case 'u':
-				r, ok := hex4(b, p+2)
-				if !ok {
-					return nil, d.errorf(p, "invalid \\u escape in string")
-				}
-				p += 6
-				if utf16.IsSurrogate(r) {
-					r2, ok2 := rune(0), false
-					if p+1 < len(b) && b[p] == '\\' && b[p+1] == 'u' {
-						r2, ok2 = hex4(b, p+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
-						r = dec
-						p += 6
-					} else {
-						r = utf8.RuneError // lone surrogate, as encoding/json does
-					}
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				return nil, d.errorf(p, "invalid escape %s in string", strconv.Quote(string(b[p:p+2])))
+			var err error
+			if out, p, err = d.escape(out, p); err != nil {
+				return nil, err
 			}
 		default:
 			q := plainRun(b, p)
@@ -310,6 +270,44 @@ func (d *decoder) str(keep bool) ([]byte, error) {
 			p = q
 		}
 	}
+}
+
+// simpleEscapes are the bytes the one-letter escapes (\n, \") stand for, by
+// the letter; 0 for letters that are not one.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// escape appends what the escape at b[p] ('\\') stands for to out and gives
+// the position after it.
+func (d *decoder) escape(out []byte, p int) ([]byte, int, error) {
+	b := d.buf
+	if p+1 >= len(b) {
+		return nil, p, d.errorf(p, "unexpected end of input in string escape")
+	}
+	e := b[p+1]
+	if c := simpleEscapes[e]; c != 0 {
+		return append(out, c), p + 2, nil
+	}
+	if e != 'u' {
+		return nil, p, d.errorf(p, "invalid escape %s in string", strconv.Quote(string(b[p:p+2])))
+	}
+	r, ok := hex4(b, p+2)
+	if !ok {
+		return nil, p, d.errorf(p, "invalid \\u escape in string")
+	}
+	p += 6
+	if utf16.IsSurrogate(r) {
+		r2, ok2 := rune(0), false
+		if p+1 < len(b) && b[p] == '\\' && b[p+1] == 'u' {
+			r2, ok2 = hex4(b, p+2)
+		}
+		if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+			r = dec
+			p += 6
+		} else {
+			r = utf8.RuneError // lone surrogate, as encoding/json does
+		}
+	}
+	return utf8.AppendRune(out, r), p, nil
 }
 
 // keepString makes a string of bytes returned by str(true). It does not
@@ -377,40 +375,42 @@ func (d *decoder) number() ([]byte, error) {
 	case p < len(b) && b[p] == '0':
 		p++
 	case p < len(b) && '1' <= b[p] && b[p] <= '9':
-		for p < len(b) && '0' <= b[p] && b[p] <= '9' {
-			p++
-		}
+		p = skipDigits(b, p)
 	default:
 		d.pos = p
 		return nil, d.unexpected("a digit")
 	}
 	if p < len(b) && b[p] == '.' {
-		p++
-		q := p
-		for p < len(b) && '0' <= b[p] && b[p] <= '9' {
-			p++
-		}
-		if p == q {
-			d.pos = p
+		q := skipDigits(b, p+1)
+		if q == p+1 {
+			d.pos = q
 			return nil, d.unexpected("a digit after the decimal point")
 		}
+		p = q
 	}
 	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
 		p++
 		if p < len(b) && (b[p] == '+' || b[p] == '-') {
 			p++
 		}
-		q := p
-		for p < len(b) && '0' <= b[p] && b[p] <= '9' {
-			p++
-		}
+		q := skipDigits(b, p)
 		if p == q {
 			d.pos = p
 			return nil, d.unexpected("a digit in the exponent")
 		}
+		p = q
 	}
 	d.pos = p
 	return b[start:p], nil
+}
+
+// skipDigits is the position of the first byte from p on that is not an
+// ASCII digit.
+func skipDigits(b []byte, p int) int {
+	for p < len(b) && '0' <= b[p] && b[p] <= '9' {
+		p++
+	}
+	return p
 }
 
 func (d *decoder) literal(word string) error {
@@ -430,9 +430,7 @@ func (d *decoder) skipValue(depth int) error {
 	case '"':
 		return d.skipString()
 	case '{':
-		d.pos++
-		if d.peek() == '}' {
-			d.pos++
+		if d.open('}') {
 			return nil
 		}
 		for {
@@ -449,34 +447,20 @@ func (d *decoder) skipValue(depth int) error {
 			if err := d.skipValue(depth + 1); err != nil {
 				return err
 			}
-			switch d.peek() {
-			case ',':
-				d.pos++
-			case '}':
-				d.pos++
-				return nil
-			default:
-				return d.unexpected("',' or '}' after object value")
+			if done, err := d.afterElement('}'); err != nil || done {
+				return err
 			}
 		}
 	case '[':
-		d.pos++
-		if d.peek() == ']' {
-			d.pos++
+		if d.open(']') {
 			return nil
 		}
 		for {
 			if err := d.skipValue(depth + 1); err != nil {
 				return err
 			}
-			switch d.peek() {
-			case ',':
-				d.pos++
-			case ']':
-				d.pos++
-				return nil
-			default:
-				return d.unexpected("',' or ']' after array element")
+			if done, err := d.afterElement(']'); err != nil || done {
+				return err
 			}
 		}
 	case 't':
@@ -510,10 +494,8 @@ func (d *decoder) stringList() (list []string, bad string, err error) {
 }
 
 func (d *decoder) stringListCap(n int) (list []string, bad string, err error) {
-	d.pos++ // '['
 	list = make([]string, 0, n)
-	if d.peek() == ']' {
-		d.pos++
+	if d.open(']') {
 		return list, "", nil
 	}
 	for i := 0; ; i++ {
@@ -534,24 +516,20 @@ func (d *decoder) stringListCap(n int) (list []string, bad string, err error) {
 				return nil, "", err
 			}
 		}
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
+		done, err := d.afterElement(']')
+		if err != nil {
+			return nil, "", err
+		}
+		if done {
 			return list, bad, nil
-		default:
-			return nil, "", d.unexpected("',' or ']' after array element")
 		}
 	}
 }
 
 // object decodes one record (d.pos at '{') into r.
 func (d *decoder) object(r *record) error {
-	d.pos++ // '{'
 	d.field = -1
-	if d.peek() == '}' {
-		d.pos++
+	if d.open('}') {
 		return nil
 	}
 	for {
@@ -577,16 +555,38 @@ func (d *decoder) object(r *record) error {
 			return err
 		}
 		d.field = -1
-		switch d.peek() {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return nil
-		default:
-			return d.unexpected("',' or '}' after object value")
+		if done, err := d.afterElement('}'); err != nil || done {
+			return err
 		}
 	}
+}
+
+// open steps past the '{' or '[' at d.pos; empty reports that end (its
+// '}' or ']') follows at once, and steps past that too.
+func (d *decoder) open(end byte) (empty bool) {
+	d.pos++
+	if d.peek() != end {
+		return false
+	}
+	d.pos++
+	return true
+}
+
+// afterElement reads what follows a value in an object (end '}') or an
+// array (end ']'): a comma, or end, which ends it (done).
+func (d *decoder) afterElement(end byte) (done bool, err error) {
+	switch d.peek() {
+	case ',':
+		d.pos++
+		return false, nil
+	case end:
+		d.pos++
+		return true, nil
+	}
+	if end == '}' {
+		return false, d.unexpected("',' or '}' after object value")
+	}
+	return false, d.unexpected("',' or ']' after array element")
 }
 
 // otherColumn keeps the value of a column the loader has no field for as

@@ -37,46 +37,75 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 		v.fileProblem(file, "", fmt.Sprintf("malformed parquet: %v", err))
 		return v.result()
 	}
-	schema := pf.Schema()
-	paths := schema.Columns()
-	cols := make([]parquetColumn, len(paths))
-	leaves := [nFields]int{}
-	otherLeaves := map[string]int{}
-	for i, path := range paths {
-		f := fieldIndex([]byte(path[0]))
-		cols[i].field = f
-		leaf, _ := schema.Lookup(path...)
-		cols[i].maxDef = leaf.MaxDefinitionLevel
-		cols[i].list = len(path) > 1
-		if f < 0 {
-			otherLeaves[path[0]]++
-			cols[i].other = path[0]
-			continue
-		}
-		leaves[f]++
-	}
-	for i := range cols {
-		if otherLeaves[cols[i].other] > 1 {
-			cols[i].other = "" // a struct or map: no JSON value of one leaf
-		}
-	}
-	// A field backed by several leaves is a struct or map: not usable.
-	var structField [nFields]bool
-	for f, n := range leaves {
-		if n > 1 {
-			structField[f] = true
-		}
-	}
+	layout := newParquetLayout(pf.Schema())
 	if pf.NumRows() == 0 {
 		v.fileProblem(file, "", "no records: the parquet file has no rows")
 		return v.result()
 	}
-	// Limits, from the footer before any row is read: a few KB of parquet
-	// can claim (and decompress to) gigabytes.
 	lim := opts.Limits.withDefaults()
-	if n := pf.NumRows(); n > lim.MaxRows || n < 0 {
-		v.fileProblem(file, "", fmt.Sprintf("%d rows, over the limit of %d rows a file", n, lim.MaxRows))
+	if msg := parquetFooterLimits(pf, lim); msg != "" {
+		v.fileProblem(file, "", msg)
 		return v.result()
+	}
+	v.out = make([]core.Instance, 0, pf.NumRows())
+	rd := parquetReader{v: v, file: file, layout: layout, lim: lim}
+	for _, rg := range pf.RowGroups() {
+		done, err := rd.rowGroup(ctx, rg)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
+	return v.result()
+}
+
+// parquetLayout is how a file's leaf columns feed record fields: cols by
+// leaf index, and structField for fields backed by several leaves (a struct
+// or map: not usable).
+type parquetLayout struct {
+	cols        []parquetColumn
+	structField [nFields]bool
+}
+
+func newParquetLayout(schema *parquet.Schema) parquetLayout {
+	paths := schema.Columns()
+	l := parquetLayout{cols: make([]parquetColumn, len(paths))}
+	leaves := [nFields]int{}
+	otherLeaves := map[string]int{}
+	for i, path := range paths {
+		f := fieldIndex([]byte(path[0]))
+		l.cols[i].field = f
+		leaf, _ := schema.Lookup(path...)
+		l.cols[i].maxDef = leaf.MaxDefinitionLevel
+		l.cols[i].list = len(path) > 1
+		if f < 0 {
+			otherLeaves[path[0]]++
+			l.cols[i].other = path[0]
+			continue
+		}
+		leaves[f]++
+	}
+	for i := range l.cols {
+		if otherLeaves[l.cols[i].other] > 1 {
+			l.cols[i].other = "" // a struct or map: no JSON value of one leaf
+		}
+	}
+	for f, n := range leaves {
+		if n > 1 {
+			l.structField[f] = true
+		}
+	}
+	return l
+}
+
+// parquetFooterLimits is the problem with a file whose footer claims more
+// rows or bytes than lim allows ("" when none), found before any row is
+// read: a few KB of parquet can claim (and decompress to) gigabytes.
+func parquetFooterLimits(pf *parquet.File, lim Limits) string {
+	if n := pf.NumRows(); n > lim.MaxRows || n < 0 {
+		return fmt.Sprintf("%d rows, over the limit of %d rows a file", n, lim.MaxRows)
 	}
 	var claimed int64
 	for _, rg := range pf.Metadata().RowGroups {
@@ -88,72 +117,94 @@ func loadParquet(ctx context.Context, file string, data []byte, opts LoadOptions
 		claimed += max(size, cols, 0)
 	}
 	if claimed > lim.MaxFileBytes {
-		v.fileProblem(file, "", fmt.Sprintf("the rows are %d bytes uncompressed, over the limit of %s a file", claimed, sizeString(lim.MaxFileBytes)))
-		return v.result()
+		return fmt.Sprintf("the rows are %d bytes uncompressed, over the limit of %s a file", claimed, sizeString(lim.MaxFileBytes))
 	}
-	v.out = make([]core.Instance, 0, pf.NumRows())
-	var decoded int64 // bytes of values read so far, against lim.MaxFileBytes
-	var r record
-	rowNo := 0
-	buf := make([]parquet.Row, 64)
-	for _, rg := range pf.RowGroups() {
-		rows := rg.Rows()
-		for {
-			if err := ctx.Err(); err != nil {
-				rows.Close()
-				return nil, err
+	return ""
+}
+
+// record fills r from one row.
+func (l *parquetLayout) record(r *record, row parquet.Row) {
+	r.reset()
+	row.Range(func(col int, vals []parquet.Value) bool {
+		c := l.cols[col]
+		if c.field < 0 {
+			if c.other != "" {
+				r.inst.SetExtra(c.other, parquetJSON(c, vals))
 			}
-			n, err := rows.ReadRows(buf)
-			for _, row := range buf[:n] {
-				size := rowSize(row)
-				if decoded += size; decoded > lim.MaxFileBytes {
-					rows.Close()
-					v.fileProblem(fmt.Sprintf("%s:row %d", file, rowNo), "", fmt.Sprintf("the rows so far are %d bytes uncompressed, over the limit of %s a file", decoded, sizeString(lim.MaxFileBytes)))
-					return v.result()
-				}
-				if size > lim.MaxRecordBytes {
-					where := "row " + strconv.Itoa(rowNo)
-					v.fileProblem(file+":"+where, "", recordTooLarge(size, lim.MaxRecordBytes))
-					rowNo++
-					continue
-				}
-				r.reset()
-				row.Range(func(col int, vals []parquet.Value) bool {
-					c := cols[col]
-					if c.field < 0 {
-						if c.other != "" {
-							r.inst.SetExtra(c.other, parquetJSON(c, vals))
-						}
-						return true
-					}
-					switch {
-					case structField[c.field]:
-						if !r.seen[c.field] {
-							r.typeProblem(c.field, "is a parquet group (struct or map), want a string")
-						}
-					case c.list:
-						parquetList(&r, c, vals)
-					default:
-						parquetScalar(&r, c, vals[0])
-					}
-					return true
-				})
-				where := "row " + strconv.Itoa(rowNo)
-				v.add(&r, file+":"+where, where)
-				rowNo++
+			return true
+		}
+		switch {
+		case l.structField[c.field]:
+			if !r.seen[c.field] {
+				r.typeProblem(c.field, "is a parquet group (struct or map), want a string")
 			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rows.Close()
-				v.fileProblem(fmt.Sprintf("%s:row %d", file, rowNo), "", fmt.Sprintf("malformed parquet: %v", err))
-				return v.result()
+		case c.list:
+			parquetList(r, c, vals)
+		default:
+			parquetScalar(r, c, vals[0])
+		}
+		return true
+	})
+}
+
+// parquetReader reads a file's rows into its validator, counting the rows
+// (from 0) and the bytes of values decoded so far against lim.MaxFileBytes.
+type parquetReader struct {
+	v       *validator
+	file    string
+	layout  parquetLayout
+	lim     Limits
+	r       record
+	rowNo   int
+	decoded int64
+	buf     []parquet.Row
+}
+
+// rowGroup reads the rows of one row group. done is true when reading
+// stops for a problem the validator now holds; err is the context's.
+func (rd *parquetReader) rowGroup(ctx context.Context, rg parquet.RowGroup) (done bool, err error) {
+	if rd.buf == nil {
+		rd.buf = make([]parquet.Row, 64)
+	}
+	rows := rg.Rows()
+	defer rows.Close()
+	for {
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
+		n, err := rows.ReadRows(rd.buf)
+		for _, row := range rd.buf[:n] {
+			if !rd.row(row) {
+				return true, nil
 			}
 		}
-		rows.Close()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			rd.v.fileProblem(fmt.Sprintf("%s:row %d", rd.file, rd.rowNo), "", fmt.Sprintf("malformed parquet: %v", err))
+			return true, nil
+		}
 	}
-	return v.result()
+}
+
+// row validates one row; false when the file is over its size limit and
+// reading stops.
+func (rd *parquetReader) row(row parquet.Row) bool {
+	size := rowSize(row)
+	if rd.decoded += size; rd.decoded > rd.lim.MaxFileBytes {
+		rd.v.fileProblem(fmt.Sprintf("%s:row %d", rd.file, rd.rowNo), "", fmt.Sprintf("the rows so far are %d bytes uncompressed, over the limit of %s a file", rd.decoded, sizeString(rd.lim.MaxFileBytes)))
+		return false
+	}
+	where := "row " + strconv.Itoa(rd.rowNo)
+	rd.rowNo++
+	if size > rd.lim.MaxRecordBytes {
+		rd.v.fileProblem(rd.file+":"+where, "", recordTooLarge(size, rd.lim.MaxRecordBytes))
+		return true
+	}
+	rd.layout.record(&rd.r, row)
+	rd.v.add(&rd.r, rd.file+":"+where, where)
+	return true
 }
 
 // rowSize is the decoded size of a row's values: the bytes of strings, 8

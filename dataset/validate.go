@@ -215,53 +215,17 @@ func (v *validator) add(r *record, source, where string) {
 			bad(f, "is null; a value is required")
 		}
 	}
-	if r.present[fRepo] {
-		if msg := checkRepo(in.Repo); msg != "" {
-			bad(fRepo, msg)
+	idOK := r.present[fInstanceID]
+	for _, c := range valueChecks {
+		if !r.present[c.field] {
+			continue
+		}
+		if msg := c.check(in); msg != "" {
+			bad(c.field, msg)
+			idOK = idOK && c.field != fInstanceID
 		}
 	}
-	idOK := false
-	if r.present[fInstanceID] {
-		if msg := CheckID(in.InstanceID); msg != "" {
-			bad(fInstanceID, msg)
-		} else {
-			idOK = true
-		}
-	}
-	if r.present[fBaseCommit] && !isCommitID(in.BaseCommit) {
-		bad(fBaseCommit, fmt.Sprintf("%s is not a full hex commit id (40 or 64 lowercase hex digits)", quoteShort(in.BaseCommit)))
-	}
-	if r.present[fEnvSetupCommit] && !isCommitID(in.EnvironmentSetupCommit) {
-		bad(fEnvSetupCommit, fmt.Sprintf("%s is not a full hex commit id (40 or 64 lowercase hex digits)", quoteShort(in.EnvironmentSetupCommit)))
-	}
-	if r.present[fVersion] && in.Version == "" {
-		bad(fVersion, "is empty")
-	}
-	if r.present[fTestPatch] && in.TestPatch == "" {
-		bad(fTestPatch, "is empty")
-	}
-	if r.present[fEvalType] {
-		if msg := checkEvalType(in.EvalType); msg != "" {
-			bad(fEvalType, msg)
-		}
-	}
-	if r.present[fImage] {
-		if msg := checkImage(in.Image); msg != "" {
-			bad(fImage, msg)
-		}
-	}
-	if r.present[fLogParser] && checkPart(in.LogParser) != "" {
-		bad(fLogParser, fmt.Sprintf("%s is not a parser name (a non-empty name of [A-Za-z0-9._-])", quoteShort(in.LogParser)))
-	}
-	if v.known != nil && r.present[fRepo] && r.present[fVersion] && in.Version != "" && !selfContained(r) {
-		versions, ok := v.known.Versions(in.Repo)
-		switch {
-		case !ok:
-			bad(fRepo, fmt.Sprintf("unknown repo %q (not in the spec table)", in.Repo))
-		case !contains(versions, in.Version):
-			bad(fVersion, fmt.Sprintf("unknown version %q for repo %q (known: %s)", in.Version, in.Repo, strings.Join(versions, ", ")))
-		}
-	}
+	v.checkKnown(r, bad)
 	if idOK {
 		if first, dup := v.firstAt[in.InstanceID]; dup {
 			bad(fInstanceID, fmt.Sprintf("%q is a duplicate of %s", in.InstanceID, first))
@@ -285,6 +249,61 @@ func (v *validator) add(r *record, source, where string) {
 	}
 	in.Source = source
 	v.out = append(v.out, *in)
+}
+
+// valueChecks check the value of a field a record has, in the order their
+// problems are reported; check gives the problem ("" when none).
+var valueChecks = []struct {
+	field int
+	check func(in *core.Instance) string
+}{
+	{fRepo, func(in *core.Instance) string { return checkRepo(in.Repo) }},
+	{fInstanceID, func(in *core.Instance) string { return CheckID(in.InstanceID) }},
+	{fBaseCommit, func(in *core.Instance) string { return checkCommit(in.BaseCommit) }},
+	{fEnvSetupCommit, func(in *core.Instance) string { return checkCommit(in.EnvironmentSetupCommit) }},
+	{fVersion, func(in *core.Instance) string { return checkNonEmpty(in.Version) }},
+	{fTestPatch, func(in *core.Instance) string { return checkNonEmpty(in.TestPatch) }},
+	{fEvalType, func(in *core.Instance) string { return checkEvalType(in.EvalType) }},
+	{fImage, func(in *core.Instance) string { return checkImage(in.Image) }},
+	{fLogParser, func(in *core.Instance) string {
+		if checkPart(in.LogParser) != "" {
+			return fmt.Sprintf("%s is not a parser name (a non-empty name of [A-Za-z0-9._-])", quoteShort(in.LogParser))
+		}
+		return ""
+	}},
+}
+
+// checkCommit is the problem with a commit id that is not a full one.
+func checkCommit(c string) string {
+	if isCommitID(c) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not a full hex commit id (40 or 64 lowercase hex digits)", quoteShort(c))
+}
+
+// checkNonEmpty is the problem with an empty value.
+func checkNonEmpty(s string) string {
+	if s == "" {
+		return "is empty"
+	}
+	return ""
+}
+
+// checkKnown checks a record's repo and version against the spec table, when
+// there is one and the record does not carry its own eval script, parser and
+// image.
+func (v *validator) checkKnown(r *record, bad func(f int, msg string)) {
+	in := &r.inst
+	if v.known == nil || !r.present[fRepo] || !r.present[fVersion] || in.Version == "" || selfContained(r) {
+		return
+	}
+	versions, ok := v.known.Versions(in.Repo)
+	switch {
+	case !ok:
+		bad(fRepo, fmt.Sprintf("unknown repo %q (not in the spec table)", in.Repo))
+	case !contains(versions, in.Version):
+		bad(fVersion, fmt.Sprintf("unknown version %q for repo %q (known: %s)", in.Version, in.Repo, strings.Join(versions, ", ")))
+	}
 }
 
 // selfContained reports whether a record carries what verifying and

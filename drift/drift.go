@@ -274,62 +274,10 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 	if err != nil {
 		return nil, err
 	}
-	type pair struct {
-		a, b *Image
-	}
-	var pairs []pair
-	for id, x := range ia {
-		if y, ok := ib[id]; ok {
-			pairs = append(pairs, pair{x, y})
-			delete(ib, id)
-			delete(ia, id)
-		}
-	}
-	// Env images unmatched by name: pair by the document's repo, version
-	// and platform when that is unambiguous on both sides.
-	envKey := func(im *Image) string {
-		if im.Kind != KindEnv || im.Doc == nil || im.Doc.Repo == "" {
-			return ""
-		}
-		return im.Doc.Repo + "\x00" + im.Doc.Version + "\x00" + im.Platform.String()
-	}
-	byKey := func(m map[string]*Image) map[string][]string {
-		out := map[string][]string{}
-		for id, im := range m {
-			if k := envKey(im); k != "" {
-				out[k] = append(out[k], id)
-			}
-		}
-		return out
-	}
-	ka, kb := byKey(ia), byKey(ib)
-	for k, ids := range ka {
-		if len(ids) == 1 && len(kb[k]) == 1 {
-			pairs = append(pairs, pair{ia[ids[0]], ib[kb[k][0]]})
-			delete(ia, ids[0])
-			delete(ib, kb[k][0])
-		}
-	}
-	for _, x := range ia {
-		pairs = append(pairs, pair{x, nil})
-	}
-	for _, y := range ib {
-		pairs = append(pairs, pair{nil, y})
-	}
-
 	rep := &Report{Schema: Schema, A: labelA, B: labelB, Groups: []Group{}, Images: []ImageResult{}}
 	groups := map[Change][]string{}
-	for _, p := range pairs {
-		r := compareOne(p.a, p.b)
-		if p.a != nil && p.b != nil {
-			if da, db := digestOf(p.a.Ref), digestOf(p.b.Ref); da != "" && db != "" && da != db {
-				n := len(r.Changes)
-				if r.Status == StatusNoDoc {
-					n = -1
-				}
-				r.Cause, r.CauseDetail = cause(p.a, p.b, n)
-			}
-		}
+	for _, p := range pairImages(ia, ib) {
+		r := p.compare()
 		for _, c := range r.Changes {
 			groups[c] = append(groups[c], r.Label())
 		}
@@ -347,6 +295,77 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 		return cmp.Or(-cmp.Compare(len(x.Images), len(y.Images)), cmp.Compare(x.Key, y.Key),
 			cmp.Compare(x.From, y.From), cmp.Compare(x.To, y.To))
 	})
+	rep.summarize()
+	return rep, nil
+}
+
+// imagePair is an image of publication a and its match in b; either is nil
+// for an image only one side has.
+type imagePair struct {
+	a, b *Image
+}
+
+// pairImages matches the images of ia and ib (by id, which they lose):
+// by kind, name and platform, then env images unmatched by name by the
+// document's repo, version and platform when that is unambiguous on both
+// sides; the rest are alone.
+func pairImages(ia, ib map[string]*Image) []imagePair {
+	var pairs []imagePair
+	for id, x := range ia {
+		if y, ok := ib[id]; ok {
+			pairs = append(pairs, imagePair{x, y})
+			delete(ib, id)
+			delete(ia, id)
+		}
+	}
+	ka, kb := envsByDoc(ia), envsByDoc(ib)
+	for k, ids := range ka {
+		if len(ids) == 1 && len(kb[k]) == 1 {
+			pairs = append(pairs, imagePair{ia[ids[0]], ib[kb[k][0]]})
+			delete(ia, ids[0])
+			delete(ib, kb[k][0])
+		}
+	}
+	for _, x := range ia {
+		pairs = append(pairs, imagePair{x, nil})
+	}
+	for _, y := range ib {
+		pairs = append(pairs, imagePair{nil, y})
+	}
+	return pairs
+}
+
+// envsByDoc are the ids of the env images of m with a document, by the
+// document's repo, version and platform.
+func envsByDoc(m map[string]*Image) map[string][]string {
+	out := map[string][]string{}
+	for id, im := range m {
+		if im.Kind != KindEnv || im.Doc == nil || im.Doc.Repo == "" {
+			continue
+		}
+		k := im.Doc.Repo + "\x00" + im.Doc.Version + "\x00" + im.Platform.String()
+		out[k] = append(out[k], id)
+	}
+	return out
+}
+
+// compare is the pair's result, with the cause of a changed digest.
+func (p imagePair) compare() ImageResult {
+	r := compareOne(p.a, p.b)
+	if p.a != nil && p.b != nil {
+		if da, db := digestOf(p.a.Ref), digestOf(p.b.Ref); da != "" && db != "" && da != db {
+			n := len(r.Changes)
+			if r.Status == StatusNoDoc {
+				n = -1
+			}
+			r.Cause, r.CauseDetail = cause(p.a, p.b, n)
+		}
+	}
+	return r
+}
+
+// summarize counts the report's images and groups.
+func (rep *Report) summarize() {
 	s := &rep.Summary
 	s.Images = len(rep.Images)
 	s.Changes = len(rep.Groups)
@@ -371,7 +390,6 @@ func Compare(labelA string, a []Image, labelB string, b []Image) (*Report, error
 		}
 		s.ImageChanges += len(r.Changes)
 	}
-	return rep, nil
 }
 
 func kindOrder(k string) int {

@@ -1,40 +1,31 @@
 package drift
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/swebuild/swebuild/internal/reportfmt"
 )
 
+// formats are the output formats Write accepts, by name.
+var formats = []reportfmt.Format[*Report]{{Name: "md", Write: WriteMarkdown}, {Name: "json", Write: WriteJSON}, {Name: "html", Write: WriteHTML}}
+
 // Formats lists the output formats Write accepts.
-var Formats = []string{"md", "json", "html"}
+var Formats = reportfmt.Names(formats)
 
 // Write renders the report in one of Formats; the same report gives the
 // same bytes.
 func Write(w io.Writer, r *Report, format string) error {
-	switch format {
-	case "json":
-		return WriteJSON(w, r)
-	case "md":
-		return WriteMarkdown(w, r)
-	case "html":
-		return WriteHTML(w, r)
-	}
-	return fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	return reportfmt.Write(w, r, format, formats)
 }
 
 // WriteJSON writes the report as indented JSON: the Report type's fields,
 // its shape named by Schema (docs/drift.md).
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
-	}
-	return nil
+	return reportfmt.JSON(w, r)
 }
 
 // mdCell escapes a Markdown table cell.
@@ -102,42 +93,43 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			only = append(only, im)
 		}
 	}
-	if len(nodoc) > 0 {
-		p("**Without an environment document** (not compared):\n\n")
-		for i, im := range nodoc {
-			if i == mdListed {
-				p("- … %d more\n", len(nodoc)-mdListed)
-				break
+	mdImageList(&b, "**Without an environment document** (not compared):\n\n", nodoc, func(im ImageResult) string {
+		why := ""
+		for _, w := range []string{im.WhyA, im.WhyB} {
+			if w != "" {
+				why += " (" + mdCell(w) + ")"
 			}
-			why := ""
-			for _, w := range []string{im.WhyA, im.WhyB} {
-				if w != "" {
-					why += " (" + mdCell(w) + ")"
-				}
-			}
-			p("- %s: none in %s%s\n", mdCell(im.Label()), missingSides(im.Missing), why)
 		}
-		p("\n")
-	}
-	if len(only) > 0 {
-		p("**In one set only:**\n\n")
-		for i, im := range only {
-			if i == mdListed {
-				p("- … %d more\n", len(only)-mdListed)
-				break
-			}
-			side := "A"
-			if im.Status == StatusOnlyB {
-				side = "B"
-			}
-			p("- %s: only in %s\n", mdCell(im.Label()), side)
+		return fmt.Sprintf("%s: none in %s%s", mdCell(im.Label()), missingSides(im.Missing), why)
+	})
+	mdImageList(&b, "**In one set only:**\n\n", only, func(im ImageResult) string {
+		side := "A"
+		if im.Status == StatusOnlyB {
+			side = "B"
 		}
-		p("\n")
-	}
+		return fmt.Sprintf("%s: only in %s", mdCell(im.Label()), side)
+	})
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("writing Markdown report: %w", err)
 	}
 	return nil
+}
+
+// mdImageList writes heading and a list item for each image (item's text),
+// at most mdListed of them, when there are any.
+func mdImageList(b *strings.Builder, heading string, ims []ImageResult, item func(ImageResult) string) {
+	if len(ims) == 0 {
+		return
+	}
+	b.WriteString(heading)
+	for i, im := range ims {
+		if i == mdListed {
+			fmt.Fprintf(b, "- … %d more\n", len(ims)-mdListed)
+			break
+		}
+		fmt.Fprintf(b, "- %s\n", item(im))
+	}
+	b.WriteString("\n")
 }
 
 // causeOrder lists the causes as the Markdown counts them.

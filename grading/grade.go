@@ -140,17 +140,10 @@ func EvalLog(inst core.Instance, log string, opts GradeOptions) (LogResult, erro
 	}
 	log = NormalizeNewlines(log)
 	res := LogResult{StatusMap: NewStatusMap(), Rules: RulesV41}
-	if c := badCode(log); c != "" {
-		res.Reason = fmt.Sprintf("log contains %q", c)
+	section, reason, _ := gradedText(log, opts.WholeLog)
+	if reason != "" {
+		res.Reason = reason
 		return res, nil
-	}
-	section := log
-	if !opts.WholeLog {
-		var ok bool
-		if section, ok = testOutputSection(log); !ok {
-			res.Reason = fmt.Sprintf("log lacks %q or %q", StartTestOutput, EndTestOutput)
-			return res, nil
-		}
 	}
 	name, parse, err := p.resolve(inst.InstanceID)
 	if err != nil {

@@ -213,11 +213,7 @@ func normalizeAttr(raw string) string {
 func parseXMLTree(doc string) (*xmlNode, error) {
 	d := xml.NewDecoder(strings.NewReader(doc))
 	d.Strict = true
-	var (
-		root  *xmlNode
-		cur   *xmlNode
-		stack []xml.Name
-	)
+	var tb xmlTreeBuilder
 	for {
 		before := int(d.InputOffset())
 		tok, err := d.RawToken()
@@ -227,70 +223,104 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		after := int(d.InputOffset())
+		raw := doc[before:int(d.InputOffset())]
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if root != nil && cur == nil {
-				return nil, errors.New("junk after document element")
-			}
-			if err := checkAttrSeparation(doc[before:after]); err != nil {
-				return nil, err
-			}
-			if err := checkCharRefs(doc[before:after]); err != nil {
-				return nil, err
-			}
-			n := &xmlNode{tagStart: before, tagEnd: after, parent: cur}
-			if err := n.bind(t); err != nil {
-				return nil, err
-			}
-			if cur == nil {
-				root = n
-			} else {
-				cur.children = append(cur.children, n)
-			}
-			cur = n
-			stack = append(stack, t.Name)
-			// A self-closing tag is followed by a synthesized end element.
+			err = tb.start(t, raw, before)
 		case xml.EndElement:
-			if len(stack) == 0 {
-				return nil, errors.New("junk after document element")
-			}
-			if top := stack[len(stack)-1]; top != t.Name {
-				return nil, fmt.Errorf("mismatched tag: <%s> closed by </%s>", qname(top), qname(t.Name))
-			}
-			stack = stack[:len(stack)-1]
-			cur = cur.parent
+			err = tb.end(t)
 		case xml.CharData:
-			if raw := doc[before:after]; !strings.HasPrefix(raw, "<![CDATA[") {
-				if err := checkCharRefs(raw); err != nil {
-					return nil, err
-				}
-			}
-			if cur == nil && strings.Trim(string(t), " \t\r\n") != "" {
-				return nil, errors.New("junk after document element")
-			}
-		case xml.Comment:
-			if strings.Contains(string(t), "--") || strings.HasSuffix(string(t), "-") {
-				return nil, errors.New(`"--" inside a comment`)
-			}
-			if err := checkXMLChars(string(t)); err != nil {
-				return nil, err
-			}
-		case xml.ProcInst:
-			if strings.EqualFold(t.Target, "xml") {
-				return nil, errors.New("XML declaration not at the start of the document")
-			}
-			if err := checkXMLChars(string(t.Inst)); err != nil {
-				return nil, err
-			}
-		case xml.Directive:
-			return nil, errors.New("declaration inside the document")
+			err = tb.charData(t, raw)
+		default:
+			err = checkXMLMisc(tok)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	if root == nil || len(stack) > 0 {
+	if tb.root == nil || len(tb.stack) > 0 {
 		return nil, errors.New("no element found / unclosed element")
 	}
-	return root, nil
+	return tb.root, nil
+}
+
+// xmlTreeBuilder is parseXMLTree's state: the root, the open element and
+// the names of the open elements.
+type xmlTreeBuilder struct {
+	root, cur *xmlNode
+	stack     []xml.Name
+}
+
+// start opens element t, whose raw start tag begins at offset before.
+// A self-closing tag is followed by a synthesized end element.
+func (tb *xmlTreeBuilder) start(t xml.StartElement, raw string, before int) error {
+	if tb.root != nil && tb.cur == nil {
+		return errors.New("junk after document element")
+	}
+	if err := checkAttrSeparation(raw); err != nil {
+		return err
+	}
+	if err := checkCharRefs(raw); err != nil {
+		return err
+	}
+	n := &xmlNode{tagStart: before, tagEnd: before + len(raw), parent: tb.cur}
+	if err := n.bind(t); err != nil {
+		return err
+	}
+	if tb.cur == nil {
+		tb.root = n
+	} else {
+		tb.cur.children = append(tb.cur.children, n)
+	}
+	tb.cur = n
+	tb.stack = append(tb.stack, t.Name)
+	return nil
+}
+
+// end closes the open element, which must be t.
+func (tb *xmlTreeBuilder) end(t xml.EndElement) error {
+	if len(tb.stack) == 0 {
+		return errors.New("junk after document element")
+	}
+	if top := tb.stack[len(tb.stack)-1]; top != t.Name {
+		return fmt.Errorf("mismatched tag: <%s> closed by </%s>", qname(top), qname(t.Name))
+	}
+	tb.stack = tb.stack[:len(tb.stack)-1]
+	tb.cur = tb.cur.parent
+	return nil
+}
+
+// charData checks text: its character references, and only whitespace
+// outside the root element.
+func (tb *xmlTreeBuilder) charData(t xml.CharData, raw string) error {
+	if !strings.HasPrefix(raw, "<![CDATA[") {
+		if err := checkCharRefs(raw); err != nil {
+			return err
+		}
+	}
+	if tb.cur == nil && strings.Trim(string(t), " \t\r\n") != "" {
+		return errors.New("junk after document element")
+	}
+	return nil
+}
+
+// checkXMLMisc checks a comment, processing instruction or declaration.
+func checkXMLMisc(tok xml.Token) error {
+	switch t := tok.(type) {
+	case xml.Comment:
+		if strings.Contains(string(t), "--") || strings.HasSuffix(string(t), "-") {
+			return errors.New(`"--" inside a comment`)
+		}
+		return checkXMLChars(string(t))
+	case xml.ProcInst:
+		if strings.EqualFold(t.Target, "xml") {
+			return errors.New("XML declaration not at the start of the document")
+		}
+		return checkXMLChars(string(t.Inst))
+	case xml.Directive:
+		return errors.New("declaration inside the document")
+	}
+	return nil
 }
 
 // checkAttrSeparation checks what Go's decoder lets pass in a start tag:
@@ -373,22 +403,8 @@ func (n *xmlNode) bind(t xml.StartElement) error {
 			return fmt.Errorf("duplicate attribute %s", qname(a.Name))
 		}
 		seen[a.Name] = true
-		switch {
-		case a.Name.Space == "xmlns":
-			switch {
-			case a.Value == "":
-				return fmt.Errorf("prefix %s bound to an empty namespace", a.Name.Local)
-			case a.Name.Local == "xml" && a.Value != xmlNamespace,
-				a.Name.Local == "xmlns",
-				a.Name.Local != "xml" && (a.Value == xmlNamespace || a.Value == xmlnsNamespace):
-				return fmt.Errorf("reserved prefix or namespace in xmlns:%s=%q", a.Name.Local, a.Value)
-			}
-			n.namespaces[a.Name.Local] = a.Value
-		case a.Name.Space == "" && a.Name.Local == "xmlns":
-			if a.Value == xmlNamespace || a.Value == xmlnsNamespace {
-				return fmt.Errorf("reserved namespace in xmlns=%q", a.Value)
-			}
-			n.namespaces[""] = a.Value
+		if err := n.declare(a); err != nil {
+			return err
 		}
 	}
 	if t.Name.Space == "xmlns" {
@@ -399,8 +415,38 @@ func (n *xmlNode) bind(t xml.StartElement) error {
 		return err
 	}
 	n.ns, n.local = ns, t.Name.Local
+	return n.bindAttrs(t.Attr)
+}
+
+// declare takes a namespace declaration (xmlns:p="..." or xmlns="...")
+// into the element's namespaces, refusing reserved prefixes and
+// namespaces; other attributes are left alone.
+func (n *xmlNode) declare(a xml.Attr) error {
+	switch {
+	case a.Name.Space == "xmlns":
+		switch {
+		case a.Value == "":
+			return fmt.Errorf("prefix %s bound to an empty namespace", a.Name.Local)
+		case a.Name.Local == "xml" && a.Value != xmlNamespace,
+			a.Name.Local == "xmlns",
+			a.Name.Local != "xml" && (a.Value == xmlNamespace || a.Value == xmlnsNamespace):
+			return fmt.Errorf("reserved prefix or namespace in xmlns:%s=%q", a.Name.Local, a.Value)
+		}
+		n.namespaces[a.Name.Local] = a.Value
+	case a.Name.Space == "" && a.Name.Local == "xmlns":
+		if a.Value == xmlNamespace || a.Value == xmlnsNamespace {
+			return fmt.Errorf("reserved namespace in xmlns=%q", a.Value)
+		}
+		n.namespaces[""] = a.Value
+	}
+	return nil
+}
+
+// bindAttrs resolves the attributes' prefixes, refuses two that expand to
+// the same name, and keeps those without a namespace.
+func (n *xmlNode) bindAttrs(attrs []xml.Attr) error {
 	expanded := map[xml.Name]bool{}
-	for _, a := range t.Attr {
+	for _, a := range attrs {
 		if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
 			continue
 		}

@@ -301,6 +301,24 @@ func ClassifyInfra(text string) (reason, tier string, ok bool) {
 	return "", "", false
 }
 
+// gradedText is the part of a log both rules grade: the test output
+// between its markers (the whole log with wholeLog). A log with a bad code
+// or without the markers is not graded: reason says why and decision is
+// upstream v5's branch for it.
+func gradedText(log string, wholeLog bool) (section, reason, decision string) {
+	if c := badCode(log); c != "" {
+		return "", fmt.Sprintf("log contains %q", c), DecisionBadCode
+	}
+	if wholeLog {
+		return log, "", ""
+	}
+	section, ok := testOutputSection(log)
+	if !ok {
+		return "", fmt.Sprintf("log lacks %q or %q", StartTestOutput, EndTestOutput), DecisionMarkersMissing
+	}
+	return section, "", ""
+}
+
 // evalLogV5 is v5's get_logs_eval: v4.1.0's bad codes, markers and
 // whole-log fallback, then no results and no SUITE_RAN evidence is not
 // graded, then a non-zero exit status (opts.ExitCode, else the log's first
@@ -316,26 +334,17 @@ func evalLogV5(inst core.Instance, log string, opts GradeOptions) (LogResult, er
 	}
 	log = NormalizeNewlines(log)
 	res := LogResult{StatusMap: NewStatusMap(), Rules: RulesV5, Registry: name, Function: base}
-	if c := badCode(log); c != "" {
-		res.Reason = fmt.Sprintf("log contains %q", c)
-		res.Decision = DecisionBadCode
+	section, reason, decision := gradedText(log, opts.WholeLog)
+	if reason != "" {
+		res.Reason, res.Decision = reason, decision
 		return res, nil
-	}
-	section := log
-	if !opts.WholeLog {
-		var ok bool
-		if section, ok = testOutputSection(log); !ok {
-			res.Reason = fmt.Sprintf("log lacks %q or %q", StartTestOutput, EndTestOutput)
-			res.Decision = DecisionMarkersMissing
-			return res, nil
-		}
 	}
 	res.Parser = sub
 	sm := NewStatusMap()
 	if err := parse(section, sm); err != nil {
 		return LogResult{}, fmt.Errorf("grading log with %s: %w", sub, err)
 	}
-	decision := DecisionGraded
+	decision = DecisionGraded
 	if sm.Len() == 0 && !opts.WholeLog {
 		res.FellBack = true
 		decision = DecisionWholeLog

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -54,17 +55,7 @@ func Open(ctx context.Context, s Source) (v1.Image, error) {
 
 // openLayout reads oci:DIR@DIGEST or oci:DIR:NAME.
 func openLayout(spec string, platform core.Platform) (v1.Image, error) {
-	dir, sel, byDigest := strings.Cut(spec, "@")
-	if !byDigest {
-		// DIR:NAME; NAME may itself hold a ':' (a key's :latest), a
-		// directory rarely does: the first ':' after the last '/'.
-		slash := strings.LastIndex(spec, "/")
-		if i := strings.Index(spec[slash+1:], ":"); i >= 0 {
-			dir, sel = spec[:slash+1+i], spec[slash+2+i:]
-		} else {
-			dir, sel = spec, ""
-		}
-	}
+	dir, sel, byDigest := splitLayoutSpec(spec)
 	p, err := layout.FromPath(dir)
 	if err != nil {
 		return nil, fmt.Errorf("OCI layout %s: %w", dir, err)
@@ -77,17 +68,7 @@ func openLayout(spec string, platform core.Platform) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OCI layout %s: index.json: %w", dir, err)
 	}
-	var found []v1.Descriptor
-	for _, d := range im.Manifests {
-		switch {
-		case sel == "":
-			found = append(found, d)
-		case byDigest && d.Digest.String() == sel:
-			found = append(found, d)
-		case !byDigest && (d.Annotations["org.opencontainers.image.ref.name"] == sel || d.Annotations["io.containerd.image.name"] == sel):
-			found = append(found, d)
-		}
-	}
+	found := layoutEntries(im.Manifests, sel, byDigest)
 	if byDigest && len(found) == 0 {
 		// A manifest that index.json does not list (one of an index's).
 		h, err := v1.NewHash(sel)
@@ -98,13 +79,9 @@ func openLayout(spec string, platform core.Platform) (v1.Image, error) {
 	}
 	if len(found) > 1 && !platform.IsZero() {
 		op := platform.OCI()
-		var same []v1.Descriptor
-		for _, d := range found {
-			if d.Platform != nil && d.Platform.OS == op.OS && d.Platform.Architecture == op.Architecture {
-				same = append(same, d)
-			}
-		}
-		found = same
+		found = slices.DeleteFunc(found, func(d v1.Descriptor) bool {
+			return d.Platform == nil || d.Platform.OS != op.OS || d.Platform.Architecture != op.Architecture
+		})
 	}
 	switch len(found) {
 	case 0:
@@ -126,6 +103,37 @@ func openLayout(spec string, platform core.Platform) (v1.Image, error) {
 		return nil, fmt.Errorf("OCI layout %s: %s: %w", dir, d.Digest, err)
 	}
 	return img, nil
+}
+
+// splitLayoutSpec splits DIR@DIGEST or DIR:NAME (or DIR alone: sel "").
+// NAME may itself hold a ':' (a key's :latest), a directory rarely does:
+// the first ':' after the last '/' ends DIR.
+func splitLayoutSpec(spec string) (dir, sel string, byDigest bool) {
+	if dir, sel, byDigest = strings.Cut(spec, "@"); byDigest {
+		return dir, sel, true
+	}
+	slash := strings.LastIndex(spec, "/")
+	if i := strings.Index(spec[slash+1:], ":"); i >= 0 {
+		return spec[:slash+1+i], spec[slash+2+i:], false
+	}
+	return spec, "", false
+}
+
+// layoutEntries are the entries of index.json sel names: by digest, by
+// image name, or all of them when sel is "".
+func layoutEntries(manifests []v1.Descriptor, sel string, byDigest bool) []v1.Descriptor {
+	var found []v1.Descriptor
+	for _, d := range manifests {
+		switch {
+		case sel == "":
+			found = append(found, d)
+		case byDigest && d.Digest.String() == sel:
+			found = append(found, d)
+		case !byDigest && (d.Annotations["org.opencontainers.image.ref.name"] == sel || d.Annotations["io.containerd.image.name"] == sel):
+			found = append(found, d)
+		}
+	}
+	return found
 }
 
 // pick returns the image of an index for platform ("": its only image),

@@ -90,78 +90,99 @@ func Named(name string) (*Set, error) { return Parse(name) }
 // field).
 func Parse(value string) (*Set, error) {
 	value = strings.TrimSpace(value)
-	all := All()
-	on := map[string]bool{}
-	lifted := map[string]bool{}
-	var (
-		files     []string
-		fileRules []Rule
-	)
-	setAll := func(v bool) {
-		for _, r := range all {
-			on[r.ID] = v
-		}
-	}
+	sel := &selection{value: value, all: All(), on: map[string]bool{}, lifted: map[string]bool{}}
 	items := strings.Split(value, ",")
 	if value == "" || strings.HasPrefix(strings.TrimSpace(items[0]), "-") {
-		setAll(true)
+		sel.setAll(true)
 	}
 	for _, item := range items {
-		item = strings.TrimSpace(item)
-		id, drop := strings.CutPrefix(item, "-")
-		if !drop {
-			id = strings.TrimPrefix(id, "+")
-		}
-		switch {
-		case item == "" && value == "":
-		case item == "":
-			return nil, fmt.Errorf("pins %q: empty item (want a comma-separated list of none, default, ID, -ID, FILE)", value)
-		case isFileItem(id) && drop:
-			return nil, fmt.Errorf("pins %q: -%s: a pins file is added, not dropped (leave it out of the list)", value, id)
-		case isFileItem(id):
-			if slices.Contains(files, id) {
-				return nil, fmt.Errorf("pins %q: pins file %s listed twice", value, id)
-			}
-			_, rules, err := ReadFile(id)
-			if err != nil {
-				return nil, fmt.Errorf("pins %q: %w", value, err)
-			}
-			for _, r := range rules {
-				if slices.ContainsFunc(fileRules, func(o Rule) bool { return o.ID == r.ID }) {
-					return nil, fmt.Errorf("pins %q: %s: rule %q is also in another pins file of the list", value, id, r.ID)
-				}
-			}
-			files = append(files, id)
-			fileRules = append(fileRules, rules...)
-		case !drop && id == "default":
-			setAll(true)
-		case !drop && id == "none":
-			setAll(false)
-			clear(lifted)
-		case isPinRule(all, id):
-			on[id] = !drop
-		case isX86Rule(id) && drop:
-			lifted[id] = true
-		case isX86Rule(id):
-			return nil, fmt.Errorf("pins %q: %s is an x86-only rule, on unless lifted: write -%s to lift it", value, id, id)
-		default:
-			return nil, fmt.Errorf("pins %q: unknown rule %q; pin rules: %s; x86-only rules (lift with -ID): %s",
-				value, id, strings.Join(ruleIDs(all), ", "), strings.Join(x86IDs(), ", "))
+		if err := sel.item(strings.TrimSpace(item)); err != nil {
+			return nil, err
 		}
 	}
-	s := &Set{files: files}
-	for _, r := range all {
-		if on[r.ID] {
+	s := &Set{files: sel.files}
+	for _, r := range sel.all {
+		if sel.on[r.ID] {
 			s.rules = append(s.rules, r)
 		}
 	}
-	s.rules = append(s.rules, fileRules...)
+	s.rules = append(s.rules, sel.fileRules...)
 	for _, r := range spec.X86Rules() {
-		if lifted[r.ID] {
+		if sel.lifted[r.ID] {
 			s.lifted = append(s.lifted, r.ID)
 		}
 	}
 	return s, nil
+}
+
+// selection is a --pins value being read: the pin rules on, the x86-only
+// rules lifted, and the pins files with their rules.
+type selection struct {
+	value     string
+	all       []Rule
+	on        map[string]bool
+	lifted    map[string]bool
+	files     []string
+	fileRules []Rule
+}
+
+func (sel *selection) setAll(v bool) {
+	for _, r := range sel.all {
+		sel.on[r.ID] = v
+	}
+}
+
+// item reads one item of the list.
+func (sel *selection) item(item string) error {
+	value := sel.value
+	id, drop := strings.CutPrefix(item, "-")
+	if !drop {
+		id = strings.TrimPrefix(id, "+")
+	}
+	switch {
+	case item == "" && value == "":
+	case item == "":
+		return fmt.Errorf("pins %q: empty item (want a comma-separated list of none, default, ID, -ID, FILE)", value)
+	case isFileItem(id) && drop:
+		return fmt.Errorf("pins %q: -%s: a pins file is added, not dropped (leave it out of the list)", value, id)
+	case isFileItem(id):
+		return sel.addFile(id)
+	case !drop && id == "default":
+		sel.setAll(true)
+	case !drop && id == "none":
+		sel.setAll(false)
+		clear(sel.lifted)
+	case isPinRule(sel.all, id):
+		sel.on[id] = !drop
+	case isX86Rule(id) && drop:
+		sel.lifted[id] = true
+	case isX86Rule(id):
+		return fmt.Errorf("pins %q: %s is an x86-only rule, on unless lifted: write -%s to lift it", value, id, id)
+	default:
+		return fmt.Errorf("pins %q: unknown rule %q; pin rules: %s; x86-only rules (lift with -ID): %s",
+			value, id, strings.Join(ruleIDs(sel.all), ", "), strings.Join(x86IDs(), ", "))
+	}
+	return nil
+}
+
+// addFile adds the hold rules of pins file name, refusing a file listed
+// twice and a rule another file of the list has.
+func (sel *selection) addFile(name string) error {
+	if slices.Contains(sel.files, name) {
+		return fmt.Errorf("pins %q: pins file %s listed twice", sel.value, name)
+	}
+	_, rules, err := ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("pins %q: %w", sel.value, err)
+	}
+	for _, r := range rules {
+		if slices.ContainsFunc(sel.fileRules, func(o Rule) bool { return o.ID == r.ID }) {
+			return fmt.Errorf("pins %q: %s: rule %q is also in another pins file of the list", sel.value, name, r.ID)
+		}
+	}
+	sel.files = append(sel.files, name)
+	sel.fileRules = append(sel.fileRules, rules...)
+	return nil
 }
 
 // LiftedX86 returns the ids of the x86-only rules the selection lifts (for

@@ -102,26 +102,12 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	if len(p.Errors) > 0 {
 		problems = append(problems, fmt.Errorf("%d instance(s) could not be planned", len(p.Errors)))
 	}
-	nodes, err := p.Nodes(o.ContextDirs)
+	nodes, bopts, err := o.builderInputs(ctx, loaded, p, res)
 	if err != nil {
 		return nil, err
 	}
-	notPlanned := p.NotPlanned()
-	if o.Until != "" {
-		nodes, notPlanned = NodesUntil(nodes, graph.Kind(o.Until)), nil // no instance image is asked for
-	}
-	bopts := o.Builder
-	bopts.NotPlanned = notPlanned
-	if o.Verify != nil {
-		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
-		if err != nil {
-			return nil, err
-		}
-		res.Gold = gc
-		bopts.Verify = gc.Hook()
-		bopts.VerifyMounts = gc.Mounts()
-		bopts.Attest = gc.Attest(o.Verifier)
-		problems = append(problems, gc.Problems()...)
+	if res.Gold != nil {
+		problems = append(problems, res.Gold.Problems()...)
 	}
 	fmt.Fprintf(log, "swebuild build: %d nodes planned; logs in %s\n", len(nodes), bopts.RunDir)
 	report, err := builder.Build(ctx, nodes, bopts)
@@ -130,14 +116,7 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		if werr := report.WriteSummary(out); werr != nil {
 			problems = append(problems, werr)
 		}
-		res.Records = report.Records()
-		if res.Gold != nil {
-			res.Gold.Label(res.Records)
-		}
-		writeExports(out, bopts, res.Records)
-		for i := range res.Records {
-			res.Records[i].Dataset = loaded.Source.String()
-		}
+		res.records(loaded, bopts, out)
 	}
 	if res.Gold != nil {
 		problems = append(problems, res.Gold.Finish(out)...)
@@ -151,26 +130,73 @@ func Build(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 	}
 	if o.Publish != nil && report != nil && ctx.Err() == nil {
-		// What was built and pushed is published even when other
-		// instances failed; with Verify, only verified images go.
-		popts := *o.Publish
-		popts.Checked = true // checkTargets
-		popts.RequireVerified = popts.RequireVerified || o.Verify != nil
-		if popts.LedgerPath == "" {
-			popts.LedgerPath = defaultLedger(o.MetadataFile, bopts.RunDir)
-		}
-		fmt.Fprintf(out, "\npublishing %d record(s) under %s\n", len(res.Records), popts.Repo)
-		sum, perr := publish.Run(ctx, res.Records, popts)
-		res.Published = sum
-		if sum != nil {
-			fmt.Fprintf(out, "\n%sledger:    %s\n", sum.String(), popts.LedgerPath)
-			perr = errors.Join(perr, sum.Err())
-		}
-		if perr != nil {
-			problems = append(problems, fmt.Errorf("publishing: %w", perr))
+		if err := o.publish(ctx, res, bopts.RunDir, out); err != nil {
+			problems = append(problems, err)
 		}
 	}
 	return res, errors.Join(problems...)
+}
+
+// builderInputs are the nodes of plan p to build (those up to o.Until, when
+// set) and the builder's options; with o.Verify, res.Gold checks the gold
+// patches inside the build.
+func (o BuildOptions) builderInputs(ctx context.Context, loaded *Loaded, p *Plan, res *BuildResult) ([]*graph.Node, builder.Options, error) {
+	nodes, err := p.Nodes(o.ContextDirs)
+	if err != nil {
+		return nil, builder.Options{}, err
+	}
+	notPlanned := p.NotPlanned()
+	if o.Until != "" {
+		nodes, notPlanned = NodesUntil(nodes, graph.Kind(o.Until)), nil // no instance image is asked for
+	}
+	bopts := o.Builder
+	bopts.NotPlanned = notPlanned
+	if o.Verify != nil {
+		gc, err := NewGoldCheck(ctx, loaded, o.Platforms, filepath.Join(bopts.RunDir, "verify"), *o.Verify)
+		if err != nil {
+			return nil, builder.Options{}, err
+		}
+		res.Gold = gc
+		bopts.Verify = gc.Hook()
+		bopts.VerifyMounts = gc.Mounts()
+		bopts.Attest = gc.Attest(o.Verifier)
+	}
+	return nodes, bopts, nil
+}
+
+// records sets res.Records from the build's report: labelled with the gold
+// checks' results, their exports written, and the dataset they come from.
+func (res *BuildResult) records(loaded *Loaded, bopts builder.Options, out io.Writer) {
+	res.Records = res.Report.Records()
+	if res.Gold != nil {
+		res.Gold.Label(res.Records)
+	}
+	writeExports(out, bopts, res.Records)
+	for i := range res.Records {
+		res.Records[i].Dataset = loaded.Source.String()
+	}
+}
+
+// publish publishes what was built and pushed, even when other instances
+// failed; with Verify, only verified images go.
+func (o BuildOptions) publish(ctx context.Context, res *BuildResult, runDir string, out io.Writer) error {
+	popts := *o.Publish
+	popts.Checked = true // checkTargets
+	popts.RequireVerified = popts.RequireVerified || o.Verify != nil
+	if popts.LedgerPath == "" {
+		popts.LedgerPath = defaultLedger(o.MetadataFile, runDir)
+	}
+	fmt.Fprintf(out, "\npublishing %d record(s) under %s\n", len(res.Records), popts.Repo)
+	sum, perr := publish.Run(ctx, res.Records, popts)
+	res.Published = sum
+	if sum != nil {
+		fmt.Fprintf(out, "\n%sledger:    %s\n", sum.String(), popts.LedgerPath)
+		perr = errors.Join(perr, sum.Err())
+	}
+	if perr != nil {
+		return fmt.Errorf("publishing: %w", perr)
+	}
+	return nil
 }
 
 // checkUntil refuses an Until that is not a kind below instance, or one

@@ -48,42 +48,7 @@ func BuildEnvs(ctx context.Context, o BuildOptions, keys []string) (*builder.Rep
 	// The env images' SBOMs: the repair's drift compares tonight's env
 	// document with last night's, read from the env ledger's records.
 	AddInventory(nodes, p, loaded.Instances, loaded.Renderer.Tables)
-	want := map[string]bool{}
-	for _, k := range keys {
-		want[k] = true
-	}
-	byID := map[string]*graph.Node{}
-	for _, n := range nodes {
-		byID[n.ID()] = n
-	}
-	var sel []*graph.Node
-	picked := map[string]bool{}
-	var pick func(n *graph.Node)
-	pick = func(n *graph.Node) {
-		if picked[n.ID()] {
-			return
-		}
-		picked[n.ID()] = true
-		for _, pk := range n.Parents {
-			if pn := byID[pk+"@"+n.Platform.String()]; pn != nil {
-				pick(pn)
-			}
-		}
-		sel = append(sel, n)
-	}
-	found := map[string]bool{}
-	for _, n := range nodes {
-		if n.Kind == graph.KindEnv && want[n.Key] {
-			found[n.Key] = true
-			pick(n)
-		}
-	}
-	var missing []string
-	for _, k := range keys {
-		if !found[k] {
-			missing = append(missing, k)
-		}
-	}
+	sel, missing := envNodes(nodes, keys)
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		return nil, fmt.Errorf("env stage: %d env key(s) not in the plan of the dataset on %s: %v", len(missing), o.Platforms[0], missing)
@@ -109,4 +74,44 @@ func BuildEnvs(ctx context.Context, o BuildOptions, keys []string) (*builder.Rep
 		}
 	}
 	return report, errors.Join(problems...)
+}
+
+// envNodes are the env nodes of keys with the base nodes they build FROM,
+// parents first, and the keys no env node has.
+func envNodes(nodes []*graph.Node, keys []string) (sel []*graph.Node, missing []string) {
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	byID := map[string]*graph.Node{}
+	for _, n := range nodes {
+		byID[n.ID()] = n
+	}
+	picked := map[string]bool{}
+	var pick func(n *graph.Node)
+	pick = func(n *graph.Node) {
+		if picked[n.ID()] {
+			return
+		}
+		picked[n.ID()] = true
+		for _, pk := range n.Parents {
+			if pn := byID[pk+"@"+n.Platform.String()]; pn != nil {
+				pick(pn)
+			}
+		}
+		sel = append(sel, n)
+	}
+	found := map[string]bool{}
+	for _, n := range nodes {
+		if n.Kind == graph.KindEnv && want[n.Key] {
+			found[n.Key] = true
+			pick(n)
+		}
+	}
+	for _, k := range keys {
+		if !found[k] {
+			missing = append(missing, k)
+		}
+	}
+	return sel, missing
 }

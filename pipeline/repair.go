@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,8 +243,28 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 	if err != nil {
 		fmt.Fprintf(log, "repair: %v\n", err)
 	}
+	cases := o.groupCases(loaded.Instances, log)
+	for _, c := range cases {
+		o.coverCase(c)
+		if c.err != "" || c.result != nil {
+			continue
+		}
+		if err := o.diffCase(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			c.err = err.Error()
+		}
+	}
+	return cases, nil
+}
+
+// groupCases groups tonight's gold failures of instances last night
+// verified and tonight rebuilt by env (repo and version), in the order of
+// their repo and version.
+func (o RepairOptions) groupCases(instances []core.Instance, log io.Writer) []*repairCase {
 	insts := map[string]core.Instance{}
-	for _, in := range loaded.Instances {
+	for _, in := range instances {
 		insts[in.InstanceID] = in
 	}
 	targets := map[ci.Key]ci.Target{}
@@ -257,12 +278,9 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 		envPlan[ci.EnvKey{Key: e.Key, Platform: e.Platform}] = e
 	}
 	byCase := map[string]*repairCase{}
-	var order []string
 	for _, g := range o.Gold {
-		k := ci.Key{InstanceID: g.InstanceID, Platform: g.Platform}
-		t, ok := targets[k]
-		if g.Mode != verify.ModeGold || g.OK() || (g.Failure != verify.FailureTests && g.Failure != verify.FailureTimeout) ||
-			!ok || t.Action != ci.ActionBuild || !t.PreviouslyVerified {
+		t, ok := targets[ci.Key{InstanceID: g.InstanceID, Platform: g.Platform}]
+		if !ok || !regressed(g, t) {
 			continue
 		}
 		in, ok := insts[g.InstanceID]
@@ -275,66 +293,73 @@ func findCases(ctx context.Context, o RepairOptions, log io.Writer) ([]*repairCa
 		if c == nil {
 			c = &repairCase{Case: repair.Case{Repo: in.Repo, Version: in.Version}}
 			byCase[name] = c
-			order = append(order, name)
 		}
-		c.Tonight.Failures = append(c.Tonight.Failures, repair.Failure{InstanceID: g.InstanceID, Platform: g.Platform,
-			Tests: failingTests(g), Error: g.Why()})
-		if !slices.Contains(c.stepPlatforms, g.Platform) {
-			c.stepPlatforms = append(c.stepPlatforms, g.Platform)
-		}
-		if !slices.Contains(c.stepInstances, g.InstanceID) {
-			c.stepInstances = append(c.stepInstances, g.InstanceID)
-		}
-		env := ci.EnvKey{Key: t.Env, Platform: g.Platform}
-		switch e, ok := envPlan[env]; {
-		case t.Env == "":
-			c.err = "the night has no env stage for it (an id list): nothing to compare with last night's"
-		case !ok || e.Action != ci.ActionBuild:
-			c.result = &repair.Result{Verdict: repair.VerdictOutside, Changed: []repair.Change{}, Steps: []repair.Tried{},
-				Reason: "its env was not rebuilt tonight (reused from an earlier night): the cause is outside the package lists"}
-		}
-		if !slices.ContainsFunc(c.Envs, func(e repair.EnvImage) bool { return e.Tonight == t.Env && e.Platform == g.Platform }) {
-			c.Envs = append(c.Envs, repair.EnvImage{Platform: g.Platform, Tonight: t.Env})
-		}
+		c.addFailure(g, t, envPlan)
 	}
-	slices.Sort(order)
 	var cases []*repairCase
-	for _, name := range order {
-		c := byCase[name]
-		slices.SortFunc(c.Tonight.Failures, func(a, b repair.Failure) int {
-			return cmp.Or(cmp.Compare(a.InstanceID, b.InstanceID), a.Platform.Compare(b.Platform))
-		})
-		slices.SortFunc(c.stepPlatforms, core.Platform.Compare)
-		slices.Sort(c.stepInstances)
-		c.frozen = filepath.Join(o.Out, "frozen", caseSlug(c.Case))
-		// Every instance the night builds FROM the case's envs is rebuilt
-		// by each step; the case covers the platforms they are built on.
-		for _, in := range o.Plan.Instances {
-			for _, t := range in.Targets {
-				if t.Action == ci.ActionBuild && slices.ContainsFunc(c.Envs, func(e repair.EnvImage) bool { return e.Tonight == t.Env }) {
-					if !slices.Contains(c.Instances, in.InstanceID) {
-						c.Instances = append(c.Instances, in.InstanceID)
-					}
-					if !slices.Contains(c.platforms, t.Platform) {
-						c.platforms = append(c.platforms, t.Platform)
-					}
-				}
+	for _, name := range slices.Sorted(maps.Keys(byCase)) {
+		cases = append(cases, byCase[name])
+	}
+	return cases
+}
+
+// regressed reports whether gold result g is a failure of its tests (or a
+// timeout) of an instance target t rebuilt tonight that passed before.
+func regressed(g verify.Result, t ci.Target) bool {
+	return g.Mode == verify.ModeGold && !g.OK() && (g.Failure == verify.FailureTests || g.Failure == verify.FailureTimeout) &&
+		t.Action == ci.ActionBuild && t.PreviouslyVerified
+}
+
+// addFailure adds gold failure g of instance target t to the case, with the
+// env t is built FROM; a case whose env has no env stage (an id list) or
+// was not rebuilt tonight is decided without a rebuild.
+func (c *repairCase) addFailure(g verify.Result, t ci.Target, envPlan map[ci.EnvKey]ci.EnvTarget) {
+	c.Tonight.Failures = append(c.Tonight.Failures, repair.Failure{InstanceID: g.InstanceID, Platform: g.Platform,
+		Tests: failingTests(g), Error: g.Why()})
+	if !slices.Contains(c.stepPlatforms, g.Platform) {
+		c.stepPlatforms = append(c.stepPlatforms, g.Platform)
+	}
+	if !slices.Contains(c.stepInstances, g.InstanceID) {
+		c.stepInstances = append(c.stepInstances, g.InstanceID)
+	}
+	env := ci.EnvKey{Key: t.Env, Platform: g.Platform}
+	switch e, ok := envPlan[env]; {
+	case t.Env == "":
+		c.err = "the night has no env stage for it (an id list): nothing to compare with last night's"
+	case !ok || e.Action != ci.ActionBuild:
+		c.result = &repair.Result{Verdict: repair.VerdictOutside, Changed: []repair.Change{}, Steps: []repair.Tried{},
+			Reason: "its env was not rebuilt tonight (reused from an earlier night): the cause is outside the package lists"}
+	}
+	if !slices.ContainsFunc(c.Envs, func(e repair.EnvImage) bool { return e.Tonight == t.Env && e.Platform == g.Platform }) {
+		c.Envs = append(c.Envs, repair.EnvImage{Platform: g.Platform, Tonight: t.Env})
+	}
+}
+
+// coverCase sorts the case's failures, names its frozen directory, and
+// gives it every instance the night builds FROM its envs (each step
+// rebuilds them) and the platforms they are built on.
+func (o RepairOptions) coverCase(c *repairCase) {
+	slices.SortFunc(c.Tonight.Failures, func(a, b repair.Failure) int {
+		return cmp.Or(cmp.Compare(a.InstanceID, b.InstanceID), a.Platform.Compare(b.Platform))
+	})
+	slices.SortFunc(c.stepPlatforms, core.Platform.Compare)
+	slices.Sort(c.stepInstances)
+	c.frozen = filepath.Join(o.Out, "frozen", caseSlug(c.Case))
+	for _, in := range o.Plan.Instances {
+		for _, t := range in.Targets {
+			if t.Action != ci.ActionBuild || !slices.ContainsFunc(c.Envs, func(e repair.EnvImage) bool { return e.Tonight == t.Env }) {
+				continue
 			}
-		}
-		slices.Sort(c.Instances)
-		slices.SortFunc(c.platforms, core.Platform.Compare)
-		cases = append(cases, c)
-		if c.err != "" || c.result != nil {
-			continue
-		}
-		if err := o.diffCase(ctx, c); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			if !slices.Contains(c.Instances, in.InstanceID) {
+				c.Instances = append(c.Instances, in.InstanceID)
 			}
-			c.err = err.Error()
+			if !slices.Contains(c.platforms, t.Platform) {
+				c.platforms = append(c.platforms, t.Platform)
+			}
 		}
 	}
-	return cases, nil
+	slices.Sort(c.Instances)
+	slices.SortFunc(c.platforms, core.Platform.Compare)
 }
 
 // diffCase fills c's env images, changes and drift lines from tonight's and

@@ -110,20 +110,8 @@ type VerifyOptions struct {
 // written even then.
 func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	out, log := writerOr(o.Out), writerOr(o.Log)
-	if !o.Gold && !o.Control && o.PredictionsFile == "" {
-		return nil, errors.New("nothing to verify: no gold, control or predictions run asked")
-	}
-	if n := btoi(o.Images != "") + btoi(o.MetadataFile != "") + btoi(o.DatasetImages); n != 1 {
-		return nil, errors.New("images: give exactly one of a repository prefix, a metadata file and the dataset's image fields")
-	}
-	switch o.Engine {
-	case "", EngineBuildKit:
-		if o.BuildKit == "" {
-			return nil, errors.New("no BuildKit address")
-		}
-	case EngineDocker:
-	default:
-		return nil, fmt.Errorf("unknown engine %q: want %s or %s", o.Engine, EngineBuildKit, EngineDocker)
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	var base *verify.Summary
 	if o.Baseline != "" {
@@ -132,30 +120,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 			return nil, fmt.Errorf("reading the baseline summary: %w", err)
 		}
 	}
-	// The whole dataset is loaded: prediction ids are checked against it,
-	// as upstream does, whatever instances are selected.
-	in := o.Inputs
-	in.Instances = nil
-	loaded, problems, err := loadKeepGoing(ctx, in, log)
+	loaded, preds, problems, err := o.load(ctx, log)
 	if err != nil {
 		return nil, err
-	}
-	datasetIDs := map[string]bool{}
-	for _, inst := range loaded.Instances {
-		datasetIDs[inst.InstanceID] = true
-	}
-	if err = loaded.Select(o.Inputs.Instances); err != nil {
-		return nil, errors.Join(append(problems, err)...)
-	}
-	preds, soft, perr := o.predictions(loaded.Instances, datasetIDs, log)
-	if perr != nil {
-		return nil, errors.Join(append(problems, perr)...)
-	}
-	if soft != nil {
-		problems = append(problems, soft)
-	}
-	if err := o.selectPredicted(loaded, preds); err != nil {
-		return nil, errors.Join(append(problems, err)...)
 	}
 	targets, err := o.targets(ctx, loaded, log, &problems)
 	if err != nil {
@@ -169,23 +136,108 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 		return nil, errors.Join(append(problems, err)...)
 	}
 	defer closeEngine()
-	runDir, summaryFile := o.RunDir, o.SummaryFile
-	if runDir == "" {
-		if runDir, err = verify.NewRunDir("runs", time.Now()); err != nil {
-			return nil, errors.Join(append(problems, err)...)
-		}
-	}
-	// One verify per run directory: a second would overwrite this one's
-	// summary and reports (issue 20 row 13).
-	unlock, err := verify.LockRunDir(runDir)
+	runDir, summaryFile, unlock, err := o.runDir()
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
 	}
 	defer unlock()
+	emulated(log, o.Host, targets)
+	absent := 0
+	for _, t := range targets {
+		if t.Absent != "" {
+			absent++
+		}
+	}
+	fmt.Fprintf(log, "swebuild verify: %d instance image(s), %d absent (%s); logs in %s\n", len(targets)-absent, absent, verify.FailureImageAbsent, runDir)
+	sum, err := o.runner(engine, runDir, progress).Verify(ctx, targets, o.Gold, o.Control, preds)
+	if err != nil {
+		return nil, errors.Join(append(problems, err)...)
+	}
+	if preds != nil {
+		runID := o.RunID
+		if runID == "" {
+			runID = filepath.Base(runDir)
+		}
+		if err := writeRunReports(runDir, runID, loaded.Instances, preds, sum, o.Platforms, log); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	problems = append(problems, o.report(sum, base, summaryFile, out)...)
+	return sum, errors.Join(problems...)
+}
+
+// check refuses options that ask nothing or contradict each other.
+func (o VerifyOptions) check() error {
+	if !o.Gold && !o.Control && o.PredictionsFile == "" {
+		return errors.New("nothing to verify: no gold, control or predictions run asked")
+	}
+	if n := btoi(o.Images != "") + btoi(o.MetadataFile != "") + btoi(o.DatasetImages); n != 1 {
+		return errors.New("images: give exactly one of a repository prefix, a metadata file and the dataset's image fields")
+	}
+	switch o.Engine {
+	case "", EngineBuildKit:
+		if o.BuildKit == "" {
+			return errors.New("no BuildKit address")
+		}
+	case EngineDocker:
+	default:
+		return fmt.Errorf("unknown engine %q: want %s or %s", o.Engine, EngineBuildKit, EngineDocker)
+	}
+	return nil
+}
+
+// load loads the whole dataset (prediction ids are checked against it, as
+// upstream does, whatever instances are selected), the predictions, and
+// selects the instances to verify. problems are those that leave the others
+// to verify; err, when set, joins them with what stops the run.
+func (o VerifyOptions) load(ctx context.Context, log io.Writer) (loaded *Loaded, preds map[string]verify.Prediction, problems []error, err error) {
+	in := o.Inputs
+	in.Instances = nil
+	loaded, problems, err = loadKeepGoing(ctx, in, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	datasetIDs := map[string]bool{}
+	for _, inst := range loaded.Instances {
+		datasetIDs[inst.InstanceID] = true
+	}
+	if err = loaded.Select(o.Inputs.Instances); err != nil {
+		return nil, nil, nil, errors.Join(append(problems, err)...)
+	}
+	preds, soft, perr := o.predictions(loaded.Instances, datasetIDs, log)
+	if perr != nil {
+		return nil, nil, nil, errors.Join(append(problems, perr)...)
+	}
+	if soft != nil {
+		problems = append(problems, soft)
+	}
+	if err := o.selectPredicted(loaded, preds); err != nil {
+		return nil, nil, nil, errors.Join(append(problems, err)...)
+	}
+	return loaded, preds, problems, nil
+}
+
+// runDir is the run directory (made when not given), locked for this run,
+// and the summary file's path. One verify per run directory: a second would
+// overwrite this one's summary and reports (issue 20 row 13).
+func (o VerifyOptions) runDir() (runDir, summaryFile string, unlock func() error, err error) {
+	runDir, summaryFile = o.RunDir, o.SummaryFile
+	if runDir == "" {
+		if runDir, err = verify.NewRunDir("runs", time.Now()); err != nil {
+			return "", "", nil, err
+		}
+	}
+	if unlock, err = verify.LockRunDir(runDir); err != nil {
+		return "", "", nil, err
+	}
 	if summaryFile == "" {
 		summaryFile = filepath.Join(runDir, "summary.json")
 	}
-	emulated(log, o.Host, targets)
+	return runDir, summaryFile, unlock, nil
+}
+
+// runner is the verify.Runner the options ask for.
+func (o VerifyOptions) runner(engine verify.Engine, runDir string, progress io.Writer) *verify.Runner {
 	runner := &verify.Runner{
 		Engine:   engine,
 		Host:     o.Host,
@@ -201,26 +253,14 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if runner.Timeout <= 0 {
 		runner.Timeout = verify.DefaultTimeout
 	}
-	absent := 0
-	for _, t := range targets {
-		if t.Absent != "" {
-			absent++
-		}
-	}
-	fmt.Fprintf(log, "swebuild verify: %d instance image(s), %d absent (%s); logs in %s\n", len(targets)-absent, absent, verify.FailureImageAbsent, runDir)
-	sum, err := runner.Verify(ctx, targets, o.Gold, o.Control, preds)
-	if err != nil {
-		return nil, errors.Join(append(problems, err)...)
-	}
-	if preds != nil {
-		runID := o.RunID
-		if runID == "" {
-			runID = filepath.Base(runDir)
-		}
-		if err := writeRunReports(runDir, runID, loaded.Instances, preds, sum, o.Platforms, log); err != nil {
-			problems = append(problems, err)
-		}
-	}
+	return runner
+}
+
+// report writes the summary to summaryFile and out, and gives the problems
+// it finds: regressions against base, failed results, and what could not
+// be written.
+func (o VerifyOptions) report(sum, base *verify.Summary, summaryFile string, out io.Writer) []error {
+	var problems []error
 	var regressions []verify.Regression
 	if base != nil {
 		regressions = sum.Regressions(base)
@@ -228,6 +268,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if err := sum.WriteFile(summaryFile); err != nil {
 		problems = append(problems, err)
 	}
+	var err error
 	if o.JSON {
 		err = sum.WriteJSON(out)
 	} else {
@@ -242,7 +283,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	if n := len(sum.Failed()); n > 0 {
 		problems = append(problems, fmt.Errorf("%d of %d verification result(s) failed", n, len(sum.Results)))
 	}
-	return sum, errors.Join(problems...)
+	return problems
 }
 
 // images says where each instance's image is: under the repository prefix,

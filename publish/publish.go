@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -193,11 +194,7 @@ func Publish(ctx context.Context, images []core.Image, opts Options) (*Summary, 
 		}
 		byID[im.InstanceID] = append(byID[im.InstanceID], im)
 	}
-	ids := make([]string, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(byID))
 	p.sum.Instances = len(ids)
 	// Ids that would get the same image names are refused before anything
 	// is pushed: either would overwrite the other's images.

@@ -308,18 +308,9 @@ func (b *bisector) run(ctx context.Context, all []Change) error {
 		// Known: applying all of u fails (tonight, or the repair that
 		// held back the culprits so far). Last night's set passed, so the
 		// shortest failing prefix of u is at least one long.
-		lo, hi := 1, len(u)
-		for lo < hi {
-			mid := (lo + hi) / 2
-			f, err := b.fails(ctx, u[:mid])
-			if err != nil {
-				return err
-			}
-			if f {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
+		lo, err := shortestFailing(1, len(u), func(n int) (bool, error) { return b.fails(ctx, u[:n]) })
+		if err != nil {
+			return err
 		}
 		culprit := u[lo-1]
 		alone, err := b.fails(ctx, []Change{culprit})
@@ -360,23 +351,36 @@ func (b *bisector) run(ctx context.Context, all []Change) error {
 	}
 }
 
-// interaction: culprit alone does not break gold, but with prefix applied
-// it does. Find the shortest prefix that breaks with it: its last change
-// is a partner.
-func (b *bisector) interaction(ctx context.Context, prefix []Change, culprit Change) error {
-	r := b.res
-	lo, hi := 1, len(prefix) // applying prefix and culprit fails (known)
+// shortestFailing is the smallest n from lo to hi for which fails(n) is
+// true, by bisection: fails(hi) is known to be, and a failure is monotone
+// (applying more changes keeps failing once some do).
+func shortestFailing(lo, hi int, fails func(n int) (bool, error)) (int, error) {
 	for lo < hi {
 		mid := (lo + hi) / 2
-		f, err := b.fails(ctx, append(slices.Clone(prefix[:mid]), culprit))
+		f, err := fails(mid)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if f {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
+	}
+	return lo, nil
+}
+
+// interaction: culprit alone does not break gold, but with prefix applied
+// it does. Find the shortest prefix that breaks with it: its last change
+// is a partner.
+func (b *bisector) interaction(ctx context.Context, prefix []Change, culprit Change) error {
+	r := b.res
+	// Applying prefix and culprit fails (known).
+	lo, err := shortestFailing(1, len(prefix), func(n int) (bool, error) {
+		return b.fails(ctx, append(slices.Clone(prefix[:n]), culprit))
+	})
+	if err != nil {
+		return err
 	}
 	if len(prefix) == 0 {
 		// Cannot happen with a monotone failure: the culprit was the

@@ -2,42 +2,30 @@ package sizes
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/reportfmt"
 )
 
+// formats are the output formats Write accepts, by name.
+var formats = []reportfmt.Format[*Report]{{Name: "md", Write: WriteMarkdown}, {Name: "csv", Write: WriteCSV}, {Name: "json", Write: WriteJSON}, {Name: "html", Write: WriteHTML}}
+
 // Formats lists the output formats Write accepts.
-var Formats = []string{"md", "csv", "json", "html"}
+var Formats = reportfmt.Names(formats)
 
 // Write renders the report in one of Formats. Every format is deterministic:
 // the same report gives the same bytes.
 func Write(w io.Writer, r *Report, format string) error {
-	switch format {
-	case "json":
-		return WriteJSON(w, r)
-	case "csv":
-		return WriteCSV(w, r)
-	case "md":
-		return WriteMarkdown(w, r)
-	case "html":
-		return WriteHTML(w, r)
-	}
-	return fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(Formats, ", "))
+	return reportfmt.Write(w, r, format, formats)
 }
 
 // WriteJSON writes the report as indented JSON (see report.schema.json).
 func WriteJSON(w io.Writer, r *Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
-	}
-	return nil
+	return reportfmt.JSON(w, r)
 }
 
 // CSVHeader is the first row of WriteCSV's output.
@@ -201,107 +189,178 @@ func summaryRows(r *Report) []summaryRow {
 // WriteMarkdown writes a report for a GitHub job summary: the headline
 // table, per-repository subtotals, then per-image rows in a collapsed block.
 func WriteMarkdown(w io.Writer, r *Report) error {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("## Image sizes\n\n")
-	p("**A:** `%s`", mdCell(r.A.Label))
+	var b page
+	b.p("## Image sizes\n\n")
+	b.p("**A:** `%s`", mdCell(r.A.Label))
 	if r.B != nil {
-		p(" · **B:** `%s`", mdCell(r.B.Label))
+		b.p(" · **B:** `%s`", mdCell(r.B.Label))
 	}
-	p("\n\n")
-	if r.B == nil {
-		p("| measure | A |\n|---|---:|\n")
-	} else {
-		p("| measure | A (all) | B (all) | A (common) | B (common) | A/B (common) |\n|---|---:|---:|---:|---:|---:|\n")
+	b.p("\n\n")
+	b.mdTotals(r)
+	b.mdRepos(r)
+	for _, s := range sets(r) {
+		bad := notMeasured(s.set)
+		if len(bad) == 0 {
+			continue
+		}
+		b.p("### Not measured in %s (%d)\n\n| instance | platform | status | detail |\n|---|---|---|---|\n", s.name, len(bad))
+		for _, img := range bad {
+			b.p("| %s | %s | %s | %s |\n", mdCell(img.InstanceID), img.Platform, img.Status, mdCell(firstLine(img.Error, 200)))
+		}
+		b.p("\n")
+	}
+	b.mdImages(r)
+	b.p("_%s_\n", UnitsNote)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing Markdown report: %w", err)
+	}
+	return nil
+}
+
+// page is a report being written, by format strings.
+type page struct {
+	strings.Builder
+}
+
+func (b *page) p(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+
+// growthVerdict says how A's growth against B stands to the limit:
+// "within", "exceeds", or "not checked against" (no common image measured).
+func growthVerdict(r *Report) string {
+	switch {
+	case r.GrowthExceeded:
+		return "exceeds"
+	case r.Comparison.GrowthPercent == nil:
+		return "not checked against"
+	}
+	return "within"
+}
+
+// compressedCell is an image's compressed size, or its status when it has
+// none.
+func compressedCell(img Image) string {
+	if img.Status == StatusOK {
+		return HumanBytes(img.CompressedBytes)
+	}
+	return img.Status
+}
+
+// againstB is the compressed size (or status) of img's image in set B and
+// the ratio of A's to it; "–" for what is not there.
+func againstB(img Image, bIdx map[imageKey]Image) (bComp, rat string) {
+	bComp, rat = "–", "–"
+	if bi, ok := bIdx[imageKey{img.InstanceID, img.Platform}]; ok {
+		bComp = compressedCell(bi)
+		if bi.Status == StatusOK && img.Status == StatusOK {
+			rat = fmtRatio(ratio(img.CompressedBytes, bi.CompressedBytes))
+		}
+	}
+	return bComp, rat
+}
+
+// mdTotals writes the headline table and the growth verdict.
+func (b *page) mdTotals(r *Report) {
+	b.mdTable(totalsTable(r))
+	b.p("\n")
+	if c := r.Comparison; c != nil {
+		b.p("Growth of A against B (unique-layer compressed, %d common images): **%s**", c.CommonImages, fmtGrowth(c.GrowthPercent))
+		if r.MaxGrowthPercent != nil {
+			verdict := growthVerdict(r)
+			if r.GrowthExceeded {
+				verdict = "**EXCEEDS**"
+			}
+			b.p(" — %s the limit of %.2f%%", verdict, *r.MaxGrowthPercent)
+		}
+		b.p("\n\n")
+	}
+}
+
+// mdRepos writes the per-repository table.
+func (b *page) mdRepos(r *Report) {
+	b.p("### Per repository\n\n")
+	b.p("Unique-layer figures count a repository's distinct layers once; a layer shared across repositories (a base) is in each repository's figure.\n\n")
+	b.mdTable(reposTable(r))
+	b.p("\n")
+}
+
+// table is a table of the report, written as Markdown or HTML: its
+// header, its rows, and how many of its first columns are left-aligned
+// (the others are figures, right-aligned).
+type table struct {
+	header []string
+	rows   [][]string
+	left   int
+}
+
+// totalsTable is the headline table: A's totals, and with B B's, both on
+// the common images, and their ratios.
+func totalsTable(r *Report) table {
+	t := table{header: []string{"measure", "A"}, left: 1}
+	if r.B != nil {
+		t.header = []string{"measure", "A (all)", "B (all)", "A (common)", "B (common)", "A/B (common)"}
 	}
 	for _, row := range summaryRows(r) {
 		if row.hideIfNoUC && !r.UncompressedMeasured {
 			continue
 		}
 		if r.B == nil {
-			p("| %s | %s |\n", row.name, row.a)
+			t.rows = append(t.rows, []string{row.name, row.a})
 		} else {
-			p("| %s | %s | %s | %s | %s | %s |\n", row.name, row.a, row.b, row.ca, row.cb, row.ratio)
+			t.rows = append(t.rows, []string{row.name, row.a, row.b, row.ca, row.cb, row.ratio})
 		}
 	}
-	p("\n")
-	if c := r.Comparison; c != nil {
-		p("Growth of A against B (unique-layer compressed, %d common images): **%s**", c.CommonImages, fmtGrowth(c.GrowthPercent))
-		if r.MaxGrowthPercent != nil {
-			verdict := "within"
-			switch {
-			case r.GrowthExceeded:
-				verdict = "**EXCEEDS**"
-			case c.GrowthPercent == nil:
-				verdict = "not checked against"
-			}
-			p(" — %s the limit of %.2f%%", verdict, *r.MaxGrowthPercent)
-		}
-		p("\n\n")
-	}
-	p("### Per repository\n\n")
-	p("Unique-layer figures count a repository's distinct layers once; a layer shared across repositories (a base) is in each repository's figure.\n\n")
+	return t
+}
+
+// reposTable is the per-repository table: A's repositories, or with B the
+// union of both sets' and their ratios on the common images.
+func reposTable(r *Report) table {
 	if r.B == nil {
-		p("| repository | images | measured | naive compressed | unique-layer compressed | shared |\n|---|---:|---:|---:|---:|---:|\n")
+		t := table{header: []string{"repository", "images", "measured", "naive compressed", "unique-layer compressed", "shared"}, left: 1}
 		for _, rt := range r.A.Repos {
-			p("| %s | %d | %d | %s | %s | %s |\n", mdCell(rt.Repo), rt.Images, rt.Measured,
-				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction))
+			t.rows = append(t.rows, []string{rt.Repo, strconv.Itoa(rt.Images), strconv.Itoa(rt.Measured),
+				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction)})
 		}
-	} else {
-		p("| repository | A measured | A unique-layer compressed | B measured | B unique-layer compressed | common | A/B (common) |\n|---|---:|---:|---:|---:|---:|---:|\n")
-		for _, row := range repoRows(r) {
-			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(row.repo), row.aMeasured, row.aUnique, row.bMeasured, row.bUnique, row.common, row.ratio)
-		}
+		return t
 	}
-	p("\n")
-	for _, s := range sets(r) {
-		bad := notMeasured(s.set)
-		if len(bad) == 0 {
-			continue
-		}
-		p("### Not measured in %s (%d)\n\n| instance | platform | status | detail |\n|---|---|---|---|\n", s.name, len(bad))
-		for _, img := range bad {
-			p("| %s | %s | %s | %s |\n", mdCell(img.InstanceID), img.Platform, img.Status, mdCell(firstLine(img.Error, 200)))
-		}
-		p("\n")
+	t := table{header: []string{"repository", "A measured", "A unique-layer compressed", "B measured", "B unique-layer compressed", "common", "A/B (common)"}, left: 1}
+	for _, row := range repoRows(r) {
+		t.rows = append(t.rows, []string{row.repo, row.aMeasured, row.aUnique, row.bMeasured, row.bUnique, row.common, row.ratio})
 	}
-	p("<details><summary>Per image (%d)</summary>\n\n", len(r.A.Images))
+	return t
+}
+
+// mdTable writes t as a Markdown table, its cells escaped.
+func (b *page) mdTable(t table) {
+	b.p("| %s |\n|%s%s\n", strings.Join(t.header, " | "), strings.Repeat("---|", t.left), strings.Repeat("---:|", len(t.header)-t.left))
+	for _, row := range t.rows {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = mdCell(c)
+		}
+		b.p("| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+// mdImages writes the per-image rows in a collapsed block.
+func (b *page) mdImages(r *Report) {
+	b.p("<details><summary>Per image (%d)</summary>\n\n", len(r.A.Images))
 	if r.B == nil {
-		p("| instance | platform | compressed | uncompressed | layers | shared layers |\n|---|---|---:|---:|---:|---:|\n")
+		b.p("| instance | platform | compressed | uncompressed | layers | shared layers |\n|---|---|---:|---:|---:|---:|\n")
 	} else {
-		p("| instance | platform | A compressed | A uncompressed | layers | shared layers | B compressed | A/B |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		b.p("| instance | platform | A compressed | A uncompressed | layers | shared layers | B compressed | A/B |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
 	}
 	bIdx := imageIndex(r.B)
 	for _, img := range r.A.Images {
-		comp, unc := "–", humanPtr(img.UncompressedBytes)
-		if img.Status == StatusOK {
-			comp = HumanBytes(img.CompressedBytes)
-		} else {
-			comp = img.Status
-		}
+		comp, unc := compressedCell(img), humanPtr(img.UncompressedBytes)
 		if r.B == nil {
-			p("| %s | %s | %s | %s | %d | %d |\n", mdCell(img.InstanceID), img.Platform, comp, unc, img.Layers, img.SharedLayers)
+			b.p("| %s | %s | %s | %s | %d | %d |\n", mdCell(img.InstanceID), img.Platform, comp, unc, img.Layers, img.SharedLayers)
 			continue
 		}
-		bComp, rat := "–", "–"
-		if bi, ok := bIdx[imageKey{img.InstanceID, img.Platform}]; ok {
-			if bi.Status == StatusOK {
-				bComp = HumanBytes(bi.CompressedBytes)
-				if img.Status == StatusOK {
-					rat = fmtRatio(ratio(img.CompressedBytes, bi.CompressedBytes))
-				}
-			} else {
-				bComp = bi.Status
-			}
-		}
-		p("| %s | %s | %s | %s | %d | %d | %s | %s |\n", mdCell(img.InstanceID), img.Platform, comp, unc, img.Layers, img.SharedLayers, bComp, rat)
+		bComp, rat := againstB(img, bIdx)
+		b.p("| %s | %s | %s | %s | %d | %d | %s | %s |\n", mdCell(img.InstanceID), img.Platform, comp, unc, img.Layers, img.SharedLayers, bComp, rat)
 	}
-	p("\n</details>\n\n")
-	p("_%s_\n", UnitsNote)
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("writing Markdown report: %w", err)
-	}
-	return nil
+	b.p("\n</details>\n\n")
 }
 
 // imageKey is an instance's image on a platform.

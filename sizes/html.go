@@ -20,21 +20,51 @@ const (
 // unique-layer compressed size (A vs B), and the tables of the Markdown
 // report.
 func WriteHTML(w io.Writer, r *Report) error {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	var b page
 	e := html.EscapeString
-	p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>swebuild image sizes</title>\n")
-	p("<style>\n%s</style>\n</head>\n<body>\n", pageCSS)
-	p("<h1>Image sizes</h1>\n<p class=\"sets\"><span class=\"key\" style=\"background:%s\"></span><b>A</b> <code>%s</code>", colorA, e(r.A.Label))
+	b.p("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>swebuild image sizes</title>\n")
+	b.p("<style>\n%s</style>\n</head>\n<body>\n", pageCSS)
+	b.p("<h1>Image sizes</h1>\n<p class=\"sets\"><span class=\"key\" style=\"background:%s\"></span><b>A</b> <code>%s</code>", colorA, e(r.A.Label))
 	if r.B != nil {
-		p("<br><span class=\"key\" style=\"background:%s\"></span><b>B</b> <code>%s</code>", colorB, e(r.B.Label))
+		b.p("<br><span class=\"key\" style=\"background:%s\"></span><b>B</b> <code>%s</code>", colorB, e(r.B.Label))
 	}
-	p("</p>\n")
+	b.p("</p>\n")
+	b.htmlCards(r)
+	b.p("<h2>Unique-layer compressed size per repository</h2>\n")
+	b.p("<p class=\"note\">Each bar counts a repository's distinct layers once. A layer shared by several repositories (a base image) is in each of their bars, so the bars add up to more than the set's unique total.</p>\n")
+	b.p("%s\n", repoChart(r))
+	b.p("<h2>Totals</h2>\n<table>\n")
+	b.htmlTable(totalsTable(r))
+	b.p("</table>\n")
+	b.p("<h2>Per repository</h2>\n<table>\n")
+	b.htmlTable(reposTable(r))
+	b.p("</table>\n")
+	for _, s := range sets(r) {
+		bad := notMeasured(s.set)
+		if len(bad) == 0 {
+			continue
+		}
+		b.p("<h2>Not measured in %s (%d)</h2>\n<table>\n<tr><th>instance</th><th>platform</th><th>status</th><th>detail</th></tr>\n", s.name, len(bad))
+		for _, img := range bad {
+			b.p("<tr><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td class=\"detail\">%s</td></tr>\n",
+				e(img.InstanceID), e(img.Platform.String()), e(img.Status), e(img.Status), e(firstLine(img.Error, 300)))
+		}
+		b.p("</table>\n")
+	}
+	b.htmlImages(r)
+	b.p("<p class=\"note\">%s</p>\n</body>\n</html>\n", e(UnitsNote))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("writing HTML report: %w", err)
+	}
+	return nil
+}
 
-	// Headline cards.
-	p("<div class=\"cards\">\n")
+// htmlCards writes the headline cards and the growth verdict.
+func (b *page) htmlCards(r *Report) {
+	e := html.EscapeString
+	b.p("<div class=\"cards\">\n")
 	card := func(title, value, sub string) {
-		p("<div class=\"card\"><div class=\"t\">%s</div><div class=\"v\">%s</div><div class=\"s\">%s</div></div>\n", e(title), e(value), e(sub))
+		b.p("<div class=\"card\"><div class=\"t\">%s</div><div class=\"v\">%s</div><div class=\"s\">%s</div></div>\n", e(title), e(value), e(sub))
 	}
 	a := r.A.Totals
 	card("A unique-layer compressed", HumanBytes(a.UniqueCompressedBytes),
@@ -48,105 +78,55 @@ func WriteHTML(w io.Writer, r *Report) error {
 			fmt.Sprintf("%d common images, growth %s", c.CommonImages, fmtGrowth(c.GrowthPercent)))
 	}
 	card("A shared fraction", fmtPercent(a.SharedFraction), "of naive bytes saved by layer sharing")
-	p("</div>\n")
+	b.p("</div>\n")
 	if r.MaxGrowthPercent != nil && r.Comparison != nil {
-		cls, verdict := "ok", "within"
-		switch {
-		case r.GrowthExceeded:
-			cls, verdict = "bad", "exceeds"
-		case r.Comparison.GrowthPercent == nil:
-			verdict = "not checked against"
+		verdict := growthVerdict(r)
+		cls := "ok"
+		if r.GrowthExceeded {
+			cls = "bad"
 		}
-		p("<p class=\"%s\">Growth %s %s the limit of %.2f%%.</p>\n", cls, e(fmtGrowth(r.Comparison.GrowthPercent)), verdict, *r.MaxGrowthPercent)
+		b.p("<p class=\"%s\">Growth %s %s the limit of %.2f%%.</p>\n", cls, e(fmtGrowth(r.Comparison.GrowthPercent)), verdict, *r.MaxGrowthPercent)
 	}
+}
 
-	p("<h2>Unique-layer compressed size per repository</h2>\n")
-	p("<p class=\"note\">Each bar counts a repository's distinct layers once. A layer shared by several repositories (a base image) is in each of their bars, so the bars add up to more than the set's unique total.</p>\n")
-	p("%s\n", repoChart(r))
-
-	p("<h2>Totals</h2>\n<table>\n")
-	if r.B == nil {
-		p("<tr><th>measure</th><th>A</th></tr>\n")
-	} else {
-		p("<tr><th>measure</th><th>A (all)</th><th>B (all)</th><th>A (common)</th><th>B (common)</th><th>A/B (common)</th></tr>\n")
+// htmlTable writes t's rows (the header's first) as HTML, its cells
+// escaped.
+func (b *page) htmlTable(t table) {
+	e := html.EscapeString
+	b.p("<tr>")
+	for _, h := range t.header {
+		b.p("<th>%s</th>", e(h))
 	}
-	for _, row := range summaryRows(r) {
-		if row.hideIfNoUC && !r.UncompressedMeasured {
-			continue
+	b.p("</tr>\n")
+	for _, row := range t.rows {
+		b.p("<tr>")
+		for _, c := range row {
+			b.p("<td>%s</td>", e(c))
 		}
-		if r.B == nil {
-			p("<tr><td>%s</td><td>%s</td></tr>\n", e(row.name), e(row.a))
-		} else {
-			p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				e(row.name), e(row.a), e(row.b), e(row.ca), e(row.cb), e(row.ratio))
-		}
+		b.p("</tr>\n")
 	}
-	p("</table>\n")
+}
 
-	p("<h2>Per repository</h2>\n<table>\n")
-	if r.B == nil {
-		p("<tr><th>repository</th><th>images</th><th>measured</th><th>naive compressed</th><th>unique-layer compressed</th><th>shared</th></tr>\n")
-		for _, rt := range r.A.Repos {
-			p("<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", e(rt.Repo), rt.Images, rt.Measured,
-				naiveOrDash(rt.Totals), unmeasured(rt.Totals), fmtPercent(rt.SharedFraction))
-		}
-	} else {
-		p("<tr><th>repository</th><th>A measured</th><th>A unique-layer compressed</th><th>B measured</th><th>B unique-layer compressed</th><th>common</th><th>A/B (common)</th></tr>\n")
-		for _, row := range repoRows(r) {
-			p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-				e(row.repo), row.aMeasured, e(row.aUnique), row.bMeasured, e(row.bUnique), row.common, e(row.ratio))
-		}
-	}
-	p("</table>\n")
-
-	for _, s := range sets(r) {
-		bad := notMeasured(s.set)
-		if len(bad) == 0 {
-			continue
-		}
-		p("<h2>Not measured in %s (%d)</h2>\n<table>\n<tr><th>instance</th><th>platform</th><th>status</th><th>detail</th></tr>\n", s.name, len(bad))
-		for _, img := range bad {
-			p("<tr><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td class=\"detail\">%s</td></tr>\n",
-				e(img.InstanceID), e(img.Platform.String()), e(img.Status), e(img.Status), e(firstLine(img.Error, 300)))
-		}
-		p("</table>\n")
-	}
-
-	p("<details><summary>Per image (%d)</summary>\n<table>\n", len(r.A.Images))
-	p("<tr><th>instance</th><th>platform</th><th>A compressed</th><th>A uncompressed</th><th>layers</th><th>shared layers</th>")
+// htmlImages writes the collapsed per-image table.
+func (b *page) htmlImages(r *Report) {
+	e := html.EscapeString
+	b.p("<details><summary>Per image (%d)</summary>\n<table>\n", len(r.A.Images))
+	b.p("<tr><th>instance</th><th>platform</th><th>A compressed</th><th>A uncompressed</th><th>layers</th><th>shared layers</th>")
 	if r.B != nil {
-		p("<th>B compressed</th><th>A/B</th>")
+		b.p("<th>B compressed</th><th>A/B</th>")
 	}
-	p("</tr>\n")
+	b.p("</tr>\n")
 	bIdx := imageIndex(r.B)
 	for _, img := range r.A.Images {
-		comp := img.Status
-		if img.Status == StatusOK {
-			comp = HumanBytes(img.CompressedBytes)
-		}
-		p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td>", e(img.InstanceID), e(img.Platform.String()), e(comp),
+		b.p("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td>", e(img.InstanceID), e(img.Platform.String()), e(compressedCell(img)),
 			e(humanPtr(img.UncompressedBytes)), img.Layers, img.SharedLayers)
 		if r.B != nil {
-			bComp, rat := "–", "–"
-			if bi, ok := bIdx[imageKey{img.InstanceID, img.Platform}]; ok {
-				bComp = bi.Status
-				if bi.Status == StatusOK {
-					bComp = HumanBytes(bi.CompressedBytes)
-					if img.Status == StatusOK {
-						rat = fmtRatio(ratio(img.CompressedBytes, bi.CompressedBytes))
-					}
-				}
-			}
-			p("<td>%s</td><td>%s</td>", e(bComp), e(rat))
+			bComp, rat := againstB(img, bIdx)
+			b.p("<td>%s</td><td>%s</td>", e(bComp), e(rat))
 		}
-		p("</tr>\n")
+		b.p("</tr>\n")
 	}
-	p("</table>\n</details>\n")
-	p("<p class=\"note\">%s</p>\n</body>\n</html>\n", e(UnitsNote))
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("writing HTML report: %w", err)
-	}
-	return nil
+	b.p("</table>\n</details>\n")
 }
 
 const pageCSS = `body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; color: #111827; margin: 24px auto; max-width: 1140px; padding: 0 16px; }

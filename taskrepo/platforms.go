@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,11 +139,7 @@ func (p Plan) WriteTable(w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LANGUAGE\tTASKS\tLINUX/AMD64\tLINUX/ARM64")
-	names := make([]string, 0, len(langs))
-	for l := range langs {
-		names = append(names, l)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(langs))
 	for _, l := range names {
 		r := langs[l]
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", l, r.tasks, r.amd64, r.arm64)

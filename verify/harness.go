@@ -18,6 +18,7 @@ package verify
 import (
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,36 +97,15 @@ func changed(line string) bool {
 // Unified hunks are read by their line counts, so a removed "-- x" line is
 // not taken for a header.
 func scanPatch(patch string) []patchFile {
-	var files []patchFile
-	cur := -1
-	headers := false // the current file has its ---/+++ (or ***/---) pair
-	start := func() {
-		files = append(files, patchFile{})
-		cur, headers = len(files)-1, false
-	}
-	add := func(p string, strip bool) {
-		if p = cleanPatchPath(p, strip); p == "" {
-			return
-		}
-		if cur < 0 {
-			start()
-		}
-		for _, q := range files[cur].paths {
-			if q == p {
-				return
-			}
-		}
-		files[cur].paths = append(files[cur].paths, p)
-	}
+	var sc patchScanner
+	sc.cur = -1
 	lines := strings.Split(patch, "\n")
-	oldLeft, newLeft := 0, 0 // lines left in the current unified hunk
-	inContext := false       // in a context-diff hunk
 	for i := 0; i < len(lines); i++ {
 		line := strings.TrimSuffix(lines[i], "\r")
-		if oldLeft > 0 || newLeft > 0 {
+		if sc.oldLeft > 0 || sc.newLeft > 0 {
 			if !strings.HasPrefix(line, "\\") {
-				oldLeft, newLeft = countHunkLine(line, oldLeft, newLeft)
-				files[cur].lines = append(files[cur].lines, line)
+				sc.oldLeft, sc.newLeft = countHunkLine(line, sc.oldLeft, sc.newLeft)
+				sc.files[sc.cur].lines = append(sc.files[sc.cur].lines, line)
 			}
 			continue
 		}
@@ -133,55 +113,108 @@ func scanPatch(patch string) []patchFile {
 		if i+1 < len(lines) {
 			next = strings.TrimSuffix(lines[i+1], "\r")
 		}
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			start()
-			inContext = false
-			a, b := gitHeaderPaths(strings.TrimPrefix(line, "diff --git "))
-			add(a, true)
-			add(b, true)
-		case strings.HasPrefix(line, "Index: "):
-			start()
-			inContext = false
-			add(strings.TrimPrefix(line, "Index: "), false)
-		case strings.HasPrefix(line, "rename from "), strings.HasPrefix(line, "copy from "):
-			add(line[strings.Index(line, " from ")+6:], false)
-		case strings.HasPrefix(line, "rename to "), strings.HasPrefix(line, "copy to "):
-			add(line[strings.Index(line, " to ")+4:], false)
-		case contextRange().MatchString(line):
-			if cur >= 0 {
-				files[cur].lines = append(files[cur].lines, "@"+line)
-			}
-		case strings.HasPrefix(line, "--- ") && strings.HasPrefix(next, "+++ "),
-			strings.HasPrefix(line, "*** ") && strings.HasPrefix(next, "--- ") && !contextRange().MatchString(next):
-			if cur < 0 || headers || len(files[cur].lines) > 0 {
-				start()
-			}
-			headers, inContext = true, false
-			add(headerName(line[4:]), true)
-			add(headerName(next[4:]), true)
+		if sc.headerPair(line, next) {
 			i++
-		case strings.HasPrefix(line, "@@ -"):
-			inContext = false
-			if cur < 0 {
-				continue
-			}
-			files[cur].lines = append(files[cur].lines, "@"+line)
-			if m := unifiedRange().FindStringSubmatch(line); m != nil {
-				oldLeft, newLeft = rangeLen(m[1]), rangeLen(m[2])
-			}
-		case strings.HasPrefix(line, "***************"):
-			inContext = true
-			if cur >= 0 {
-				files[cur].lines = append(files[cur].lines, "@"+line)
-			}
-		case inContext && cur >= 0:
-			if l, ok := contextLine(line); ok {
-				files[cur].lines = append(files[cur].lines, l)
-			}
+			continue
+		}
+		sc.line(line)
+	}
+	return sc.files
+}
+
+// patchScanner is scanPatch's state: the files so far, the current one (-1
+// before the first), whether it has its header pair, the lines left in the
+// current unified hunk, and whether a context-diff hunk is being read.
+type patchScanner struct {
+	files            []patchFile
+	cur              int
+	headers          bool
+	oldLeft, newLeft int
+	inContext        bool
+}
+
+// start begins a new file.
+func (sc *patchScanner) start() {
+	sc.files = append(sc.files, patchFile{})
+	sc.cur, sc.headers = len(sc.files)-1, false
+}
+
+// add gives the current file (a new one when there is none) the name p,
+// stripped of its first component when strip.
+func (sc *patchScanner) add(p string, strip bool) {
+	if p = cleanPatchPath(p, strip); p == "" {
+		return
+	}
+	if sc.cur < 0 {
+		sc.start()
+	}
+	if slices.Contains(sc.files[sc.cur].paths, p) {
+		return
+	}
+	sc.files[sc.cur].paths = append(sc.files[sc.cur].paths, p)
+}
+
+// keep adds line to the current file's lines, if there is a current file.
+func (sc *patchScanner) keep(line string) {
+	if sc.cur >= 0 {
+		sc.files[sc.cur].lines = append(sc.files[sc.cur].lines, line)
+	}
+}
+
+// headerPair reads a unified ("---" then "+++") or context ("***" then
+// "---") header pair of line and next, and reports whether it was one.
+func (sc *patchScanner) headerPair(line, next string) bool {
+	unified := strings.HasPrefix(line, "--- ") && strings.HasPrefix(next, "+++ ")
+	context := strings.HasPrefix(line, "*** ") && strings.HasPrefix(next, "--- ") && !contextRange().MatchString(next)
+	// A context diff's range line ("*** 1,5 ****") is not a header.
+	if !unified && !context || contextRange().MatchString(line) {
+		return false
+	}
+	if sc.cur < 0 || sc.headers || len(sc.files[sc.cur].lines) > 0 {
+		sc.start()
+	}
+	sc.headers, sc.inContext = true, false
+	sc.add(headerName(line[4:]), true)
+	sc.add(headerName(next[4:]), true)
+	return true
+}
+
+// line reads one line that is neither in a unified hunk nor a header pair.
+func (sc *patchScanner) line(line string) {
+	switch {
+	case strings.HasPrefix(line, "diff --git "):
+		sc.start()
+		sc.inContext = false
+		a, b := gitHeaderPaths(strings.TrimPrefix(line, "diff --git "))
+		sc.add(a, true)
+		sc.add(b, true)
+	case strings.HasPrefix(line, "Index: "):
+		sc.start()
+		sc.inContext = false
+		sc.add(strings.TrimPrefix(line, "Index: "), false)
+	case strings.HasPrefix(line, "rename from "), strings.HasPrefix(line, "copy from "):
+		sc.add(line[strings.Index(line, " from ")+6:], false)
+	case strings.HasPrefix(line, "rename to "), strings.HasPrefix(line, "copy to "):
+		sc.add(line[strings.Index(line, " to ")+4:], false)
+	case contextRange().MatchString(line):
+		sc.keep("@" + line)
+	case strings.HasPrefix(line, "@@ -"):
+		sc.inContext = false
+		if sc.cur < 0 {
+			return
+		}
+		sc.keep("@" + line)
+		if m := unifiedRange().FindStringSubmatch(line); m != nil {
+			sc.oldLeft, sc.newLeft = rangeLen(m[1]), rangeLen(m[2])
+		}
+	case strings.HasPrefix(line, "***************"):
+		sc.inContext = true
+		sc.keep("@" + line)
+	case sc.inContext && sc.cur >= 0:
+		if l, ok := contextLine(line); ok {
+			sc.keep(l)
 		}
 	}
-	return files
 }
 
 var (
@@ -323,58 +356,106 @@ func cleanPatchPath(p string, strip bool) string {
 var pythonShadowed = map[string]bool{"pytest": true, "_pytest": true, "pluggy": true, "py": true, "unittest": true}
 
 // harnessReason says why path p of file f changes the test harness ("" when
-// it does not). named are the repository paths the eval script names.
+// it does not). named are the repository paths the eval script names. The
+// first of harnessRules whose match accepts the path gives the reason.
 func harnessReason(p string, f patchFile, named map[string]bool) string {
-	base := path.Base(p)
-	dir := path.Dir(p)
-	parts := strings.Split(p, "/")
-	for _, c := range parts {
-		if c == ".git" {
-			return "a file of the repository's .git directory (configuration, hooks): git runs what they name in the eval script"
-		}
+	h := harnessPath{base: path.Base(p), dir: path.Dir(p), parts: strings.Split(p, "/"), f: f}
+	if slices.Contains(h.parts, ".git") {
+		return "a file of the repository's .git directory (configuration, hooks): git runs what they name in the eval script"
 	}
 	if named[p] {
 		return "the eval script runs or reads it"
 	}
-	switch {
-	case base == "conftest.py":
-		return "pytest imports conftest.py files before the tests"
-	case base == "sitecustomize.py" || base == "usercustomize.py" || (len(parts) > 1 && (parts[len(parts)-2] == "sitecustomize" || parts[len(parts)-2] == "usercustomize")):
-		return "Python imports sitecustomize/usercustomize at start-up"
-	case strings.HasSuffix(base, ".pth"):
-		return "a .pth file: Python runs its import lines at start-up"
-	case len(parts) == 1 && strings.HasSuffix(base, ".py") && pythonShadowed[strings.TrimSuffix(base, ".py")]:
-		return "shadows the Python module " + strings.TrimSuffix(base, ".py") + " the test runner imports (python -m puts the repository's root first on sys.path)"
-	case len(parts) > 1 && strings.HasSuffix(base, ".py") && pythonShadowed[parts[0]]:
-		return "shadows the Python package " + parts[0] + " the test runner imports (python -m puts the repository's root first on sys.path)"
-	case base == "pytest.ini" || base == ".pytest.ini":
-		return "pytest's configuration"
-	case base == "tox.ini":
-		return sectionReason(f, "tox.ini", func(s string) bool {
+	for _, r := range harnessRules {
+		if r.match(h) {
+			return r.reason(h)
+		}
+	}
+	return ""
+}
+
+// harnessPath is one changed path of a patch as harnessRules look at it.
+type harnessPath struct {
+	base, dir string
+	parts     []string // the path's components
+	f         patchFile
+}
+
+// parent is the name of the directory holding the file ("" at the root).
+func (h harnessPath) parent() string {
+	if len(h.parts) < 2 {
+		return ""
+	}
+	return h.parts[len(h.parts)-2]
+}
+
+// harnessRule is one kind of file that changes the test harness: match says
+// whether a path is of that kind, reason why it changes the harness ("" when
+// this file's change does not, e.g. a tox.ini section pytest does not read).
+type harnessRule struct {
+	match  func(h harnessPath) bool
+	reason func(h harnessPath) string
+}
+
+// harnessName is a match for the file names given.
+func harnessName(names ...string) func(h harnessPath) bool {
+	return func(h harnessPath) bool { return slices.Contains(names, h.base) }
+}
+
+// harnessSays is a reason that is always why.
+func harnessSays(why string) func(h harnessPath) string {
+	return func(harnessPath) string { return why }
+}
+
+// harnessRules are the kinds of files that change the test harness, in the
+// order they are tried.
+var harnessRules = []harnessRule{
+	{harnessName("conftest.py"), harnessSays("pytest imports conftest.py files before the tests")},
+	{func(h harnessPath) bool {
+		return harnessName("sitecustomize.py", "usercustomize.py")(h) || h.parent() == "sitecustomize" || h.parent() == "usercustomize"
+	}, harnessSays("Python imports sitecustomize/usercustomize at start-up")},
+	{func(h harnessPath) bool { return strings.HasSuffix(h.base, ".pth") },
+		harnessSays("a .pth file: Python runs its import lines at start-up")},
+	{func(h harnessPath) bool {
+		return len(h.parts) == 1 && strings.HasSuffix(h.base, ".py") && pythonShadowed[strings.TrimSuffix(h.base, ".py")]
+	}, func(h harnessPath) string {
+		return "shadows the Python module " + strings.TrimSuffix(h.base, ".py") + " the test runner imports (python -m puts the repository's root first on sys.path)"
+	}},
+	{func(h harnessPath) bool {
+		return len(h.parts) > 1 && strings.HasSuffix(h.base, ".py") && pythonShadowed[h.parts[0]]
+	}, func(h harnessPath) string {
+		return "shadows the Python package " + h.parts[0] + " the test runner imports (python -m puts the repository's root first on sys.path)"
+	}},
+	{harnessName("pytest.ini", ".pytest.ini"), harnessSays("pytest's configuration")},
+	{harnessName("tox.ini"), func(h harnessPath) string {
+		return sectionReason(h.f, "tox.ini", func(s string) bool {
 			return s == "pytest" || s == "tox" || strings.HasPrefix(s, "tox:") || strings.HasPrefix(s, "testenv")
 		})
-	case base == "setup.cfg":
-		return sectionReason(f, "setup.cfg", func(s string) bool { return s == "tool:pytest" || s == "pytest" })
-	case base == "pyproject.toml":
-		return sectionReason(f, "pyproject.toml", func(s string) bool {
+	}},
+	{harnessName("setup.cfg"), func(h harnessPath) string {
+		return sectionReason(h.f, "setup.cfg", func(s string) bool { return s == "tool:pytest" || s == "pytest" })
+	}},
+	{harnessName("pyproject.toml"), func(h harnessPath) string {
+		return sectionReason(h.f, "pyproject.toml", func(s string) bool {
 			return s == "tool.pytest" || strings.HasPrefix(s, "tool.pytest.") || s == "tool.tox" || strings.HasPrefix(s, "tool.tox.")
 		})
-	case base == "package.json":
-		return packageJSONReason(f)
-	case jsRunnerConfig().MatchString(base) || base == "mocha.opts":
-		return "JavaScript test runner configuration"
-	case base == "phpunit.xml" || base == "phpunit.xml.dist" || base == ".rspec":
-		return "test runner configuration"
-	case (base == "config" || base == "config.toml") && path.Base(dir) == ".cargo":
-		return "cargo configuration (a runner for test binaries)"
-	case strings.HasSuffix(base, ".go"):
-		for _, l := range f.lines {
+	}},
+	{harnessName("package.json"), func(h harnessPath) string { return packageJSONReason(h.f) }},
+	{func(h harnessPath) bool { return jsRunnerConfig().MatchString(h.base) || h.base == "mocha.opts" },
+		harnessSays("JavaScript test runner configuration")},
+	{harnessName("phpunit.xml", "phpunit.xml.dist", ".rspec"), harnessSays("test runner configuration")},
+	{func(h harnessPath) bool {
+		return harnessName("config", "config.toml")(h) && path.Base(h.dir) == ".cargo"
+	},
+		harnessSays("cargo configuration (a runner for test binaries)")},
+	{func(h harnessPath) bool { return strings.HasSuffix(h.base, ".go") }, func(h harnessPath) string {
+		for _, l := range h.f.lines {
 			if changed(l) && goTestMain().MatchString(l[1:]) {
 				return "adds or changes a Go TestMain, which runs the tests"
 			}
 		}
-	}
-	return ""
+		return ""
+	}},
 }
 
 var (
@@ -511,7 +592,7 @@ func indentOf(s string) int {
 // run by it.
 func evalScriptPaths(script string) map[string]bool {
 	out := map[string]bool{}
-	cwd, known := "", true // the working directory, relative to /testbed
+	wd := scriptDir{known: true}
 	var delim string
 	for _, line := range strings.Split(script, "\n") {
 		if delim != "" {
@@ -532,56 +613,78 @@ func evalScriptPaths(script string) map[string]bool {
 				continue
 			}
 			if words[0] == "cd" {
-				switch {
-				case len(words) < 2:
-					cwd, known = "", true
-				case words[1] == "/testbed" || words[1] == "/testbed/":
-					cwd, known = "", true
-				case strings.HasPrefix(words[1], "/") || strings.Contains(words[1], "$"):
-					known = false
-				default:
-					cwd = strings.TrimPrefix(path.Clean("/"+cwd+"/"+words[1]), "/")
-				}
+				wd.cd(words)
 				continue
 			}
-			if !known {
-				continue
-			}
-			file := ""
-			switch w := words[0]; {
-			case w == "source" || w == ".":
-				if len(words) > 1 {
-					file = words[1]
-				}
-			case scriptInterpreters[path.Base(w)]:
-				for _, a := range words[1:] {
-					if a == "-c" || a == "-m" || a == "-e" {
-						break
-					}
-					if !strings.HasPrefix(a, "-") {
-						file = a
-						break
-					}
-				}
-			case strings.Contains(w, "/"):
-				file = w
-			}
-			if file == "" || strings.ContainsAny(file, "$*?[`") {
-				continue
-			}
-			if rest, ok := strings.CutPrefix(file, "/testbed/"); ok {
-				file = rest
-			} else if strings.HasPrefix(file, "/") {
-				continue
-			} else {
-				file = cwd + "/" + file
-			}
-			if p := strings.TrimPrefix(path.Clean("/"+file), "/"); p != "" && !strings.HasPrefix(p, "..") {
+			if p, ok := wd.resolve(commandFile(words)); ok {
 				out[p] = true
 			}
 		}
 	}
 	return out
+}
+
+// scriptDir is an eval script's working directory, relative to /testbed, as
+// its cd commands move it; known is false once a cd leaves what can be
+// followed (an absolute path elsewhere, a variable).
+type scriptDir struct {
+	cwd   string
+	known bool
+}
+
+// cd follows the command cd words[1:].
+func (d *scriptDir) cd(words []string) {
+	switch {
+	case len(words) < 2:
+		d.cwd, d.known = "", true
+	case words[1] == "/testbed" || words[1] == "/testbed/":
+		d.cwd, d.known = "", true
+	case strings.HasPrefix(words[1], "/") || strings.Contains(words[1], "$"):
+		d.known = false
+	default:
+		d.cwd = strings.TrimPrefix(path.Clean("/"+d.cwd+"/"+words[1]), "/")
+	}
+}
+
+// resolve is file's repository path when the working directory is known and
+// file names one inside /testbed without globs or variables.
+func (d *scriptDir) resolve(file string) (string, bool) {
+	if !d.known || file == "" || strings.ContainsAny(file, "$*?[`") {
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(file, "/testbed/"); ok {
+		file = rest
+	} else if strings.HasPrefix(file, "/") {
+		return "", false
+	} else {
+		file = d.cwd + "/" + file
+	}
+	p := strings.TrimPrefix(path.Clean("/"+file), "/")
+	return p, p != "" && !strings.HasPrefix(p, "..")
+}
+
+// commandFile is the file a command runs or reads: what source or . reads,
+// the script an interpreter is given, or the program when it is a path (""
+// when none).
+func commandFile(words []string) string {
+	switch w := words[0]; {
+	case w == "source" || w == ".":
+		if len(words) > 1 {
+			return words[1]
+		}
+	case scriptInterpreters[path.Base(w)]:
+		for _, a := range words[1:] {
+			if a == "-c" || a == "-m" || a == "-e" {
+				break
+			}
+			if !strings.HasPrefix(a, "-") {
+				return a
+			}
+		}
+	case strings.Contains(w, "/"):
+		return w
+	}
+	return ""
 }
 
 // scriptInterpreters run the script file they are given first.

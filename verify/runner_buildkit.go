@@ -446,10 +446,11 @@ func readOutputs(ctx context.Context, ref gateway.Reference, dir string, max int
 			continue // NAME.tail, NAME.size, or not the wrapper's
 		}
 		g.Go(func() error {
-			if !cappedOutput(name) {
-				if size > maxWrapperFile {
-					return fmt.Errorf("output %s is %d bytes, more than the %d-byte limit", name, size, int64(maxWrapperFile))
-				}
+			tsize, cutByWrapper := sizes[name+".tail"]
+			if !cappedOutput(name) && size > maxWrapperFile {
+				return fmt.Errorf("output %s is %d bytes, more than the %d-byte limit", name, size, int64(maxWrapperFile))
+			}
+			if !cappedOutput(name) || !cutByWrapper && size <= head+tail {
 				b, err := readRange(gctx, ref, dir, name, 0, size)
 				if err != nil {
 					return err
@@ -460,8 +461,9 @@ func readOutputs(ctx context.Context, ref gateway.Reference, dir string, max int
 				return nil
 			}
 			var h, t []byte
+			var err error
 			total := size
-			if tsize, ok := sizes[name+".tail"]; ok {
+			if cutByWrapper {
 				// Cut by the wrapper: NAME is the head.
 				if total, err = readSize(gctx, ref, dir, name+".size", sizes[name+".size"]); err != nil {
 					return err
@@ -472,22 +474,13 @@ func readOutputs(ctx context.Context, ref gateway.Reference, dir string, max int
 				if t, err = readRange(gctx, ref, dir, name+".tail", max0(tsize-tail), min(tsize, tail)); err != nil {
 					return err
 				}
-			} else if size > head+tail {
+			} else {
 				if h, err = readRange(gctx, ref, dir, name, 0, head); err != nil {
 					return err
 				}
 				if t, err = readRange(gctx, ref, dir, name, size-tail, tail); err != nil {
 					return err
 				}
-			} else {
-				b, err := readRange(gctx, ref, dir, name, 0, size)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				files[name] = string(b)
-				mu.Unlock()
-				return nil
 			}
 			text, omitted := joinHeadTail(h, t, total)
 			mu.Lock()

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -495,11 +496,7 @@ func inputTar(files map[string]inputFile) (io.Reader, error) {
 			return nil, fmt.Errorf("packing the inputs: %w", err)
 		}
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, n := range names {
 		f := files[n]
 		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(inDir, "/") + "/" + n, Mode: int64(f.mode.Perm()), Size: int64(len(f.data)), ModTime: epoch}

@@ -237,94 +237,172 @@ func pySlice2(s string) string {
 // parsePatchSet follows unidiff 0.7.3 PatchSet._parse closely enough to get
 // the same file list and the same parse errors for malformed hunks.
 func parsePatchSet(patch string) ([]patchedFile, error) {
-	files := make([]patchedFile, 0, 4)
-	cur := -1          // index of current_file, -1 for None
-	patchInfo := false // patch_info is not None
-	sourceFile := ""
-	r := &lineReader{s: patch}
+	ps := &patchSetParser{files: make([]patchedFile, 0, 4), cur: -1, r: &lineReader{s: patch}}
 	for {
-		line, ok := r.next()
+		line, ok := ps.r.next()
 		if !ok {
-			return files, nil
+			return ps.files, nil
 		}
-		if src, tgt, ok := gitHeader(line); ok {
-			patchInfo = true
-			sourceFile = src
-			files = append(files, patchedFile{source: src, target: tgt})
-			cur = len(files) - 1
-			continue
-		}
-		if isModeLine(line, "new file mode ") {
-			if cur < 0 || !patchInfo {
-				return nil, fmt.Errorf("test_patch line %d: unexpected new file found", r.no)
-			}
-			files[cur].source = devNull
-			continue
-		}
-		if isModeLine(line, "deleted file mode ") {
-			if cur < 0 || !patchInfo {
-				return nil, fmt.Errorf("test_patch line %d: unexpected deleted file found", r.no)
-			}
-			files[cur].target = devNull
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, "--- "); ok {
-			if name, ok := fileName(rest); ok {
-				sourceFile = name
-				if cur >= 0 && files[cur].source != name {
-					cur = -1
-				}
-				continue
-			}
-		}
-		if rest, ok := strings.CutPrefix(line, "+++ "); ok {
-			if name, ok := fileName(rest); ok {
-				if cur >= 0 && files[cur].target != name {
-					return nil, fmt.Errorf("test_patch line %d: target without source: %q", r.no, strings.TrimSuffix(line, "\n"))
-				}
-				if cur < 0 {
-					files = append(files, patchedFile{source: sourceFile, target: name})
-					cur = len(files) - 1
-					patchInfo = false
-				}
-				continue
-			}
-		}
-		if ss, sl, ts, tl, ok := hunkHeader(line); ok {
-			patchInfo = false
-			if cur < 0 {
-				return nil, fmt.Errorf("test_patch line %d: unexpected hunk found", r.no)
-			}
-			if err := skipHunk(r, ss, sl, ts, tl); err != nil {
+		matched := false
+		for _, step := range patchSetSteps {
+			var err error
+			if matched, err = step(ps, line); err != nil {
 				return nil, err
 			}
-			files[cur].hunks++
-			continue
-		}
-		if strings.HasPrefix(line, `\ No newline at end of file`) {
-			if cur < 0 || files[cur].hunks == 0 {
-				return nil, fmt.Errorf("test_patch line %d: unexpected no-newline marker", r.no)
+			if matched {
+				break
 			}
-			continue
 		}
-		if line == "\n" && cur >= 0 {
-			if files[cur].hunks == 0 {
-				return nil, fmt.Errorf("test_patch line %d: unexpected trailing newline character", r.no)
-			}
-			continue
+		if !matched {
+			ps.other(line)
 		}
-		if !patchInfo {
-			cur = -1
-			patchInfo = true
+	}
+}
+
+// patchSetParser is PatchSet._parse's state: the files so far, the index of
+// current_file (-1 for None), whether patch_info is not None, and the last
+// source file name.
+type patchSetParser struct {
+	files      []patchedFile
+	cur        int
+	patchInfo  bool
+	sourceFile string
+	r          *lineReader
+}
+
+// patchSetSteps are the kinds of lines PatchSet._parse tries, in its order;
+// each reports whether the line was of its kind. A line of none is other.
+var patchSetSteps = []func(ps *patchSetParser, line string) (bool, error){
+	(*patchSetParser).gitHeader,
+	(*patchSetParser).newFile,
+	(*patchSetParser).deletedFile,
+	(*patchSetParser).sourceHeader,
+	(*patchSetParser).targetHeader,
+	(*patchSetParser).hunk,
+	(*patchSetParser).noNewline,
+	(*patchSetParser).blankLine,
+}
+
+func (ps *patchSetParser) gitHeader(line string) (bool, error) {
+	src, tgt, ok := gitHeader(line)
+	if !ok {
+		return false, nil
+	}
+	ps.patchInfo = true
+	ps.sourceFile = src
+	ps.files = append(ps.files, patchedFile{source: src, target: tgt})
+	ps.cur = len(ps.files) - 1
+	return true, nil
+}
+
+func (ps *patchSetParser) newFile(line string) (bool, error) {
+	if !isModeLine(line, "new file mode ") {
+		return false, nil
+	}
+	if ps.cur < 0 || !ps.patchInfo {
+		return false, fmt.Errorf("test_patch line %d: unexpected new file found", ps.r.no)
+	}
+	ps.files[ps.cur].source = devNull
+	return true, nil
+}
+
+func (ps *patchSetParser) deletedFile(line string) (bool, error) {
+	if !isModeLine(line, "deleted file mode ") {
+		return false, nil
+	}
+	if ps.cur < 0 || !ps.patchInfo {
+		return false, fmt.Errorf("test_patch line %d: unexpected deleted file found", ps.r.no)
+	}
+	ps.files[ps.cur].target = devNull
+	return true, nil
+}
+
+func (ps *patchSetParser) sourceHeader(line string) (bool, error) {
+	rest, ok := strings.CutPrefix(line, "--- ")
+	if !ok {
+		return false, nil
+	}
+	name, ok := fileName(rest)
+	if !ok {
+		return false, nil
+	}
+	ps.sourceFile = name
+	if ps.cur >= 0 && ps.files[ps.cur].source != name {
+		ps.cur = -1
+	}
+	return true, nil
+}
+
+func (ps *patchSetParser) targetHeader(line string) (bool, error) {
+	rest, ok := strings.CutPrefix(line, "+++ ")
+	if !ok {
+		return false, nil
+	}
+	name, ok := fileName(rest)
+	if !ok {
+		return false, nil
+	}
+	if ps.cur >= 0 && ps.files[ps.cur].target != name {
+		return false, fmt.Errorf("test_patch line %d: target without source: %q", ps.r.no, strings.TrimSuffix(line, "\n"))
+	}
+	if ps.cur < 0 {
+		ps.files = append(ps.files, patchedFile{source: ps.sourceFile, target: name})
+		ps.cur = len(ps.files) - 1
+		ps.patchInfo = false
+	}
+	return true, nil
+}
+
+func (ps *patchSetParser) hunk(line string) (bool, error) {
+	ss, sl, ts, tl, ok := hunkHeader(line)
+	if !ok {
+		return false, nil
+	}
+	ps.patchInfo = false
+	if ps.cur < 0 {
+		return false, fmt.Errorf("test_patch line %d: unexpected hunk found", ps.r.no)
+	}
+	if err := skipHunk(ps.r, ss, sl, ts, tl); err != nil {
+		return false, err
+	}
+	ps.files[ps.cur].hunks++
+	return true, nil
+}
+
+func (ps *patchSetParser) noNewline(line string) (bool, error) {
+	if !strings.HasPrefix(line, `\ No newline at end of file`) {
+		return false, nil
+	}
+	if ps.cur < 0 || ps.files[ps.cur].hunks == 0 {
+		return false, fmt.Errorf("test_patch line %d: unexpected no-newline marker", ps.r.no)
+	}
+	return true, nil
+}
+
+func (ps *patchSetParser) blankLine(line string) (bool, error) {
+	if line != "\n" || ps.cur < 0 {
+		return false, nil
+	}
+	if ps.files[ps.cur].hunks == 0 {
+		return false, fmt.Errorf("test_patch line %d: unexpected trailing newline character", ps.r.no)
+	}
+	return true, nil
+}
+
+// other is a line of no kind patchSetSteps know: it ends the current file's
+// patch info; a binary-files line adds a file.
+func (ps *patchSetParser) other(line string) {
+	if !ps.patchInfo {
+		ps.cur = -1
+		ps.patchInfo = true
+	}
+	if src, tgt, ok := binaryHeader(line); ok {
+		if ps.cur < 0 {
+			ps.files = append(ps.files, patchedFile{source: src, target: tgt})
 		}
-		if src, tgt, ok := binaryHeader(line); ok {
-			if cur < 0 {
-				files = append(files, patchedFile{source: src, target: tgt})
-			}
-			sourceFile = src
-			patchInfo = false
-			cur = -1
-		}
+		ps.sourceFile = src
+		ps.patchInfo = false
+		ps.cur = -1
 	}
 }
 

@@ -195,56 +195,74 @@ func (r *Renderer) renderRecipe(rec *spec.Recipe, inst *core.Instance, prevRec *
 		res.Profile = rec.Profile.Name
 		res.contextFiles = rec.Profile.Context
 	}
-	var err error
+	// A recipe with the same scripts as the previous instance's reuses them.
 	same, sameEnv := sameScripts(prevRec, rec)
-	envHash := ""
-	switch {
-	case same:
+	if same {
 		res.RepoScriptList, res.SetupRepo = prev.RepoScriptList, prev.SetupRepo
 		res.EvalScriptList, res.Eval = prev.EvalScriptList, prev.Eval
-	case common:
-		res.RepoScriptList = repoScriptListCommon(rec, inst)
-		if res.EvalScriptList, err = r.evalScriptListCommon(rec, inst); err != nil {
-			return nil, fmt.Errorf("eval script: %w", err)
-		}
-	default:
-		res.RepoScriptList = r.repoScriptList(rec, inst)
-		if res.EvalScriptList, err = r.evalScriptList(rec, inst); err != nil {
-			return nil, fmt.Errorf("eval script: %w", err)
-		}
+	} else if err := r.repoAndEvalScripts(res, rec, inst, common); err != nil {
+		return nil, err
 	}
-	if !same {
-		res.SetupRepo = joinScript("set -euxo pipefail", res.RepoScriptList)
-		res.Eval = joinScript("set -uxo pipefail", res.EvalScriptList)
-	}
-	switch {
-	case sameEnv:
+	if sameEnv {
 		res.EnvScriptList, res.SetupEnv = prev.EnvScriptList, prev.SetupEnv
-		envHash = prev.envHash
-	case common:
-		res.EnvScriptList = envScriptListCommon(rec)
-	default:
-		if res.EnvScriptList, err = r.envScriptList(rec, inst); err != nil {
-			return nil, fmt.Errorf("env script: %w", err)
-		}
+		res.envHash = prev.envHash
+	} else if err := r.envScript(res, rec, inst, common); err != nil {
+		return nil, err
 	}
-	if !sameEnv {
-		res.SetupEnv = joinScript("set -euxo pipefail", res.EnvScriptList)
-		envHash = EnvHash(res.EnvScriptList, rec.Spec.DockerSpecs)
-	}
-	res.envHash = envHash
 
 	lang, arch := rec.Language, rec.Platform.Arch()
 	res.BaseKey = BaseKey(lang, arch, rec.Spec.DockerSpecs)
-	res.EnvKey = "sweb.env." + lang + "." + arch + "." + envHash + ":latest"
+	res.EnvKey = "sweb.env." + lang + "." + arch + "." + res.envHash + ":latest"
 	res.InstanceKey = "sweb.eval." + arch + "." + strings.ToLower(inst.InstanceID) + ":latest"
+	if err := res.dockerfiles(rec); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
 
-	platform := rec.Platform.Dockerfile()
+// repoAndEvalScripts sets res's repo and eval scripts for rec: the common
+// languages' (common) or Python's.
+func (r *Renderer) repoAndEvalScripts(res *Result, rec *spec.Recipe, inst *core.Instance, common bool) error {
+	var err error
+	if common {
+		res.RepoScriptList = repoScriptListCommon(rec, inst)
+		res.EvalScriptList, err = r.evalScriptListCommon(rec, inst)
+	} else {
+		res.RepoScriptList = r.repoScriptList(rec, inst)
+		res.EvalScriptList, err = r.evalScriptList(rec, inst)
+	}
+	if err != nil {
+		return fmt.Errorf("eval script: %w", err)
+	}
+	res.SetupRepo = joinScript("set -euxo pipefail", res.RepoScriptList)
+	res.Eval = joinScript("set -uxo pipefail", res.EvalScriptList)
+	return nil
+}
+
+// envScript sets res's env script for rec, and the env hash it gives.
+func (r *Renderer) envScript(res *Result, rec *spec.Recipe, inst *core.Instance, common bool) error {
+	if common {
+		res.EnvScriptList = envScriptListCommon(rec)
+	} else {
+		var err error
+		if res.EnvScriptList, err = r.envScriptList(rec, inst); err != nil {
+			return fmt.Errorf("env script: %w", err)
+		}
+	}
+	res.SetupEnv = joinScript("set -euxo pipefail", res.EnvScriptList)
+	res.envHash = EnvHash(res.EnvScriptList, rec.Spec.DockerSpecs)
+	return nil
+}
+
+// dockerfiles fills the recipe's base, env and instance templates: the
+// platform, architectures and image keys, then the docker specs
+// ({**DEFAULT_DOCKER_SPECS, **docker_specs}: the spec's entries first).
+func (res *Result) dockerfiles(rec *spec.Recipe) error {
+	platform, arch := rec.Platform.Dockerfile(), rec.Platform.Arch()
 	condaArch := arch
 	if rec.Platform == core.ARM64 {
 		condaArch = "aarch64"
 	}
-	// {**DEFAULT_DOCKER_SPECS, **docker_specs}: the spec's entries first.
 	dockerVar := func(name string) (string, bool) {
 		if v, ok := rec.Spec.DockerSpecs.Lookup(name); ok {
 			return v, true
@@ -252,44 +270,37 @@ func (r *Renderer) renderRecipe(rec *spec.Recipe, inst *core.Instance, prevRec *
 		v, ok := rec.DockerDefaults[name]
 		return v, ok
 	}
-	if res.BaseDockerfile, err = pyFormat(rec.BaseTemplate, func(name string) (string, bool) {
-		switch name {
-		case "platform":
-			return platform, true
-		case "conda_arch":
-			return condaArch, true
-		case "arch":
-			return arch, true
-		}
-		return dockerVar(name)
-	}); err != nil {
-		return nil, fmt.Errorf("Dockerfile.base: %w", err)
+	var err error
+	if res.BaseDockerfile, err = pyFormat(rec.BaseTemplate, templateVars(map[string]string{
+		"platform": platform, "conda_arch": condaArch, "arch": arch,
+	}, dockerVar)); err != nil {
+		return fmt.Errorf("Dockerfile.base: %w", err)
 	}
-	if res.EnvDockerfile, err = pyFormat(rec.EnvTemplate, func(name string) (string, bool) {
-		switch name {
-		case "platform":
-			return platform, true
-		case "arch":
-			return arch, true
-		case "base_image_key":
-			return res.BaseKey, true
-		}
-		return dockerVar(name)
-	}); err != nil {
-		return nil, fmt.Errorf("Dockerfile.env: %w", err)
+	if res.EnvDockerfile, err = pyFormat(rec.EnvTemplate, templateVars(map[string]string{
+		"platform": platform, "arch": arch, "base_image_key": res.BaseKey,
+	}, dockerVar)); err != nil {
+		return fmt.Errorf("Dockerfile.env: %w", err)
 	}
-	if res.InstanceDockerfile, err = pyFormat(rec.InstanceTemplate, func(name string) (string, bool) {
-		switch name {
-		case "platform":
-			return platform, true
-		case "env_image_name":
-			return res.EnvKey, true
-		}
-		return "", false
-	}); err != nil {
-		return nil, fmt.Errorf("Dockerfile.instance: %w", err)
+	if res.InstanceDockerfile, err = pyFormat(rec.InstanceTemplate, templateVars(map[string]string{
+		"platform": platform, "env_image_name": res.EnvKey,
+	}, nil)); err != nil {
+		return fmt.Errorf("Dockerfile.instance: %w", err)
 	}
-	return res, nil
+	return nil
+}
+
+// templateVars looks a template's names up in vars, then in rest (nil:
+// nowhere else).
+func templateVars(vars map[string]string, rest func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := vars[name]; ok {
+			return v, true
+		}
+		if rest == nil {
+			return "", false
+		}
+		return rest(name)
+	}
 }
 
 // BaseKey is TestSpec.base_image_key: sweb.base.<lang>.<arch>:latest, with

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/swebuild/swebuild/core"
@@ -147,11 +147,7 @@ func (t *Tables) addProfile(g ProfileSpecs, path, where string) error {
 	if p.Language == "" {
 		p.Language = "py"
 	}
-	repos := make([]string, 0, len(g.Specs))
-	for repo := range g.Specs {
-		repos = append(repos, repo)
-	}
-	sort.Strings(repos)
+	repos := slices.Sorted(maps.Keys(g.Specs))
 	for _, repo := range repos {
 		if _, ok := t.RepoToExt[repo]; ok {
 			return fmt.Errorf("%s: %sspecs.%s: repo is already in the upstream table", path, where, repo)

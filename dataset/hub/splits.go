@@ -3,8 +3,10 @@ package hub
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -241,79 +243,116 @@ var splitKeywords = []struct {
 // file names; else every file is "train".
 func (rev *revision) splits() (map[string][]RepoFile, error) {
 	if len(rev.Configs) > 0 {
-		var def *config
-		for i := range rev.Configs {
-			c := &rev.Configs[i]
-			if len(rev.Configs) == 1 || c.Name == "default" || c.Default {
-				if def != nil {
-					return nil, fmt.Errorf("the dataset card has several default configs: %q and %q", def.Name, c.Name)
-				}
-				def = c
-			}
-		}
-		if def == nil {
-			var names []string
-			for _, c := range rev.Configs {
-				names = append(names, c.Name)
-			}
-			return nil, fmt.Errorf("the dataset card has no default config (configs: %s)", strings.Join(names, ", "))
+		def, err := rev.defaultConfig()
+		if err != nil {
+			return nil, err
 		}
 		if len(def.DataFiles) > 0 {
-			out := map[string][]RepoFile{}
-			for _, df := range def.DataFiles {
-				for _, f := range rev.Files {
-					for _, p := range df.Paths {
-						if globMatch(strings.TrimPrefix(p, "./"), f.Path) {
-							out[df.Split] = append(out[df.Split], f)
-							break
-						}
-					}
-				}
-				if _, ok := out[df.Split]; !ok {
-					out[df.Split] = nil // named by the card, but no file matches
-				}
-			}
-			return out, nil
+			return def.splits(rev.Files), nil
 		}
 	}
 	files := dataCandidates(rev.Files)
+	for _, layout := range []func([]RepoFile) (map[string][]RepoFile, error){shardedSplits, convertedSplits, keywordSplits} {
+		if out, err := layout(files); err != nil || len(out) > 0 {
+			return out, err
+		}
+	}
+	out := map[string][]RepoFile{}
+	if len(files) > 0 {
+		out["train"] = files
+	}
+	return out, nil
+}
+
+// defaultConfig is the dataset card's default config: the only one, the one
+// named "default" or the one marked default.
+func (rev *revision) defaultConfig() (*config, error) {
+	var def *config
+	for i := range rev.Configs {
+		c := &rev.Configs[i]
+		if len(rev.Configs) == 1 || c.Name == "default" || c.Default {
+			if def != nil {
+				return nil, fmt.Errorf("the dataset card has several default configs: %q and %q", def.Name, c.Name)
+			}
+			def = c
+		}
+	}
+	if def == nil {
+		var names []string
+		for _, c := range rev.Configs {
+			names = append(names, c.Name)
+		}
+		return nil, fmt.Errorf("the dataset card has no default config (configs: %s)", strings.Join(names, ", "))
+	}
+	return def, nil
+}
+
+// splits are the files of each split the config's data_files name; a split
+// whose patterns match no file is there with none.
+func (c *config) splits(files []RepoFile) map[string][]RepoFile {
+	out := map[string][]RepoFile{}
+	for _, df := range c.DataFiles {
+		for _, f := range files {
+			for _, p := range df.Paths {
+				if globMatch(strings.TrimPrefix(p, "./"), f.Path) {
+					out[df.Split] = append(out[df.Split], f)
+					break
+				}
+			}
+		}
+		if _, ok := out[df.Split]; !ok {
+			out[df.Split] = nil // named by the card, but no file matches
+		}
+	}
+	return out
+}
+
+// shardedSplits are the splits of the layout data/{split}-NNNNN-of-NNNNN.*.
+func shardedSplits(files []RepoFile) (map[string][]RepoFile, error) {
 	out := map[string][]RepoFile{}
 	for _, f := range files {
 		if m := shardedSplit().FindStringSubmatch(f.Path); m != nil {
 			out[m[1]] = append(out[m[1]], f)
 		}
 	}
-	if len(out) > 0 {
-		return out, nil
-	}
+	return out, nil
+}
+
+// convertedSplits are the splits of the parquet conversion's layout, of its
+// "default" config or its only one.
+func convertedSplits(files []RepoFile) (map[string][]RepoFile, error) {
 	configs := map[string]bool{}
 	for _, f := range files {
 		if m := convertedSplit().FindStringSubmatch(f.Path); m != nil {
 			configs[m[1]] = true
 		}
 	}
-	if len(configs) > 0 {
-		cfg := "default"
-		if !configs[cfg] {
-			if len(configs) > 1 {
-				var names []string
-				for c := range configs {
-					names = append(names, c)
-				}
-				sort.Strings(names)
-				return nil, fmt.Errorf("the parquet conversion has several configs and none is \"default\" (%s)", strings.Join(names, ", "))
-			}
-			for c := range configs {
-				cfg = c
-			}
-		}
-		for _, f := range files {
-			if m := convertedSplit().FindStringSubmatch(f.Path); m != nil && m[1] == cfg {
-				out[m[2]+m[3]] = append(out[m[2]+m[3]], f)
-			}
-		}
-		return out, nil
+	if len(configs) == 0 {
+		return nil, nil
 	}
+	cfg := "default"
+	if !configs[cfg] {
+		if len(configs) > 1 {
+			names := slices.Sorted(maps.Keys(configs))
+			return nil, fmt.Errorf("the parquet conversion has several configs and none is \"default\" (%s)", strings.Join(names, ", "))
+		}
+		for c := range configs {
+			cfg = c
+		}
+	}
+	out := map[string][]RepoFile{}
+	for _, f := range files {
+		if m := convertedSplit().FindStringSubmatch(f.Path); m != nil && m[1] == cfg {
+			out[m[2]+m[3]] = append(out[m[2]+m[3]], f)
+		}
+	}
+	return out, nil
+}
+
+// keywordSplits are the splits split keywords give, in directory names
+// first, then in file names.
+func keywordSplits(files []RepoFile) (map[string][]RepoFile, error) {
+	out := map[string][]RepoFile{}
 	for _, inDir := range []bool{true, false} {
 		for _, sk := range splitKeywords {
 			for _, f := range files {
@@ -325,9 +364,6 @@ func (rev *revision) splits() (map[string][]RepoFile, error) {
 		if len(out) > 0 {
 			return out, nil
 		}
-	}
-	if len(files) > 0 {
-		out["train"] = files
 	}
 	return out, nil
 }

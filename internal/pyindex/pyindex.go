@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,11 +55,7 @@ func Wheel(p Package) ([]byte, error) {
 	if p.EntryPoints != "" {
 		files[info+"entry_points.txt"] = p.EntryPoints
 	}
-	names := make([]string, 0, len(files))
-	for k := range files {
-		names = append(names, k)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(files))
 	var record strings.Builder
 	for _, n := range names {
 		sum := sha256.Sum256([]byte(files[n]))

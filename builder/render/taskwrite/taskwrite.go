@@ -13,8 +13,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -202,11 +204,7 @@ func writeTask(ctx context.Context, r *render.Renderer, inst *core.Instance, opt
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, name := range names {
 		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
@@ -356,11 +354,7 @@ func yamlNode(v any) (*yaml.Node, error) {
 	switch v := v.(type) {
 	case map[string]any:
 		n := &yaml.Node{Kind: yaml.MappingNode}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(v))
 		for _, k := range keys {
 			val, err := yamlNode(v[k])
 			if err != nil {
