@@ -74,27 +74,52 @@ func TestFindContextFile(t *testing.T) {
 
 // TestBuildStopsAtTheBuilder: the fixture is loaded and planned for both
 // platforms (what the result says), then the builder refuses its options:
-// no report, no metadata file, the builder's error returned.
+// no report, no metadata file, the builder's error returned. calc-1 on
+// both platforms and the x86-only textutil-2 on amd64 are 3 instance
+// nodes over each platform's Python base and env: 7 nodes, 2 up to the
+// bases, 4 up to the envs. With Verify the gold check is set up first (a
+// parser that does not exist is refused before anything is planned to
+// build).
 func TestBuildStopsAtTheBuilder(t *testing.T) {
-	meta := filepath.Join(t.TempDir(), "metadata.jsonl")
-	var log bytes.Buffer
-	o := BuildOptions{Inputs: fixtureInputs(t, "fixture__calc-1", "fixture__textutil-2"), Platforms: core.AllPlatforms(),
-		ContextDirs: []string{fixtureContextDir(t)}, MetadataFile: meta, Log: &log,
-		Builder: builder.Options{RunDir: t.TempDir(), Progress: "fancy"}}
-	res, err := Build(context.Background(), o)
-	if err == nil || !strings.Contains(err.Error(), `progress mode "fancy"`) {
-		t.Fatalf("err = %v, want the builder's refusal", err)
-	}
-	if res == nil || res.Plan == nil || res.Report != nil || res.Records != nil {
-		t.Fatalf("result %+v: want the plan and nothing built", res)
-	}
-	// calc-1 on both platforms, the x86-only textutil-2 on amd64: 3
-	// instance nodes; each platform's Python base and env: 4 more.
-	if !strings.Contains(log.String(), "swebuild build: 7 nodes planned; logs in "+o.Builder.RunDir) {
-		t.Errorf("log %q", log.String())
-	}
-	if _, err := os.Stat(meta); !os.IsNotExist(err) {
-		t.Errorf("a metadata file with nothing built: %v", err)
+	for _, tc := range []struct {
+		name   string
+		until  string
+		verify *GoldCheckOptions
+		nodes  string
+		want   string
+	}{
+		{"all", "", nil, "7 nodes planned", `progress mode "fancy"`},
+		{"until base", "base", nil, "2 nodes planned", `progress mode "fancy"`},
+		{"until env", "env", nil, "4 nodes planned", `progress mode "fancy"`},
+		{"verify", "", &GoldCheckOptions{Control: true}, "7 nodes planned", `progress mode "fancy"`},
+		{"verify, unknown parser", "", &GoldCheckOptions{Parser: "parse_log_nonesuch"}, "", `log parser "parse_log_nonesuch": want one of`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			meta := filepath.Join(t.TempDir(), "metadata.jsonl")
+			var log bytes.Buffer
+			o := BuildOptions{Inputs: fixtureInputs(t, "fixture__calc-1", "fixture__textutil-2"), Platforms: core.AllPlatforms(),
+				ContextDirs: []string{fixtureContextDir(t)}, MetadataFile: meta, Log: &log, Until: tc.until, Verify: tc.verify,
+				Builder: builder.Options{RunDir: t.TempDir(), Progress: "fancy"}}
+			res, err := Build(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if _, err := os.Stat(meta); !os.IsNotExist(err) {
+				t.Errorf("a metadata file with nothing built: %v", err)
+			}
+			if tc.nodes == "" {
+				if res != nil {
+					t.Errorf("a result %+v for options refused", res)
+				}
+				return
+			}
+			if res == nil || res.Plan == nil || res.Report != nil || res.Records != nil || (res.Gold != nil) != (tc.verify != nil) {
+				t.Fatalf("result %+v: want the plan, the gold check when verifying, and nothing built", res)
+			}
+			if !strings.Contains(log.String(), "swebuild build: "+tc.nodes+"; logs in "+o.Builder.RunDir) {
+				t.Errorf("log %q, want %q", log.String(), tc.nodes)
+			}
+		})
 	}
 }
 
