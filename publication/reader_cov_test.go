@@ -24,6 +24,8 @@ import (
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/publication"
+	"github.com/swebuild/swebuild/registry"
+	"github.com/swebuild/swebuild/retry"
 )
 
 // testRegistry is go-containerregistry's in-memory registry behind a
@@ -495,5 +497,82 @@ func TestReferrersBothWays(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0].Digest != a.Descriptor.Digest || got[0].ArtifactType != a.Descriptor.ArtifactType {
 			t.Errorf("fallback index emptied: referrers %+v, %v; want %s by its attachment tag", got, err, a.Descriptor.Digest)
 		}
+	}
+}
+
+// TestDescribe: a referrers index lists an artifact by its manifest's
+// artifactType, else its config's media type (the distribution spec),
+// with its digest, size and annotations; a manifest with no subject is
+// no referrer.
+func TestDescribe(t *testing.T) {
+	subject := "sha256:" + strings.Repeat("c", 64)
+	for _, tc := range []struct {
+		name, raw, artifactType, mediaType, want string
+	}{
+		{"artifactType", `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.dev.sigstore.bundle.v0.3+json","config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size":2},"subject":{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"` + subject + `","size":512},"annotations":{"org.opencontainers.image.created":"2026-12-02T03:00:00Z"}}`,
+			"application/vnd.dev.sigstore.bundle.v0.3+json", "application/vnd.oci.image.manifest.v1+json", ""},
+		{"config media type, no media type", `{"schemaVersion":2,"config":{"mediaType":"application/vnd.cyclonedx+json","digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size":2},"subject":{"digest":"` + subject + `","size":512}}`,
+			"application/vnd.cyclonedx+json", "application/vnd.oci.image.manifest.v1+json", ""},
+		{"no subject", `{"schemaVersion":2,"config":{"mediaType":"application/vnd.cyclonedx+json"}}`, "", "", "the manifest has no subject"},
+		{"not JSON", `{"schemaVersion":`, "", "", "decoding manifest"},
+	} {
+		d, sub, err := publication.Describe([]byte(tc.raw))
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+			}
+			continue
+		}
+		h, n, _ := v1.SHA256(strings.NewReader(tc.raw))
+		if err != nil || sub.String() != subject || d.Digest != h || d.Size != n || d.ArtifactType != tc.artifactType || string(d.MediaType) != tc.mediaType {
+			t.Errorf("%s: %+v subject %s, %v", tc.name, d, sub, err)
+		}
+	}
+}
+
+// TestReadBounds: an index larger than the manifest limit is this
+// reference's problem (a *registry.LimitError in the Index), not a
+// failure of the read; a registry that cannot be reached is (the caller
+// stops on it).
+func TestReadBounds(t *testing.T) {
+	ctx := context.Background()
+	host := testRegistry(t, false)
+	p := publication.Prefix{Repo: host + "/pub"}
+	newMultiArch(t).publish(t, p, "fixture__calc-1")
+	r := newReader(t)
+	r.Limits = publication.Limits{ManifestBytes: 256}
+	got, err := r.Read(ctx, p, []publication.Want{{ID: "fixture__calc-1", Platforms: []core.Platform{core.AMD64}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := got[0].Index
+	if x.Present || x.Problem == nil || !publication.IsProblem(x.Problem) || !strings.Contains(x.Problem.Error(), "256") {
+		t.Errorf("an index over the limit: %+v", x)
+	}
+	if _, err := r.Resolve(ctx, p.IndexName("fixture__calc-1"), core.AMD64); err == nil || !publication.IsProblem(err) {
+		t.Errorf("resolving an index over the limit: %v", err)
+	}
+
+	// A port nothing listens on.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	gone := strings.TrimPrefix(srv.URL, "http://")
+	srv.Close()
+	c, err := registry.New(registry.Options{Keychain: anon{}, Budget: retry.Budget{Attempts: 1, MaxElapsed: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := publication.New(c)
+	if _, err := down.Head(ctx, gone+"/pub/x:latest"); err == nil {
+		t.Errorf("Head on a registry that is down: no error")
+	}
+	if _, err := down.Read(ctx, publication.Prefix{Repo: gone + "/pub"}, []publication.Want{{ID: "fixture__calc-1", Platforms: []core.Platform{core.AMD64}}}); err == nil {
+		t.Errorf("Read on a registry that is down: no error")
+	}
+	if _, err := down.ReadIndex(ctx, gone+"/pub/sweb.eval.x:latest"); err == nil {
+		t.Errorf("ReadIndex on a registry that is down: no error")
+	}
+	_, errs := down.ResolveAll(ctx, []string{gone + "/pub/x:latest"}, []core.Platform{core.AMD64})
+	if errs[0] == nil || publication.IsProblem(errs[0]) {
+		t.Errorf("ResolveAll on a registry that is down: %v, want an error that is not the reference's problem", errs[0])
 	}
 }
