@@ -106,7 +106,9 @@ func TestVerifyOptionsCheck(t *testing.T) {
 		{"dataset images", with(func(o *VerifyOptions) { o.Images = "dataset" }), "", "",
 			func(o VerifyOptions) bool { return o.DatasetImages && o.Images == "" && o.DatasetRegistry == "" }},
 		{"dataset images re-rooted", with(func(o *VerifyOptions) { o.Images = "dataset=ghcr.io/me/mirror" }), "ghcr.io", "",
-			func(o VerifyOptions) bool { return o.DatasetImages && o.Images == "" && o.DatasetRegistry == "ghcr.io/me/mirror" }},
+			func(o VerifyOptions) bool {
+				return o.DatasetImages && o.Images == "" && o.DatasetRegistry == "ghcr.io/me/mirror"
+			}},
 		{"a repository named dataset-like", with(func(o *VerifyOptions) { o.Images = "datasets.example.com/x" }), "datasets.example.com", "",
 			func(o VerifyOptions) bool { return !o.DatasetImages }},
 		{"nothing to run", with(func(o *VerifyOptions) { o.Gold = false }), "", "give --gold, --control or --predictions FILE", nil},
@@ -153,7 +155,9 @@ func TestGoldCheckOptionsCheck(t *testing.T) {
 		want string
 	}{
 		{ok, ""},
-		{with(func(o *GoldCheckOptions) { o.Repeat, o.EvalScript, o.Parser = 100, verify.ScriptGenerated, "parse_log_django" }), ""},
+		{with(func(o *GoldCheckOptions) {
+			o.Repeat, o.EvalScript, o.Parser = 100, verify.ScriptGenerated, "parse_log_django"
+		}), ""},
 		{with(func(o *GoldCheckOptions) { o.Timeout = -time.Second }), "--verify-timeout -1s: want a positive duration"},
 		{with(func(o *GoldCheckOptions) { o.Repeat = 0 }), "--verify-repeat 0: want 1 to 100 runs"},
 		{with(func(o *GoldCheckOptions) { o.Repeat = 101 }), "--verify-repeat 101: want 1 to 100 runs"},
