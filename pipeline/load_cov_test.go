@@ -318,6 +318,10 @@ func TestLoadErrors(t *testing.T) {
 	if err := os.WriteFile(badDataset, []byte("{not json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	emptyDir, notDocDir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(notDocDir, "env.json"), []byte(`{"schema": "something else"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		in   Inputs
@@ -328,6 +332,8 @@ func TestLoadErrors(t *testing.T) {
 		{"specs file", with(func(in *Inputs) { in.Specs = filepath.Join(t.TempDir(), "absent.json") }), "absent.json"},
 		{"pins", with(func(in *Inputs) { in.Pins = "no-such-rule" }), "pin set: "},
 		{"freeze directory", with(func(in *Inputs) { in.Freeze = filepath.Join(t.TempDir(), "absent") }), "absent"},
+		{"freeze directory of no env document", with(func(in *Inputs) { in.Freeze = emptyDir }), emptyDir + ": no environment documents"},
+		{"freeze document not one", with(func(in *Inputs) { in.Freeze = notDocDir }), filepath.Join(notDocDir, "env.json") + ": "},
 		{"no cache", with(func(in *Inputs) { in.CacheDir = "" }), "no cache directory given"},
 		{"dataset absent", with(func(in *Inputs) { in.Dataset = filepath.Join(t.TempDir(), "absent.jsonl") }), "absent.jsonl"},
 		{"unknown instance", with(func(in *Inputs) { in.Instances = []string{"fixture__nothing-1"} }), "fixture__nothing-1"},
