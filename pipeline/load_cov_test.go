@@ -31,12 +31,13 @@ var fixtureIDs = []string{
 
 const fixtureX86Only = "fixture__textutil-2"
 
-func fixtureInputs(t *testing.T) Inputs {
+// fixtureInputs are the fixture dataset's inputs, narrowed to ids when given.
+func fixtureInputs(t *testing.T, ids ...string) Inputs {
 	t.Helper()
 	return Inputs{
 		Dataset: filepath.Join("..", "testdata", "fixture", "dataset.jsonl"),
 		Specs:   filepath.Join("..", "testdata", "fixture", "specs.json"),
-		Pins:    "default", CacheDir: t.TempDir(), Offline: true,
+		Pins:    "default", CacheDir: t.TempDir(), Offline: true, Instances: ids,
 	}
 }
 

@@ -26,13 +26,6 @@ import (
 )
 
 // fixtureInputs are the offline fixture's dataset and spec profiles.
-func fixtureInputs(t *testing.T, ids ...string) Inputs {
-	t.Helper()
-	fx := filepath.Join("..", "testdata", "fixture")
-	return Inputs{Dataset: filepath.Join(fx, "dataset.jsonl"), Specs: filepath.Join(fx, "specs.json"),
-		Pins: "default", CacheDir: t.TempDir(), Instances: ids}
-}
-
 // fixtureEnvKeys are the env keys of the fixture's Python projects (calc
 // and textutil share one env per platform) and of semver, per platform.
 func fixtureEnvKeys(t *testing.T) (py, js map[core.Platform]string) {
