@@ -164,7 +164,7 @@ func Files(ctx context.Context, r *render.Renderer, inst *core.Instance, opts Op
 	if eval == "" {
 		eval = res.Eval
 	}
-	meta, err := taskMeta(inst, opts, r.Tables.X86OnlyRule)
+	meta, err := taskMeta(inst, opts, r.Tables.X86OnlyRule, r.Tables.LogParser)
 	if err != nil {
 		return nil, err
 	}
@@ -222,8 +222,10 @@ func writeTask(ctx context.Context, r *render.Renderer, inst *core.Instance, opt
 // taskMeta is task.yaml: the record's columns that are not files of their
 // own (its other columns too), plus split, datasets, image, log_parser,
 // eval_type and, for an instance the spec tables make x86-only (USE_X86, a
-// --specs x86_only list, an x86-only rule), x86_only with that rule.
-func taskMeta(inst *core.Instance, opts Options, x86Only func(*core.Instance) string) (map[string]any, error) {
+// --specs x86_only list, an x86-only rule), x86_only with that rule. A
+// record without log_parser gets the one its repo's profile names (a
+// --specs profile, as the fixture's), else upstream's MAP_REPO_TO_PARSER's.
+func taskMeta(inst *core.Instance, opts Options, x86Only func(*core.Instance) string, profileParser func(repo string) string) (map[string]any, error) {
 	m := map[string]any{
 		"instance_id": inst.InstanceID,
 		"repo":        inst.Repo,
@@ -241,9 +243,12 @@ func taskMeta(inst *core.Instance, opts Options, x86Only func(*core.Instance) st
 	}
 	m["log_parser"] = inst.LogParser
 	if inst.LogParser == "" {
-		name, ok := grading.ParserName(inst.Repo)
+		name, ok := profileParser(inst.Repo), true
+		if name == "" {
+			name, ok = grading.ParserName(inst.Repo)
+		}
 		if !ok {
-			return nil, fmt.Errorf("log_parser: the record has none and repo %s has no upstream parser", inst.Repo)
+			return nil, fmt.Errorf("log_parser: the record has none, and neither a spec profile nor upstream names a parser for repo %s", inst.Repo)
 		}
 		m["log_parser"] = name
 	}

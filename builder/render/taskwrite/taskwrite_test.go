@@ -226,3 +226,38 @@ func sameColumns(t *testing.T, a, b []core.Column) bool {
 	}
 	return true
 }
+
+// TestFixtureLogParsersFromProfile exports the fixture dataset (records
+// without log_parser, repos upstream has no parser for) with the fixture's
+// spec profile: each task.yaml names the parser the profile does, as the
+// fixture's own task repo (scripts/fixture.sh taskrepo) does. It failed
+// before: "the record has none and repo fixture/calc has no upstream parser".
+func TestFixtureLogParsersFromProfile(t *testing.T) {
+	fx := filepath.Join("..", "..", "..", "testdata", "fixture")
+	tables, err := spec.LoadVersion(spec.VersionFinal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.LoadExtra(filepath.Join(fx, "specs.json")); err != nil {
+		t.Fatal(err)
+	}
+	insts, err := dataset.Load(context.Background(), filepath.Join(fx, "dataset.jsonl"), dataset.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	n, errs := Write(context.Background(), &render.Renderer{Tables: tables}, insts, Options{Out: out, Datasets: []string{"fixture"}})
+	if len(errs) > 0 {
+		t.Fatalf("writing the fixture's task repo: %v", errs[0])
+	}
+	if n != len(insts) || n != 7 {
+		t.Fatalf("wrote %d tasks of %d records, want 7", n, len(insts))
+	}
+	for _, inst := range insts {
+		got := readYAML(t, filepath.Join(out, TasksDir, inst.InstanceID, TaskFile))["log_parser"]
+		want := readYAML(t, filepath.Join(fx, "taskrepo", TasksDir, inst.InstanceID, TaskFile))["log_parser"]
+		if got != want || want == nil {
+			t.Errorf("%s: log_parser %v, the fixture's task repo says %v", inst.InstanceID, got, want)
+		}
+	}
+}
