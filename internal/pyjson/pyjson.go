@@ -73,8 +73,15 @@ func DumpsIndent4(raw []byte) ([]byte, error) {
 		}
 		return nil
 	}
-	if err := write(0); err != nil && !errors.Is(err, io.EOF) {
+	if err := write(0); err != nil {
+		if errors.Is(err, io.EOF) {
+			// Token reports a document cut short as a plain io.EOF.
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the JSON document at offset %d", dec.InputOffset())
 	}
 	return out.Bytes(), nil
 }
