@@ -14,7 +14,9 @@ import (
 )
 
 // DumpsIndent4 writes a JSON document as Python's json.dumps(obj,
-// indent=4) does (ensure_ascii, key order kept, no final newline).
+// indent=4) does (ensure_ascii, key order kept, no final newline). Numbers
+// are written as the input spells them: Python would re-format a float
+// (1e5 as 100000.0), so inputs hold numbers as Python wrote them.
 func DumpsIndent4(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
