@@ -14,7 +14,9 @@ import (
 )
 
 // DumpsIndent4 writes a JSON document as Python's json.dumps(obj,
-// indent=4) does (ensure_ascii, key order kept, no final newline).
+// indent=4) does (ensure_ascii, key order kept, no final newline). Numbers
+// are written as the input spells them: Python would re-format a float
+// (1e5 as 100000.0), so inputs hold numbers as Python wrote them.
 func DumpsIndent4(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -73,8 +75,15 @@ func DumpsIndent4(raw []byte) ([]byte, error) {
 		}
 		return nil
 	}
-	if err := write(0); err != nil && !errors.Is(err, io.EOF) {
+	if err := write(0); err != nil {
+		if errors.Is(err, io.EOF) {
+			// Token reports a document cut short as a plain io.EOF.
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data after the JSON document at offset %d", dec.InputOffset())
 	}
 	return out.Bytes(), nil
 }
