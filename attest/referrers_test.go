@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -24,10 +23,6 @@ import (
 	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/registry"
 )
-
-type anonKeychain struct{}
-
-func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
 
 // counter counts the requests and bytes a client sends and receives.
 type counter struct {
@@ -63,7 +58,7 @@ func newClient(t testing.TB, base http.RoundTripper) *registry.Client {
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	c, err := registry.New(registry.Options{MaxRPS: -1, Keychain: anonKeychain{}, Base: base})
+	c, err := registry.New(registry.Options{MaxRPS: -1, Keychain: regtest.Anonymous(), Base: base})
 	if err != nil {
 		t.Fatal(err)
 	}

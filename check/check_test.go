@@ -31,10 +31,6 @@ import (
 	"github.com/swebuild/swebuild/registry"
 )
 
-type anonKeychain struct{}
-
-func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
-
 // testDataset writes three SWE-bench Verified records to a JSONL file: two
 // built for both platforms and django__django-10097, which is in upstream's
 // USE_X86 (no arm64 image).
@@ -143,7 +139,7 @@ func TestCheckRealRegistry(t *testing.T) {
 	repo := reg.Host + "/swebench"
 	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
 	sum, err := publish.Run(ctx, recs, publish.RunOptions{Options: publish.Options{Repo: repo, Jobs: 2, Version: "test"},
-		LedgerPath: ledger, Registry: registry.Options{Keychain: anonKeychain{}}})
+		LedgerPath: ledger, Registry: registry.Options{Keychain: regtest.Anonymous()}})
 	if err != nil || sum.Err() != nil {
 		t.Fatalf("publish: %v %v", err, sum.Err())
 	}
@@ -158,7 +154,7 @@ func TestCheckRealRegistry(t *testing.T) {
 		}
 	}
 
-	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
+	client, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +420,7 @@ func publishRandom(t *testing.T, ctx context.Context, repo string, insts []core.
 	t.Helper()
 	recs, built := buildRecords(t, insts, platforms)
 	sum, err := publish.Run(ctx, recs, publish.RunOptions{Options: publish.Options{Repo: repo, Jobs: 2, Version: "test"},
-		LedgerPath: filepath.Join(t.TempDir(), "ledger.jsonl"), Registry: registry.Options{Keychain: anonKeychain{}}})
+		LedgerPath: filepath.Join(t.TempDir(), "ledger.jsonl"), Registry: registry.Options{Keychain: regtest.Anonymous()}})
 	if err != nil || sum.Err() != nil {
 		t.Fatalf("publish: %v %v", err, sum.Err())
 	}
@@ -444,7 +440,7 @@ func TestCheckDeletedIndexChild(t *testing.T) {
 	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
 	repo := reg.Host + "/del"
 	built := publishRandom(t, ctx, repo, insts, both)
-	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
+	client, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +502,7 @@ func TestCheckPlatformAmd64Only(t *testing.T) {
 	both := func(*core.Instance) []core.Platform { return core.AllPlatforms() }
 	repo := reg.Host + "/amd"
 	publishRandom(t, ctx, repo, insts, amd64)
-	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
+	client, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func TestRequireVerified(t *testing.T) {
 		}
 		sum, err := publish.Run(ctx, part, publish.RunOptions{Options: publish.Options{Repo: repo, Jobs: 2, Version: "test", Signer: s,
 			Verification: &publish.VerificationSource{Verdicts: verdicts, Verifier: "swebuild test"}},
-			LedgerPath: ledger, Registry: registry.Options{Keychain: anonKeychain{}}})
+			LedgerPath: ledger, Registry: registry.Options{Keychain: regtest.Anonymous()}})
 		if err != nil || sum.Err() != nil {
 			t.Fatalf("publish %v: %v %v %v", ids, err, sum, sum.Err())
 		}
@@ -150,7 +150,7 @@ func TestRequireVerified(t *testing.T) {
 
 	// pytest's amd64 statement, one byte changed, re-pushed in place of
 	// the signed one in both repositories.
-	client, err := registry.New(registry.Options{Keychain: anonKeychain{}})
+	client, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

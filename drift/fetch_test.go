@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -22,10 +21,6 @@ import (
 	"github.com/swebuild/swebuild/sbom"
 )
 
-type anon struct{}
-
-func (anon) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
-
 // TestFetchFromReferrers: documents attached through the referrers tag
 // schema on a distribution 2.8 registry (no referrers API) are read back;
 // an image with none gets no document; an unreadable one fails naming the
@@ -34,7 +29,7 @@ func TestFetchFromReferrers(t *testing.T) {
 	reg := regtest.Start(t, regtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, err := registry.New(registry.Options{MaxRPS: -1, Keychain: anon{}})
+	client, err := registry.New(registry.Options{MaxRPS: -1, Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +166,7 @@ func TestFetchSelfLinkingTagList(t *testing.T) {
 		}
 		return nil
 	})
-	client, err := registry.New(registry.Options{Keychain: anon{}})
+	client, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

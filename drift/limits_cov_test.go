@@ -116,7 +116,7 @@ func TestFetchSeveralDocuments(t *testing.T) {
 	reg := regtest.InProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client, err := registry.New(registry.Options{MaxRPS: -1, Keychain: anon{}})
+	client, err := registry.New(registry.Options{MaxRPS: -1, Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestBuildPublishStage(t *testing.T) {
 	reg := regtest.InProcess(t)
 	dir := t.TempDir()
 	o := BuildOptions{MetadataFile: filepath.Join(dir, "metadata.jsonl"), Verify: &GoldCheckOptions{},
-		Publish: &publish.RunOptions{Options: publish.Options{Repo: reg.Host + "/pub"}, Registry: registry.Options{Keychain: anonKeychain{}}}}
+		Publish: &publish.RunOptions{Options: publish.Options{Repo: reg.Host + "/pub"}, Registry: registry.Options{Keychain: regtest.Anonymous()}}}
 	res := &BuildResult{Records: []core.Image{
 		{Kind: core.KindInstance, InstanceID: "fixture__calc-1", Platform: core.AMD64, Status: core.StatusFailed, Error: "exit code 1"},
 	}}

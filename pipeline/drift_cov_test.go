@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -26,14 +25,10 @@ import (
 	"github.com/swebuild/swebuild/sbom"
 )
 
-type anonKeychain struct{}
-
-func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
-
 // newTestReader is a publication reader with no credentials.
 func newTestReader(t *testing.T) *publication.Reader {
 	t.Helper()
-	c, err := registry.New(registry.Options{MaxRPS: -1, Keychain: anonKeychain{}})
+	c, err := registry.New(registry.Options{MaxRPS: -1, Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

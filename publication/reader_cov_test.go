@@ -23,6 +23,7 @@ import (
 
 	"github.com/swebuild/swebuild/attest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 	"github.com/swebuild/swebuild/retry"
@@ -557,7 +558,7 @@ func TestReadBounds(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	gone := strings.TrimPrefix(srv.URL, "http://")
 	srv.Close()
-	c, err := registry.New(registry.Options{Keychain: anon{}, Budget: retry.Budget{Attempts: 1, MaxElapsed: 5 * time.Second}})
+	c, err := registry.New(registry.Options{Keychain: regtest.Anonymous(), Budget: retry.Budget{Attempts: 1, MaxElapsed: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

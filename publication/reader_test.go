@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -24,13 +23,9 @@ import (
 	"github.com/swebuild/swebuild/registry"
 )
 
-type anon struct{}
-
-func (anon) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
-
 func newReader(t *testing.T) *publication.Reader {
 	t.Helper()
-	c, err := registry.New(registry.Options{Keychain: anon{}})
+	c, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func BenchmarkNoopRerun2294x2(b *testing.B) {
 		defer led.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
-		c, err := registry.New(registry.Options{MaxRPS: -1, Concurrency: conc, Keychain: anonKeychain{}})
+		c, err := registry.New(registry.Options{MaxRPS: -1, Concurrency: conc, Keychain: regtest.Anonymous()})
 		if err != nil {
 			b.Fatal(err)
 		}

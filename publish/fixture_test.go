@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -27,6 +26,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/internal/stacktest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
@@ -169,10 +169,6 @@ func (f *fixture) writeMetadata(t testing.TB) string {
 	return p
 }
 
-type anonKeychain struct{}
-
-func (anonKeychain) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
-
 // testBudget retries like the default but waits less: a faulted request
 // is retried within milliseconds (Retry-After is capped at 2 s).
 var testBudget = retry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, MaxRetryAfter: 2 * time.Second}
@@ -180,7 +176,7 @@ var testBudget = retry.Budget{Attempts: 8, MaxElapsed: time.Minute, MinBackoff: 
 // testClient returns a registry client with testBudget.
 func testClient(t testing.TB, rps float64) *registry.Client {
 	t.Helper()
-	c, err := registry.New(registry.Options{MaxRPS: rps, Budget: testBudget, Keychain: anonKeychain{}})
+	c, err := registry.New(registry.Options{MaxRPS: rps, Budget: testBudget, Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/registry"
 )
 
@@ -90,7 +91,7 @@ func TestLedgerReadWithTheRecordFileLimits(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			done := make(chan error, 1)
 			go func() {
-				_, err := Run(ctx, nil, RunOptions{LedgerPath: path, Registry: registry.Options{Keychain: anonKeychain{}}})
+				_, err := Run(ctx, nil, RunOptions{LedgerPath: path, Registry: registry.Options{Keychain: regtest.Anonymous()}})
 				done <- err
 			}()
 			var err error

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/internal/regtest"
 	"github.com/swebuild/swebuild/manifests"
 	"github.com/swebuild/swebuild/registry"
 )
@@ -174,7 +175,7 @@ func TestRunReportsLedgerDamageAndPublishes(t *testing.T) {
 	sum, err := Run(ctx, f.recs(), RunOptions{
 		Options:    Options{Repo: dst.host() + "/run", Jobs: 2, Version: "test", Progress: &progress},
 		LedgerPath: ledgerPath,
-		Registry:   registry.Options{MaxRPS: -1, Budget: testBudget, Keychain: anonKeychain{}},
+		Registry:   registry.Options{MaxRPS: -1, Budget: testBudget, Keychain: regtest.Anonymous()},
 		Warnings:   &warn,
 	})
 	if err != nil {
@@ -256,7 +257,7 @@ func TestRunRefusedRegistry(t *testing.T) {
 	_, err := Run(context.Background(), f.recs(), RunOptions{
 		Options:    Options{Repo: host + "/denied"},
 		LedgerPath: ledgerPath,
-		Registry:   registry.Options{MaxRPS: -1, Keychain: anonKeychain{}},
+		Registry:   registry.Options{MaxRPS: -1, Keychain: regtest.Anonymous()},
 	})
 	if err == nil || !strings.Contains(err.Error(), host) {
 		t.Fatalf("err = %v, want the host named", err)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -26,10 +25,6 @@ import (
 	"github.com/swebuild/swebuild/publication"
 	"github.com/swebuild/swebuild/registry"
 )
-
-type anonymous struct{}
-
-func (anonymous) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
 
 // cosign runs the cosign binary with a clean environment (its own HOME and
 // Docker config: the stack's registry is anonymous) and returns its
@@ -95,7 +90,7 @@ func TestCosignVerifiesSignedStatements(t *testing.T) {
 		t.Fatalf("%s is not cosign v3: %v", bin, err)
 	}
 	ctx := context.Background()
-	client, err := registry.New(registry.Options{Keychain: anonymous{}})
+	client, err := registry.New(registry.Options{Keychain: regtest.Anonymous()})
 	if err != nil {
 		t.Fatal(err)
 	}
