@@ -599,7 +599,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, ids []string, pl
 		in.Pins += "," + path
 	}
 	fmt.Fprintf(so.log, "repair: %s: step %s: %s, %s on %s (pins %s)\n", so.c.Name(), name, s.Label(), strings.Join(ids, ", "), platformList(platforms), in.Pins)
-	keys, err := stepEnvKeys(ctx, in, platforms)
+	keys, planned, err := stepEnvKeys(ctx, in, platforms)
 	if err != nil {
 		return repair.Outcome{}, nil, err
 	}
@@ -662,7 +662,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, ids []string, pl
 			gold = res.Gold.Summary().Results
 		}
 	}
-	out := stepOutcome(ids, platforms, recs, gold, envFail)
+	out := stepOutcome(ids, platforms, planned, recs, gold, envFail)
 	out.Seconds = time.Since(start).Seconds()
 	fmt.Fprintf(so.log, "repair: %s: step %s: %s (%.0f s)\n", so.c.Name(), name, map[bool]string{true: "gold passes", false: fmt.Sprintf("gold fails on %d image(s)", len(out.Failures))}[out.Pass], out.Seconds)
 	return out, recs, nil
@@ -670,34 +670,41 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, ids []string, pl
 
 // stepEnvKeys are the env keys the case's instances build FROM under in,
 // per platform.
-func stepEnvKeys(ctx context.Context, in Inputs, platforms []core.Platform) (map[core.Platform][]string, error) {
+func stepEnvKeys(ctx context.Context, in Inputs, platforms []core.Platform) (map[core.Platform][]string, map[ci.Key]bool, error) {
 	loaded, err := Load(ctx, in)
 	if loaded == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := plan.Build(ctx, loaded.Renderer, loaded.Instances, platforms)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[core.Platform][]string{}
+	out, planned := map[core.Platform][]string{}, map[ci.Key]bool{}
 	for _, pp := range p.Platforms {
 		for _, n := range pp.Nodes {
-			if n.Kind == graph.KindEnv {
+			switch n.Kind {
+			case graph.KindEnv:
 				out[pp.Platform] = append(out[pp.Platform], n.Key)
+			case graph.KindInstance:
+				for _, id := range n.Instances {
+					planned[ci.Key{InstanceID: id, Platform: pp.Platform}] = true
+				}
 			}
 		}
 	}
 	for _, pl := range platforms {
 		if len(out[pl]) == 0 {
-			return nil, fmt.Errorf("the plan of %v has no env image on %s", in.Instances, pl)
+			return nil, nil, fmt.Errorf("the plan of %v has no env image on %s", in.Instances, pl)
 		}
 	}
-	return out, nil
+	return out, planned, nil
 }
 
 // stepOutcome: the step passes when every instance image of the case on
-// every platform built was verified.
-func stepOutcome(ids []string, platforms []core.Platform, recs []core.Image, gold []verify.Result, envFail map[core.Platform]string) repair.Outcome {
+// every platform built was verified. planned are the instance images the
+// step's plan has (an x86-only instance has none on arm64, so a failed
+// arm64 env is not its failure).
+func stepOutcome(ids []string, platforms []core.Platform, planned map[ci.Key]bool, recs []core.Image, gold []verify.Result, envFail map[core.Platform]string) repair.Outcome {
 	latest := ci.Latest(recs)
 	results := map[ci.Key]verify.Result{}
 	for _, g := range gold {
@@ -711,7 +718,7 @@ func stepOutcome(ids []string, platforms []core.Platform, recs []core.Image, gol
 			k := ci.Key{InstanceID: id, Platform: p}
 			r, built := latest[k]
 			g, ran := results[k]
-			if envFail[p] == "" && !built {
+			if !built && (envFail[p] == "" || !planned[k]) {
 				continue // not an image of this platform (x86-only)
 			}
 			if built && ci.Usable(r) && (!ran || g.OK()) {

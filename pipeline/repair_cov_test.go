@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,7 @@ func fixtureEnvKeys(t *testing.T) (py, js map[core.Platform]string) {
 		id  string
 		out map[core.Platform]string
 	}{{"fixture__calc-1", py}, {"fixture__semver-1", js}} {
-		keys, err := stepEnvKeys(ctx, fixtureInputs(t, c.id), core.AllPlatforms())
+		keys, _, err := stepEnvKeys(ctx, fixtureInputs(t, c.id), core.AllPlatforms())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,20 +67,32 @@ func TestStepEnvKeys(t *testing.T) {
 			t.Errorf("semver's env on %s: %q (calc's %q): want its own env of that arch", p, js[p], py[p])
 		}
 	}
-	keys, err := stepEnvKeys(ctx, fixtureInputs(t, "fixture__calc-1", "fixture__textutil-1"), []core.Platform{core.AMD64})
+	keys, planned, err := stepEnvKeys(ctx, fixtureInputs(t, "fixture__calc-1", "fixture__textutil-1"), []core.Platform{core.AMD64})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := map[ci.Key]bool{{InstanceID: "fixture__calc-1", Platform: core.AMD64}: true, {InstanceID: "fixture__textutil-1", Platform: core.AMD64}: true}; !maps.Equal(planned, want) {
+		t.Errorf("calc-1 and textutil-1 on amd64: planned %v, want %v", planned, want)
+	}
+	// textutil-2 is x86-only (the fixture's README): planned on amd64 only.
+	_, planned, err = stepEnvKeys(ctx, fixtureInputs(t, "fixture__calc-1", "fixture__textutil-2"), core.AllPlatforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[ci.Key]bool{{InstanceID: "fixture__calc-1", Platform: core.AMD64}: true, {InstanceID: "fixture__calc-1", Platform: core.ARM64}: true,
+		{InstanceID: "fixture__textutil-2", Platform: core.AMD64}: true}; !maps.Equal(planned, want) {
+		t.Errorf("calc-1 and textutil-2 on both: planned %v, want %v", planned, want)
 	}
 	if want := []string{py[core.AMD64]}; !slices.Equal(keys[core.AMD64], want) || len(keys) != 1 {
 		t.Errorf("calc-1 and textutil-1 on amd64: %v, want the one Python env %v", keys, want)
 	}
-	_, err = stepEnvKeys(ctx, fixtureInputs(t, "fixture__textutil-2"), core.AllPlatforms())
+	_, _, err = stepEnvKeys(ctx, fixtureInputs(t, "fixture__textutil-2"), core.AllPlatforms())
 	if err == nil || !strings.Contains(err.Error(), "the plan of [fixture__textutil-2] has no env image on linux/arm64") {
 		t.Errorf("an x86-only instance on arm64: err = %v", err)
 	}
 	in := fixtureInputs(t, "fixture__calc-1")
 	in.Dataset = filepath.Join(t.TempDir(), "absent.jsonl")
-	if _, err := stepEnvKeys(ctx, in, core.AllPlatforms()); err == nil || !strings.Contains(err.Error(), "absent.jsonl") {
+	if _, _, err := stepEnvKeys(ctx, in, core.AllPlatforms()); err == nil || !strings.Contains(err.Error(), "absent.jsonl") {
 		t.Errorf("a missing dataset: err = %v", err)
 	}
 }
@@ -408,6 +421,8 @@ func TestStepOutcome(t *testing.T) {
 	ids := []string{"fixture__calc-1", "fixture__textutil-2"}
 	all := []core.Image{img("fixture__calc-1", core.AMD64, true, ""), img("fixture__calc-1", core.ARM64, true, ""), img("fixture__textutil-2", core.AMD64, true, "")}
 	envRec := core.Image{Kind: core.KindEnv, Key: "sweb.env.fixture.arm64.x:latest", Platform: core.ARM64, Status: core.StatusBuilt}
+	planned := map[ci.Key]bool{{InstanceID: "fixture__calc-1", Platform: core.AMD64}: true, {InstanceID: "fixture__calc-1", Platform: core.ARM64}: true,
+		{InstanceID: "fixture__textutil-2", Platform: core.AMD64}: true}
 	for _, tc := range []struct {
 		name     string
 		recs     []core.Image
@@ -420,15 +435,13 @@ func TestStepOutcome(t *testing.T) {
 			[]verify.Result{goldPass("fixture__calc-1", core.AMD64), goldFailure("fixture__calc-1", core.ARM64, verify.FailureTests, runDir)}, nil,
 			[]repair.Failure{{InstanceID: "fixture__calc-1", Platform: core.ARM64, Tests: sklearnFailing, Error: verify.FailureTests}}},
 		{"the arm64 env failed", all[:1], nil, map[core.Platform]string{core.ARM64: "env sweb.env.fixture.arm64.x:latest did not build: exit code 1"},
-			[]repair.Failure{
-				{InstanceID: "fixture__calc-1", Platform: core.ARM64, Error: "env sweb.env.fixture.arm64.x:latest did not build: exit code 1"},
-				{InstanceID: "fixture__textutil-2", Platform: core.ARM64, Error: "env sweb.env.fixture.arm64.x:latest did not build: exit code 1"},
-			}},
+			// textutil-2 is x86-only: no arm64 image planned, so not a failure of the arm64 env.
+			[]repair.Failure{{InstanceID: "fixture__calc-1", Platform: core.ARM64, Error: "env sweb.env.fixture.arm64.x:latest did not build: exit code 1"}}},
 		{"an image did not build", []core.Image{all[0], img("fixture__calc-1", core.ARM64, false, "process \"/bin/sh -c pip install\" did not complete successfully: exit code: 1"), all[2]}, nil, nil,
 			[]repair.Failure{{InstanceID: "fixture__calc-1", Platform: core.ARM64, Error: "process \"/bin/sh -c pip install\" did not complete successfully: exit code: 1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := stepOutcome(ids, core.AllPlatforms(), tc.recs, tc.gold, tc.envFail)
+			out := stepOutcome(ids, core.AllPlatforms(), planned, tc.recs, tc.gold, tc.envFail)
 			if out.Pass != (len(tc.failures) == 0) {
 				t.Errorf("pass = %v with failures %+v", out.Pass, out.Failures)
 			}
