@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,20 @@ func TestNumbersAsEncodingJSON(t *testing.T) {
 		case !valid && !strings.Contains(err.Error(), "n.jsonl:2"):
 			t.Errorf("%s: the error does not name the line (n.jsonl:2): %v", lit, err)
 		}
+	}
+}
+
+// TestValidationErrorRecords: a record missing four fields is four problems
+// and one invalid record; a second bad record makes two.
+func TestValidationErrorRecords(t *testing.T) {
+	good := `{"instance_id":"acme__widget-1","repo":"acme/widget","base_commit":"` + strings.Repeat("a", 40) + `","test_patch":"t","version":"1.0"}`
+	content := good + "\n" + `{"instance_id":"acme__widget-2"}` + "\n" + `{"instance_id":"acme__widget-3","repo":"acme/widget","base_commit":"` + strings.Repeat("a", 40) + `","test_patch":"t"}` + "\n"
+	_, err := Load(context.Background(), writeFile(t, "v.jsonl", content), LoadOptions{})
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("want a ValidationError, got %v", err)
+	}
+	if len(verr.Problems) != 5 || verr.Records() != 2 {
+		t.Errorf("%d problems of %d records, want 5 of 2:\n%v", len(verr.Problems), verr.Records(), verr)
 	}
 }

@@ -49,6 +49,16 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
+// Records is how many records the problems are of: a record with several
+// problems (each missing field is one) counts once, by its Source.
+func (e *ValidationError) Records() int {
+	seen := make(map[string]bool, len(e.Problems))
+	for _, p := range e.Problems {
+		seen[p.Source] = true
+	}
+	return len(seen)
+}
+
 // Unwrap gives the problems as errors, so errors.As can find a Problem.
 func (e *ValidationError) Unwrap() []error {
 	errs := make([]error, len(e.Problems))

@@ -220,19 +220,9 @@ func loadDataset(ctx context.Context, in Inputs, r *render.Renderer, client *fet
 	}
 	l := &Loaded{Renderer: r, Instances: insts, Source: src, Fetch: client, kind: datasetKind{}}
 	if verr != nil {
-		return l, fmt.Errorf("%s: %d invalid record(s)", src, invalidRecords(verr))
+		return l, fmt.Errorf("%s: %d invalid record(s)", src, verr.Records())
 	}
 	return l, nil
-}
-
-// invalidRecords is how many records the problems are of: a record with
-// several problems (each missing field is one) is one invalid record.
-func invalidRecords(verr *dataset.ValidationError) int {
-	seen := make(map[string]bool, len(verr.Problems))
-	for _, p := range verr.Problems {
-		seen[p.Source] = true
-	}
-	return len(seen)
 }
 
 // loadTaskRepo is Load of in.TaskRepo.
