@@ -243,12 +243,12 @@ func taskMeta(inst *core.Instance, opts Options, x86Only func(*core.Instance) st
 	}
 	m["log_parser"] = inst.LogParser
 	if inst.LogParser == "" {
-		name, ok := profileParser(inst.Repo), true
+		name := profileParser(inst.Repo)
 		if name == "" {
-			name, ok = grading.ParserName(inst.Repo)
-		}
-		if !ok {
-			return nil, fmt.Errorf("log_parser: the record has none, and neither a spec profile nor upstream names a parser for repo %s", inst.Repo)
+			var ok bool
+			if name, ok = grading.ParserName(inst.Repo); !ok {
+				return nil, fmt.Errorf("log_parser: the record has none, and neither a spec profile nor upstream names a parser for repo %s", inst.Repo)
+			}
 		}
 		m["log_parser"] = name
 	}
