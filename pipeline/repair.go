@@ -669,7 +669,7 @@ func (so *stepOracle) build(ctx context.Context, s repair.Step, ids []string, pl
 }
 
 // stepEnvKeys are the env keys the case's instances build FROM under in,
-// per platform.
+// per platform, and the instance images the same plan has (planned).
 func stepEnvKeys(ctx context.Context, in Inputs, platforms []core.Platform) (map[core.Platform][]string, map[ci.Key]bool, error) {
 	loaded, err := Load(ctx, in)
 	if loaded == nil {
