@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/swebuild/swebuild/internal/regtest"
 )
 
 // basicRegistry is the in-process registry behind HTTP Basic auth (RFC
@@ -208,8 +210,7 @@ func TestClientAuthRefusalNamesTheCredential(t *testing.T) {
 }
 
 func TestClientReadErrorsNameTheReference(t *testing.T) {
-	srv := inProcess(t)
-	host := hostOf(srv)
+	host := regtest.InProcess(t).Host
 	c := newTestClient(t, testBudget)
 	ctx := context.Background()
 	ref, _ := c.ParseReference(host + "/cov/none:latest")

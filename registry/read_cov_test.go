@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,10 +16,11 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/swebuild/swebuild/internal/regtest"
 )
 
 // fakeRegistry serves handler on 127.0.0.1, answering the /v2/ ping itself.
@@ -32,14 +32,6 @@ func fakeRegistry(t *testing.T, handler http.HandlerFunc) *httptest.Server {
 		}
 		handler(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-// inProcess is go-containerregistry's in-memory registry, quiet.
-func inProcess(t *testing.T) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -70,8 +62,7 @@ func putRaw(t *testing.T, host, repo, ref string, mt types.MediaType, raw []byte
 const emptyIndex = `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
 
 func TestManifestByTagAndDigest(t *testing.T) {
-	srv := inProcess(t)
-	host := hostOf(srv)
+	host := regtest.InProcess(t).Host
 	raw := []byte(emptyIndex)
 	putRaw(t, host, "cov/manifest", "v1", types.OCIImageIndex, raw)
 	c := newTestClient(t, testBudget)
