@@ -157,9 +157,12 @@ func RunInGateway(ctx context.Context, gc gateway.Client, image llb.State, job J
 	}
 	pctx, cancel := context.WithTimeout(ctx, job.prepareTimeout())
 	res, err := gc.Solve(pctx, gateway.SolveRequest{Definition: def.ToPB(), Evaluate: true})
+	// Read before cancel: after it pctx.Err() is always set, and every
+	// failure (a full disk, say) would read as the limit running out.
+	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil && pctx.Err() != nil {
+		if ctx.Err() == nil && timedOut {
 			return nil, fmt.Errorf("running verification: the prepare container (leak check, patch, diff) ran longer than %s", job.prepareTimeout())
 		}
 		return nil, fmt.Errorf("running verification: %w", err)
