@@ -266,18 +266,7 @@ func mustLoad(t *testing.T, o MatrixOptions) *Loaded {
 // on the platforms its plan gives it (task.yaml's x86_only keeps one off
 // linux/arm64), no env stage (flat Dockerfiles have no env image).
 func TestMatrixTaskRepo(t *testing.T) {
-	repo := t.TempDir()
-	if err := os.CopyFS(repo, os.DirFS(fixtureTaskRepo(t))); err != nil {
-		t.Fatal(err)
-	}
-	meta := filepath.Join(repo, "tasks", "fixture__textutil-2", "task.yaml")
-	b, err := os.ReadFile(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(meta, append(b, "x86_only: override\n"...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	repo := fixtureTaskRepo(t)
 	var log bytes.Buffer
 	m, _, err := Matrix(context.Background(), MatrixOptions{
 		Inputs:   Inputs{TaskRepo: repo, Pins: "default", CacheDir: t.TempDir()},

@@ -803,6 +803,12 @@ for rec in records:
         "image": image, "instance_id": iid, "log_parser": prof["log_parser"], "repo": rec["repo"],
         "split": "test", "version": rec["version"],
     }
+    if iid in specs.get("x86_only", []):
+        # swebuild's key (upstream's task repos are x86-only throughout):
+        # the dataset path keeps this instance off arm64 (specs.json's
+        # x86_only list, the "override" rule), and so does the task repo,
+        # as `swebuild render --task-repo-out` writes it.
+        meta["x86_only"] = "override"
     with open(os.path.join(d, "task.yaml"), "w", encoding="utf-8") as f:
         for k in sorted(meta):  # sorted keys, as upstream's dump_yaml
             v = meta[k]

@@ -25,8 +25,11 @@ func TestTaskRepoCLI(t *testing.T) {
 		t.Fatalf("plan: %v\n%s", err, stderr.String())
 	}
 	// the fixture's 5 Python tasks (profile language "fixture") and 2
-	// JavaScript ones; no arm64 rule keeps a fixture Dockerfile off arm64
-	want := "LANGUAGE  TASKS  LINUX/AMD64  LINUX/ARM64\nfixture   5      5            5\njs        2      2            2\ntotal     7      7            7\n"
+	// JavaScript ones; no arm64 rule keeps a fixture Dockerfile off arm64,
+	// fixture__textutil-2's task.yaml does (x86_only: override, as the
+	// dataset path's specs.json x86_only list)
+	want := "LANGUAGE  TASKS  LINUX/AMD64  LINUX/ARM64\nfixture   5      5            4\njs        2      2            2\ntotal     7      7            6\n" +
+		"\nx86-only (no linux/arm64):\n     1  override\n        e.g. override\n"
 	if stdout.String() != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", stdout.String(), want)
 	}
