@@ -60,6 +60,6 @@ make demo 2>&1 | while IFS= read -r line || [ -n "$line" ]; do
 done >"$F/demo.log"
 rc=$?
 echo "first-demo: make demo rc=$rc, wall $(($(date +%s) - start)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
-grep -A24 'wall time per step' "$F/demo.log"
+grep -A40 'wall time per step' "$F/demo.log"
 scripts/stack.sh down >/dev/null 2>&1
 exit $rc

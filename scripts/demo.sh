@@ -47,13 +47,20 @@ specs=testdata/fixture/specs.json
 
 log() { printf '\ndemo: %s\n' "$*" >&2; }
 
-# step NAME CMD...: runs CMD and records its wall time for the summary.
+# step NAME CMD...: runs CMD and records its wall time for the summary (in
+# a job started by alongside, in its steps file, read back by joined).
 times=()
+steps_file=
 step() {
-	local name=$1 t0=$EPOCHREALTIME rc=0
+	local name=$1 t0=$EPOCHREALTIME rc=0 line
 	shift
 	"$@" || rc=$?
-	times+=("$(awk -v n="$name" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", n, b - a }')")
+	line=$(awk -v n="$name" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", n, b - a }')
+	if [ -n "$steps_file" ]; then
+		echo "$line" >>"$steps_file"
+	else
+		times+=("$line")
+	fi
 	return "$rc"
 }
 print_times() {
@@ -117,29 +124,39 @@ taskrepo=testdata/fixture/taskrepo
 log "task repo: plan"
 step "task repo: plan" "$bin" plan --task-repo "$taskrepo" --specs "$specs" --platform linux/amd64,linux/arm64
 
-# alongside NAME CMD...: starts CMD in the background, each line of its
-# output prefixed with [NAME]; its wall time and exit status go to
-# $dir/NAME.time and $dir/NAME.rc (read back by joined).
+# alongside NAME CMD...: starts CMD (a command, or a function of steps) in
+# the background, each line of its output prefixed with [NAME]; its wall
+# time, the times of the steps it ran and its exit status go to
+# $dir/NAME.time, $dir/NAME.steps and $dir/NAME.rc (read back by joined).
 alongside() {
 	local name=$1
 	shift
 	(
 		t0=$EPOCHREALTIME rc=0
+		trap - EXIT
+		steps_file=$dir/$name.steps
+		: >"$steps_file"
 		"$@" 2>&1 | sed -u "s/^/[$name] /" || rc=$?
 		awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' >"$dir/$name.time"
 		echo "$rc" >"$dir/$name.rc"
 	) &
 }
-# joined NAME=LABEL...: waits for the builds started by alongside, records
-# each one's wall time as the step LABEL, and fails when one of them failed.
+# joined NAME=LABEL...: waits for the jobs started by alongside, records
+# the steps each one ran (prefixed with its name) or, for a lone command,
+# its wall time as the step LABEL, and fails when one of them failed.
 joined() {
-	local pair name rc=0
+	local pair name line rc=0
 	wait
 	for pair in "$@"; do
 		name=${pair%%=*}
+		if [ -s "$dir/$name.steps" ]; then
+			while IFS= read -r line; do
+				times+=("$(printf '[%s] %s' "$name" "$line")")
+			done <"$dir/$name.steps"
+		fi
 		times+=("$(printf '%-28s %7.1f s (alongside)' "${pair#*=}" "$(cat "$dir/$name.time")")")
 		if [ "$(cat "$dir/$name.rc")" -ne 0 ]; then
-			log "${pair#*=} failed (exit $(cat "$dir/$name.rc")); see its lines above, and $dir/$name-build"
+			log "${pair#*=} failed (exit $(cat "$dir/$name.rc")); see its lines above ([$name]) and $dir"
 			rc=1
 		fi
 	done
@@ -147,7 +164,7 @@ joined() {
 }
 
 log "build --verify --push, the dataset ($repo/build) and the task repo ($repo/taskrepo-build) together (linux/amd64 native, linux/arm64 emulated)"
-rm -f "$dir"/dataset.rc "$dir"/taskrepo.rc
+rm -f "$dir"/*.rc "$dir"/*.steps
 t_builds=$EPOCHREALTIME
 alongside dataset "$bin" build --dataset "$dataset" --specs "$specs" \
 	--platform linux/amd64,linux/arm64 \
@@ -166,10 +183,12 @@ if [ "$status" -ne 0 ]; then
 	exit "$status"
 fi
 
-log "publish $repo"
-step "publish" "$bin" publish --metadata-file "$dir/metadata.jsonl" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified
+# The three chains after the builds (the dataset's publish and checks, the
+# task repo's, and the login registry's build and publish) read and write
+# apart, so they run together, their lines prefixed with [dataset],
+# [taskrepo] and [login]; each stops at its first failed step.
 
-log "check with skopeo: one manifest per allowed platform, none for x86-only on arm64, one index per instance"
+# check [METADATA REPO]: the images and indexes as skopeo finds them.
 check() { # [METADATA REPO]
 	python3 - "${1:-$dir/metadata.jsonl}" "${2:-$repo}" <<'PY'
 import json, subprocess, sys
@@ -206,13 +225,6 @@ for iid, plats in sorted(built.items()):
 sys.exit(1 if bad else 0)
 PY
 }
-step "skopeo check" check
-log "check with skopeo: each published image carries its verification statement, one provenance, one SBOM"
-step "skopeo: attestations" scripts/check-attestations.sh "$dir/metadata.jsonl" "$repo"
-log "swebuild check: every image present, each with a statement signed by $signing_pub saying verified"
-step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl" \
-	--require-verified --key "$signing_pub"
-step "signed digest catalog" "$bin" check --verify-digests "$dir/digests.jsonl" --key "$signing_pub"
 
 # cosign itself, unmodified (make cosign installs v3 from the Go module
 # proxy; make test-all does): every published per-arch image's verification
@@ -239,49 +251,74 @@ PY
 	done
 	log "cosign verify-attestation --key $signing_pub: $n image(s) verified"
 }
-if [ -x "$cache/bin/cosign" ]; then
-	step "cosign verify-attestation" cosign_verify "$dir/metadata.jsonl" "$repo"
-else
-	log "cosign not installed (make cosign): the signatures were checked by swebuild check --require-verified alone"
-fi
 
-# --- the fixture as a task repo (built above, alongside) ----------------------
+dataset_chain() {
+	log "publish $repo"
+	step "publish" "$bin" publish --metadata-file "$dir/metadata.jsonl" --repo "$repo" --ledger "$dir/ledger.jsonl" --require-verified || return
+	log "check with skopeo: one manifest per allowed platform, none for x86-only on arm64, one index per instance"
+	step "skopeo check" check || return
+	log "check with skopeo: each published image carries its verification statement, one provenance, one SBOM"
+	step "skopeo: attestations" scripts/check-attestations.sh "$dir/metadata.jsonl" "$repo" || return
+	log "swebuild check: every image present, each with a statement signed by $signing_pub saying verified"
+	step "swebuild check" "$bin" check --dataset "$dataset" --specs "$specs" --repo "$repo" --digests "$dir/digests.jsonl" \
+		--require-verified --key "$signing_pub" || return
+	step "signed digest catalog" "$bin" check --verify-digests "$dir/digests.jsonl" --key "$signing_pub" || return
+	if [ -x "$cache/bin/cosign" ]; then
+		step "cosign verify-attestation" cosign_verify "$dir/metadata.jsonl" "$repo" || return
+	else
+		log "cosign not installed (make cosign): the signatures were checked by swebuild check --require-verified alone"
+	fi
+}
 
-log "task repo: publish $repo/taskrepo"
-step "task repo: publish" "$bin" publish --metadata-file "$dir/taskrepo-metadata.jsonl" --repo "$repo/taskrepo" \
-	--ledger "$dir/taskrepo-ledger.jsonl" --require-verified
-
-log "task repo: check with skopeo"
-step "task repo: skopeo check" check "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo"
-step "task repo: attestations" scripts/check-attestations.sh "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo"
-
-log "task repo: swebuild check $repo/taskrepo"
-step "task repo: swebuild check" "$bin" check --task-repo "$taskrepo" --specs "$specs" --repo "$repo/taskrepo" \
-	--digests "$dir/taskrepo-digests.jsonl" --require-verified --key "$signing_pub"
+# The fixture as a task repo (built above, alongside the dataset).
+taskrepo_chain() {
+	log "task repo: publish $repo/taskrepo"
+	step "task repo: publish" "$bin" publish --metadata-file "$dir/taskrepo-metadata.jsonl" --repo "$repo/taskrepo" \
+		--ledger "$dir/taskrepo-ledger.jsonl" --require-verified || return
+	log "task repo: check with skopeo"
+	step "task repo: skopeo check" check "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo" || return
+	step "task repo: attestations" scripts/check-attestations.sh "$dir/taskrepo-metadata.jsonl" "$repo/taskrepo" || return
+	log "task repo: swebuild check $repo/taskrepo"
+	step "task repo: swebuild check" "$bin" check --task-repo "$taskrepo" --specs "$specs" --repo "$repo/taskrepo" \
+		--digests "$dir/taskrepo-digests.jsonl" --require-verified --key "$signing_pub" || return
+}
 
 # The login registry: build (cached by now: only the pushes run), push and
 # publish one instance for both platforms, the credential read from
 # $DOCKER_CONFIG/config.json by swebuild for BuildKit's session and for the
 # publish alike; $SWEBUILD_REGISTRY_AUTH is emptied so it is the only source.
 auth_registry=${SWEBUILD_AUTH_REGISTRY:-}
-if [ -n "$auth_registry" ]; then
-	auth_repo=$auth_registry/swebuild-demo
+auth_repo=$auth_registry/swebuild-demo
+auth_check() {
+	local ref=$auth_repo/sweb.eval.fixture_1776_calc-1:latest got
+	got=$(skopeo inspect --raw --tls-verify=false --authfile "${DOCKER_CONFIG:-$HOME/.docker}/config.json" "docker://$ref" |
+		python3 -c 'import json, sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"] if m.get("annotations", {}).get("vnd.docker.reference.type") != "attestation-manifest")))')
+	echo "$ref: $got"
+	[ "$got" = "linux/amd64 linux/arm64" ] || return 1
+	# and without the login, the registry refuses
+	! skopeo inspect --raw --tls-verify=false --no-creds "docker://$ref" >/dev/null 2>&1
+}
+login_chain() {
 	log "build --verify --push and --publish $auth_repo (login from ${DOCKER_CONFIG:-~/.docker}/config.json)"
 	step "login registry: build, publish" env SWEBUILD_REGISTRY_AUTH= "$bin" build --dataset "$dataset" --specs "$specs" \
 		--instance fixture__calc-1 --platform linux/amd64,linux/arm64 --verify \
 		--context-dir "$cache/rootfs" --context-dir "$context" \
 		--push "$auth_repo/build" --publish "$auth_repo" --ledger "$dir/auth-ledger.jsonl" \
-		--progress quiet --metadata-file "$dir/auth-metadata.jsonl" --run-dir "$dir/auth-build"
-	auth_check() {
-		local ref=$auth_repo/sweb.eval.fixture_1776_calc-1:latest got
-		got=$(skopeo inspect --raw --tls-verify=false --authfile "${DOCKER_CONFIG:-$HOME/.docker}/config.json" "docker://$ref" |
-			python3 -c 'import json, sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"] if m.get("annotations", {}).get("vnd.docker.reference.type") != "attestation-manifest")))')
-		echo "$ref: $got"
-		[ "$got" = "linux/amd64 linux/arm64" ]
-		# and without the login, the registry refuses
-		! skopeo inspect --raw --tls-verify=false --no-creds "docker://$ref" >/dev/null 2>&1
-	}
-	step "login registry: skopeo check" auth_check
+		--progress quiet --metadata-file "$dir/auth-metadata.jsonl" --run-dir "$dir/auth-build" || return
+	step "login registry: skopeo check" auth_check || return
 	step "login registry: attestations" scripts/check-attestations.sh "$dir/auth-metadata.jsonl" "$auth_repo" \
-		"${DOCKER_CONFIG:-$HOME/.docker}/config.json"
+		"${DOCKER_CONFIG:-$HOME/.docker}/config.json" || return
+}
+
+t_checks=$EPOCHREALTIME
+chains=("dataset=dataset: publish, check" "taskrepo=task repo: publish, check")
+alongside dataset dataset_chain
+alongside taskrepo taskrepo_chain
+if [ -n "$auth_registry" ]; then
+	alongside login login_chain
+	chains+=("login=login registry")
 fi
+status=0
+joined "${chains[@]}" || status=$?
+times+=("$(awk -v a="$t_checks" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", "publish and checks, wall", b - a }')")
+exit "$status"
