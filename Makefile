@@ -97,10 +97,10 @@ bench-build: build stack fixture test-deps
 	scripts/bench-build.sh
 
 # demo: the main job on the offline fixture (see scripts/demo.sh). On a first
-# run the compiles (buildkitd, then swebuild: CPU, about 4 min alone on the
-# 2-core VM, about 6 min alongside the rest) start at once and go on while the
+# run the compiles (buildkitd, then swebuild: CPU, 2.5 to 3.5 min on the
+# idle 2-core VM alongside the rest) start at once and go on while the
 # packages are installed and the rootfs tarballs made (downloads and
-# unpacking: about 3.5 min); the stack starts once both are done.
+# unpacking: under 2.5 min); the stack starts once both are done.
 demo:
 	@{ scripts/stack.sh build && $(MAKE) --no-print-directory build; } & b=$$!; \
 	scripts/stack.sh binfmt && scripts/fixture.sh rootfs all; f=$$?; \
