@@ -90,6 +90,13 @@ func TestBuildVerifyThenPublishCarriesTheVerification(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range sum.Results {
+			if r.Mode != verify.ModeGold {
+				// The control run's report says the tests fail without
+				// the fix; the statement carries the gold run's. (A
+				// control from the verification cache names the gold
+				// run's directory, which hid this on a warm cache.)
+				continue
+			}
 			rep, err := os.ReadFile(filepath.Join(r.Dir, "report.json"))
 			if err != nil {
 				t.Fatal(err)
