@@ -132,7 +132,16 @@ func Start(t testing.TB, name string, o Options) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// BuildKit mounts a step's snapshots under os.TempDir() (buildkit-mount*,
+	// containerd-mount*). A killed daemon leaves them mounted, and they keep
+	// its deleted state's disk space in use; under the daemon's own directory
+	// the clean-up below finds and detaches them.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	d.cmd = exec.Command(bin, args...)
+	d.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
