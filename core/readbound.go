@@ -108,6 +108,13 @@ func OpenContext(ctx context.Context, path string) (*File, error) {
 		}
 		return nil, err
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		// Done already: the AfterFunc below would close f at some moment
+		// of the caller's first call, which then fails as "file already
+		// closed" instead of with ctx's error.
+		_ = f.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, cerr)
+	}
 	return &File{File: f, stop: context.AfterFunc(ctx, func() { _ = f.Close() })}, nil
 }
 
@@ -135,7 +142,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, readErr(ctx, path, err)
 	}
 	var chunks [][]byte
 	var total int64

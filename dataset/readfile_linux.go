@@ -40,6 +40,9 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr // f was closed when ctx was done
+		}
 		return nil, err
 	}
 	size := fi.Size()
@@ -66,6 +69,9 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 		}
 		return append(buf, rest...), nil
 	default:
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr // f was closed when ctx was done
+		}
 		return nil, err
 	}
 }

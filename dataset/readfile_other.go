@@ -19,6 +19,9 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr // f was closed when ctx was done
+		}
 		return nil, err
 	}
 	if fi.Mode().IsRegular() && fi.Size() > max {
