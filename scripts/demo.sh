@@ -48,14 +48,18 @@ specs=testdata/fixture/specs.json
 log() { printf '\ndemo: %s\n' "$*" >&2; }
 
 # step NAME CMD...: runs CMD and records its wall time for the summary (in
-# a job started by alongside, in its steps file, read back by joined).
+# a job started by alongside, in its steps file, named [job] NAME, read back
+# by joined).
 times=()
 steps_file=
+steps_prefix=
+# since NAME T0: the summary line of NAME, begun at T0 ($EPOCHREALTIME).
+since() { awk -v n="$1" -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-40s %7.1f s", n, b - a }'; }
 step() {
 	local name=$1 t0=$EPOCHREALTIME rc=0 line
 	shift
 	"$@" || rc=$?
-	line=$(awk -v n="$name" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", n, b - a }')
+	line=$(since "$steps_prefix$name" "$t0")
 	if [ -n "$steps_file" ]; then
 		echo "$line" >>"$steps_file"
 	else
@@ -133,8 +137,7 @@ alongside() {
 	shift
 	(
 		t0=$EPOCHREALTIME rc=0
-		trap - EXIT
-		steps_file=$dir/$name.steps
+		steps_file=$dir/$name.steps steps_prefix="[$name] "
 		: >"$steps_file"
 		"$@" 2>&1 | sed -u "s/^/[$name] /" || rc=$?
 		awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' >"$dir/$name.time"
@@ -142,19 +145,17 @@ alongside() {
 	) &
 }
 # joined NAME=LABEL...: waits for the jobs started by alongside, records
-# the steps each one ran (prefixed with its name) or, for a lone command,
+# the steps each one ran or, for a lone command,
 # its wall time as the step LABEL, and fails when one of them failed.
 joined() {
-	local pair name line rc=0
+	local pair name rc=0
 	wait
 	for pair in "$@"; do
 		name=${pair%%=*}
 		if [ -s "$dir/$name.steps" ]; then
-			while IFS= read -r line; do
-				times+=("$(printf '[%s] %s' "$name" "$line")")
-			done <"$dir/$name.steps"
+			mapfile -t -O "${#times[@]}" times <"$dir/$name.steps"
 		fi
-		times+=("$(printf '%-28s %7.1f s (alongside)' "${pair#*=}" "$(cat "$dir/$name.time")")")
+		times+=("$(printf '%-40s %7.1f s (alongside)' "${pair#*=}" "$(cat "$dir/$name.time")")")
 		if [ "$(cat "$dir/$name.rc")" -ne 0 ]; then
 			log "${pair#*=} failed (exit $(cat "$dir/$name.rc")); see its lines above ([$name]) and $dir"
 			rc=1
@@ -178,7 +179,7 @@ alongside taskrepo "$bin" build --task-repo "$taskrepo" --specs "$specs" "${cont
 	--metadata-file "$dir/taskrepo-metadata.jsonl" --run-dir "$dir/taskrepo-build"
 status=0
 joined "dataset=build, verify, push" "taskrepo=task repo: build, verify" || status=$?
-times+=("$(awk -v a="$t_builds" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", "both builds, wall", b - a }')")
+times+=("$(since "both builds, wall" "$t_builds")")
 if [ "$status" -ne 0 ]; then
 	exit "$status"
 fi
@@ -320,5 +321,5 @@ if [ -n "$auth_registry" ]; then
 fi
 status=0
 joined "${chains[@]}" || status=$?
-times+=("$(awk -v a="$t_checks" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-28s %7.1f s", "publish and checks, wall", b - a }')")
+times+=("$(since "publish and checks, wall" "$t_checks")")
 exit "$status"
