@@ -281,7 +281,7 @@ func TestMatrixTaskRepo(t *testing.T) {
 	for _, j := range m.Include {
 		for _, id := range j.InstanceIDs() {
 			count[j.Platform]++
-			if id == "fixture__textutil-2" && j.Platform == core.ARM64 {
+			if id == fixtureX86Only && j.Platform == core.ARM64 {
 				t.Errorf("fixture__textutil-2 (x86_only in task.yaml) in an arm64 job")
 			}
 		}

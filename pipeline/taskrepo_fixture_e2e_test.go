@@ -112,7 +112,7 @@ func TestBuildFixtureTaskRepo(t *testing.T) {
 	// x86_only list keeps it off arm64 on the dataset path): no arm64 image.
 	for _, pr := range res.Plan.Records {
 		for _, p := range core.AllPlatforms() {
-			want := pr.InstanceID != "fixture__textutil-2" || p == core.AMD64
+			want := pr.InstanceID != fixtureX86Only || p == core.AMD64
 			if built[pr.InstanceID+"@"+p.String()] != want {
 				t.Errorf("%s: verified %s image built %v, want %v", pr.InstanceID, p, !want, want)
 			}

@@ -39,7 +39,7 @@ func TestLoadTaskRepo(t *testing.T) {
 	}
 	for i, tg := range targets {
 		task := byID[tg.Instance.InstanceID]
-		if tg.Instance.InstanceID == "fixture__textutil-2" && tg.Platform != core.AMD64 {
+		if tg.Instance.InstanceID == fixtureX86Only && tg.Platform != core.AMD64 {
 			t.Errorf("target %d: the x86-only %s on %s", i, tg.Instance.InstanceID, tg.Platform)
 		}
 		// The task's own eval.sh as upstream v5 runs it: with the test
