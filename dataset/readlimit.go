@@ -6,7 +6,67 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/swebuild/swebuild/core"
 )
+
+// hugeMin is the size from which readFile reads a regular file into one
+// buffer of its size, advised as huge pages (adviseHuge).
+const hugeMin = 4 << 20
+
+// readFile is os.ReadFile for a dataset, refusing more than max bytes (an
+// error wrapping ErrTooLarge): a regular file by its size, before reading;
+// anything else (a pipe, /dev/zero) once max bytes have come. A large file
+// is read into one buffer of its size, first advised as huge pages
+// (adviseHuge, where the system has them).
+func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
+	// Opening a FIFO no process writes to blocks, and so does reading one
+	// that sends nothing: both give up when ctx is done (a SIGTERM).
+	f, err := core.OpenContext(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, doneOr(ctx, err)
+	}
+	size := fi.Size()
+	if fi.Mode().IsRegular() && size > max {
+		return nil, tooLarge(size, max)
+	}
+	if !fi.Mode().IsRegular() || size < hugeMin || int64(int(size)) != size {
+		return readAtMost(ctx, f, max, true)
+	}
+	// One spare byte shows whether the file grew since Stat.
+	buf := make([]byte, size+1)
+	adviseHuge(buf)
+	n, err := io.ReadFull(f, buf)
+	switch err {
+	case io.ErrUnexpectedEOF, io.EOF:
+		return buf[:n], nil // the file is (now) no longer than size
+	case nil:
+		if int64(len(buf)) > max {
+			return nil, tooLarge(int64(len(buf)), max)
+		}
+		rest, err := readAtMost(ctx, f, max-int64(len(buf)), false)
+		if err != nil {
+			return nil, err
+		}
+		return append(buf, rest...), nil
+	default:
+		return nil, doneOr(ctx, err)
+	}
+}
+
+// doneOr is ctx's error when ctx is done (the file was closed under the
+// reader then: core.OpenContext), else err.
+func doneOr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
+}
 
 // readChunk is how much readAtMost reads at a time.
 const readChunk = 1 << 20
