@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
 // taskYAML is a valid task.yaml of id with extra lines appended.
@@ -54,15 +55,15 @@ func TestTaskFileProblems(t *testing.T) {
 		edits map[string]string
 		want  string
 	}{
-		{"task.yaml a list", map[string]string{TaskFile: "- a\n- b\n"}, "tasks/bad__x-1/task.yaml: not a mapping"},
-		{"repo not a string", map[string]string{TaskFile: strings.Replace(taskYAML("bad__x-1", ""), "repo: x/y", "repo: [x, y]", 1)}, `tasks/bad__x-1/task.yaml:2: field "repo": not a string`},
-		{"version null", map[string]string{TaskFile: strings.Replace(taskYAML("bad__x-1", ""), "version: '1.0'", "version: null", 1)}, `tasks/bad__x-1/task.yaml:3: field "version": not a string`},
-		{"column with a list key", map[string]string{TaskFile: taskYAML("bad__x-1", "odd:\n  ? [1, 2]\n  : x\n")}, `field "odd": line 12: a mapping key that is not a scalar`},
-		{"column nested too deeply", map[string]string{TaskFile: taskYAML("bad__x-1", "deep: "+deep+"\n")}, `tasks/bad__x-1/task.yaml:11: field "deep": nested too deeply`},
-		{"image_assets with a list key", map[string]string{TaskFile: taskYAML("bad__x-1", "image_assets:\n  ? [a]\n  : b\n")}, `field "image_assets": line 12: a mapping key that is not a scalar`},
-		{"tests.json without PASS_TO_PASS", map[string]string{TestsFile: `{"FAIL_TO_PASS": ["t"]}`}, `tasks/bad__x-1/tests.json: field "PASS_TO_PASS": missing`},
-		{"tests.json FAIL_TO_PASS null", map[string]string{TestsFile: `{"FAIL_TO_PASS": null, "PASS_TO_PASS": []}`}, `tasks/bad__x-1/tests.json: field "FAIL_TO_PASS": not a list of strings`},
-		{"empty Dockerfile", map[string]string{DockerfileName: " \n\t\n"}, "tasks/bad__x-1/Dockerfile: empty"},
+		{"task.yaml a list", map[string]string{layout.TaskFile: "- a\n- b\n"}, "tasks/bad__x-1/task.yaml: not a mapping"},
+		{"repo not a string", map[string]string{layout.TaskFile: strings.Replace(taskYAML("bad__x-1", ""), "repo: x/y", "repo: [x, y]", 1)}, `tasks/bad__x-1/task.yaml:2: field "repo": not a string`},
+		{"version null", map[string]string{layout.TaskFile: strings.Replace(taskYAML("bad__x-1", ""), "version: '1.0'", "version: null", 1)}, `tasks/bad__x-1/task.yaml:3: field "version": not a string`},
+		{"column with a list key", map[string]string{layout.TaskFile: taskYAML("bad__x-1", "odd:\n  ? [1, 2]\n  : x\n")}, `field "odd": line 12: a mapping key that is not a scalar`},
+		{"column nested too deeply", map[string]string{layout.TaskFile: taskYAML("bad__x-1", "deep: "+deep+"\n")}, `tasks/bad__x-1/task.yaml:11: field "deep": nested too deeply`},
+		{"image_assets with a list key", map[string]string{layout.TaskFile: taskYAML("bad__x-1", "image_assets:\n  ? [a]\n  : b\n")}, `field "image_assets": line 12: a mapping key that is not a scalar`},
+		{"tests.json without PASS_TO_PASS", map[string]string{layout.TestsFile: `{"FAIL_TO_PASS": ["t"]}`}, `tasks/bad__x-1/tests.json: field "PASS_TO_PASS": missing`},
+		{"tests.json FAIL_TO_PASS null", map[string]string{layout.TestsFile: `{"FAIL_TO_PASS": null, "PASS_TO_PASS": []}`}, `tasks/bad__x-1/tests.json: field "FAIL_TO_PASS": not a list of strings`},
+		{"empty Dockerfile", map[string]string{layout.Dockerfile: " \n\t\n"}, "tasks/bad__x-1/Dockerfile: empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeRepo(t, config, map[string]map[string]string{"bad__x-1": tc.edits, "good__x-2": nil})
@@ -82,7 +83,7 @@ func TestTaskFileProblems(t *testing.T) {
 // the task then names no dataset.
 func TestDatasetsNotAList(t *testing.T) {
 	meta := strings.Replace(taskYAML("bad__x-1", ""), "datasets:\n- x/y-dataset", "datasets: {x: y}", 1)
-	dir := writeRepo(t, config, map[string]map[string]string{"bad__x-1": {TaskFile: meta}})
+	dir := writeRepo(t, config, map[string]map[string]string{"bad__x-1": {layout.TaskFile: meta}})
 	_, err := Open(dir)
 	var ce *CheckError
 	if !errors.As(err, &ce) || len(ce.Problems) != 2 ||
@@ -96,7 +97,7 @@ func TestDatasetsNotAList(t *testing.T) {
 // and the limit, not read whole.
 func TestOverSizeFile(t *testing.T) {
 	dir := writeRepo(t, config, map[string]map[string]string{"bad__x-1": nil, "good__x-2": nil})
-	big := filepath.Join(dir, TasksDir, "bad__x-1", GoldPatchFile)
+	big := filepath.Join(dir, layout.TasksDir, "bad__x-1", layout.GoldPatch)
 	if err := os.Truncate(big, MaxFileBytes+1); err != nil { // sparse: no disk written
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestOverSizeFile(t *testing.T) {
 func TestDeprecatedTask(t *testing.T) {
 	old := strings.Replace(strings.Replace(taskYAML("old__x-1", ""), "split: test", "split: deprecated", 1), "datasets:\n- x/y-dataset\n", "", 1)
 	dir := writeRepo(t, config, map[string]map[string]string{
-		"old__x-1": {TaskFile: old, TestsFile: `{"FAIL_TO_PASS": [], "PASS_TO_PASS": []}`},
+		"old__x-1": {layout.TaskFile: old, layout.TestsFile: `{"FAIL_TO_PASS": [], "PASS_TO_PASS": []}`},
 		"new__x-2": nil,
 	})
 	r, err := Open(dir)
@@ -137,7 +138,7 @@ func TestYAMLColumns(t *testing.T) {
 	extra := "hex: 0x1f\nunderscored: 1_000\nneg: -3\nscore: 1.50\ninf: .inf\nwhen: 2020-01-01\nflag: true\nword: yes\n" +
 		"anchor: &a [1, two]\nagain: *a\nhtml: <b>&</b>\n" +
 		"image_assets:\n  problem_statement:\n  - https://example.org/a.png\n"
-	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": {TaskFile: taskYAML("a__a-1", extra)}})
+	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": {layout.TaskFile: taskYAML("a__a-1", extra)}})
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -161,8 +162,8 @@ func TestYAMLColumns(t *testing.T) {
 // and the eval script under <id>/<arch>/.
 func TestPlanJSONAndWrite(t *testing.T) {
 	dir := writeRepo(t, config, map[string]map[string]string{
-		"a__a-1": {DockerfileName: "FROM --platform=linux/amd64 python:3.11\n"},
-		"b__b-2": {TaskFile: taskYAML("b__b-2", "x86_only: USE_X86\n")},
+		"a__a-1": {layout.Dockerfile: "FROM --platform=linux/amd64 python:3.11\n"},
+		"b__b-2": {layout.TaskFile: taskYAML("b__b-2", "x86_only: USE_X86\n")},
 	})
 	r, err := Open(dir)
 	if err != nil {
@@ -180,8 +181,8 @@ func TestPlanJSONAndWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"tasks":[` +
-		`{"instance_id":"a__a-1","split":"test","language":"py","platforms":["linux/amd64","linux/arm64"],"arm64_rules_applied":["flat-platform"],"dir":` + strconv.Quote(filepath.Join(dir, TasksDir, "a__a-1")) + `},` +
-		`{"instance_id":"b__b-2","split":"test","language":"py","platforms":["linux/amd64"],"x86_only":"USE_X86","dir":` + strconv.Quote(filepath.Join(dir, TasksDir, "b__b-2")) + `}]}`
+		`{"instance_id":"a__a-1","split":"test","language":"py","platforms":["linux/amd64","linux/arm64"],"arm64_rules_applied":["flat-platform"],"dir":` + strconv.Quote(filepath.Join(dir, layout.TasksDir, "a__a-1")) + `},` +
+		`{"instance_id":"b__b-2","split":"test","language":"py","platforms":["linux/amd64"],"x86_only":"USE_X86","dir":` + strconv.Quote(filepath.Join(dir, layout.TasksDir, "b__b-2")) + `}]}`
 	if string(b) != want {
 		t.Errorf("plan JSON\n%s\nwant\n%s", b, want)
 	}

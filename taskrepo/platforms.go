@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
 // Arm64 is what the arm64 rules make of a task's flat Dockerfile
@@ -206,10 +207,10 @@ func (p Plan) Write(dir string) (int, error) {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return n, fmt.Errorf("writing %s: %w", t.Task.Instance.InstanceID, err)
 			}
-			if err := os.WriteFile(filepath.Join(d, DockerfileName), t.Dockerfiles[plat], 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(d, layout.Dockerfile), t.Dockerfiles[plat], 0o644); err != nil {
 				return n, fmt.Errorf("writing %s: %w", t.Task.Instance.InstanceID, err)
 			}
-			if err := os.WriteFile(filepath.Join(d, EvalScriptFile), []byte(t.Task.Instance.EvalScript), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(d, layout.EvalFile), []byte(t.Task.Instance.EvalScript), 0o644); err != nil {
 				return n, fmt.Errorf("writing %s: %w", t.Task.Instance.InstanceID, err)
 			}
 			n++

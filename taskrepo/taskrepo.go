@@ -35,26 +35,17 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/manifests/naming"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
-// File and directory names of a task repo (swebench/task/repo.py).
-const (
-	ConfigFile      = "sweb.yaml"
-	TasksDir        = "tasks"
-	TaskFile        = "task.yaml"
-	TestsFile       = "tests.json"
-	DockerfileName  = "Dockerfile"
-	EvalScriptFile  = "eval.sh"
-	GoldPatchFile   = "gold.patch"
-	TestPatchFile   = "test.patch"
-	ProblemFile     = "problem_statement.md"
-	HintsFile       = "hints.md"
-	DeprecatedSplit = "deprecated"
-)
+// DeprecatedSplit is the split of retired tasks: upstream's checks let a
+// task there name no datasets, no split sweb.yaml publishes, and an empty
+// FAIL_TO_PASS.
+const DeprecatedSplit = "deprecated"
 
 // requiredFiles are the files every task directory holds (checks.py
 // REQUIRED_FILES).
-var requiredFiles = []string{TaskFile, TestsFile, DockerfileName, GoldPatchFile, TestPatchFile, EvalScriptFile, ProblemFile}
+var requiredFiles = []string{layout.TaskFile, layout.TestsFile, layout.Dockerfile, layout.GoldPatch, layout.TestPatch, layout.EvalFile, layout.ProblemFile}
 
 // requiredKeys are the keys task.yaml must have (checks.py REQUIRED_KEYS).
 var requiredKeys = []string{"instance_id", "repo", "version", "base_commit", "split", "image", "log_parser", "eval_type"}
@@ -160,10 +151,10 @@ func Open(dir string) (*Repo, error) {
 	if err := r.loadConfig(); err != nil {
 		return nil, &CheckError{Dir: abs, Problems: []Problem{*err}}
 	}
-	root := filepath.Join(abs, TasksDir)
+	root := filepath.Join(abs, layout.TasksDir)
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, &CheckError{Dir: abs, Problems: []Problem{{Where: TasksDir + "/", Msg: fmt.Sprintf("%s has no %s/ directory: %v", dir, TasksDir, err)}}}
+		return nil, &CheckError{Dir: abs, Problems: []Problem{{Where: layout.TasksDir + "/", Msg: fmt.Sprintf("%s has no %s/ directory: %v", dir, layout.TasksDir, err)}}}
 	}
 	var problems []Problem
 	for _, e := range entries {
@@ -171,7 +162,7 @@ func Open(dir string) (*Repo, error) {
 			// Upstream's checks follow it; here a task directory is a build
 			// context and must be a directory of the repo.
 			target, _ := os.Readlink(filepath.Join(root, e.Name()))
-			problems = append(problems, Problem{Task: e.Name(), Where: TasksDir + "/" + e.Name(),
+			problems = append(problems, Problem{Task: e.Name(), Where: layout.TasksDir + "/" + e.Name(),
 				Msg: fmt.Sprintf("a symbolic link (to %s), not a directory of the repo: left out (a task directory is its image's whole build context)", target)})
 			r.Invalid = append(r.Invalid, e.Name())
 			continue
@@ -197,7 +188,7 @@ func Open(dir string) (*Repo, error) {
 		r.Tasks = append(r.Tasks, *t)
 	}
 	if len(r.Tasks) == 0 && len(r.Invalid) == 0 {
-		problems = append(problems, Problem{Where: TasksDir + "/", Msg: "no task directories"})
+		problems = append(problems, Problem{Where: layout.TasksDir + "/", Msg: "no task directories"})
 	}
 	problems = append(problems, r.collisions()...)
 	r.Warnings = append(r.Warnings, r.evalCards()...)
@@ -209,19 +200,16 @@ func Open(dir string) (*Repo, error) {
 
 // loadConfig reads sweb.yaml.
 func (r *Repo) loadConfig() *Problem {
-	b, err := r.read(filepath.Join(r.Dir, ConfigFile))
+	b, err := r.read(filepath.Join(r.Dir, layout.ConfigFile))
 	if err != nil {
-		return &Problem{Where: ConfigFile, Msg: fmt.Sprintf("%s has no readable %s: %v", r.Dir, ConfigFile, err)}
+		return &Problem{Where: layout.ConfigFile, Msg: fmt.Sprintf("%s has no readable %s: %v", r.Dir, layout.ConfigFile, err)}
 	}
-	var cfg struct {
-		Datasets []string `yaml:"datasets"`
-		Splits   []string `yaml:"splits"`
-	}
+	var cfg layout.Config
 	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return &Problem{Where: ConfigFile, Msg: "not valid YAML: " + err.Error()}
+		return &Problem{Where: layout.ConfigFile, Msg: "not valid YAML: " + err.Error()}
 	}
 	if len(cfg.Datasets) == 0 {
-		return &Problem{Where: ConfigFile, Field: "datasets", Msg: "does not name any datasets"}
+		return &Problem{Where: layout.ConfigFile, Field: "datasets", Msg: "does not name any datasets"}
 	}
 	if cfg.Splits == nil {
 		cfg.Splits = []string{"test"}
@@ -240,7 +228,7 @@ func (r *Repo) loadTask(dir string) (*Task, []Problem) {
 		return nil, l.ps
 	}
 	t := &Task{Dir: dir}
-	t.Instance.Source = l.where(TaskFile)
+	t.Instance.Source = l.where(layout.TaskFile)
 	if !l.meta(t) {
 		return t, l.ps // left out as invalid
 	}
@@ -257,7 +245,7 @@ type taskLoader struct {
 	ps   []Problem
 }
 
-func (l *taskLoader) where(file string) string { return TasksDir + "/" + l.id + "/" + file }
+func (l *taskLoader) where(file string) string { return layout.TasksDir + "/" + l.id + "/" + file }
 
 func (l *taskLoader) add(file, field, format string, a ...any) {
 	l.ps = append(l.ps, Problem{Task: l.id, Where: l.where(file), Field: field, Msg: fmt.Sprintf(format, a...)})
@@ -272,8 +260,8 @@ func (l *taskLoader) read(file string) ([]byte, error) {
 // files checks the files a task must have and the directory's name; false
 // when there is no task.yaml (not a task).
 func (l *taskLoader) files() bool {
-	if _, err := os.Stat(filepath.Join(l.dir, TaskFile)); err != nil {
-		l.add("", "", "no %s, so it is not a task", TaskFile)
+	if _, err := os.Stat(filepath.Join(l.dir, layout.TaskFile)); err != nil {
+		l.add("", "", "no %s, so it is not a task", layout.TaskFile)
 		return false
 	}
 	var missing []string
@@ -311,18 +299,18 @@ const X86OnlyKey = "x86_only"
 // mapping at all.
 func (l *taskLoader) meta(t *Task) bool {
 	in := &t.Instance
-	b, err := l.read(TaskFile)
+	b, err := l.read(layout.TaskFile)
 	if err != nil {
-		l.add(TaskFile, "", "%v", err)
+		l.add(layout.TaskFile, "", "%v", err)
 		return false
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		l.add(TaskFile, "", "not valid YAML: %v", err)
+		l.add(layout.TaskFile, "", "not valid YAML: %v", err)
 		return false
 	}
 	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		l.add(TaskFile, "", "not a mapping")
+		l.add(layout.TaskFile, "", "not a mapping")
 		return false
 	}
 	keys := map[string]*yaml.Node{}
@@ -341,7 +329,7 @@ func (l *taskLoader) meta(t *Task) bool {
 	}
 	for _, k := range requiredKeys {
 		if _, ok := keys[k]; !ok {
-			l.add(TaskFile, k, "missing")
+			l.add(layout.TaskFile, k, "missing")
 		}
 	}
 	str := func(key string, dst *string) {
@@ -394,44 +382,44 @@ func (l *taskLoader) routing(t *Task, keys map[string]*yaml.Node) {
 		if err := n.Decode(&t.Datasets); err != nil {
 			l.add(at(n), "datasets", "not a list of strings")
 		} else if unknown := minus(t.Datasets, r.Datasets); len(unknown) > 0 {
-			l.add(at(n), "datasets", "not published by %s: %s", ConfigFile, strings.Join(unknown, " "))
+			l.add(at(n), "datasets", "not published by %s: %s", layout.ConfigFile, strings.Join(unknown, " "))
 		}
 	}
 	if len(t.Datasets) == 0 && t.Split != DeprecatedSplit {
-		l.add(TaskFile, "datasets", "does not say which datasets it belongs to")
+		l.add(layout.TaskFile, "datasets", "does not say which datasets it belongs to")
 	}
 	if n, ok := keys["split"]; ok && t.Split != "" && t.Split != DeprecatedSplit && !slices.Contains(r.Splits, t.Split) {
-		l.add(at(n), "split", "%q is not in %s", t.Split, ConfigFile)
+		l.add(at(n), "split", "%q is not in %s", t.Split, layout.ConfigFile)
 	}
 }
 
 // at is task.yaml's line of n.
-func at(n *yaml.Node) string { return fmt.Sprintf("%s:%d", TaskFile, n.Line) }
+func at(n *yaml.Node) string { return fmt.Sprintf("%s:%d", layout.TaskFile, n.Line) }
 
 // tests reads tests.json: JSON, never YAML (upstream: no implicit typing).
 func (l *taskLoader) tests(t *Task) {
 	in := &t.Instance
-	b, err := l.read(TestsFile)
+	b, err := l.read(layout.TestsFile)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			l.add(TestsFile, "", "%v", err)
+			l.add(layout.TestsFile, "", "%v", err)
 		}
 		return
 	}
 	var tests map[string]json.RawMessage
 	if err := json.Unmarshal(b, &tests); err != nil {
-		l.add(TestsFile, "", "not valid JSON: %v", err)
+		l.add(layout.TestsFile, "", "not valid JSON: %v", err)
 		return
 	}
 	for _, k := range []string{"FAIL_TO_PASS", "PASS_TO_PASS"} {
 		raw, ok := tests[k]
 		if !ok {
-			l.add(TestsFile, k, "missing")
+			l.add(layout.TestsFile, k, "missing")
 			continue
 		}
 		var list []string
 		if err := json.Unmarshal(raw, &list); err != nil || list == nil {
-			l.add(TestsFile, k, "not a list of strings")
+			l.add(layout.TestsFile, k, "not a list of strings")
 			continue
 		}
 		if k == "FAIL_TO_PASS" {
@@ -441,7 +429,7 @@ func (l *taskLoader) tests(t *Task) {
 		}
 	}
 	if in.FailToPass != nil && len(in.FailToPass) == 0 && t.Split != DeprecatedSplit {
-		l.add(TestsFile, "FAIL_TO_PASS", "empty, so nothing grades this task")
+		l.add(layout.TestsFile, "FAIL_TO_PASS", "empty, so nothing grades this task")
 	}
 }
 
@@ -460,28 +448,28 @@ func (l *taskLoader) texts(t *Task) {
 		*dst = string(b) // bytes as they are: CRLF in a patch survives
 		return b
 	}
-	if b := text(EvalScriptFile, &in.EvalScript); b != nil {
+	if b := text(layout.EvalFile, &in.EvalScript); b != nil {
 		for _, mk := range evalMarkers {
 			if !bytes.Contains(b, []byte(mk)) {
-				l.add(EvalScriptFile, "", "has no %q marker", mk)
+				l.add(layout.EvalFile, "", "has no %q marker", mk)
 			}
 		}
 	}
 	for _, f := range []struct {
 		name string
 		dst  *string
-	}{{GoldPatchFile, &in.Patch}, {TestPatchFile, &in.TestPatch}} {
+	}{{layout.GoldPatch, &in.Patch}, {layout.TestPatch, &in.TestPatch}} {
 		if b := text(f.name, f.dst); len(b) > 0 && !bytes.Contains(b, []byte("diff --git")) {
 			l.add(f.name, "", "does not look like a diff")
 		}
 	}
-	text(ProblemFile, &in.ProblemStatement)
-	text(HintsFile, &in.HintsText) // optional: "" when absent
+	text(layout.ProblemFile, &in.ProblemStatement)
+	text(layout.HintsFile, &in.HintsText) // optional: "" when absent
 	var df string
-	if text(DockerfileName, &df) != nil {
+	if text(layout.Dockerfile, &df) != nil {
 		t.Dockerfile = []byte(df)
 		if len(bytes.TrimSpace(t.Dockerfile)) == 0 {
-			l.add(DockerfileName, "", "empty")
+			l.add(layout.Dockerfile, "", "empty")
 		}
 	}
 }
@@ -496,7 +484,7 @@ func (r *Repo) collisions() []Problem {
 	drop := map[int]bool{}
 	for _, c := range naming.Collisions(ids, false) {
 		drop[c.Second] = true
-		ps = append(ps, Problem{Task: ids[c.Second], Where: TasksDir + "/" + ids[c.Second] + "/", Msg: fmt.Sprintf("gets the same image names as %s (%s); the first is kept", ids[c.First], c.NameID)})
+		ps = append(ps, Problem{Task: ids[c.Second], Where: layout.TasksDir + "/" + ids[c.Second] + "/", Msg: fmt.Sprintf("gets the same image names as %s (%s); the first is kept", ids[c.First], c.NameID)})
 	}
 	if len(drop) > 0 {
 		kept := r.Tasks[:0]
@@ -523,7 +511,7 @@ func (r *Repo) evalCards() []Problem {
 	for _, p := range names {
 		stem := strings.TrimSuffix(filepath.Base(p), ".yaml")
 		if !published[stem] {
-			ps = append(ps, Problem{Where: "eval/" + filepath.Base(p), Msg: fmt.Sprintf("no dataset named %s in %s, so it is not published", stem, ConfigFile), Warning: true})
+			ps = append(ps, Problem{Where: "eval/" + filepath.Base(p), Msg: fmt.Sprintf("no dataset named %s in %s, so it is not published", stem, layout.ConfigFile), Warning: true})
 		}
 	}
 	return ps
@@ -566,7 +554,7 @@ func (r *Repo) Select(ids []string) ([]Task, error) {
 		}
 		var errs []error
 		if len(missing) > 0 {
-			errs = append(errs, fmt.Errorf("not in %s: %s", filepath.Join(r.Dir, TasksDir), strings.Join(missing, " ")))
+			errs = append(errs, fmt.Errorf("not in %s: %s", filepath.Join(r.Dir, layout.TasksDir), strings.Join(missing, " ")))
 		}
 		if len(invalid) > 0 {
 			errs = append(errs, fmt.Errorf("task(s) with errors (see the check): %s", strings.Join(invalid, " ")))

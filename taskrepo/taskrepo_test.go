@@ -13,6 +13,7 @@ import (
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
 const crlfPatch = "diff --git a/x b/x\r\n--- a/x\r\n+++ b/x\r\n+one\r\n"
@@ -24,18 +25,18 @@ func writeRepo(t *testing.T, config string, tasks map[string]map[string]string) 
 	t.Helper()
 	dir := t.TempDir()
 	if config != "" {
-		write(t, filepath.Join(dir, ConfigFile), config)
+		write(t, filepath.Join(dir, layout.ConfigFile), config)
 	}
 	for id, edits := range tasks {
 		files := map[string]string{
-			TaskFile: "instance_id: " + id + "\nrepo: x/y\nversion: '1.0'\nbase_commit: abc\nsplit: test\ndatasets:\n- x/y-dataset\n" +
+			layout.TaskFile: "instance_id: " + id + "\nrepo: x/y\nversion: '1.0'\nbase_commit: abc\nsplit: test\ndatasets:\n- x/y-dataset\n" +
 				"image: " + ExpectedImage(id) + "\nlog_parser: parse_log_pytest\neval_type: pass_and_fail\ncreated_at: '2020-01-01T00:00:00Z'\n",
-			TestsFile:      `{"FAIL_TO_PASS": ["test_a"], "PASS_TO_PASS": []}`,
-			GoldPatchFile:  "diff --git a/y b/y\n",
-			TestPatchFile:  crlfPatch,
-			ProblemFile:    "the issue for " + id,
-			EvalScriptFile: "#!/bin/bash\n: '>>>>> Start Test Output'\npytest\n: '>>>>> End Test Output'\n",
-			DockerfileName: "FROM scratch\n",
+			layout.TestsFile:   `{"FAIL_TO_PASS": ["test_a"], "PASS_TO_PASS": []}`,
+			layout.GoldPatch:   "diff --git a/y b/y\n",
+			layout.TestPatch:   crlfPatch,
+			layout.ProblemFile: "the issue for " + id,
+			layout.EvalFile:    "#!/bin/bash\n: '>>>>> Start Test Output'\npytest\n: '>>>>> End Test Output'\n",
+			layout.Dockerfile:  "FROM scratch\n",
 		}
 		for name, content := range edits {
 			if content == "<delete>" {
@@ -45,7 +46,7 @@ func writeRepo(t *testing.T, config string, tasks map[string]map[string]string) 
 			files[name] = content
 		}
 		for name, content := range files {
-			write(t, filepath.Join(dir, TasksDir, id, name), content)
+			write(t, filepath.Join(dir, layout.TasksDir, id, name), content)
 		}
 	}
 	return dir
@@ -64,7 +65,7 @@ func write(t *testing.T, path, content string) {
 const config = "datasets:\n- x/y-dataset\nsplits:\n- dev\n- test\n"
 
 func TestLoadTask(t *testing.T) {
-	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": {HintsFile: "a hint\r\n"}, "b__b-2": nil})
+	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": {layout.HintsFile: "a hint\r\n"}, "b__b-2": nil})
 	r, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestLoadTask(t *testing.T) {
 	if string(gotJSON) != string(wantJSON) || in.Source != want.Source {
 		t.Errorf("instance:\n got %s %s\nwant %s %s", gotJSON, in.Source, wantJSON, want.Source)
 	}
-	if a.Dir != filepath.Join(dir, TasksDir, "a__a-1") || string(a.Dockerfile) != "FROM scratch\n" || a.Split != "test" {
+	if a.Dir != filepath.Join(dir, layout.TasksDir, "a__a-1") || string(a.Dockerfile) != "FROM scratch\n" || a.Split != "test" {
 		t.Errorf("task: dir %s, Dockerfile %q, split %q", a.Dir, a.Dockerfile, a.Split)
 	}
 	if r.Tasks[1].Instance.HintsText != "" {
@@ -103,19 +104,19 @@ func TestCheck(t *testing.T) {
 		edits map[string]string
 		want  string // substring of the one error
 	}{
-		{"missing file", map[string]string{EvalScriptFile: "<delete>", DockerfileName: "<delete>"}, "tasks/bad__x-1/: missing Dockerfile, eval.sh"},
-		{"task.yaml not YAML", map[string]string{TaskFile: "a: [\n"}, "tasks/bad__x-1/task.yaml: not valid YAML"},
-		{"missing key", map[string]string{TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\n"}, `tasks/bad__x-1/task.yaml: field "eval_type": missing`},
-		{"instance_id not the directory", map[string]string{TaskFile: "instance_id: other__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `tasks/bad__x-1/task.yaml:1: field "instance_id": is "other__x-1"`},
-		{"split not in sweb.yaml", map[string]string{TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: py_noop\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `task.yaml:5: field "split": "py_noop" is not in sweb.yaml`},
-		{"unknown dataset", map[string]string{TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/other]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `field "datasets": not published by sweb.yaml: x/other`},
-		{"no datasets", map[string]string{TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `field "datasets": does not say which datasets it belongs to`},
-		{"image not derived", map[string]string{TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad__x-1:latest\nlog_parser: p\neval_type: e\n"}, `task.yaml:7: field "image": "swebench/sweb.eval.x86_64.bad__x-1:latest" is not the derived name`},
-		{"tests.json not JSON", map[string]string{TestsFile: "{"}, "tasks/bad__x-1/tests.json: not valid JSON"},
-		{"tests.json list of non-strings", map[string]string{TestsFile: `{"FAIL_TO_PASS": [1], "PASS_TO_PASS": []}`}, `tests.json: field "FAIL_TO_PASS": not a list of strings`},
-		{"empty FAIL_TO_PASS", map[string]string{TestsFile: `{"FAIL_TO_PASS": [], "PASS_TO_PASS": []}`}, `field "FAIL_TO_PASS": empty, so nothing grades this task`},
-		{"eval.sh without end marker", map[string]string{EvalScriptFile: ": '>>>>> Start Test Output'\n"}, `tasks/bad__x-1/eval.sh: has no ">>>>> End Test Output" marker`},
-		{"patch not a diff", map[string]string{GoldPatchFile: "gold"}, "tasks/bad__x-1/gold.patch: does not look like a diff"},
+		{"missing file", map[string]string{layout.EvalFile: "<delete>", layout.Dockerfile: "<delete>"}, "tasks/bad__x-1/: missing Dockerfile, eval.sh"},
+		{"task.yaml not YAML", map[string]string{layout.TaskFile: "a: [\n"}, "tasks/bad__x-1/task.yaml: not valid YAML"},
+		{"missing key", map[string]string{layout.TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\n"}, `tasks/bad__x-1/task.yaml: field "eval_type": missing`},
+		{"instance_id not the directory", map[string]string{layout.TaskFile: "instance_id: other__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `tasks/bad__x-1/task.yaml:1: field "instance_id": is "other__x-1"`},
+		{"split not in sweb.yaml", map[string]string{layout.TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: py_noop\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `task.yaml:5: field "split": "py_noop" is not in sweb.yaml`},
+		{"unknown dataset", map[string]string{layout.TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/other]\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `field "datasets": not published by sweb.yaml: x/other`},
+		{"no datasets", map[string]string{layout.TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\nimage: swebench/sweb.eval.x86_64.bad_1776_x-1:latest\nlog_parser: p\neval_type: e\n"}, `field "datasets": does not say which datasets it belongs to`},
+		{"image not derived", map[string]string{layout.TaskFile: "instance_id: bad__x-1\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: test\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.bad__x-1:latest\nlog_parser: p\neval_type: e\n"}, `task.yaml:7: field "image": "swebench/sweb.eval.x86_64.bad__x-1:latest" is not the derived name`},
+		{"tests.json not JSON", map[string]string{layout.TestsFile: "{"}, "tasks/bad__x-1/tests.json: not valid JSON"},
+		{"tests.json list of non-strings", map[string]string{layout.TestsFile: `{"FAIL_TO_PASS": [1], "PASS_TO_PASS": []}`}, `tests.json: field "FAIL_TO_PASS": not a list of strings`},
+		{"empty FAIL_TO_PASS", map[string]string{layout.TestsFile: `{"FAIL_TO_PASS": [], "PASS_TO_PASS": []}`}, `field "FAIL_TO_PASS": empty, so nothing grades this task`},
+		{"eval.sh without end marker", map[string]string{layout.EvalFile: ": '>>>>> Start Test Output'\n"}, `tasks/bad__x-1/eval.sh: has no ">>>>> End Test Output" marker`},
+		{"patch not a diff", map[string]string{layout.GoldPatch: "gold"}, "tasks/bad__x-1/gold.patch: does not look like a diff"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestRepoProblems(t *testing.T) {
 	}
 	// a directory without task.yaml is reported and is no task
 	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": nil})
-	if err := os.Mkdir(filepath.Join(dir, TasksDir, "scratch"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, layout.TasksDir, "scratch"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Open(dir)
@@ -170,9 +171,9 @@ func TestRepoProblems(t *testing.T) {
 }
 
 func TestSelect(t *testing.T) {
-	dev := map[string]string{TaskFile: "instance_id: b__b-2\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: dev\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.b_1776_b-2:latest\nlog_parser: p\neval_type: e\n"}
-	dep := map[string]string{TaskFile: "instance_id: c__c-3\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: deprecated\nimage: swebench/sweb.eval.x86_64.c_1776_c-3:latest\nlog_parser: p\neval_type: e\n",
-		TestsFile: `{"FAIL_TO_PASS": [], "PASS_TO_PASS": []}`}
+	dev := map[string]string{layout.TaskFile: "instance_id: b__b-2\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: dev\ndatasets: [x/y-dataset]\nimage: swebench/sweb.eval.x86_64.b_1776_b-2:latest\nlog_parser: p\neval_type: e\n"}
+	dep := map[string]string{layout.TaskFile: "instance_id: c__c-3\nrepo: x/y\nversion: '1'\nbase_commit: abc\nsplit: deprecated\nimage: swebench/sweb.eval.x86_64.c_1776_c-3:latest\nlog_parser: p\neval_type: e\n",
+		layout.TestsFile: `{"FAIL_TO_PASS": [], "PASS_TO_PASS": []}`}
 	dir := writeRepo(t, config, map[string]map[string]string{"a__a-1": nil, "b__b-2": dev, "c__c-3": dep})
 	r, err := Open(dir)
 	if err != nil {
@@ -352,12 +353,12 @@ func TestSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(os.Symlink(filepath.Join(elsewhere, TasksDir, "d__d-4"), filepath.Join(dir, TasksDir, "d__d-4")))
-	problem := filepath.Join(dir, TasksDir, "b__b-2", ProblemFile)
+	must(os.Symlink(filepath.Join(elsewhere, layout.TasksDir, "d__d-4"), filepath.Join(dir, layout.TasksDir, "d__d-4")))
+	problem := filepath.Join(dir, layout.TasksDir, "b__b-2", layout.ProblemFile)
 	must(os.Remove(problem))
 	must(os.Symlink(outside, problem))
-	hints := filepath.Join(dir, TasksDir, "c__c-3", HintsFile)
-	must(os.Symlink(filepath.Join("..", "a__a-1", ProblemFile), hints))
+	hints := filepath.Join(dir, layout.TasksDir, "c__c-3", layout.HintsFile)
+	must(os.Symlink(filepath.Join("..", "a__a-1", layout.ProblemFile), hints))
 
 	r, err := Open(dir)
 	var ce *CheckError
@@ -366,7 +367,7 @@ func TestSymlinks(t *testing.T) {
 	}
 	wants := []string{
 		"error: tasks/b__b-2/problem_statement.md: a symbolic link to " + outside + ", outside the task repo: not read",
-		"error: tasks/d__d-4: a symbolic link (to " + filepath.Join(elsewhere, TasksDir, "d__d-4") + "), not a directory of the repo: left out",
+		"error: tasks/d__d-4: a symbolic link (to " + filepath.Join(elsewhere, layout.TasksDir, "d__d-4") + "), not a directory of the repo: left out",
 	}
 	for i, w := range wants {
 		if !strings.Contains(ce.Problems[i].Error(), w) {
@@ -399,8 +400,8 @@ func TestOtherKeysAndX86Only(t *testing.T) {
 			"image: " + ExpectedImage(id) + "\nlog_parser: parse_log_pytest\neval_type: pass_and_fail\n" + extra
 	}
 	dir := writeRepo(t, config, map[string]map[string]string{
-		"a__a-1": {TaskFile: meta("a__a-1", "difficulty: 15 min - 1 hour\nscore: 1.50\ntags:\n- x\n- 2\nnested: {b: null, a: [true]}\nx86_only: USE_X86\n")},
-		"b__b-2": {TaskFile: meta("b__b-2", "x86_only: ''\n")},
+		"a__a-1": {layout.TaskFile: meta("a__a-1", "difficulty: 15 min - 1 hour\nscore: 1.50\ntags:\n- x\n- 2\nnested: {b: null, a: [true]}\nx86_only: USE_X86\n")},
+		"b__b-2": {layout.TaskFile: meta("b__b-2", "x86_only: ''\n")},
 	})
 	r, err := Open(dir)
 	var ce *CheckError

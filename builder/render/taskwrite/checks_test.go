@@ -12,6 +12,7 @@ import (
 
 	"github.com/swebuild/swebuild/builder/spec/spectest"
 	"github.com/swebuild/swebuild/core"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
 // checkRepo is upstream's `check` of a task repo (swebench/task/checks.py,
@@ -27,7 +28,7 @@ func checkRepo(t *testing.T, root string) []string {
 	add := func(where, format string, args ...any) {
 		problems = append(problems, where+": "+fmt.Sprintf(format, args...))
 	}
-	cfg := readYAML(t, filepath.Join(root, ConfigFile))
+	cfg := readYAML(t, filepath.Join(root, layout.ConfigFile))
 	toSet := func(v any) map[string]bool {
 		out := map[string]bool{}
 		l, _ := v.([]any)
@@ -40,21 +41,21 @@ func checkRepo(t *testing.T, root string) []string {
 	}
 	datasets, splits := toSet(cfg["datasets"]), toSet(cfg["splits"])
 	if len(datasets) == 0 {
-		return []string{ConfigFile + ": does not name any datasets"}
+		return []string{layout.ConfigFile + ": does not name any datasets"}
 	}
-	ents, err := os.ReadDir(filepath.Join(root, TasksDir))
+	ents, err := os.ReadDir(filepath.Join(root, layout.TasksDir))
 	if err != nil || len(ents) == 0 {
 		return []string{"tasks/: no task directories"}
 	}
 	for _, e := range ents {
-		dir := filepath.Join(root, TasksDir, e.Name())
+		dir := filepath.Join(root, layout.TasksDir, e.Name())
 		where := "tasks/" + e.Name()
-		for _, f := range []string{TaskFile, TestsFile, Dockerfile, GoldPatch, TestPatch, EvalFile, ProblemFile} {
+		for _, f := range []string{layout.TaskFile, layout.TestsFile, layout.Dockerfile, layout.GoldPatch, layout.TestPatch, layout.EvalFile, layout.ProblemFile} {
 			if st, err := os.Stat(filepath.Join(dir, f)); err != nil || !st.Mode().IsRegular() {
 				add(where, "missing %s", f)
 			}
 		}
-		meta := readYAML(t, filepath.Join(dir, TaskFile))
+		meta := readYAML(t, filepath.Join(dir, layout.TaskFile))
 		for _, k := range []string{"instance_id", "repo", "version", "base_commit", "split", "image", "log_parser", "eval_type"} {
 			if _, ok := meta[k]; !ok {
 				add(where, "task.yaml has no %s", k)
@@ -64,7 +65,7 @@ func checkRepo(t *testing.T, root string) []string {
 			add(where, "task.yaml instance_id is %v", id)
 		}
 		var tests map[string]any
-		raw, _ := os.ReadFile(filepath.Join(dir, TestsFile))
+		raw, _ := os.ReadFile(filepath.Join(dir, layout.TestsFile))
 		if err := json.Unmarshal(raw, &tests); err != nil {
 			add(where, "tests.json is not valid JSON: %v", err)
 		}
@@ -97,13 +98,13 @@ func checkRepo(t *testing.T, root string) []string {
 		if meta["image"] != ExpectedImage(e.Name()) {
 			add(where, "image %v is not the derived name", meta["image"])
 		}
-		eval, _ := os.ReadFile(filepath.Join(dir, EvalFile))
+		eval, _ := os.ReadFile(filepath.Join(dir, layout.EvalFile))
 		for _, m := range []string{">>>>> Start Test Output", ">>>>> End Test Output"} {
 			if !strings.Contains(string(eval), m) {
 				add(where, "eval.sh has no %q marker", m)
 			}
 		}
-		for _, p := range []string{GoldPatch, TestPatch} {
+		for _, p := range []string{layout.GoldPatch, layout.TestPatch} {
 			b, _ := os.ReadFile(filepath.Join(dir, p))
 			if len(b) > 0 && !strings.Contains(string(b), "diff --git") {
 				add(where, "%s does not look like a diff", p)
@@ -144,10 +145,10 @@ func TestWrittenReposPassUpstreamChecks(t *testing.T) {
 		}
 		// Plant one problem of each kind in a task and see each reported.
 		id := insts[0].InstanceID
-		dir := filepath.Join(out, TasksDir, id)
-		must(t, os.WriteFile(filepath.Join(dir, EvalFile), []byte("#!/bin/bash\n"), 0o644))
-		must(t, os.WriteFile(filepath.Join(dir, TestsFile), []byte(`{"FAIL_TO_PASS": [], "PASS_TO_PASS": [1]}`), 0o644))
-		must(t, os.Remove(filepath.Join(dir, GoldPatch)))
+		dir := filepath.Join(out, layout.TasksDir, id)
+		must(t, os.WriteFile(filepath.Join(dir, layout.EvalFile), []byte("#!/bin/bash\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, layout.TestsFile), []byte(`{"FAIL_TO_PASS": [], "PASS_TO_PASS": [1]}`), 0o644))
+		must(t, os.Remove(filepath.Join(dir, layout.GoldPatch)))
 		problems := checkRepo(t, out)
 		if len(problems) != 5 || !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "missing gold.patch") }) {
 			t.Errorf("planted 5 problems (2 eval markers, not-a-string, empty FAIL_TO_PASS, missing gold.patch), checks report %q", problems)

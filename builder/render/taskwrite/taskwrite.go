@@ -27,20 +27,10 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/manifests/naming"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
-// File names of a task repo (swebench/task/repo.py).
 const (
-	ConfigFile   = "sweb.yaml"
-	TasksDir     = "tasks"
-	TaskFile     = "task.yaml"
-	TestsFile    = "tests.json"
-	GoldPatch    = "gold.patch"
-	TestPatch    = "test.patch"
-	EvalFile     = "eval.sh"
-	Dockerfile   = "Dockerfile"
-	ProblemFile  = "problem_statement.md"
-	HintsFile    = "hints.md"
 	imagePrefix  = "swebench/"
 	evalTypePass = "pass_and_fail"
 	evalTypeFail = "fail_only"
@@ -85,15 +75,15 @@ func Write(ctx context.Context, r *render.Renderer, insts []core.Instance, opts 
 	if opts.Platform.IsZero() {
 		opts.Platform = core.AMD64
 	}
-	if err := os.MkdirAll(filepath.Join(opts.Out, TasksDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(opts.Out, layout.TasksDir), 0o755); err != nil {
 		return fail(fmt.Errorf("creating %s: %w", opts.Out, err))
 	}
-	cfg, err := config(filepath.Join(opts.Out, ConfigFile), opts)
+	cfg, err := config(filepath.Join(opts.Out, layout.ConfigFile), opts)
 	if err != nil {
 		return fail(err)
 	}
-	if err := os.WriteFile(filepath.Join(opts.Out, ConfigFile), cfg, 0o644); err != nil {
-		return fail(fmt.Errorf("writing %s: %w", ConfigFile, err))
+	if err := os.WriteFile(filepath.Join(opts.Out, layout.ConfigFile), cfg, 0o644); err != nil {
+		return fail(fmt.Errorf("writing %s: %w", layout.ConfigFile, err))
 	}
 	n := 0
 	var failed []*render.InstanceError
@@ -115,10 +105,7 @@ func Write(ctx context.Context, r *render.Renderer, insts []core.Instance, opts 
 // an existing sweb.yaml (so writing dev then test into one repo publishes
 // both), sorted.
 func config(path string, opts Options) ([]byte, error) {
-	var cur struct {
-		Datasets []string `yaml:"datasets"`
-		Splits   []string `yaml:"splits"`
-	}
+	var cur layout.Config
 	raw, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -170,24 +157,24 @@ func Files(ctx context.Context, r *render.Renderer, inst *core.Instance, opts Op
 	}
 	task, err := dumpYAML(meta)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", TaskFile, err)
+		return nil, fmt.Errorf("%s: %w", layout.TaskFile, err)
 	}
 	tests, err := dumpTests(inst)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", TestsFile, err)
+		return nil, fmt.Errorf("%s: %w", layout.TestsFile, err)
 	}
 	files := map[string][]byte{
-		TaskFile:    task,
-		TestsFile:   tests,
-		EvalFile:    []byte(eval),
-		Dockerfile:  []byte(flat),
-		GoldPatch:   []byte(inst.Patch),
-		TestPatch:   []byte(inst.TestPatch),
-		ProblemFile: []byte(inst.ProblemStatement),
+		layout.TaskFile:    task,
+		layout.TestsFile:   tests,
+		layout.EvalFile:    []byte(eval),
+		layout.Dockerfile:  []byte(flat),
+		layout.GoldPatch:   []byte(inst.Patch),
+		layout.TestPatch:   []byte(inst.TestPatch),
+		layout.ProblemFile: []byte(inst.ProblemStatement),
 	}
 	// Written only when not empty (repo.py OPTIONAL_FILE).
 	if inst.HintsText != "" {
-		files[HintsFile] = []byte(inst.HintsText)
+		files[layout.HintsFile] = []byte(inst.HintsText)
 	}
 	return files, nil
 }
@@ -200,7 +187,7 @@ func writeTask(ctx context.Context, r *render.Renderer, inst *core.Instance, opt
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(opts.Out, TasksDir, inst.InstanceID)
+	dir := filepath.Join(opts.Out, layout.TasksDir, inst.InstanceID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
@@ -211,9 +198,9 @@ func writeTask(ctx context.Context, r *render.Renderer, inst *core.Instance, opt
 		}
 	}
 	// A stale hints.md from an earlier run would stand in for missing prose.
-	if _, ok := files[HintsFile]; !ok {
-		if err := os.Remove(filepath.Join(dir, HintsFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("removing stale %s: %w", HintsFile, err)
+	if _, ok := files[layout.HintsFile]; !ok {
+		if err := os.Remove(filepath.Join(dir, layout.HintsFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing stale %s: %w", layout.HintsFile, err)
 		}
 	}
 	return nil

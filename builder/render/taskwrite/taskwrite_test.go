@@ -19,6 +19,7 @@ import (
 	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/dataset"
 	"github.com/swebuild/swebuild/taskrepo"
+	"github.com/swebuild/swebuild/taskrepo/layout"
 )
 
 const multimodal = "SWE-bench/SWE-bench_Multimodal"
@@ -57,7 +58,7 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 	recs := spectest.Records(t, shared, "SWE-bench_Multimodal/dev")["SWE-bench_Multimodal/dev"]
 	var insts []core.Instance
 	for id, inst := range recs {
-		m := filepath.Join(ref, "tasks", id, TaskFile)
+		m := filepath.Join(ref, "tasks", id, layout.TaskFile)
 		if _, err := os.Stat(m); err == nil && readYAML(t, m)["split"] == "dev" {
 			insts = append(insts, *inst)
 		}
@@ -80,21 +81,21 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 		// says so in one more line, the last key sorted: upstream's repo,
 		// x86-only throughout, has no such key.
 		rule := r.Tables.X86OnlyRule(&inst)
-		for _, name := range []string{GoldPatch, TestPatch, ProblemFile, HintsFile, TestsFile, TaskFile, EvalFile, Dockerfile} {
+		for _, name := range []string{layout.GoldPatch, layout.TestPatch, layout.ProblemFile, layout.HintsFile, layout.TestsFile, layout.TaskFile, layout.EvalFile, layout.Dockerfile} {
 			want, werr := os.ReadFile(filepath.Join(ref, "tasks", id, name))
-			got, gerr := os.ReadFile(filepath.Join(out, TasksDir, id, name))
+			got, gerr := os.ReadFile(filepath.Join(out, layout.TasksDir, id, name))
 			if os.IsNotExist(werr) != os.IsNotExist(gerr) {
 				t.Errorf("%s/%s: exists upstream %v, here %v", id, name, werr == nil, gerr == nil)
 				continue
 			}
-			if name == TaskFile && rule != "" {
+			if name == layout.TaskFile && rule != "" {
 				want = append(want, "x86_only: "+rule+"\n"...)
 			}
 			if bytes.Equal(want, got) {
 				same[name]++
 			}
 		}
-		w, g := readYAML(t, filepath.Join(ref, "tasks", id, TaskFile)), readYAML(t, filepath.Join(out, TasksDir, id, TaskFile))
+		w, g := readYAML(t, filepath.Join(ref, "tasks", id, layout.TaskFile)), readYAML(t, filepath.Join(out, layout.TasksDir, id, layout.TaskFile))
 		if rule != "" {
 			x86++
 			if g[X86OnlyKey] != rule {
@@ -109,7 +110,7 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 	if x86 == 0 {
 		t.Error("no x86-only instance among the dev tasks: the x86_only line is not exercised")
 	}
-	for _, name := range []string{GoldPatch, TestPatch, ProblemFile, HintsFile, TestsFile, TaskFile} {
+	for _, name := range []string{layout.GoldPatch, layout.TestPatch, layout.ProblemFile, layout.HintsFile, layout.TestsFile, layout.TaskFile} {
 		if same[name] != n {
 			t.Errorf("%s: %d of %d byte-identical", name, same[name], n)
 		}
@@ -119,8 +120,8 @@ func TestMultimodalDevAgainstUpstream(t *testing.T) {
 	if _, failed := Write(context.Background(), newRenderer(t), nil, Options{Out: out, Datasets: []string{multimodal}, Split: "test"}); len(failed) > 0 {
 		t.Fatal(failed[0])
 	}
-	want, _ := os.ReadFile(filepath.Join(ref, ConfigFile))
-	if got, _ := os.ReadFile(filepath.Join(out, ConfigFile)); !bytes.Equal(got, want) {
+	want, _ := os.ReadFile(filepath.Join(ref, layout.ConfigFile))
+	if got, _ := os.ReadFile(filepath.Join(out, layout.ConfigFile)); !bytes.Equal(got, want) {
 		t.Errorf("sweb.yaml:\n%s\nwant\n%s", got, want)
 	}
 	t.Logf("byte-identical to upstream's task repo over %d dev tasks (%d with the x86_only line): %v", n, x86, same)
@@ -187,7 +188,7 @@ func TestVerifiedColumnsAndX86Only(t *testing.T) {
 	if x86 == 0 || withDifficulty != len(insts) {
 		t.Errorf("%d USE_X86 tasks, %d with a difficulty; want some, and all %d", x86, withDifficulty, len(insts))
 	}
-	b, err := os.ReadFile(filepath.Join(out, TasksDir, "django__django-10097", TaskFile))
+	b, err := os.ReadFile(filepath.Join(out, layout.TasksDir, "django__django-10097", layout.TaskFile))
 	if err != nil || !bytes.Contains(b, []byte("\nx86_only: USE_X86\n")) || !bytes.Contains(b, []byte("\ndifficulty: ")) {
 		t.Errorf("django__django-10097's task.yaml:\n%s", b)
 	}
@@ -196,8 +197,8 @@ func TestVerifiedColumnsAndX86Only(t *testing.T) {
 		t.Fatal(failed[0])
 	}
 	for _, in := range insts {
-		first, _ := os.ReadFile(filepath.Join(out, TasksDir, in.InstanceID, TaskFile))
-		second, _ := os.ReadFile(filepath.Join(again, TasksDir, in.InstanceID, TaskFile))
+		first, _ := os.ReadFile(filepath.Join(out, layout.TasksDir, in.InstanceID, layout.TaskFile))
+		second, _ := os.ReadFile(filepath.Join(again, layout.TasksDir, in.InstanceID, layout.TaskFile))
 		if !bytes.Equal(first, second) {
 			t.Errorf("%s: task.yaml written from the records read back differs:\n%s\nfirst\n%s", in.InstanceID, second, first)
 		}
@@ -254,8 +255,8 @@ func TestFixtureLogParsersFromProfile(t *testing.T) {
 		t.Fatalf("wrote %d tasks of %d records, want 7", n, len(insts))
 	}
 	for _, inst := range insts {
-		got := readYAML(t, filepath.Join(out, TasksDir, inst.InstanceID, TaskFile))["log_parser"]
-		want := readYAML(t, filepath.Join(fx, "taskrepo", TasksDir, inst.InstanceID, TaskFile))["log_parser"]
+		got := readYAML(t, filepath.Join(out, layout.TasksDir, inst.InstanceID, layout.TaskFile))["log_parser"]
+		want := readYAML(t, filepath.Join(fx, "taskrepo", layout.TasksDir, inst.InstanceID, layout.TaskFile))["log_parser"]
 		if got != want || want == nil {
 			t.Errorf("%s: log_parser %v, the fixture's task repo says %v", inst.InstanceID, got, want)
 		}
