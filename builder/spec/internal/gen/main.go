@@ -32,6 +32,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/swebuild/swebuild/builder/spec/internal/schema"
 )
 
 func main() {
@@ -75,29 +77,8 @@ type upstream struct {
 
 // tables is the schema of data/specs.json (read by builder/spec).
 type tables struct {
-	Source             string                                `json:"source"`
-	Specs              map[string]map[string]json.RawMessage `json:"-"`
-	ReqsPaths          map[string][]string                   `json:"reqs_paths"`
-	EnvYMLPaths        map[string][]string                   `json:"env_yml_paths"`
-	UseX86             []string                              `json:"use_x86"`
-	DefaultDockerSpecs map[string]string                     `json:"default_docker_specs"`
-	Branches           map[string]map[string]string          `json:"repo_base_commit_branch"`
-	NonTestExts        []string                              `json:"non_test_exts"`
-	RepoToExt          map[string]string                     `json:"repo_to_ext"`
-	RepoToInstall      map[string]string                     `json:"repo_to_install"`
-	Latest             string                                `json:"latest"`
-	URLRaw             string                                `json:"swe_bench_url_raw"`
-	StartTestOutput    string                                `json:"start_test_output"`
-	EndTestOutput      string                                `json:"end_test_output"`
-	BaseTemplates      map[string]string                     `json:"dockerfile_base"`
-	EnvTemplates       map[string]string                     `json:"dockerfile_env"`
-	InstanceTemplates  map[string]string                     `json:"dockerfile_instance"`
-	VariantTemplates   map[string]string                     `json:"dockerfile_base_variants"`
-	HeredocEnv         string                                `json:"heredoc_env"`
-	HeredocEval        string                                `json:"heredoc_eval"`
-	HeredocEvalCommon  string                                `json:"heredoc_eval_common"`
-	RepoTestCmds       map[string]string                     `json:"repo_test_cmds"`
-	ReplaceReqPackages [][2]string                           `json:"replace_req_packages"`
+	schema.Tables
+	Specs map[string]map[string]json.RawMessage `json:"-"`
 }
 
 func readJSON(path string, v any) error {
@@ -202,9 +183,8 @@ func build(specsFile, mlFile, source string) (*tables, error) {
 	if err := readJSON(mlFile, &ml); err != nil {
 		return nil, err
 	}
-	t := &tables{
+	t := &tables{Specs: map[string]map[string]json.RawMessage{}, Tables: schema.Tables{
 		Source:             source,
-		Specs:              map[string]map[string]json.RawMessage{},
 		ReqsPaths:          up.ReqsPaths,
 		EnvYMLPaths:        up.EnvYMLPaths,
 		UseX86:             up.UseX86,
@@ -223,7 +203,7 @@ func build(specsFile, mlFile, source string) (*tables, error) {
 		VariantTemplates:   map[string]string{"js_2": up.Templates.BaseJS2},
 		HeredocEvalCommon:  ml.TestSpecJS.Heredoc,
 		RepoTestCmds:       ml.TestSpecJS.TestCmds,
-	}
+	}}
 	if err := sameTables(&up, &ml); err != nil {
 		return nil, err
 	}
