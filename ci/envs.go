@@ -53,13 +53,7 @@ type EnvTarget struct {
 // EnvJob is one job of the env stage's matrix: the env images of whole base
 // groups of one platform.
 type EnvJob struct {
-	Name     string        `json:"name"`
-	Platform core.Platform `json:"platform"`
-	Runner   string        `json:"runner"`
-	QEMU     bool          `json:"qemu"`
-	Shard    int           `json:"shard"`
-	// Count is the number of env images the job builds.
-	Count int `json:"count"`
+	Slot
 	// Keys are the env image keys, comma-separated.
 	Keys string `json:"keys"`
 
@@ -152,16 +146,7 @@ func BuildEnvMatrix(needs []EnvNeed, platforms []core.Platform, shards int, runn
 		}
 		for s, keys := range jobs {
 			sort.Strings(keys)
-			m.Include = append(m.Include, EnvJob{
-				Name:     fmt.Sprintf("envs-%s-%d", platformSlug(p), s),
-				Platform: p,
-				Runner:   r.Label,
-				QEMU:     r.Arch != p,
-				Shard:    s,
-				Count:    len(keys),
-				Keys:     strings.Join(keys, ","),
-				keys:     keys,
-			})
+			m.Include = append(m.Include, EnvJob{Slot: slot("envs", p, r, s, len(keys)), Keys: strings.Join(keys, ","), keys: keys})
 		}
 	}
 	for _, n := range needs {

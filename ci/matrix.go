@@ -77,17 +77,36 @@ type MatrixOptions struct {
 	Runners map[core.Platform]Runner
 }
 
-// Job is one entry of the matrix "include" list: one shard of one platform.
-type Job struct {
-	// Name is unique in the matrix and safe for artifact names: "arm64-3".
+// Slot is what every matrix job says of where it runs: one shard of one
+// platform, on one runner. Its JSON fields lead each entry of a matrix's
+// "include" list.
+type Slot struct {
+	// Name is unique in the matrix and safe for artifact names: "arm64-3"
+	// (an instance shard), "envs-arm64-0" (an env job).
 	Name     string        `json:"name"`
 	Platform core.Platform `json:"platform"`
 	Runner   string        `json:"runner"`
 	// QEMU is true when the runner's arch differs from Platform.
 	QEMU  bool `json:"qemu"`
 	Shard int  `json:"shard"`
-	// Count is the number of instance ids in this shard.
+	// Count is the number of images the job builds: instance images (Job),
+	// env images (EnvJob).
 	Count int `json:"count"`
+}
+
+// slot is shard s of platform p on runner r, building count images; name
+// is its Name's prefix ("" for an instance shard, "envs" for env jobs).
+func slot(prefix string, p core.Platform, r Runner, s, count int) Slot {
+	name := fmt.Sprintf("%s-%d", platformSlug(p), s)
+	if prefix != "" {
+		name = prefix + "-" + name
+	}
+	return Slot{Name: name, Platform: p, Runner: r.Label, QEMU: r.Arch != p, Shard: s, Count: count}
+}
+
+// Job is one entry of the matrix "include" list: one shard of one platform.
+type Job struct {
+	Slot
 	// IDs is the comma-separated instance ids; empty when IDsFile is set.
 	IDs string `json:"ids"`
 	// IDsFile names a file (relative to the ids directory) holding the ids,
@@ -204,16 +223,7 @@ func BuildMatrix(ids []string, opts MatrixOptions) (Matrix, error) {
 		counts[pi].Shards = shards[pi]
 		r := runners[p]
 		for s, chunk := range split(list, shards[pi]) {
-			m.Include = append(m.Include, Job{
-				Name:     fmt.Sprintf("%s-%d", platformSlug(p), s),
-				Platform: p,
-				Runner:   r.Label,
-				QEMU:     r.Arch != p,
-				Shard:    s,
-				Count:    len(chunk),
-				IDs:      strings.Join(chunk, ","),
-				ids:      chunk,
-			})
+			m.Include = append(m.Include, Job{Slot: slot("", p, r, s, len(chunk)), IDs: strings.Join(chunk, ","), ids: chunk})
 		}
 	}
 	if m.Include == nil {

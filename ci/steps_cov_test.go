@@ -42,8 +42,8 @@ func TestAppendGitHubOutput(t *testing.T) {
 // TestMatrixOutput: the four outputs the workflow's matrix job sets, the
 // env matrix as JSON ({"include":[]} when there is no env stage).
 func TestMatrixOutput(t *testing.T) {
-	m := Matrix{Include: []Job{{Name: "amd64-1"}, {Name: "arm64-1"}},
-		Envs: EnvMatrix{Include: []EnvJob{{Name: "env-amd64-1", Platform: core.AMD64, Runner: "ubuntu-24.04", Shard: 1, Count: 2, Keys: "a,b"}}}}
+	m := Matrix{Include: []Job{{Slot: Slot{Name: "amd64-1"}}, {Slot: Slot{Name: "arm64-1"}}},
+		Envs: EnvMatrix{Include: []EnvJob{{Slot: Slot{Name: "env-amd64-1", Platform: core.AMD64, Runner: "ubuntu-24.04", Shard: 1, Count: 2}, Keys: "a,b"}}}}
 	got, err := MatrixOutput(m, `{"include":"as encoded"}`)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestMatrixOutput(t *testing.T) {
 // outputs is refused, saying the size and the limit.
 func TestEnvMatrixEncodeOverLimit(t *testing.T) {
 	keys := strings.Repeat("k", MaxJobOutputBytes/2)
-	_, err := EnvMatrix{Include: []EnvJob{{Name: "env-amd64-1", Keys: keys}}}.Encode()
+	_, err := EnvMatrix{Include: []EnvJob{{Slot: Slot{Name: "env-amd64-1"}, Keys: keys}}}.Encode()
 	if err == nil || !strings.Contains(err.Error(), "over half the 1048576-byte job output limit") {
 		t.Errorf("err = %v, want the job output limit named", err)
 	}
