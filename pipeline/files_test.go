@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/swebuild/swebuild/builder/render"
@@ -20,9 +21,14 @@ import (
 // (with the download's error), not the load.
 func TestResolveFiles(t *testing.T) {
 	const commit = "419a78300f7cd27611196e1e464d50fd0385ff27"
-	var asked []string
+	var (
+		mu    sync.Mutex // resolveFiles downloads concurrently
+		asked []string
+	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
 		asked = append(asked, r.URL.Path)
+		mu.Unlock()
 		switch r.URL.Path {
 		case "/django/django/" + commit + "/tests/requirements/py3.txt":
 			w.Write([]byte("-r base.txt\nasgiref >= 3.2\n"))
@@ -61,8 +67,11 @@ func TestResolveFiles(t *testing.T) {
 	if len(r.RepoFiles) != 2 {
 		t.Fatalf("%d files resolved, want 2: %+v", len(r.RepoFiles), r.RepoFiles)
 	}
-	if len(asked) != 4 {
-		t.Errorf("%d requests, want 4 (each URL once): %q", len(asked), asked)
+	mu.Lock()
+	got := append([]string(nil), asked...)
+	mu.Unlock()
+	if len(got) != 4 {
+		t.Errorf("%d requests, want 4 (each URL once): %q", len(got), got)
 	}
 	res, err := r.Render(context.Background(), &insts[0], core.AMD64)
 	if err != nil {
