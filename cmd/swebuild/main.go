@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	clog "github.com/containerd/log"
@@ -76,7 +77,31 @@ func quietContainerdLog() {
 	clog.L = logrus.NewEntry(l)
 }
 
+// concurrentSafe is w, safe for the goroutines a command writes from (the
+// downloads' progress lines, the workers' logs): an *os.File already is,
+// and stays one, so BuildKit's display still finds the terminal; anything
+// else (a test's buffer) is written under a lock.
+func concurrentSafe(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
+	stdout, stderr = concurrentSafe(stdout), concurrentSafe(stderr)
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

@@ -97,6 +97,9 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // when --ledger is not given (empty: the pipeline's default). The
 // credentials variable is read here, once.
 func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (publish.RunOptions, error) {
+	// Publish's workers write here at once (--debug's request lines, the
+	// progress), also when a caller gave a plain buffer.
+	stdout, stderr = concurrentSafe(stdout), concurrentSafe(stderr)
 	if f.ledgerPath != "" {
 		ledgerPath = f.ledgerPath
 	}
