@@ -18,6 +18,9 @@ func TestConcurrentSafe(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	w := concurrentSafe(&buf)
+	if again := concurrentSafe(w); again != w {
+		t.Errorf("concurrentSafe of its own writer wraps it again")
+	}
 	const writers, lines = 8, 500
 	var wg sync.WaitGroup
 	for i := range writers {

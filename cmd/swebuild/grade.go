@@ -88,6 +88,7 @@ func (f *gradeFlags) register(fs *pflag.FlagSet) {
 // options check the flags and make the pipeline's options: the first usage
 // problem is the error.
 func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOptions, error) {
+	stderr = concurrentSafe(stderr) // its workers write at once
 	var o pipeline.GradeOptions
 	if err := f.check(args); err != nil {
 		return o, err

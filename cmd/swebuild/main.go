@@ -80,9 +80,11 @@ func quietContainerdLog() {
 // concurrentSafe is w, safe for the goroutines a command writes from (the
 // downloads' progress lines, the workers' logs): an *os.File already is,
 // and stays one, so BuildKit's display still finds the terminal; anything
-// else (a test's buffer) is written under a lock.
+// else (a test's buffer) is written under a lock, once (run and each
+// command's options both ask).
 func concurrentSafe(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok {
+	switch w.(type) {
+	case *os.File, *lockedWriter:
 		return w
 	}
 	return &lockedWriter{w: w}
