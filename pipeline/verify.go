@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	bkclient "github.com/moby/buildkit/client"
@@ -130,7 +129,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*verify.Summary, error) {
 	}
 
 	// The runner's workers and the engine both write progress lines.
-	progress := &lockedWriter{w: log}
+	progress := core.SyncWriter(log)
 	engine, closeEngine, err := o.engine(ctx, progress)
 	if err != nil {
 		return nil, errors.Join(append(problems, err)...)
@@ -560,16 +559,4 @@ func (o VerifyOptions) engine(ctx context.Context, progress io.Writer) (verify.E
 		return nil, nil, fmt.Errorf("connecting to BuildKit at %s: %w", o.BuildKit, err)
 	}
 	return &verify.BuildKitEngine{Client: c, Auth: o.Auth}, func() { c.Close() }, nil
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

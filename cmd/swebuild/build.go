@@ -91,7 +91,7 @@ func (f *buildFlags) register(fs *pflag.FlagSet) {
 
 // options are the pipeline's options from the flags (all but Publish).
 func (f *buildFlags) options(stdout, stderr io.Writer) (pipeline.BuildOptions, error) {
-	stdout, stderr = concurrentSafe(stdout), concurrentSafe(stderr) // its workers write at once
+	stdout, stderr = core.SyncWriter(stdout), core.SyncWriter(stderr) // its workers write at once
 	bo := pipeline.BuildOptions{ContextDirs: f.contextDirs, MetadataFile: f.metadataFile, Until: f.until, Out: stdout, Log: stderr}
 	if f.bk.Workers < 1 {
 		return bo, fmt.Errorf("--workers %d: want at least 1", f.bk.Workers)

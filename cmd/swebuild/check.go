@@ -104,7 +104,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // options are check's options from the flags (but the platforms and the
 // reader) and, with --digests, the catalog's signer.
 func (f *checkFlags) options(fs *pflag.FlagSet, usage func(string, ...any) error, stderr io.Writer) (check.Options, *sign.Signer, error) {
-	stderr = concurrentSafe(stderr) // its workers write at once
+	stderr = core.SyncWriter(stderr) // its workers write at once
 	opts := check.Options{Repo: f.repo, KeepDoubleUnderscore: f.keepUU, Tag: f.tag, RecordRoot: f.recordRoot}
 	var err error
 	if opts.Require, err = f.trust.requirement(f.requireVerified, usage); err != nil {

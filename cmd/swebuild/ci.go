@@ -117,7 +117,7 @@ func (f *ciMatrixFlags) register(fs *pflag.FlagSet) {
 // options are the pipeline's options from the flags; a usage problem is
 // a usageProblem.
 func (f *ciMatrixFlags) options(stderr io.Writer) (pipeline.MatrixOptions, error) {
-	stderr = concurrentSafe(stderr) // its workers write at once
+	stderr = core.SyncWriter(stderr) // its workers write at once
 	o := pipeline.MatrixOptions{IDsFile: f.ids, Ledger: f.ledger, SkipRepo: f.skipRepo, Force: f.force, Parallel: f.parallel,
 		PlanOut: f.planOut, IDsDir: f.idsDir, Log: stderr, EnvStage: f.envStage, EnvLedger: f.envLedger, EnvShards: f.envShards,
 		ContextDirs: f.contextDirs}

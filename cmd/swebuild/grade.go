@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swebuild/swebuild/core"
 	"github.com/swebuild/swebuild/grading"
 	"github.com/swebuild/swebuild/pipeline"
 )
@@ -88,7 +89,7 @@ func (f *gradeFlags) register(fs *pflag.FlagSet) {
 // options check the flags and make the pipeline's options: the first usage
 // problem is the error.
 func (f *gradeFlags) options(args []string, stderr io.Writer) (pipeline.GradeOptions, error) {
-	stderr = concurrentSafe(stderr) // its workers write at once
+	stderr = core.SyncWriter(stderr) // its workers write at once
 	var o pipeline.GradeOptions
 	if err := f.check(args); err != nil {
 		return o, err

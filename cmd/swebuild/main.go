@@ -12,11 +12,12 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 
 	clog "github.com/containerd/log"
 	"github.com/sirupsen/logrus"
+
+	"github.com/swebuild/swebuild/core"
 )
 
 // command is one subcommand: run gets the arguments after the subcommand name.
@@ -77,33 +78,8 @@ func quietContainerdLog() {
 	clog.L = logrus.NewEntry(l)
 }
 
-// concurrentSafe is w, safe for the goroutines a command writes from (the
-// downloads' progress lines, the workers' logs): an *os.File already is,
-// and stays one, so BuildKit's display still finds the terminal; anything
-// else (a test's buffer) is written under a lock, once (run and each
-// command's options both ask).
-func concurrentSafe(w io.Writer) io.Writer {
-	switch w.(type) {
-	case *os.File, *lockedWriter:
-		return w
-	}
-	return &lockedWriter{w: w}
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 func run(args []string, stdout, stderr io.Writer) int {
-	stdout, stderr = concurrentSafe(stdout), concurrentSafe(stderr)
+	stdout, stderr = core.SyncWriter(stdout), core.SyncWriter(stderr)
 	if len(args) == 0 {
 		usage(stderr)
 		return 2

@@ -99,7 +99,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func (f *publishFlags) options(ledgerPath string, stdout, stderr io.Writer) (publish.RunOptions, error) {
 	// Publish's workers write here at once (--debug's request lines, the
 	// progress), also when a caller gave a plain buffer.
-	stdout, stderr = concurrentSafe(stdout), concurrentSafe(stderr)
+	stdout, stderr = core.SyncWriter(stdout), core.SyncWriter(stderr)
 	if f.ledgerPath != "" {
 		ledgerPath = f.ledgerPath
 	}

@@ -93,7 +93,7 @@ func (f *verifyFlags) register(fs *pflag.FlagSet) {
 
 // options are the pipeline's options from the flags.
 func (f *verifyFlags) options(stdout, stderr io.Writer) (pipeline.VerifyOptions, error) {
-	stdout, stderr = concurrentSafe(stdout), concurrentSafe(stderr) // its workers write at once
+	stdout, stderr = core.SyncWriter(stdout), core.SyncWriter(stderr) // its workers write at once
 	o := pipeline.VerifyOptions{Gold: f.gold, Control: f.control, PredictionsFile: f.predictions, Images: f.images,
 		MetadataFile: f.metadataFile, RunID: f.runID, BuildKit: f.builderAddr, Engine: f.engine, DockerHost: f.dockerHost,
 		Workers: f.workers, Repeat: f.repeat, Timeout: f.timeout, Parser: f.logParser, EvalScript: f.evalScript,

@@ -1,4 +1,4 @@
-package main
+package core
 
 import (
 	"bytes"
@@ -9,17 +9,17 @@ import (
 	"testing"
 )
 
-// TestConcurrentSafe: a command's writers take lines from many goroutines
-// at once. A buffer gets every line whole; a terminal (an *os.File) is
+// TestSyncWriter: a command's writers take lines from many goroutines at
+// once. A buffer gets every line whole; a terminal (an *os.File) is
 // handed on as it is, so BuildKit's display still finds it.
-func TestConcurrentSafe(t *testing.T) {
-	if w := concurrentSafe(os.Stderr); w != os.Stderr {
-		t.Errorf("concurrentSafe(os.Stderr) = %T, want os.Stderr itself", w)
+func TestSyncWriter(t *testing.T) {
+	if w := SyncWriter(os.Stderr); w != os.Stderr {
+		t.Errorf("SyncWriter(os.Stderr) = %T, want os.Stderr itself", w)
 	}
 	var buf bytes.Buffer
-	w := concurrentSafe(&buf)
-	if again := concurrentSafe(w); again != w {
-		t.Errorf("concurrentSafe of its own writer wraps it again")
+	w := SyncWriter(&buf)
+	if again := SyncWriter(w); again != w {
+		t.Errorf("SyncWriter of its own writer wraps it again")
 	}
 	const writers, lines = 8, 500
 	var wg sync.WaitGroup
