@@ -133,7 +133,8 @@ type Options struct {
 	// variables.
 	HTTPClient *http.Client
 	// Log receives a line per retry and per ProgressAfter a download is
-	// still waiting. Default: nothing is logged.
+	// still waiting, from each download's goroutine (written through
+	// core.SyncWriter). Default: nothing is logged.
 	Log io.Writer
 	// ProgressAfter is how long a download runs before Log hears of it,
 	// and then how often. Default: DefaultProgressAfter.
@@ -175,6 +176,8 @@ func New(opts Options) (*Client, error) {
 	}
 	if c.log == nil {
 		c.log = io.Discard
+	} else {
+		c.log = core.SyncWriter(c.log)
 	}
 	if c.progressAfter <= 0 {
 		c.progressAfter = DefaultProgressAfter
