@@ -84,10 +84,36 @@ func ReadRecordsContext(ctx context.Context, path string, warn io.Writer) ([]Ima
 
 // File is a file opened by OpenContext: it is closed when its context is
 // done, which ends a read blocked on a pipe (pipes are read through the
-// runtime's poller). Close it as any file.
+// runtime's poller); a Read or Stat failing then gives the context's error,
+// not "file already closed". Close it as any file.
 type File struct {
 	*os.File
+	ctx  context.Context
 	stop func() bool
+}
+
+// Read is os.File's Read; an error once the context is done is its error.
+func (f *File) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	return n, f.doneOr(err)
+}
+
+// Stat is os.File's Stat; an error once the context is done is its error.
+func (f *File) Stat() (os.FileInfo, error) {
+	fi, err := f.File.Stat()
+	return fi, f.doneOr(err)
+}
+
+// doneOr is err, or the context's error when it is done (it closed the
+// file); io.EOF stays.
+func (f *File) doneOr(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if cerr := f.ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // Close closes the file and forgets its context.
@@ -115,7 +141,7 @@ func OpenContext(ctx context.Context, path string) (*File, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, cerr)
 	}
-	return &File{File: f, stop: context.AfterFunc(ctx, func() { _ = f.Close() })}, nil
+	return &File{File: f, ctx: ctx, stop: context.AfterFunc(ctx, func() { _ = f.Close() })}, nil
 }
 
 // ErrTooLarge is wrapped by ReadAllContext's error for an input over its

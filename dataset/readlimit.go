@@ -29,7 +29,7 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, doneOr(ctx, err)
+		return nil, err
 	}
 	size := fi.Size()
 	if fi.Mode().IsRegular() && size > max {
@@ -55,17 +55,8 @@ func readFile(ctx context.Context, path string, max int64) ([]byte, error) {
 		}
 		return append(buf, rest...), nil
 	default:
-		return nil, doneOr(ctx, err)
+		return nil, err
 	}
-}
-
-// doneOr is ctx's error when ctx is done (the file was closed under the
-// reader then: core.OpenContext), else err.
-func doneOr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
 }
 
 // readChunk is how much readAtMost reads at a time.
