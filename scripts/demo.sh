@@ -53,8 +53,10 @@ log() { printf '\ndemo: %s\n' "$*" >&2; }
 times=()
 steps_file=
 steps_prefix=
+# row NAME SECONDS: one line of the summary.
+row() { printf '%-40s %7.1f s' "$1" "$2"; }
 # since NAME T0: the summary line of NAME, begun at T0 ($EPOCHREALTIME).
-since() { awk -v n="$1" -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN { printf "%-40s %7.1f s", n, b - a }'; }
+since() { row "$1" "$(awk -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')"; }
 step() {
 	local name=$1 t0=$EPOCHREALTIME rc=0 line
 	shift
@@ -155,7 +157,7 @@ joined() {
 		if [ -s "$dir/$name.steps" ]; then
 			mapfile -t -O "${#times[@]}" times <"$dir/$name.steps"
 		fi
-		times+=("$(printf '%-40s %7.1f s (alongside)' "${pair#*=}" "$(cat "$dir/$name.time")")")
+		times+=("$(row "${pair#*=}" "$(cat "$dir/$name.time")") (alongside)")
 		if [ "$(cat "$dir/$name.rc")" -ne 0 ]; then
 			log "${pair#*=} failed (exit $(cat "$dir/$name.rc")); see its lines above ([$name]) and $dir"
 			rc=1
