@@ -187,11 +187,26 @@ enable_binfmt() {
 
 # --- daemons ------------------------------------------------------------------
 
+# pid_alive PIDFILE: the file's process lives and is one of this stack's
+# daemons: its command line names $RUN_DIR (each daemon's config, socket or
+# exec-root is there). A machine that stopped without `down` (a CI job's end
+# kills every process) leaves pid files behind, and their pids are given to
+# other processes later: a bare `kill -0` took such a process for the daemon,
+# waited for it to answer, and `down` would have signalled it.
 pid_alive() { # pidfile
+	local pid
+	pid=$(pid_in "$1") || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$RUN_DIR/"
+}
+
+# pid_in PIDFILE prints the pid the file holds, or fails.
+pid_in() {
 	local pid
 	[ -f "$1" ] || return 1
 	pid=$(cat "$1" 2>/dev/null) || return 1
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+	case $pid in '' | *[!0-9]*) return 1 ;; esac
+	echo "$pid"
 }
 
 buildkit_ready() {
@@ -218,7 +233,9 @@ wait_for() { # name seconds check-function pidfile log
 		if $check; then
 			return 0
 		fi
-		if ! pid_alive "$pidfile"; then
+		# The process just started: until it execs, its command line is
+		# still this script's, so only whether it lives is asked here.
+		if ! kill -0 "$(pid_in "$pidfile")" 2>/dev/null; then
 			tail -n 20 "$logf" >&2 || true
 			die "$name exited during start-up (log: $logf)"
 		fi
@@ -573,6 +590,16 @@ docker_up() {
 	fi
 	mkdir -p "$DOCKER_ROOT" "$RUN_DIR/docker-exec"
 	rm -f "$RUN_DIR/docker.sock"
+	# dockerd keeps its containerd's pid in the exec-root and, when that pid
+	# lives, waits for that containerd rather than starting one. After a
+	# machine stopped without `docker down` the pid may belong to another
+	# process by now; dockerd then timed out ("timeout waiting for containerd
+	# to start", CI at d56f6c9). A containerd of ours still running is kept.
+	local cpid=$RUN_DIR/docker-exec/containerd/containerd.pid
+	if [ -f "$cpid" ] && ! pid_alive "$cpid"; then
+		log "removing a stale containerd pid file ($cpid: pid $(cat "$cpid" 2>/dev/null) is not our containerd)"
+		rm -f "$cpid"
+	fi
 	echo '{}' >"$RUN_DIR/docker-daemon.json"
 	# dockerd writes its own pid file; the one we read is setsid's child.
 	setsid /usr/sbin/dockerd --host "$DOCKER_ADDR" --data-root "$DOCKER_ROOT" \
