@@ -54,10 +54,19 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := c.r.Read(p)
-	if err != nil && c.ctx.Err() != nil {
-		return n, c.ctx.Err()
+	return n, doneOr(c.ctx, err)
+}
+
+// doneOr is err, or ctx's error when err is one and ctx is done (a read
+// cut short by it: an OpenContext file is closed then).
+func doneOr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
 	}
-	return n, err
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // ReadFileContext is ReadFile that gives up when ctx is done (a SIGTERM):
@@ -75,7 +84,7 @@ func ReadRecordsContext(ctx context.Context, path string, warn io.Writer) ([]Ima
 		return nil, fmt.Errorf("reading records: %w", err)
 	}
 	defer f.Close()
-	recs, err := readRecords(ctxReader{ctx: ctx, r: f}, path, warn)
+	recs, err := readRecords(f, path, warn)
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("reading records from %s: %w", path, cerr)
 	}
@@ -84,36 +93,24 @@ func ReadRecordsContext(ctx context.Context, path string, warn io.Writer) ([]Ima
 
 // File is a file opened by OpenContext: it is closed when its context is
 // done, which ends a read blocked on a pipe (pipes are read through the
-// runtime's poller); a Read or Stat failing then gives the context's error,
-// not "file already closed". Close it as any file.
+// runtime's poller); Read and Stat then give the context's error (as a
+// ctxReader does), not "file already closed". Close it as any file.
 type File struct {
 	*os.File
 	ctx  context.Context
 	stop func() bool
 }
 
-// Read is os.File's Read; an error once the context is done is its error.
+// Read is os.File's Read through a ctxReader: once the context is done it
+// fails with the context's error.
 func (f *File) Read(p []byte) (int, error) {
-	n, err := f.File.Read(p)
-	return n, f.doneOr(err)
+	return ctxReader{ctx: f.ctx, r: f.File}.Read(p)
 }
 
 // Stat is os.File's Stat; an error once the context is done is its error.
 func (f *File) Stat() (os.FileInfo, error) {
 	fi, err := f.File.Stat()
-	return fi, f.doneOr(err)
-}
-
-// doneOr is err, or the context's error when it is done (it closed the
-// file); io.EOF stays.
-func (f *File) doneOr(err error) error {
-	if err == nil || err == io.EOF {
-		return err
-	}
-	if cerr := f.ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return err
+	return fi, doneOr(f.ctx, err)
 }
 
 // Close closes the file and forgets its context.
@@ -178,7 +175,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 		}
 		// One spare byte shows whether the file grew since Stat.
 		buf := make([]byte, fi.Size()+1)
-		n, err := io.ReadFull(ctxReader{ctx: ctx, r: f}, buf)
+		n, err := io.ReadFull(f, buf)
 		switch {
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 			return buf[:n], nil
@@ -195,7 +192,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 			return nil, fmt.Errorf("%s: %w of %d bytes", path, ErrTooLarge, max)
 		}
 		buf := make([]byte, min(readChunk, max+1-total))
-		n, err := io.ReadFull(ctxReader{ctx: ctx, r: f}, buf)
+		n, err := io.ReadFull(f, buf)
 		if n > 0 {
 			chunks = append(chunks, buf[:n])
 			total += int64(n)
@@ -219,10 +216,7 @@ func ReadAllContext(ctx context.Context, path string, max int64) ([]byte, error)
 // readErr is a read of path that failed: ctx's error when ctx is done (the
 // file closed under the read), else err.
 func readErr(ctx context.Context, path string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		err = cerr
-	}
-	return fmt.Errorf("reading %s: %w", path, err)
+	return fmt.Errorf("reading %s: %w", path, doneOr(ctx, err))
 }
 
 // openContext opens path for reading. Opening a FIFO blocks until a writer
